@@ -1,0 +1,8 @@
+import type { ChunkTiming, StatsFrame } from '../../shared/stats.ts';
+
+/** What a running job tells its observer (the CLI's progress bar, the app's charts). */
+export interface JobListener {
+  progress?(frame: StatsFrame): void;
+  chunk?(timing: ChunkTiming): void;
+  notice?(message: string): void;
+}

@@ -1,0 +1,86 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { EntryInput } from './keystore/catalog.ts';
+
+export class SourceError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SourceError';
+  }
+}
+
+/**
+ * Walks the sources (files and folders, recursively), recording symlinks rather than following them and
+ * keeping empty files and folders. Every regular file is opened once to prove it is readable, so a backup
+ * never starts only to fail on a file it cannot read. Entry paths are "/"-separated and begin with the
+ * source's own name. Special files (sockets, FIFOs, devices) are reported through `skipped`.
+ */
+export async function walkSources(sources: string[]): Promise<{ entries: EntryInput[]; skipped: string[] }> {
+  if (sources.length === 0) throw new SourceError('Nothing to back up: name at least one file or folder.');
+  const entries: EntryInput[] = [];
+  const skipped: string[] = [];
+  const unreadable: string[] = [];
+  const names = new Map<string, string>();
+
+  for (const raw of sources) {
+    const abs = path.resolve(raw);
+    const name = path.basename(abs);
+    if (!name) throw new SourceError(`Cannot back up the root folder "${abs}" as a whole: name folders inside it.`);
+    const prior = names.get(name);
+    if (prior) throw new SourceError(`Two sources share the name "${name}" (${prior} and ${abs}): back up one of them separately.`);
+    names.set(name, abs);
+    const st = await fs.lstat(abs).catch((err: NodeJS.ErrnoException) => {
+      throw new SourceError(
+        err.code === 'ENOENT' ? `Source "${abs}" does not exist.` : `Cannot read source "${abs}": ${describe(err)}.`,
+      );
+    });
+    await visit(abs, name, st);
+  }
+
+  async function visit(abs: string, rel: string, st: import('node:fs').Stats): Promise<void> {
+    const base = { path: rel, source: abs, mode: st.mode & 0o7777, mtimeMs: st.mtimeMs };
+    if (st.isSymbolicLink()) {
+      entries.push({ ...base, kind: 'symlink', size: 0, linkTarget: await fs.readlink(abs) });
+    } else if (st.isFile()) {
+      try {
+        const fh = await fs.open(abs, 'r');
+        await fh.close();
+        entries.push({ ...base, kind: 'file', size: st.size, linkTarget: null });
+      } catch (err) {
+        unreadable.push(`${abs} (${describe(err as NodeJS.ErrnoException)})`);
+      }
+    } else if (st.isDirectory()) {
+      entries.push({ ...base, kind: 'dir', size: 0, linkTarget: null });
+      let names: string[];
+      try {
+        names = (await fs.readdir(abs)).sort();
+      } catch (err) {
+        unreadable.push(`${abs} (${describe(err as NodeJS.ErrnoException)})`);
+        return;
+      }
+      for (const n of names) {
+        const child = path.join(abs, n);
+        const cst = await fs.lstat(child).catch(() => null);
+        if (!cst) unreadable.push(`${child} (vanished while reading the folder)`);
+        else await visit(child, `${rel}/${n}`, cst);
+      }
+    } else {
+      skipped.push(`${abs} (not a regular file, folder or symlink)`);
+    }
+  }
+
+  if (unreadable.length > 0) {
+    const list = unreadable.slice(0, 5).join(', ') + (unreadable.length > 5 ? `, and ${unreadable.length - 5} more` : '');
+    throw new SourceError(
+      unreadable.length === 1
+        ? `Cannot read source file ${list}; nothing was backed up.`
+        : `Cannot read ${unreadable.length} source files: ${list}; nothing was backed up.`,
+    );
+  }
+  return { entries, skipped };
+}
+
+function describe(err: NodeJS.ErrnoException): string {
+  if (err.code === 'EACCES' || err.code === 'EPERM') return 'permission denied';
+  return err.code ?? err.message;
+}

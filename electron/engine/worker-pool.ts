@@ -1,0 +1,135 @@
+import os from 'node:os';
+import { Worker } from 'node:worker_threads';
+import type { FromWorker, ToWorker, WorkerInit } from '../../workers/protocol.ts';
+
+const ENTRY = new URL('../../workers/entry.mjs', import.meta.url);
+
+export function defaultWorkerCount(): number {
+  return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+}
+
+interface Slot {
+  worker: Worker;
+  outstanding: number;
+}
+
+/**
+ * A pool of chunk workers. `run` keeps every worker at `credits` outstanding tasks, pulling tasks lazily
+ * from an iterator, so planning, memory and backpressure follow the pipeline rather than the file size.
+ */
+export class WorkerPool {
+  private readonly slots: Slot[] = [];
+  private crashed: Error | null = null;
+  private closing = false;
+  private onCrash: ((err: Error) => void) | null = null;
+
+  private constructor() {}
+
+  static async start(inits: Omit<WorkerInit, 'index'>, count: number): Promise<WorkerPool> {
+    const pool = new WorkerPool();
+    await Promise.all(
+      Array.from({ length: count }, (_, index) => {
+        const worker = new Worker(ENTRY, { workerData: { ...inits, index } satisfies WorkerInit });
+        const slot: Slot = { worker, outstanding: 0 };
+        pool.slots.push(slot);
+        worker.on('error', (err) => pool.crash(err as Error));
+        worker.on('exit', (code) => {
+          if (code !== 0) pool.crash(new Error(`a chunk worker exited with code ${code}`));
+        });
+        return new Promise<void>((resolve, reject) => {
+          const onReady = (m: { t: string }) => {
+            if (m.t === 'ready') {
+              worker.off('message', onReady);
+              resolve();
+            }
+          };
+          worker.on('message', onReady);
+          worker.once('error', reject);
+        });
+      }),
+    );
+    return pool;
+  }
+
+  private crash(err: Error): void {
+    if (this.closing) return;
+    this.crashed ??= err;
+    this.onCrash?.(err);
+  }
+
+  /**
+   * Feeds tasks until the iterator is done and every task has answered. `handle` receives each worker
+   * message with a reply function; it returns true when the message ends its task. `shouldStop` is
+   * checked before each new task is sent (outstanding tasks always finish).
+   */
+  run<T extends { tid: number }>(
+    kind: 'backup' | 'restore',
+    tasks: Iterator<T>,
+    credits: number,
+    handle: (m: FromWorker, reply: (msg: ToWorker) => void) => boolean,
+    shouldStop: () => boolean = () => false,
+  ): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (this.crashed) return reject(this.crashed);
+      let exhausted = false;
+      const listeners: [Worker, (m: FromWorker) => void][] = [];
+      const cleanup = () => {
+        for (const [w, l] of listeners) w.off('message', l);
+        this.onCrash = null;
+      };
+      this.onCrash = (err) => {
+        cleanup();
+        reject(err);
+      };
+      const total = () => this.slots.reduce((s, x) => s + x.outstanding, 0);
+      const feed = (slot: Slot) => {
+        while (!exhausted && slot.outstanding < credits) {
+          if (shouldStop()) {
+            exhausted = true;
+            break;
+          }
+          const next = tasks.next();
+          if (next.done) {
+            exhausted = true;
+            break;
+          }
+          slot.outstanding++;
+          slot.worker.postMessage(kind === 'backup' ? { t: 'backup', task: next.value } : { t: 'restore', task: next.value });
+        }
+        if (exhausted && total() === 0) {
+          cleanup();
+          resolve();
+        }
+      };
+      for (const slot of this.slots) {
+        const listener = (m: FromWorker) => {
+          let finished: boolean;
+          try {
+            finished = handle(m, (msg) => slot.worker.postMessage(msg));
+          } catch (err) {
+            cleanup();
+            reject(err as Error);
+            return;
+          }
+          if (finished) {
+            slot.outstanding--;
+            feed(slot);
+          }
+        };
+        listeners.push([slot.worker, listener]);
+        slot.worker.on('message', listener);
+      }
+      try {
+        for (const slot of this.slots) feed(slot);
+      } catch (err) {
+        cleanup();
+        reject(err as Error);
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+  }
+}

@@ -1,0 +1,36 @@
+import { createRequire } from 'node:module';
+import type { SodiumProvider } from './provider.ts';
+
+type Wasm = typeof import('libsodium-wrappers-sumo');
+
+/** The portable fallback: libsodium compiled to WASM (the sumo build, which includes crypto_pwhash). */
+export async function createWasmProvider(): Promise<SodiumProvider> {
+  const s = createRequire(import.meta.url)('libsodium-wrappers-sumo') as Wasm;
+  await s.ready;
+  const b = (u: Uint8Array): Buffer => Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+  return {
+    name: 'libsodium-wasm',
+    randomBytes: (length) => b(s.randombytes_buf(length)),
+    kdfDerive: (length, subkeyId, context, key) => b(s.crypto_kdf_derive_from_key(length, subkeyId, context, key)),
+    genericHash: (length, input, key) => b(s.crypto_generichash(length, input, key ?? null)),
+    aeadSealInto(out, plaintext, aad, nonce, key) {
+      const sealed = s.crypto_aead_xchacha20poly1305_ietf_encrypt(plaintext, aad, null, nonce, key);
+      out.set(sealed, 0);
+      return sealed.length;
+    },
+    aeadOpen(ciphertext, aad, nonce, key) {
+      try {
+        return b(s.crypto_aead_xchacha20poly1305_ietf_decrypt(null, ciphertext, aad, nonce, key));
+      } catch {
+        return null;
+      }
+    },
+    pwhash: (length, password, salt, opslimit, memlimit) =>
+      b(s.crypto_pwhash(length, password, salt, opslimit, memlimit, s.crypto_pwhash_ALG_ARGON2ID13)),
+    pwhashLimits: {
+      opsInteractive: s.crypto_pwhash_OPSLIMIT_INTERACTIVE,
+      memInteractive: s.crypto_pwhash_MEMLIMIT_INTERACTIVE,
+      saltBytes: s.crypto_pwhash_SALTBYTES,
+    },
+  };
+}

@@ -1,0 +1,58 @@
+import { createRequire } from 'node:module';
+import type { SodiumProvider } from './provider.ts';
+
+type Native = typeof import('sodium-native');
+
+export function createNativeProvider(): SodiumProvider {
+  const s = createRequire(import.meta.url)('sodium-native') as Native;
+  const buf = (u: Uint8Array): Buffer => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength));
+  return {
+    name: 'sodium-native',
+    randomBytes(length) {
+      const out = Buffer.alloc(length);
+      s.randombytes_buf(out);
+      return out;
+    },
+    kdfDerive(length, subkeyId, context, key) {
+      const out = Buffer.alloc(length);
+      s.crypto_kdf_derive_from_key(out, subkeyId, Buffer.from(context, 'ascii'), buf(key));
+      return out;
+    },
+    genericHash(length, input, key) {
+      const out = Buffer.alloc(length);
+      if (key) s.crypto_generichash(out, buf(input), buf(key));
+      else s.crypto_generichash(out, buf(input));
+      return out;
+    },
+    aeadSealInto(out, plaintext, aad, nonce, key) {
+      return (s.crypto_aead_xchacha20poly1305_ietf_encrypt as unknown as (...a: unknown[]) => number)(
+        buf(out).subarray(0, plaintext.length + s.crypto_aead_xchacha20poly1305_ietf_ABYTES),
+        buf(plaintext),
+        buf(aad),
+        null,
+        buf(nonce),
+        buf(key),
+      );
+    },
+    aeadOpen(ciphertext, aad, nonce, key) {
+      if (ciphertext.length < s.crypto_aead_xchacha20poly1305_ietf_ABYTES) return null;
+      const out = Buffer.alloc(ciphertext.length - s.crypto_aead_xchacha20poly1305_ietf_ABYTES);
+      try {
+        s.crypto_aead_xchacha20poly1305_ietf_decrypt(out, null, buf(ciphertext), buf(aad), buf(nonce), buf(key));
+        return out;
+      } catch {
+        return null;
+      }
+    },
+    pwhash(length, password, salt, opslimit, memlimit) {
+      const out = Buffer.alloc(length);
+      s.crypto_pwhash(out, buf(password), buf(salt), opslimit, memlimit, s.crypto_pwhash_ALG_ARGON2ID13);
+      return out;
+    },
+    pwhashLimits: {
+      opsInteractive: s.crypto_pwhash_OPSLIMIT_INTERACTIVE,
+      memInteractive: s.crypto_pwhash_MEMLIMIT_INTERACTIVE,
+      saltBytes: s.crypto_pwhash_SALTBYTES,
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import { constants as zc, deflateRawSync, inflateRawSync } from 'node:zlib';
+import { CHUNK_ID_BYTES, CHUNK_MAGIC, COMPRESSION_MASK, Compression } from '../../format/constants.ts';
+import type { SodiumProvider } from '../crypto/provider.ts';
+import { ObjectFormatError, openObject, sealObjectInto, sealedLength } from './sealed-object.ts';
+
+/** Chunk id: keyed BLAKE2b-256 of the plaintext. Equal plaintexts share an id (and one stored object). */
+export function chunkId(sodium: SodiumProvider, idKey: Uint8Array, plaintext: Uint8Array): Buffer {
+  return sodium.genericHash(CHUNK_ID_BYTES, plaintext, idKey);
+}
+
+const SAMPLE_BYTES = 64 * 1024;
+
+/**
+ * Compresses only where it pays: a 64 KiB sample must shrink by 10% before the whole chunk is tried,
+ * and the result is kept only if it saves at least 1/16 of the chunk. Random or already compressed data
+ * costs one small trial instead of a full pass.
+ */
+export function maybeCompress(plaintext: Buffer): { flags: number; payload: Buffer } {
+  const none = { flags: Compression.none, payload: plaintext };
+  if (plaintext.length < 512) return none;
+  const sample = plaintext.subarray(0, Math.min(SAMPLE_BYTES, plaintext.length));
+  const trial = deflateRawSync(sample, { level: 1, strategy: zc.Z_DEFAULT_STRATEGY });
+  if (trial.length > sample.length * 0.9) return none;
+  const packed = sample.length === plaintext.length ? trial : deflateRawSync(plaintext, { level: 1 });
+  if (packed.length > plaintext.length - (plaintext.length >> 4)) return none;
+  return { flags: Compression.deflateRaw, payload: packed };
+}
+
+export function maxSealedChunkLength(chunkSize: number): number {
+  return sealedLength(chunkSize);
+}
+
+export function sealChunkInto(
+  sodium: SodiumProvider,
+  out: Buffer,
+  opts: { sealKey: Uint8Array; id: Uint8Array; flags: number; payload: Uint8Array; nonce?: Uint8Array },
+): number {
+  return sealObjectInto(sodium, out, {
+    magic: CHUNK_MAGIC,
+    flags: opts.flags,
+    binding: opts.id,
+    payload: opts.payload,
+    key: opts.sealKey,
+    nonce: opts.nonce,
+  });
+}
+
+/**
+ * Opens a chunk object and proves it is the chunk it is named after: AEAD with the id in the AAD, then
+ * the id recomputed from the plaintext, then the expected length.
+ */
+export function openChunk(
+  sodium: SodiumProvider,
+  object: Uint8Array,
+  opts: { sealKey: Uint8Array; idKey: Uint8Array; id: Uint8Array; length: number },
+): Buffer {
+  const { flags, payload } = openObject(sodium, object, { magic: CHUNK_MAGIC, binding: opts.id, key: opts.sealKey });
+  let plaintext: Buffer;
+  if ((flags & COMPRESSION_MASK) === Compression.deflateRaw) {
+    try {
+      plaintext = inflateRawSync(payload, { maxOutputLength: Math.max(1, opts.length) });
+    } catch {
+      throw new ObjectFormatError('bad-length', 'compressed payload does not inflate to the recorded length');
+    }
+  } else {
+    plaintext = payload;
+  }
+  if (plaintext.length !== opts.length) {
+    throw new ObjectFormatError('bad-length', `plaintext is ${plaintext.length} bytes, expected ${opts.length}`);
+  }
+  if (!chunkId(sodium, opts.idKey, plaintext).equals(Buffer.from(opts.id))) {
+    throw new ObjectFormatError('auth-failed', 'plaintext does not hash to the chunk id');
+  }
+  return plaintext;
+}

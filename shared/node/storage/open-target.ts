@@ -1,0 +1,21 @@
+import type { TargetConfig } from '../../settings.ts';
+import { createLocalDirStorage } from './local-dir.ts';
+import { defaultRetryPolicy, withRetry, type RetryPolicy } from './retrying.ts';
+import { createS3Storage } from './s3.ts';
+import type { Storage } from './storage.ts';
+
+/** What a thread needs to open a target: its config plus the decrypted secret (kept in memory only). */
+export interface TargetHandle {
+  id: number;
+  name: string;
+  config: TargetConfig;
+  secret?: string;
+}
+
+export function openTarget(t: TargetHandle, opts: { concurrency: number; retry?: RetryPolicy }): Storage {
+  const raw =
+    t.config.kind === 's3'
+      ? createS3Storage({ ...t.config, label: t.name, secretAccessKey: t.secret ?? '', concurrency: opts.concurrency })
+      : createLocalDirStorage({ label: t.name, root: t.config.path });
+  return withRetry(raw, opts.retry ?? defaultRetryPolicy);
+}

@@ -1,0 +1,185 @@
+import './quiet-sdk.ts';
+import http from 'node:http';
+import https from 'node:https';
+import zlib from 'node:zlib';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
+import type { S3TargetConfig } from '../../settings.ts';
+import { StorageError, type Storage, type StorageProblem } from './storage.ts';
+
+export interface S3Options extends S3TargetConfig {
+  label: string;
+  secretAccessKey: string;
+  /** Uploads/downloads this client may have in flight: the keep-alive agent is sized to it. */
+  concurrency: number;
+}
+
+// zlib.crc32 exists from Node 20.15 / 22.2; with it the CRC32 the SDK would compute in JavaScript is
+// computed natively and handed over, which the SDK then sends as-is.
+const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array) => number }).crc32;
+
+function crc32Base64(body: Uint8Array): string | undefined {
+  if (!nativeCrc32) return undefined;
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(nativeCrc32(body) >>> 0);
+  return b.toString('base64');
+}
+
+const AUTH_CODES = new Set([
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+  'AccessDenied',
+  'InvalidToken',
+  'ExpiredToken',
+  'Forbidden',
+  'AuthorizationHeaderMalformed',
+]);
+const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
+
+interface SdkError {
+  name?: string;
+  code?: string;
+  message?: string;
+  $metadata?: { httpStatusCode?: number };
+  errors?: { code?: string }[];
+}
+
+function classify(e: SdkError, objectOp: boolean): StorageProblem {
+  const status = e.$metadata?.httpStatusCode;
+  const name = e.name ?? '';
+  if (name === 'NoSuchBucket') return 'no-bucket';
+  if (name === 'NoSuchKey' || (objectOp && (name === 'NotFound' || status === 404))) return 'not-found';
+  if (AUTH_CODES.has(name) || status === 401 || status === 403) return 'auth';
+  if (name === 'SlowDown' || status === 429 || status === 503) return 'throttled';
+  if (status !== undefined && status >= 500) return 'server';
+  if (status === 404) return 'no-bucket';
+  const code = e.code ?? e.errors?.find((x) => x.code)?.code;
+  if ((code && NET_CODES.has(code)) || name === 'TimeoutError' || status === undefined) return 'unreachable';
+  return 'invalid';
+}
+
+export function createS3Storage(o: S3Options): Storage {
+  const agentOpts = { keepAlive: true, maxSockets: Math.max(1, o.concurrency), keepAliveMsecs: 15_000 };
+  const httpAgent = new http.Agent(agentOpts);
+  const httpsAgent = new https.Agent(agentOpts);
+  const whenRequired = o.checksums === 'when-required';
+  const client = new S3Client({
+    endpoint: o.endpoint,
+    region: o.region,
+    forcePathStyle: o.pathStyle,
+    credentials: { accessKeyId: o.accessKeyId, secretAccessKey: o.secretAccessKey },
+    maxAttempts: 1, // retries belong to the withRetry decorator
+    // Saves one round trip per PUT; targets are checked before any upload, so a rejected body is rare.
+    expectContinueHeader: false,
+    requestChecksumCalculation: whenRequired ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED',
+    responseChecksumValidation: whenRequired ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED',
+    requestHandler: new NodeHttpHandler({ httpAgent, httpsAgent, connectionTimeout: 10_000, requestTimeout: 120_000 }),
+  });
+  const where = `S3 target "${o.label}" (${o.endpoint}, bucket "${o.bucket}")`;
+
+  function fail(err: unknown, op: string, key?: string): never {
+    const e = err as SdkError;
+    const problem = classify(e, key !== undefined);
+    const detail = e.name && e.name !== 'Error' ? e.name : (e.code ?? e.message ?? 'unknown error');
+    const what = key ? `${op} of ${key}` : op;
+    const messages: Record<StorageProblem, string> = {
+      auth: `${where} rejected the access key or secret (${detail}).`,
+      'no-bucket': `${where}: the bucket does not exist.`,
+      'not-found': `${where}: object ${key} does not exist.`,
+      unreachable: `${where} cannot be reached (${detail}).`,
+      throttled: `${where} is throttling requests (${detail}).`,
+      server: `${where} failed the ${what} with a server error (${detail}).`,
+      invalid: `${where} refused the ${what} (${detail}: ${e.message ?? ''}).`,
+    };
+    throw new StorageError(problem, o.label, messages[problem], { cause: err });
+  }
+
+  return {
+    label: o.label,
+    async put(key, body) {
+      try {
+        await client.send(
+          new PutObjectCommand({
+            Bucket: o.bucket,
+            Key: key,
+            Body: body,
+            ContentLength: body.length,
+            ChecksumCRC32: whenRequired ? undefined : crc32Base64(body),
+          }),
+        );
+      } catch (err) {
+        fail(err, 'upload', key);
+      }
+    },
+    async get(key, range) {
+      try {
+        const res = await client.send(
+          new GetObjectCommand({
+            Bucket: o.bucket,
+            Key: key,
+            Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+          }),
+        );
+        if (!res.Body) throw new StorageError('invalid', o.label, `${where} returned no body for ${key}.`);
+        const bytes = await res.Body.transformToByteArray();
+        return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      } catch (err) {
+        if (err instanceof StorageError) throw err;
+        fail(err, 'download', key);
+      }
+    },
+    async head(key) {
+      try {
+        const res = await client.send(new HeadObjectCommand({ Bucket: o.bucket, Key: key }));
+        return { size: res.ContentLength ?? 0 };
+      } catch (err) {
+        const e = err as SdkError;
+        if (e.name === 'NotFound' || e.name === 'NoSuchKey') return null;
+        fail(err, 'stat', key);
+      }
+    },
+    async *list(prefix) {
+      let token: string | undefined;
+      do {
+        let res;
+        try {
+          res = await client.send(
+            new ListObjectsV2Command({ Bucket: o.bucket, Prefix: prefix, ContinuationToken: token }),
+          );
+        } catch (err) {
+          fail(err, 'listing');
+        }
+        for (const c of res.Contents ?? []) if (c.Key) yield { key: c.Key, size: c.Size ?? 0 };
+        token = res.IsTruncated ? res.NextContinuationToken : undefined;
+      } while (token);
+    },
+    async delete(key) {
+      try {
+        await client.send(new DeleteObjectCommand({ Bucket: o.bucket, Key: key }));
+      } catch (err) {
+        fail(err, 'delete', key);
+      }
+    },
+    async check() {
+      // A one-key listing distinguishes the failures a user can fix: unreachable endpoint, rejected
+      // credentials, missing bucket (HeadBucket answers 403/404 without saying which).
+      try {
+        await client.send(new ListObjectsV2Command({ Bucket: o.bucket, MaxKeys: 1 }));
+      } catch (err) {
+        fail(err, 'listing');
+      }
+    },
+    close() {
+      client.destroy();
+      httpAgent.destroy();
+      httpsAgent.destroy();
+    },
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * The storage interface every target implements (in the spirit of restic's backend): a flat namespace of
+ * immutable objects. Retry, concurrency and accounting are decorators around it, never inside it.
+ */
+export interface Storage {
+  /** Target name, for messages. */
+  readonly label: string;
+  put(key: string, body: Buffer): Promise<void>;
+  /** Whole object, or bytes [start, end] inclusive. Throws StorageError('not-found') when absent. */
+  get(key: string, range?: { start: number; end: number }): Promise<Buffer>;
+  /** Size of the object, or null when absent. */
+  head(key: string): Promise<{ size: number } | null>;
+  list(prefix: string): AsyncIterable<{ key: string; size: number }>;
+  delete(key: string): Promise<void>;
+  /** Proves the target is usable: reachable, credentials accepted, bucket/folder present. */
+  check(): Promise<void>;
+  close(): void;
+}
+
+export type StorageProblem =
+  | 'auth' // credentials rejected or access denied
+  | 'no-bucket' // the bucket or folder does not exist
+  | 'not-found' // the object does not exist
+  | 'unreachable' // network: refused, reset, timed out, DNS
+  | 'throttled' // 429, 503 SlowDown
+  | 'server' // other 5xx
+  | 'invalid'; // anything else the server refused
+
+export class StorageError extends Error {
+  constructor(
+    readonly problem: StorageProblem,
+    readonly target: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'StorageError';
+  }
+
+  get retryable(): boolean {
+    return this.problem === 'unreachable' || this.problem === 'throttled' || this.problem === 'server';
+  }
+}

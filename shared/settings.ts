@@ -1,0 +1,94 @@
+/** Settings and target schemas shared by the engine, the CLI and the UI. Browser-safe. */
+import { z } from 'zod';
+
+export const KiB = 1024;
+export const MiB = 1024 * KiB;
+export const GiB = 1024 * MiB;
+
+export const CHUNK_SIZE_MIN = 64 * KiB;
+export const CHUNK_SIZE_MAX = GiB;
+export const CHUNK_SIZE_DEFAULT = 8 * MiB;
+export const WORKERS_MAX = 64;
+export const UPLOADS_PER_WORKER_DEFAULT = 3;
+export const UPLOADS_PER_WORKER_MAX = 32;
+
+const UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: KiB,
+  kib: KiB,
+  kb: 1000,
+  m: MiB,
+  mib: MiB,
+  mb: 1000 ** 2,
+  g: GiB,
+  gib: GiB,
+  gb: 1000 ** 3,
+};
+
+/** "8MiB", "512 KiB", "1G", "5MB" (decimal), "65536" → bytes; NaN when it is not a size. */
+export function parseSize(text: string): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(text);
+  if (!m) return NaN;
+  const unit = UNITS[m[2]!.toLowerCase()];
+  if (unit === undefined) return NaN;
+  return Math.round(Number(m[1]) * unit);
+}
+
+export function formatSize(bytes: number): string {
+  if (bytes >= GiB && bytes % GiB === 0) return `${bytes / GiB} GiB`;
+  if (bytes >= MiB && bytes % MiB === 0) return `${bytes / MiB} MiB`;
+  if (bytes >= KiB && bytes % KiB === 0) return `${bytes / KiB} KiB`;
+  if (bytes >= GiB) return `${(bytes / GiB).toFixed(2)} GiB`;
+  if (bytes >= MiB) return `${(bytes / MiB).toFixed(1)} MiB`;
+  if (bytes >= KiB) return `${(bytes / KiB).toFixed(1)} KiB`;
+  return `${bytes} B`;
+}
+
+export const chunkSizeSchema = z
+  .number({ error: 'Chunk size must be a size such as 8MiB.' })
+  .int('Chunk size must be a whole number of bytes.')
+  .min(CHUNK_SIZE_MIN, `Chunk size must be at least ${formatSize(CHUNK_SIZE_MIN)}.`)
+  .max(CHUNK_SIZE_MAX, `Chunk size must be at most ${formatSize(CHUNK_SIZE_MAX)}.`);
+
+export const workersSchema = z
+  .number({ error: 'Worker count must be a number.' })
+  .int('Worker count must be a whole number.')
+  .min(1, 'Worker count must be at least 1.')
+  .max(WORKERS_MAX, `Worker count must be at most ${WORKERS_MAX}.`);
+
+export const uploadsPerWorkerSchema = z
+  .number()
+  .int('Uploads per worker must be a whole number.')
+  .min(1, 'Uploads per worker must be at least 1.')
+  .max(UPLOADS_PER_WORKER_MAX, `Uploads per worker must be at most ${UPLOADS_PER_WORKER_MAX}.`);
+
+export const targetNameSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'Target names use letters, digits, ".", "_" and "-" (at most 64).');
+
+export const s3TargetConfigSchema = z.object({
+  kind: z.literal('s3'),
+  endpoint: z.url({ protocol: /^https?$/, error: 'Endpoint must be an http:// or https:// URL.' }),
+  bucket: z.string().min(3, 'Bucket names have at least 3 characters.').max(63),
+  region: z.string().min(1, 'Region is required (use us-east-1 if the provider ignores it).'),
+  accessKeyId: z.string().min(1, 'Access key id is required.'),
+  pathStyle: z.boolean(),
+  checksums: z.enum(['when-supported', 'when-required']),
+});
+export type S3TargetConfig = z.infer<typeof s3TargetConfigSchema>;
+
+export const dirTargetConfigSchema = z.object({
+  kind: z.literal('dir'),
+  path: z.string().min(1, 'Folder path is required.'),
+});
+export type DirTargetConfig = z.infer<typeof dirTargetConfigSchema>;
+
+export const targetConfigSchema = z.discriminatedUnion('kind', [s3TargetConfigSchema, dirTargetConfigSchema]);
+export type TargetConfig = z.infer<typeof targetConfigSchema>;
+
+export interface PipelineSettings {
+  chunkSize: number;
+  workers: number;
+  uploadsPerWorker: number;
+}

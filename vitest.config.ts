@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['{electron,shared,workers,bench,test}/**/*.test.ts'],
+    // S3 and SQLite tests talk to real processes and files; one file at a time per core keeps
+    // versitygw, the workers and the test process from starving each other on 2-core machines.
+    fileParallelism: false,
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    globalSetup: ['test/support/global-setup.ts'],
+  },
+});
