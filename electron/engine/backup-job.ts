@@ -3,12 +3,12 @@ import fs from 'node:fs/promises';
 import { chunkObjectKey, manifestObjectKey } from '../../shared/format/constants.ts';
 import { fileHash } from '../../shared/node/format/file-hash.ts';
 import { sealManifest } from '../../shared/node/format/manifest.ts';
-import type { Storage } from '../../shared/node/storage/storage.ts';
 import type { PipelineSettings } from '../../shared/settings.ts';
 import type { JobListener } from './job-events.ts';
 import type { EntryRow, StoredChunk } from './keystore/catalog.ts';
 import type { Keystore, TargetRow } from './keystore/keystore.ts';
 import { buildManifest } from './manifest-builder.ts';
+import { adoptUnrecordedChunks } from './resume-adopt.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
 import { openMainStorage, startPool } from './storage-access.ts';
 import type { BackupTask, FromWorker, WorkerFailure } from '../../workers/protocol.ts';
@@ -63,7 +63,7 @@ export async function runBackupJob(
   try {
     await main.check();
     const entries = cat.listEntries(backupId);
-    const present = job.resume ? await listChunkObjects(main) : new Map<string, number>();
+    const present = job.resume ? await adoptUnrecordedChunks(ks, main, target.id) : new Map<string, number>();
     if (job.resume) await reconcileChangedSources(ks, entries, listener);
     const pending = cat.listEntries(backupId).filter((e) => e.kind === 'file' && e.status === 'pending');
     const pendingById = new Map(pending.map((e) => [e.id, e]));
@@ -122,6 +122,7 @@ export async function runBackupJob(
 
     let batch: StoredChunk[] = [];
     const waitingOn = new Map<string, StoredChunk[]>(); // id hex → duplicates waiting for its upload
+    const storedThisRun = new Set<string>(); // ids stored by this run, flushed to the keystore or not yet
     let uploadedChunks = 0;
     let uploadedBytes = 0;
     let dedupedChunks = 0;
@@ -158,10 +159,10 @@ export async function runBackupJob(
             const hex = id.toString('hex');
             info.id = id;
             const objectKey = chunkObjectKey(hex);
-            if (cat.isStoredOn(id, target.id)) {
+            if (storedThisRun.has(hex) || cat.isStoredOn(id, target.id)) {
               reply({ t: 'decide', tid: m.tid, upload: false, objectKey });
             } else if (present.has(objectKey)) {
-              // Uploaded by the interrupted run but not yet recorded: adopt it instead of sending it again.
+              // Uploaded by the interrupted run, never recorded, proven intact: adopt it, don't resend it.
               reply({ t: 'decide', tid: m.tid, upload: false, objectKey });
             } else if (waitingOn.has(hex)) {
               reply({ t: 'decide', tid: m.tid, upload: false, objectKey });
@@ -196,6 +197,7 @@ export async function runBackupJob(
           stats.add(m.timing, m.uploaded);
           listener.chunk?.(m.timing);
           if (m.uploaded) {
+            storedThisRun.add(hex);
             uploadedChunks++;
             uploadedBytes += m.storedSize;
             batch.push(rec);
@@ -250,12 +252,6 @@ function describeFailure(backupId: string, f: { info: TaskInfo; error: WorkerFai
       ? `Backup ${backupId} stopped: reading ${where} failed (${error.message}).`
       : `Backup ${backupId} stopped: storing ${where} on target "${error.target ?? target}" failed: ${error.message}`;
   return new BackupFailedError(`${msg} Fix the cause and run "cairn resume" to continue.`, backupId, true);
-}
-
-async function listChunkObjects(storage: Storage): Promise<Map<string, number>> {
-  const out = new Map<string, number>();
-  for await (const o of storage.list('chunks/')) out.set(o.key, o.size);
-  return out;
 }
 
 /** On resume, a source file whose size or mtime changed is read again from the start. */

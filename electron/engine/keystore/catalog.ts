@@ -206,7 +206,12 @@ export class Catalog {
   }
 
   unfinishedJobs(): JobRow[] {
-    return this.db.prepare(`SELECT * FROM jobs WHERE state = 'running' ORDER BY created_at`).all() as JobRow[];
+    return this.db
+      .prepare(
+        `SELECT id, kind, backup_id AS backupId, state, settings, pid, host, error FROM jobs
+         WHERE state = 'running' ORDER BY created_at`,
+      )
+      .all() as JobRow[];
   }
 
   claimJob(jobId: string): void {

@@ -1,0 +1,43 @@
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import path from 'node:path';
+import { cliJson, runCli, type CliOptions } from './cli.ts';
+import { tempDir } from './fixtures.ts';
+import type { S3Server } from './versitygw.ts';
+
+export const PASSPHRASE = 'correct horse battery staple';
+
+/** A fresh CAIRN_HOME with an initialised keystore and one S3 target on the given server and bucket. */
+export async function initHomeWithTarget(
+  s3: S3Server,
+  opts: { bucket: string; endpoint?: string; target?: string; extra?: string[] },
+): Promise<{ home: string; cli: CliOptions }> {
+  const home = path.join(tempDir('cairn-home-'), 'home');
+  const cli: CliOptions = { env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE } };
+  await cliJson(['init'], cli);
+  const r = await runCli(
+    [
+      'target', 'add', opts.target ?? 's3', '--s3',
+      '--endpoint', opts.endpoint ?? s3.endpoint,
+      '--bucket', opts.bucket,
+      '--region', 'us-east-1',
+      '--access-key-id', s3.accessKeyId,
+      '--secret-access-key', s3.secretAccessKey,
+      '--path-style',
+      ...(opts.extra ?? []),
+    ],
+    cli,
+  );
+  if (r.code !== 0) throw new Error(`target add failed: ${r.stderr}`);
+  return { home, cli };
+}
+
+export async function listKeys(s3: S3Server, bucket: string, prefix = ''): Promise<{ key: string; size: number }[]> {
+  const out: { key: string; size: number }[] = [];
+  let token: string | undefined;
+  do {
+    const res = await s3.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+    for (const c of res.Contents ?? []) out.push({ key: c.Key!, size: c.Size ?? 0 });
+    token = res.IsTruncated ? res.NextContinuationToken : undefined;
+  } while (token);
+  return out.sort((a, b) => a.key.localeCompare(b.key));
+}

@@ -1,0 +1,77 @@
+import http from 'node:http';
+import net from 'node:net';
+
+export interface ProxyStats {
+  requests: { method: string; path: string; status: number }[];
+}
+
+export interface Proxy {
+  endpoint: string;
+  stats: ProxyStats;
+  reset(): void;
+  count(method: string, pathPrefix: string): number;
+  /** Answer the next `n` requests matching `match` with `status` instead of forwarding them. */
+  failNext(n: number, status: number, match?: (method: string, path: string) => boolean): void;
+  close(): Promise<void>;
+}
+
+/**
+ * A loopback HTTP proxy in front of a real S3 server: counts requests (to prove which PUTs happened),
+ * injects server errors (to prove retries), and adds a fixed delay before forwarding each request and
+ * before relaying each response (to emulate a round-trip time in benchmarks).
+ */
+export async function startProxy(upstream: string, opts: { delayMs?: number } = {}): Promise<Proxy> {
+  const up = new URL(upstream);
+  const delay = opts.delayMs ?? 0;
+  const stats: ProxyStats = { requests: [] };
+  const faults: { n: number; status: number; match: (m: string, p: string) => boolean }[] = [];
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
+  const wait = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
+
+  const server = http.createServer(async (req, res) => {
+    const pathOnly = (req.url ?? '/').split('?')[0]!;
+    const fault = faults.find((f) => f.n > 0 && f.match(req.method ?? '', pathOnly));
+    if (fault) {
+      fault.n--;
+      req.resume();
+      req.on('end', () => {
+        stats.requests.push({ method: req.method ?? '', path: pathOnly, status: fault.status });
+        res.writeHead(fault.status, { 'content-type': 'application/xml' });
+        res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${fault.status === 503 ? 'SlowDown' : 'InternalError'}</Code><Message>injected</Message></Error>`);
+      });
+      return;
+    }
+    await wait(delay / 2);
+    const fwd = http.request(
+      { host: up.hostname, port: up.port, method: req.method, path: req.url, headers: req.headers, agent },
+      async (upRes) => {
+        await wait(delay / 2);
+        stats.requests.push({ method: req.method ?? '', path: pathOnly, status: upRes.statusCode ?? 0 });
+        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+        upRes.pipe(res);
+      },
+    );
+    fwd.on('error', () => {
+      res.writeHead(502);
+      res.end();
+    });
+    req.pipe(fwd);
+  });
+  server.keepAliveTimeout = 30_000;
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as net.AddressInfo).port;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    stats,
+    reset: () => (stats.requests.length = 0),
+    count: (method, prefix) => stats.requests.filter((r) => r.method === method && r.path.includes(prefix)).length,
+    failNext(n, status, match = () => true) {
+      faults.push({ n, status, match });
+    },
+    async close() {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+      agent.destroy();
+    },
+  };
+}
