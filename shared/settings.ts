@@ -65,7 +65,10 @@ export const uploadsPerWorkerSchema = z
 
 export const targetNameSchema = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'Target names use letters, digits, ".", "_" and "-" (at most 64).');
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+    'Target names use letters, digits, ".", "_" and "-" (at most 64).',
+  );
 
 export const s3TargetConfigSchema = z.object({
   kind: z.literal('s3'),

@@ -5,7 +5,13 @@ import { promisify } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadSodium, type SodiumProviderName } from '../shared/node/crypto/provider.ts';
-import { chunkId, maxSealedChunkLength, maybeCompress, openChunk, sealChunkInto } from '../shared/node/format/chunk-codec.ts';
+import {
+  chunkId,
+  maxSealedChunkLength,
+  maybeCompress,
+  openChunk,
+  sealChunkInto,
+} from '../shared/node/format/chunk-codec.ts';
 import { ObjectFormatError } from '../shared/node/format/sealed-object.ts';
 import { openTarget } from '../shared/node/storage/open-target.ts';
 import { StorageError, type Storage } from '../shared/node/storage/storage.ts';
@@ -50,7 +56,10 @@ async function readExactly(path: string, buf: Buffer, length: number, offset: nu
     let done = 0;
     while (done < length) {
       const { bytesRead } = await fh.read(buf, done, length - done, offset + done);
-      if (bytesRead === 0) throw Object.assign(new Error(`${path} ended early: it changed while being read`), { code: 'ESHRUNK' });
+      if (bytesRead === 0)
+        throw Object.assign(new Error(`${path} ended early: it changed while being read`), {
+          code: 'ESHRUNK',
+        });
       done += bytesRead;
     }
     return buf.subarray(0, length);
@@ -71,7 +80,17 @@ async function backup(task: BackupTask): Promise<void> {
       decisions.set(task.tid, resolve);
       post({ t: 'hashed', tid: task.tid, id });
     });
-    const timing: ChunkTiming = { slot: -1, bytes: task.length, wireBytes: 0, readStart, readEnd, hashEnd, sealEnd: hashEnd, xferStart: hashEnd, xferEnd: hashEnd };
+    const timing: ChunkTiming = {
+      slot: -1,
+      bytes: task.length,
+      wireBytes: 0,
+      readStart,
+      readEnd,
+      hashEnd,
+      sealEnd: hashEnd,
+      xferStart: hashEnd,
+      xferEnd: hashEnd,
+    };
     if (!decision.upload) {
       post({ t: 'stored', tid: task.tid, id, flags: 0, storedSize: 0, uploaded: false, timing });
       return;
@@ -103,7 +122,17 @@ async function restore(task: RestoreTask): Promise<void> {
   const problems: WorkerFailure[] = [];
   for (const loc of task.locations) {
     const slot = await slots.acquire();
-    const timing: ChunkTiming = { slot: init.index * init.slots + slot, bytes: task.length, wireBytes: 0, readStart: queued, readEnd: queued, hashEnd: queued, sealEnd: queued, xferStart: now(), xferEnd: 0 };
+    const timing: ChunkTiming = {
+      slot: init.index * init.slots + slot,
+      bytes: task.length,
+      wireBytes: 0,
+      readStart: queued,
+      readEnd: queued,
+      hashEnd: queued,
+      sealEnd: queued,
+      xferStart: now(),
+      xferEnd: 0,
+    };
     post({ t: 'xfer-start', tid: task.tid, slot: timing.slot });
     let object: Buffer;
     try {
@@ -134,7 +163,11 @@ async function restore(task: RestoreTask): Promise<void> {
     }
   }
   const first = problems[0] ?? { message: 'the chunk has no stored location', problem: 'not-found' };
-  post({ t: 'failed', tid: task.tid, error: { ...first, message: problems.map((p) => p.message).join('; ') || first.message } });
+  post({
+    t: 'failed',
+    tid: task.tid,
+    error: { ...first, message: problems.map((p) => p.message).join('; ') || first.message },
+  });
 }
 
 const writeAsync = promisify(write);

@@ -33,7 +33,12 @@ export class BufferPool {
   ) {}
 
   take(): { plain: Buffer; sealed: Buffer } {
-    return this.free.pop() ?? { plain: Buffer.allocUnsafeSlow(this.plainBytes), sealed: Buffer.allocUnsafeSlow(this.sealedBytes) };
+    return (
+      this.free.pop() ?? {
+        plain: Buffer.allocUnsafeSlow(this.plainBytes),
+        sealed: Buffer.allocUnsafeSlow(this.sealedBytes),
+      }
+    );
   }
 
   give(set: { plain: Buffer; sealed: Buffer }): void {

@@ -44,6 +44,14 @@ export interface WorkerFailure {
 export type FromWorker =
   | { t: 'xfer-start'; tid: number; slot: number }
   | { t: 'hashed'; tid: number; id: Uint8Array }
-  | { t: 'stored'; tid: number; id: Uint8Array; flags: number; storedSize: number; uploaded: boolean; timing: ChunkTiming }
+  | {
+      t: 'stored';
+      tid: number;
+      id: Uint8Array;
+      flags: number;
+      storedSize: number;
+      uploaded: boolean;
+      timing: ChunkTiming;
+    }
   | { t: 'restored'; tid: number; id: Uint8Array; timing: ChunkTiming }
   | { t: 'failed'; tid: number; error: WorkerFailure };

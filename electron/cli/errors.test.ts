@@ -28,16 +28,23 @@ afterAll(async () => {
 function dumpKeystore(): string {
   const db = new Database(path.join(home, 'keystore.db'), { readonly: true });
   try {
-    const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).pluck().all() as string[];
-    return JSON.stringify(tables.map((t) => [t, db.prepare(`SELECT * FROM "${t}"`).raw().all()]), (_k, v) =>
-      Buffer.isBuffer(v) ? v.toString('hex') : v,
+    const tables = db
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+      .pluck()
+      .all() as string[];
+    return JSON.stringify(
+      tables.map((t) => [t, db.prepare(`SELECT * FROM "${t}"`).raw().all()]),
+      (_k, v) => (Buffer.isBuffer(v) ? v.toString('hex') : v),
     );
   } finally {
     db.close();
   }
 }
 
-async function expectNothingChanged(run: () => Promise<{ code: number | null; stderr: string; stdout: string }>, message: RegExp) {
+async function expectNothingChanged(
+  run: () => Promise<{ code: number | null; stderr: string; stdout: string }>,
+  message: RegExp,
+) {
   const ks = dumpKeystore();
   const objects = await listKeys(s3, bucket);
   const r = await run();
@@ -51,7 +58,18 @@ async function expectNothingChanged(run: () => Promise<{ code: number | null; st
 
 const s3Args = (over: Record<string, string>) => {
   const o = { endpoint: s3.endpoint, bucket, secret: s3.secretAccessKey, ...over };
-  return ['--s3', '--endpoint', o.endpoint, '--bucket', o.bucket, '--access-key-id', s3.accessKeyId, '--secret-access-key', o.secret, '--path-style'];
+  return [
+    '--s3',
+    '--endpoint',
+    o.endpoint,
+    '--bucket',
+    o.bucket,
+    '--access-key-id',
+    s3.accessKeyId,
+    '--secret-access-key',
+    o.secret,
+    '--path-style',
+  ];
 };
 
 describe('bad input gets a clear error and changes nothing', () => {
@@ -67,7 +85,10 @@ describe('bad input gets a clear error and changes nothing', () => {
       () => runCli(['target', 'add', 'bad', ...s3Args({ secret: 'wrong-secret' })], cli),
       /S3 target "bad" \(.*bucket ".*"\) rejected the access key or secret \(SignatureDoesNotMatch\)/,
     );
-    expect((await runCli(['target', 'add', 'stale', ...s3Args({ secret: 'wrong-secret' }), '--no-test'], cli)).code).toBe(0);
+    expect(
+      (await runCli(['target', 'add', 'stale', ...s3Args({ secret: 'wrong-secret' }), '--no-test'], cli))
+        .code,
+    ).toBe(0);
     await expectNothingChanged(
       () => runCli(['backup', src, '--target', 'stale'], cli),
       /S3 target "stale" .* rejected the access key or secret/,
@@ -101,7 +122,10 @@ describe('bad input gets a clear error and changes nothing', () => {
   });
 
   it('missing source', async () => {
-    await expectNothingChanged(() => runCli(['backup', '/no/such/place', '--target', 's3'], cli), /Source "\/no\/such\/place" does not exist\./);
+    await expectNothingChanged(
+      () => runCli(['backup', '/no/such/place', '--target', 's3'], cli),
+      /Source "\/no\/such\/place" does not exist\./,
+    );
   });
 
   it('chunk size out of range or not a size', async () => {
@@ -117,14 +141,20 @@ describe('bad input gets a clear error and changes nothing', () => {
       () => runCli(['backup', src, '--target', 's3', '--chunk-size', 'banana'], cli),
       /Chunk size "banana" is not a size/,
     );
-    await expectNothingChanged(() => runCli(['settings', '--workers', '0'], cli), /Worker count must be at least 1\./);
+    await expectNothingChanged(
+      () => runCli(['settings', '--workers', '0'], cli),
+      /Worker count must be at least 1\./,
+    );
   });
 
   it('no keystore yet, and a keystore that already exists', async () => {
     const r = await runCli(['ls'], { env: { ...cli.env, CAIRN_HOME: path.join(tempDir(), 'nothing-here') } });
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/No keystore at .*keystore\.db: run "cairn init" first\./);
-    await expectNothingChanged(() => runCli(['init'], cli), /A keystore already exists at .*; nothing was changed\./);
+    await expectNothingChanged(
+      () => runCli(['init'], cli),
+      /A keystore already exists at .*; nothing was changed\./,
+    );
   });
 
   it('keeps SDK notices and stack traces out of the terminal', async () => {

@@ -34,7 +34,11 @@ function intOption(name: string) {
   };
 }
 
-function pipelineOverrides(o: { chunkSize?: number; workers?: number; uploadsPerWorker?: number }): Partial<PipelineSettings> {
+function pipelineOverrides(o: {
+  chunkSize?: number;
+  workers?: number;
+  uploadsPerWorker?: number;
+}): Partial<PipelineSettings> {
   return { chunkSize: o.chunkSize, workers: o.workers, uploadsPerWorker: o.uploadsPerWorker };
 }
 
@@ -56,14 +60,26 @@ program
   .description('back up files and folders; prints the backup id')
   .argument('<path...>', 'files or folders')
   .option('--target <name>', 'target to store the chunks on')
-  .addOption(new Option('--chunk-size <size>', 'chunk size, 64KiB to 1GiB (default 8MiB)').argParser(sizeOption))
-  .addOption(new Option('--workers <n>', 'worker threads (default: CPU count)').argParser(intOption('Worker count')))
-  .addOption(new Option('--uploads-per-worker <n>', 'uploads in flight per worker').argParser(intOption('Uploads per worker')))
+  .addOption(
+    new Option('--chunk-size <size>', 'chunk size, 64KiB to 1GiB (default 8MiB)').argParser(sizeOption),
+  )
+  .addOption(
+    new Option('--workers <n>', 'worker threads (default: CPU count)').argParser(intOption('Worker count')),
+  )
+  .addOption(
+    new Option('--uploads-per-worker <n>', 'uploads in flight per worker').argParser(
+      intOption('Uploads per worker'),
+    ),
+  )
   .action(async (paths: string[], opts) => {
     const o = out();
-    const r = await withEngine((e) => e.backup(paths, { target: opts.target, settings: pipelineOverrides(opts) }, o.listener()));
+    const r = await withEngine((e) =>
+      e.backup(paths, { target: opts.target, settings: pipelineOverrides(opts) }, o.listener()),
+    );
     o.endProgress();
-    o.info(`${r.files} files, ${formatSize(r.bytes)} in ${r.chunks} chunks (${r.uploadedChunks} uploaded, ${r.dedupedChunks} already stored), ${r.transfer.mbps.toFixed(1)} MB/s.`);
+    o.info(
+      `${r.files} files, ${formatSize(r.bytes)} in ${r.chunks} chunks (${r.uploadedChunks} uploaded, ${r.dedupedChunks} already stored), ${r.transfer.mbps.toFixed(1)} MB/s.`,
+    );
     o.result(r, r.backupId);
   });
 
@@ -80,7 +96,14 @@ program
           rows,
           table([
             ['ID', 'CREATED', 'STATUS', 'FILES', 'SIZE', 'CHUNKS'],
-            ...rows.map((b) => [b.id, new Date(b.createdAt).toISOString(), b.status, String(b.fileCount), formatSize(b.totalBytes), String(b.chunkCount)]),
+            ...rows.map((b) => [
+              b.id,
+              new Date(b.createdAt).toISOString(),
+              b.status,
+              String(b.fileCount),
+              formatSize(b.totalBytes),
+              String(b.chunkCount),
+            ]),
           ]),
         );
       } else {
@@ -89,7 +112,13 @@ program
           rows.map(({ hash, ...r }) => ({ ...r, hash: hash?.toString('hex') ?? null })),
           table([
             ['KIND', 'MODE', 'SIZE', 'MODIFIED', 'PATH'],
-            ...rows.map((r) => [r.kind, (r.mode & 0o7777).toString(8).padStart(4, '0'), r.kind === 'file' ? formatSize(r.size) : '-', new Date(r.mtimeMs).toISOString(), r.linkTarget ? `${r.path} -> ${r.linkTarget}` : r.path]),
+            ...rows.map((r) => [
+              r.kind,
+              (r.mode & 0o7777).toString(8).padStart(4, '0'),
+              r.kind === 'file' ? formatSize(r.size) : '-',
+              new Date(r.mtimeMs).toISOString(),
+              r.linkTarget ? `${r.path} -> ${r.linkTarget}` : r.path,
+            ]),
           ]),
         );
       }
@@ -101,15 +130,26 @@ program
   .description('restore a backup (or some of its paths) into a folder, verified byte for byte')
   .argument('<backup-id>')
   .requiredOption('--to <dir>', 'destination folder')
-  .option('--path <p>', 'restore only this file or folder (repeatable)', (v: string, acc: string[]) => [...acc, v], [] as string[])
+  .option(
+    '--path <p>',
+    'restore only this file or folder (repeatable)',
+    (v: string, acc: string[]) => [...acc, v],
+    [] as string[],
+  )
   .option('--overwrite', 'replace files that already exist at the destination')
   .action(async (id: string, opts: { to: string; path: string[]; overwrite?: boolean }) => {
     const o = out();
-    const r = await withEngine((e) => e.restore(id, { to: opts.to, paths: opts.path, overwrite: opts.overwrite }, o.listener()));
+    const r = await withEngine((e) =>
+      e.restore(id, { to: opts.to, paths: opts.path, overwrite: opts.overwrite }, o.listener()),
+    );
     o.endProgress();
     for (const f of r.failed) o.info(`Failed: ${f.path}: ${f.message}`);
-    o.result(r, `Restored ${r.restoredFiles} files (${formatSize(r.restoredBytes)}) to ${opts.to}${r.failed.length ? `; ${r.failed.length} failed` : ''}.`);
-    if (r.failed.length) throw new PartialFailure(`${r.failed.length} of the selected files could not be restored.`);
+    o.result(
+      r,
+      `Restored ${r.restoredFiles} files (${formatSize(r.restoredBytes)}) to ${opts.to}${r.failed.length ? `; ${r.failed.length} failed` : ''}.`,
+    );
+    if (r.failed.length)
+      throw new PartialFailure(`${r.failed.length} of the selected files could not be restored.`);
   });
 
 program
@@ -120,9 +160,16 @@ program
     const o = out();
     const r = await withEngine((e) => e.verify(id, o.listener()));
     o.endProgress();
-    for (const p of r.problems) o.info(`Bad: ${p.path} chunk ${p.chunk}${p.target ? ` on target "${p.target}"` : ''}: ${p.message}`);
-    o.result(r, r.problems.length ? `${r.problems.length} problems in backup ${id}.` : `All ${r.chunks} chunks of backup ${id} are intact.`);
-    if (r.problems.length) throw new PartialFailure(`Backup ${id} has ${r.problems.length} damaged or missing chunks.`);
+    for (const p of r.problems)
+      o.info(`Bad: ${p.path} chunk ${p.chunk}${p.target ? ` on target "${p.target}"` : ''}: ${p.message}`);
+    o.result(
+      r,
+      r.problems.length
+        ? `${r.problems.length} problems in backup ${id}.`
+        : `All ${r.chunks} chunks of backup ${id} are intact.`,
+    );
+    if (r.problems.length)
+      throw new PartialFailure(`Backup ${id} has ${r.problems.length} damaged or missing chunks.`);
   });
 
 program
@@ -132,7 +179,12 @@ program
     const o = out();
     const rs = await withEngine((e) => e.resume(o.listener()));
     o.endProgress();
-    o.result(rs, rs.length ? rs.map((r) => `Completed backup ${r.backupId} (${r.uploadedChunks} chunks uploaded).`).join('\n') : 'Nothing to resume.');
+    o.result(
+      rs,
+      rs.length
+        ? rs.map((r) => `Completed backup ${r.backupId} (${r.uploadedChunks} chunks uploaded).`).join('\n')
+        : 'Nothing to resume.',
+    );
   });
 
 program
@@ -144,7 +196,10 @@ program
   .action(async (opts) => {
     const o = out();
     const s = await withEngine(async (e) => e.saveSettings(pipelineOverrides(opts)));
-    o.result(s, `chunk size ${formatSize(s.chunkSize)}, ${s.workers} workers, ${s.uploadsPerWorker} uploads per worker`);
+    o.result(
+      s,
+      `chunk size ${formatSize(s.chunkSize)}, ${s.workers} workers, ${s.uploadsPerWorker} uploads per worker`,
+    );
   });
 
 try {

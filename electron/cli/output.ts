@@ -51,12 +51,15 @@ export function progressLine(f: StatsFrame): string {
   const bar = '█'.repeat(filled) + '░'.repeat(width - filled);
   const rate = f.meanMbps > 0 ? f.meanMbps : f.mbps;
   const etaS = rate > 0 ? (f.bytesTotal - f.bytesDone) / 1e6 / rate : 0;
-  const eta = rate > 0 ? `ETA ${Math.floor(etaS / 60)}:${String(Math.round(etaS % 60)).padStart(2, '0')}` : '';
+  const eta =
+    rate > 0 ? `ETA ${Math.floor(etaS / 60)}:${String(Math.round(etaS % 60)).padStart(2, '0')}` : '';
   return `${bar} ${(ratio * 100).toFixed(0).padStart(3)}%  ${formatSize(f.bytesDone)} / ${formatSize(f.bytesTotal)}  ${f.mbps.toFixed(1)} MB/s  ${eta}`;
 }
 
 export function table(rows: string[][]): string {
   if (rows.length === 0) return '';
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
-  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n');
+  return rows
+    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  '))
+    .join('\n');
 }

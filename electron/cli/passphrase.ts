@@ -8,7 +8,8 @@ export async function readPassphrase(opts: { confirm: boolean }): Promise<string
     throw new Error('No passphrase: set CAIRN_PASSPHRASE or run cairn in a terminal to be asked for it.');
   }
   const first = await ask('Passphrase: ');
-  if (opts.confirm && (await ask('Repeat passphrase: ')) !== first) throw new Error('The passphrases do not match.');
+  if (opts.confirm && (await ask('Repeat passphrase: ')) !== first)
+    throw new Error('The passphrases do not match.');
   return first;
 }
 

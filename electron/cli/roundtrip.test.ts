@@ -38,12 +38,25 @@ function buildMixedTree(root: string, chunk: number): void {
   fs.symlinkSync('nested/deeper/small.bin', path.join(root, 'link-to-small'));
   fs.symlinkSync('/nowhere/at/all', path.join(root, 'dangling-link'));
   let i = 0;
-  for (const rel of ['empty.txt', 'exact.bin', 'over.bin', 'nested/deeper/small.bin', 'nested/notes.txt', 'script.sh', 'nested/exact-copy.bin']) {
-    fs.utimesSync(path.join(root, rel), t(`2021-0${1 + (i % 9)}-1${i}T10:20:30.123Z`), t(`2021-0${1 + (i % 9)}-1${i}T10:20:30.123Z`));
+  for (const rel of [
+    'empty.txt',
+    'exact.bin',
+    'over.bin',
+    'nested/deeper/small.bin',
+    'nested/notes.txt',
+    'script.sh',
+    'nested/exact-copy.bin',
+  ]) {
+    fs.utimesSync(
+      path.join(root, rel),
+      t(`2021-0${1 + (i % 9)}-1${i}T10:20:30.123Z`),
+      t(`2021-0${1 + (i % 9)}-1${i}T10:20:30.123Z`),
+    );
     i++;
   }
   fs.lutimesSync(path.join(root, 'link-to-small'), t('2020-05-05T05:05:05Z'), t('2020-05-05T05:05:05Z'));
-  for (const d of ['nested/deeper', 'nested', 'empty-dir', '.']) fs.utimesSync(path.join(root, d), t('2019-12-31T23:59:59Z'), t('2019-12-31T23:59:59Z'));
+  for (const d of ['nested/deeper', 'nested', 'empty-dir', '.'])
+    fs.utimesSync(path.join(root, d), t('2019-12-31T23:59:59Z'), t('2019-12-31T23:59:59Z'));
 }
 
 describe('backup and restore round trip', () => {
@@ -70,7 +83,9 @@ describe('backup and restore round trip', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(describeTree(path.join(dest, 'mixed'))).toEqual(before);
-    expect(fs.readdirSync(path.join(dest, 'mixed', 'nested')).filter((n) => n.includes('.cairn-'))).toEqual([]);
+    expect(fs.readdirSync(path.join(dest, 'mixed', 'nested')).filter((n) => n.includes('.cairn-'))).toEqual(
+      [],
+    );
 
     const v = await runCli(['verify', b.backupId], cli);
     expect(v.code).toBe(0);
@@ -94,7 +109,10 @@ describe('backup and restore round trip', () => {
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/pick\/a\/one\.bin.*already exists/);
     expect(fs.readFileSync(path.join(dest, 'pick/a/one.bin'), 'utf8')).toBe('mine');
-    const forced = await runCli(['restore', backupId, '--to', dest, '--path', 'pick/a/one.bin', '--overwrite'], cli);
+    const forced = await runCli(
+      ['restore', backupId, '--to', dest, '--path', 'pick/a/one.bin', '--overwrite'],
+      cli,
+    );
     expect(forced.code).toBe(0);
     expect(sha256File(path.join(dest, 'pick/a/one.bin'))).toBe(sha256File(path.join(src, 'a/one.bin')));
 
@@ -117,7 +135,9 @@ describe('backup and restore round trip', () => {
     expect(r.code).toBe(0);
     expect(sha256File(path.join(dest, 'big.bin'))).toBe(sha256File(file));
     // utimes takes seconds as a double: the restored mtime is exact to well under a microsecond.
-    expect(Math.abs(fs.statSync(path.join(dest, 'big.bin')).mtimeMs - fs.statSync(file).mtimeMs)).toBeLessThan(0.001);
+    expect(
+      Math.abs(fs.statSync(path.join(dest, 'big.bin')).mtimeMs - fs.statSync(file).mtimeMs),
+    ).toBeLessThan(0.001);
     fs.rmSync(dir, { recursive: true });
     fs.rmSync(dest, { recursive: true });
   });

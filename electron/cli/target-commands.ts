@@ -51,7 +51,11 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
         rows.map((t) => ({ id: t.id, name: t.name, config: t.config })),
         table([
           ['NAME', 'KIND', 'WHERE'],
-          ...rows.map((t) => [t.name, t.config.kind, t.config.kind === 's3' ? `${t.config.endpoint} bucket ${t.config.bucket}` : t.config.path]),
+          ...rows.map((t) => [
+            t.name,
+            t.config.kind,
+            t.config.kind === 's3' ? `${t.config.endpoint} bucket ${t.config.bucket}` : t.config.path,
+          ]),
         ]),
       );
     });
@@ -72,7 +76,10 @@ function targetFromOptions(o: AddOpts): { config: TargetConfig; secret?: string 
   if (o.dir) return { config: { kind: 'dir', path: o.dir } };
   if (!o.s3) throw new Error('Say what the target is: --s3 with its options, or --dir <path>.');
   const missing = (['endpoint', 'bucket', 'accessKeyId'] as const).filter((k) => !o[k]);
-  if (missing.length) throw new Error(`An S3 target needs ${missing.map((m) => '--' + m.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())).join(', ')}.`);
+  if (missing.length)
+    throw new Error(
+      `An S3 target needs ${missing.map((m) => '--' + m.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())).join(', ')}.`,
+    );
   const secret = o.secretAccessKey ?? process.env.CAIRN_S3_SECRET_ACCESS_KEY;
   if (!secret) throw new Error('An S3 target needs --secret-access-key (or CAIRN_S3_SECRET_ACCESS_KEY).');
   if (o.checksums !== 'when-supported' && o.checksums !== 'when-required') {

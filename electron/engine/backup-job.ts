@@ -201,7 +201,8 @@ export async function runBackupJob(
             uploadedChunks++;
             uploadedBytes += m.storedSize;
             batch.push(rec);
-            for (const dup of waitingOn.get(hex) ?? []) batch.push({ ...dup, storedSize: m.storedSize, flags: m.flags });
+            for (const dup of waitingOn.get(hex) ?? [])
+              batch.push({ ...dup, storedSize: m.storedSize, flags: m.flags });
             waitingOn.delete(hex);
           } else if (waitingOn.has(hex)) {
             dedupedChunks++;
@@ -223,7 +224,8 @@ export async function runBackupJob(
 
     const transfer = stats.finish(bytesThisRun, chunksThisRun);
     cat.addTransferStats(backupId, uploadedChunks, uploadedBytes, transfer.durationMs);
-    if (failure) throw describeFailure(backupId, failure as { info: TaskInfo; error: WorkerFailure }, target.name);
+    if (failure)
+      throw describeFailure(backupId, failure as { info: TaskInfo; error: WorkerFailure }, target.name);
 
     const manifest = buildManifest(ks, backupId);
     await main.put(manifestObjectKey(backupId), sealManifest(ks.sodium, ks.keys.manifestSeal, manifest));
@@ -244,7 +246,11 @@ export async function runBackupJob(
   }
 }
 
-function describeFailure(backupId: string, f: { info: TaskInfo; error: WorkerFailure }, target: string): BackupFailedError {
+function describeFailure(
+  backupId: string,
+  f: { info: TaskInfo; error: WorkerFailure },
+  target: string,
+): BackupFailedError {
   const { info, error } = f;
   const where = `chunk ${info.idx} of ${info.entry.source}`;
   const msg =
@@ -255,7 +261,11 @@ function describeFailure(backupId: string, f: { info: TaskInfo; error: WorkerFai
 }
 
 /** On resume, a source file whose size or mtime changed is read again from the start. */
-async function reconcileChangedSources(ks: Keystore, entries: EntryRow[], listener: JobListener): Promise<void> {
+async function reconcileChangedSources(
+  ks: Keystore,
+  entries: EntryRow[],
+  listener: JobListener,
+): Promise<void> {
   for (const e of entries) {
     if (e.kind !== 'file' || e.status !== 'pending') continue;
     const st = await fs.stat(e.source).catch(() => null);
@@ -268,7 +278,9 @@ async function reconcileChangedSources(ks: Keystore, entries: EntryRow[], listen
     }
     if (st.size !== e.size || st.mtimeMs !== e.mtimeMs) {
       ks.catalog.resetEntry(e.id, st.size, st.mtimeMs);
-      listener.notice?.(`${e.source} changed since the backup was interrupted; reading it again from the start.`);
+      listener.notice?.(
+        `${e.source} changed since the backup was interrupted; reading it again from the start.`,
+      );
     }
   }
 }

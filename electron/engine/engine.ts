@@ -31,7 +31,8 @@ export function defaultHome(): string {
   if (process.env.CAIRN_HOME) return path.resolve(process.env.CAIRN_HOME);
   const home = os.homedir();
   if (process.platform === 'darwin') return path.join(home, 'Library', 'Application Support', 'Cairn');
-  if (process.platform === 'win32') return path.join(process.env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), 'Cairn');
+  if (process.platform === 'win32')
+    return path.join(process.env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), 'Cairn');
   return path.join(process.env.XDG_DATA_HOME ?? path.join(home, '.local', 'share'), 'cairn');
 }
 
@@ -46,7 +47,14 @@ export class SettingsError extends Error {
   }
 }
 
-function check<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: { message: string }[] } } }, v: unknown): T {
+function check<T>(
+  schema: {
+    safeParse(
+      v: unknown,
+    ): { success: true; data: T } | { success: false; error: { issues: { message: string }[] } };
+  },
+  v: unknown,
+): T {
   const r = schema.safeParse(v);
   if (!r.success) throw new SettingsError(r.error.issues[0]?.message ?? 'Invalid value.');
   return r.data;
@@ -87,7 +95,12 @@ export class Engine {
   }
 
   /** Adds a target after proving it works (unless `test` is false); nothing is saved on failure. */
-  async addTarget(name: string, config: TargetConfig, secret?: string, opts: { test?: boolean } = {}): Promise<TargetRow> {
+  async addTarget(
+    name: string,
+    config: TargetConfig,
+    secret?: string,
+    opts: { test?: boolean } = {},
+  ): Promise<TargetRow> {
     check(targetNameSchema, name);
     const parsed = check(targetConfigSchema, config);
     if (this.ks.findTarget(name)) throw new SettingsError(`A target named "${name}" already exists.`);
@@ -167,7 +180,13 @@ export class Engine {
       listener.notice?.(`Resuming backup ${job.backupId}.`);
       const target = this.ks.targetById(backup.targetId);
       try {
-        results.push(await runBackupJob(this.ks, { backupId: job.backupId, jobId: job.id, target, settings, resume: true }, listener));
+        results.push(
+          await runBackupJob(
+            this.ks,
+            { backupId: job.backupId, jobId: job.id, target, settings, resume: true },
+            listener,
+          ),
+        );
       } catch (err) {
         this.ks.catalog.failJob(job.id, (err as Error).message);
         throw err;
@@ -181,7 +200,8 @@ export class Engine {
   }
 
   listEntries(backupId: string): EntryRow[] {
-    if (!this.ks.catalog.getBackup(backupId)) throw new SettingsError(`No backup with id ${backupId}: "cairn ls" lists them.`);
+    if (!this.ks.catalog.getBackup(backupId))
+      throw new SettingsError(`No backup with id ${backupId}: "cairn ls" lists them.`);
     return this.ks.catalog.listEntries(backupId);
   }
 
@@ -192,7 +212,13 @@ export class Engine {
   ): Promise<RestoreResult> {
     return runRestoreJob(
       this.ks,
-      { backupId, to: opts.to, paths: opts.paths ?? [], overwrite: opts.overwrite ?? false, settings: this.settings(opts.settings) },
+      {
+        backupId,
+        to: opts.to,
+        paths: opts.paths ?? [],
+        overwrite: opts.overwrite ?? false,
+        settings: this.settings(opts.settings),
+      },
       listener,
     );
   }

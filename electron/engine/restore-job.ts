@@ -65,7 +65,8 @@ export async function runRestoreJob(
   );
   stats.startTicking();
 
-  for (const e of entries.filter((x) => x.kind === 'dir')) await fs.mkdir(dest(root, e.path), { recursive: true, mode: 0o700 });
+  for (const e of entries.filter((x) => x.kind === 'dir'))
+    await fs.mkdir(dest(root, e.path), { recursive: true, mode: 0o700 });
 
   const states = new Map<number, FileState>();
   const taskFile = new Map<number, { state: FileState; idx: number }>();
@@ -98,7 +99,10 @@ export async function runRestoreJob(
   async function prepare(e: EntryRow): Promise<FileState | null> {
     const final = dest(root, e.path);
     if (!opts.overwrite && (await fs.lstat(final).catch(() => null))) {
-      failed.push({ path: e.path, message: `${final} already exists (restore with --overwrite to replace it)` });
+      failed.push({
+        path: e.path,
+        message: `${final} already exists (restore with --overwrite to replace it)`,
+      });
       return null;
     }
     const chunks = cat.entryChunks(e.id);
@@ -108,10 +112,24 @@ export async function runRestoreJob(
       return null;
     }
     await fs.mkdir(path.dirname(final), { recursive: true });
-    const temp = path.join(path.dirname(final), `.${path.basename(final)}.cairn-${randomBytes(4).toString('hex')}`);
+    const temp = path.join(
+      path.dirname(final),
+      `.${path.basename(final)}.cairn-${randomBytes(4).toString('hex')}`,
+    );
     const fh = await fs.open(temp, 'wx', 0o600);
     await fh.truncate(e.size);
-    return { entry: e, final, temp, fh, chunks, ids: new Array(chunks.length), outstanding: 0, planned: 0, failed: null, settled: false };
+    return {
+      entry: e,
+      final,
+      temp,
+      fh,
+      chunks,
+      ids: new Array(chunks.length),
+      outstanding: 0,
+      planned: 0,
+      failed: null,
+      settled: false,
+    };
   }
   for (const e of files) {
     const s = await prepare(e);
@@ -176,7 +194,8 @@ export async function runRestoreJob(
 
 function dest(root: string, rel: string): string {
   const p = path.resolve(root, ...rel.split('/'));
-  if (p !== root && !p.startsWith(root + path.sep)) throw new Error(`Entry path "${rel}" escapes the destination.`);
+  if (p !== root && !p.startsWith(root + path.sep))
+    throw new Error(`Entry path "${rel}" escapes the destination.`);
   return p;
 }
 
@@ -189,7 +208,8 @@ async function finalizeFile(ks: Keystore, s: FileState): Promise<void> {
       return id;
     });
     const hash = fileHash(ks.sodium, ks.keys.chunkId, s.entry.size, ids);
-    if (!s.entry.hash || !hash.equals(s.entry.hash)) throw new Error('the restored file does not match its recorded hash');
+    if (!s.entry.hash || !hash.equals(s.entry.hash))
+      throw new Error('the restored file does not match its recorded hash');
     await s.fh.chmod(s.entry.mode);
     await s.fh.utimes(s.entry.mtimeMs / 1000, s.entry.mtimeMs / 1000);
     await s.fh.close();
@@ -201,7 +221,12 @@ async function finalizeFile(ks: Keystore, s: FileState): Promise<void> {
   }
 }
 
-async function restoreLinksAndDirs(root: string, entries: EntryRow[], overwrite: boolean, failed: RestoreFailure[]): Promise<void> {
+async function restoreLinksAndDirs(
+  root: string,
+  entries: EntryRow[],
+  overwrite: boolean,
+  failed: RestoreFailure[],
+): Promise<void> {
   for (const e of entries.filter((x) => x.kind === 'symlink')) {
     const final = dest(root, e.path);
     try {
@@ -217,7 +242,9 @@ async function restoreLinksAndDirs(root: string, entries: EntryRow[], overwrite:
     }
   }
   // Deepest first, so setting a folder's mtime is not undone by writing into it.
-  const dirs = entries.filter((x) => x.kind === 'dir').sort((a, b) => b.path.split('/').length - a.path.split('/').length);
+  const dirs = entries
+    .filter((x) => x.kind === 'dir')
+    .sort((a, b) => b.path.split('/').length - a.path.split('/').length);
   for (const e of dirs) {
     const d = dest(root, e.path);
     await fs.chmod(d, e.mode);

@@ -11,7 +11,11 @@ import type { Keystore } from './keystore/keystore.ts';
  * so each is downloaded and proven (AEAD bound to the id in its name, plaintext hashing to that id) before
  * it is adopted; anything else is simply uploaded again. Returns object key → stored size.
  */
-export async function adoptUnrecordedChunks(ks: Keystore, storage: Storage, targetId: number): Promise<Map<string, number>> {
+export async function adoptUnrecordedChunks(
+  ks: Keystore,
+  storage: Storage,
+  targetId: number,
+): Promise<Map<string, number>> {
   const candidates: { key: string; id: Buffer; size: number }[] = [];
   for await (const o of storage.list('chunks/')) {
     const hex = o.key.slice(o.key.lastIndexOf('/') + 1);
@@ -23,7 +27,11 @@ export async function adoptUnrecordedChunks(ks: Keystore, storage: Storage, targ
   const check = async (c: (typeof candidates)[number]) => {
     try {
       const obj = await storage.get(c.key);
-      const { flags, payload } = openObject(ks.sodium, obj, { magic: CHUNK_MAGIC, binding: c.id, key: ks.keys.chunkSeal });
+      const { flags, payload } = openObject(ks.sodium, obj, {
+        magic: CHUNK_MAGIC,
+        binding: c.id,
+        key: ks.keys.chunkSeal,
+      });
       const plain = (flags & COMPRESSION_MASK) === Compression.deflateRaw ? inflateRawSync(payload) : payload;
       if (chunkId(ks.sodium, ks.keys.chunkId, plain).equals(c.id)) adopted.set(c.key, obj.length);
     } catch {

@@ -9,7 +9,11 @@ export function openMainStorage(handle: TargetHandle): Storage {
   return openTarget(handle, { concurrency: 2 });
 }
 
-export function startPool(ks: Keystore, targets: TargetHandle[], settings: PipelineSettings): Promise<WorkerPool> {
+export function startPool(
+  ks: Keystore,
+  targets: TargetHandle[],
+  settings: PipelineSettings,
+): Promise<WorkerPool> {
   return WorkerPool.start(
     {
       slots: settings.uploadsPerWorker,

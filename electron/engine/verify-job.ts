@@ -41,7 +41,11 @@ export async function runVerifyJob(
     const refs = cat.entryChunks(e.id);
     const expected = Math.ceil(e.size / backup.chunkSize);
     if (refs.length !== expected) {
-      problems.push({ path: e.path, chunk: refs.length, message: `the keystore lists ${refs.length} of ${expected} chunks` });
+      problems.push({
+        path: e.path,
+        chunk: refs.length,
+        message: `the keystore lists ${refs.length} of ${expected} chunks`,
+      });
     }
     for (const ref of refs) {
       const hex = ref.chunkId.toString('hex');
@@ -74,11 +78,22 @@ export async function runVerifyJob(
     let tid = 1;
     for (const j of jobs) {
       byTid.set(tid, j);
-      yield { tid: tid++, fd: null, offset: 0, length: j.ref.plainSize, chunkId: j.ref.chunkId, locations: [j.location] };
+      yield {
+        tid: tid++,
+        fd: null,
+        offset: 0,
+        length: j.ref.plainSize,
+        chunkId: j.ref.chunkId,
+        locations: [j.location],
+      };
     }
   }
   const targets = ks.listTargets();
-  const pool = await startPool(ks, targets.map((t) => ks.targetHandle(t)), opts.settings);
+  const pool = await startPool(
+    ks,
+    targets.map((t) => ks.targetHandle(t)),
+    opts.settings,
+  );
   try {
     await pool.run('restore', plan(), opts.settings.uploadsPerWorker, (m) => {
       if (m.t === 'xfer-start') {
@@ -102,5 +117,11 @@ export async function runVerifyJob(
     await pool.close();
   }
   problems.sort((a, b) => a.path.localeCompare(b.path) || a.chunk - b.chunk);
-  return { backupId: opts.backupId, chunks: jobs.length, bytes, problems, transfer: stats.finish(bytes, jobs.length) };
+  return {
+    backupId: opts.backupId,
+    chunks: jobs.length,
+    bytes,
+    problems,
+    transfer: stats.finish(bytes, jobs.length),
+  };
 }

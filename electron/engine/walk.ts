@@ -1,3 +1,4 @@
+import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { EntryInput } from './keystore/catalog.ts';
@@ -25,19 +26,25 @@ export async function walkSources(sources: string[]): Promise<{ entries: EntryIn
   for (const raw of sources) {
     const abs = path.resolve(raw);
     const name = path.basename(abs);
-    if (!name) throw new SourceError(`Cannot back up the root folder "${abs}" as a whole: name folders inside it.`);
+    if (!name)
+      throw new SourceError(`Cannot back up the root folder "${abs}" as a whole: name folders inside it.`);
     const prior = names.get(name);
-    if (prior) throw new SourceError(`Two sources share the name "${name}" (${prior} and ${abs}): back up one of them separately.`);
+    if (prior)
+      throw new SourceError(
+        `Two sources share the name "${name}" (${prior} and ${abs}): back up one of them separately.`,
+      );
     names.set(name, abs);
     const st = await fs.lstat(abs).catch((err: NodeJS.ErrnoException) => {
       throw new SourceError(
-        err.code === 'ENOENT' ? `Source "${abs}" does not exist.` : `Cannot read source "${abs}": ${describe(err)}.`,
+        err.code === 'ENOENT'
+          ? `Source "${abs}" does not exist.`
+          : `Cannot read source "${abs}": ${describe(err)}.`,
       );
     });
     await visit(abs, name, st);
   }
 
-  async function visit(abs: string, rel: string, st: import('node:fs').Stats): Promise<void> {
+  async function visit(abs: string, rel: string, st: Stats): Promise<void> {
     const base = { path: rel, source: abs, mode: st.mode & 0o7777, mtimeMs: st.mtimeMs };
     if (st.isSymbolicLink()) {
       entries.push({ ...base, kind: 'symlink', size: 0, linkTarget: await fs.readlink(abs) });
@@ -70,7 +77,9 @@ export async function walkSources(sources: string[]): Promise<{ entries: EntryIn
   }
 
   if (unreadable.length > 0) {
-    const list = unreadable.slice(0, 5).join(', ') + (unreadable.length > 5 ? `, and ${unreadable.length - 5} more` : '');
+    const list =
+      unreadable.slice(0, 5).join(', ') +
+      (unreadable.length > 5 ? `, and ${unreadable.length - 5} more` : '');
     throw new SourceError(
       unreadable.length === 1
         ? `Cannot read source file ${list}; nothing was backed up.`

@@ -94,7 +94,9 @@ export class WorkerPool {
             break;
           }
           slot.outstanding++;
-          slot.worker.postMessage(kind === 'backup' ? { t: 'backup', task: next.value } : { t: 'restore', task: next.value });
+          slot.worker.postMessage(
+            kind === 'backup' ? { t: 'backup', task: next.value } : { t: 'restore', task: next.value },
+          );
         }
         if (exhausted && total() === 0) {
           cleanup();

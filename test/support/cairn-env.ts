@@ -16,12 +16,20 @@ export async function initHomeWithTarget(
   await cliJson(['init'], cli);
   const r = await runCli(
     [
-      'target', 'add', opts.target ?? 's3', '--s3',
-      '--endpoint', opts.endpoint ?? s3.endpoint,
-      '--bucket', opts.bucket,
-      '--region', 'us-east-1',
-      '--access-key-id', s3.accessKeyId,
-      '--secret-access-key', s3.secretAccessKey,
+      'target',
+      'add',
+      opts.target ?? 's3',
+      '--s3',
+      '--endpoint',
+      opts.endpoint ?? s3.endpoint,
+      '--bucket',
+      opts.bucket,
+      '--region',
+      'us-east-1',
+      '--access-key-id',
+      s3.accessKeyId,
+      '--secret-access-key',
+      s3.secretAccessKey,
       '--path-style',
       ...(opts.extra ?? []),
     ],
@@ -31,11 +39,17 @@ export async function initHomeWithTarget(
   return { home, cli };
 }
 
-export async function listKeys(s3: S3Server, bucket: string, prefix = ''): Promise<{ key: string; size: number }[]> {
+export async function listKeys(
+  s3: S3Server,
+  bucket: string,
+  prefix = '',
+): Promise<{ key: string; size: number }[]> {
   const out: { key: string; size: number }[] = [];
   let token: string | undefined;
   do {
-    const res = await s3.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+    const res = await s3.client.send(
+      new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }),
+    );
     for (const c of res.Contents ?? []) out.push({ key: c.Key!, size: c.Size ?? 0 });
     token = res.IsTruncated ? res.NextContinuationToken : undefined;
   } while (token);

@@ -20,7 +20,11 @@ export function spawnCli(args: string[], opts: CliOptions): ChildProcess {
   delete env.NODE_OPTIONS;
   if (opts.dropFileCaps && process.getuid?.() === 0) {
     const caps = '-dac_override,-dac_read_search';
-    return spawn('setpriv', [`--inh-caps=${caps}`, `--bounding-set=${caps}`, process.execPath, CLI, ...args], { env });
+    return spawn(
+      'setpriv',
+      [`--inh-caps=${caps}`, `--bounding-set=${caps}`, process.execPath, CLI, ...args],
+      { env },
+    );
   }
   return spawn(process.execPath, [CLI, ...args], { env });
 }

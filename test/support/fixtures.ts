@@ -13,7 +13,7 @@ export function writeRandomFile(file: string, size: number): void {
   const fd = fs.openSync(file, 'w');
   const buf = Buffer.allocUnsafe(Math.min(size, 4 << 20));
   try {
-    for (let done = 0; done < size; ) {
+    for (let done = 0; done < size;) {
       const n = Math.min(buf.length, size - done);
       randomFillSync(buf, 0, n);
       fs.writeSync(fd, buf, 0, n);
@@ -29,7 +29,7 @@ export function sha256File(file: string): string {
   const fd = fs.openSync(file, 'r');
   const buf = Buffer.allocUnsafe(4 << 20);
   try {
-    for (let n; (n = fs.readSync(fd, buf)) > 0; ) h.update(buf.subarray(0, n));
+    for (let n; (n = fs.readSync(fd, buf)) > 0;) h.update(buf.subarray(0, n));
   } finally {
     fs.closeSync(fd);
   }
@@ -65,5 +65,7 @@ export function describeTree(root: string): Record<string, TreeItem> {
 /** Every file below `root` (recursively), relative paths. */
 export function listFiles(root: string): string[] {
   if (!fs.existsSync(root)) return [];
-  return (fs.readdirSync(root, { recursive: true }) as string[]).filter((p) => fs.lstatSync(path.join(root, p)).isFile()).sort();
+  return (fs.readdirSync(root, { recursive: true }) as string[])
+    .filter((p) => fs.lstatSync(path.join(root, p)).isFile())
+    .sort();
 }

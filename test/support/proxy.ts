@@ -1,5 +1,5 @@
 import http from 'node:http';
-import net from 'node:net';
+import type net from 'node:net';
 
 export interface ProxyStats {
   requests: { method: string; path: string; status: number }[];
@@ -12,6 +12,9 @@ export interface Proxy {
   count(method: string, pathPrefix: string): number;
   /** Answer the next `n` requests matching `match` with `status` instead of forwarding them. */
   failNext(n: number, status: number, match?: (method: string, path: string) => boolean): void;
+  clearFaults(): void;
+  /** Resolves once no forwarded request is still in progress upstream. */
+  settled(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -24,6 +27,7 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
   const up = new URL(upstream);
   const delay = opts.delayMs ?? 0;
   const stats: ProxyStats = { requests: [] };
+  let inFlight = 0;
   const faults: { n: number; status: number; match: (m: string, p: string) => boolean }[] = [];
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const wait = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
@@ -37,10 +41,13 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
       req.on('end', () => {
         stats.requests.push({ method: req.method ?? '', path: pathOnly, status: fault.status });
         res.writeHead(fault.status, { 'content-type': 'application/xml' });
-        res.end(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>${fault.status === 503 ? 'SlowDown' : 'InternalError'}</Code><Message>injected</Message></Error>`);
+        res.end(
+          `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${fault.status === 503 ? 'SlowDown' : 'InternalError'}</Code><Message>injected</Message></Error>`,
+        );
       });
       return;
     }
+    inFlight++;
     await wait(delay / 2);
     const fwd = http.request(
       { host: up.hostname, port: up.port, method: req.method, path: req.url, headers: req.headers, agent },
@@ -49,10 +56,20 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
         stats.requests.push({ method: req.method ?? '', path: pathOnly, status: upRes.statusCode ?? 0 });
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
         upRes.pipe(res);
+        upRes.on('end', done);
+        upRes.on('error', done);
       },
     );
+    let finished = false;
+    const done = () => {
+      if (!finished) {
+        finished = true;
+        inFlight--;
+      }
+    };
     fwd.on('error', () => {
-      res.writeHead(502);
+      done();
+      if (!res.headersSent) res.writeHead(502);
       res.end();
     });
     req.pipe(fwd);
@@ -64,9 +81,14 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
     endpoint: `http://127.0.0.1:${port}`,
     stats,
     reset: () => (stats.requests.length = 0),
-    count: (method, prefix) => stats.requests.filter((r) => r.method === method && r.path.includes(prefix)).length,
+    count: (method, prefix) =>
+      stats.requests.filter((r) => r.method === method && r.path.includes(prefix)).length,
     failNext(n, status, match = () => true) {
       faults.push({ n, status, match });
+    },
+    clearFaults: () => (faults.length = 0),
+    async settled() {
+      while (inFlight > 0) await wait(10);
     },
     async close() {
       server.closeAllConnections();

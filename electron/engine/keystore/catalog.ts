@@ -73,56 +73,82 @@ export class Catalog {
   private readonly insertEntryChunk;
 
   constructor(private readonly db: Db) {
-    this.insertChunk = db.prepare('INSERT OR IGNORE INTO chunks (id, plain_size, created_at) VALUES (?, ?, ?)');
+    this.insertChunk = db.prepare(
+      'INSERT OR IGNORE INTO chunks (id, plain_size, created_at) VALUES (?, ?, ?)',
+    );
     this.insertLocation = db.prepare(
       `INSERT OR IGNORE INTO chunk_locations (chunk_id, target_id, object_key, stored_size, flags, stored_at)
        VALUES (?, ?, ?, ?, ?, ?)`,
     );
-    this.insertEntryChunk = db.prepare('INSERT OR REPLACE INTO entry_chunks (entry_id, idx, chunk_id) VALUES (?, ?, ?)');
+    this.insertEntryChunk = db.prepare(
+      'INSERT OR REPLACE INTO entry_chunks (entry_id, idx, chunk_id) VALUES (?, ?, ?)',
+    );
   }
 
   /** Creates the backup, its entries and its job in one transaction: either all exist or none. */
-  createBackup(b: { id: string; jobId: string; targetId: number; chunkSize: number; sources: string[]; settings: string; entries: EntryInput[] }): void {
+  createBackup(b: {
+    id: string;
+    jobId: string;
+    targetId: number;
+    chunkSize: number;
+    sources: string[];
+    settings: string;
+    entries: EntryInput[];
+  }): void {
     const now = Date.now();
     const insertEntry = this.db.prepare(
       `INSERT INTO entries (backup_id, path, source, kind, size, mode, mtime_ms, link_target, status)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'pending')`,
     );
-    this.db.transaction(() => {
-      const files = b.entries.filter((e) => e.kind === 'file');
-      this.db
-        .prepare(
-          `INSERT INTO backups (id, target_id, status, created_at, chunk_size, sources, file_count, total_bytes)
+    this.db
+      .transaction(() => {
+        const files = b.entries.filter((e) => e.kind === 'file');
+        this.db
+          .prepare(
+            `INSERT INTO backups (id, target_id, status, created_at, chunk_size, sources, file_count, total_bytes)
            VALUES (?, ?, 'running', ?, ?, ?, ?, ?)`,
-        )
-        .run(b.id, b.targetId, now, b.chunkSize, JSON.stringify(b.sources), files.length, files.reduce((s, e) => s + e.size, 0));
-      for (const e of b.entries) {
-        insertEntry.run(b.id, e.path, e.source, e.kind, e.size, e.mode, e.mtimeMs, e.linkTarget);
-      }
-      this.db
-        .prepare(
-          `INSERT INTO jobs (id, kind, backup_id, state, settings, pid, host, created_at, updated_at)
+          )
+          .run(
+            b.id,
+            b.targetId,
+            now,
+            b.chunkSize,
+            JSON.stringify(b.sources),
+            files.length,
+            files.reduce((s, e) => s + e.size, 0),
+          );
+        for (const e of b.entries) {
+          insertEntry.run(b.id, e.path, e.source, e.kind, e.size, e.mode, e.mtimeMs, e.linkTarget);
+        }
+        this.db
+          .prepare(
+            `INSERT INTO jobs (id, kind, backup_id, state, settings, pid, host, created_at, updated_at)
            VALUES (?, 'backup', ?, 'running', ?, ?, ?, ?, ?)`,
-        )
-        .run(b.jobId, b.id, b.settings, process.pid, hostName(), now, now);
-    }).immediate();
+          )
+          .run(b.jobId, b.id, b.settings, process.pid, hostName(), now, now);
+      })
+      .immediate();
   }
 
   /** Records stored chunks (and their place in their files) in one transaction. */
   recordChunks(batch: StoredChunk[]): void {
     if (batch.length === 0) return;
     const now = Date.now();
-    this.db.transaction(() => {
-      for (const c of batch) {
-        this.insertChunk.run(c.chunkId, c.plainSize, now);
-        this.insertLocation.run(c.chunkId, c.targetId, c.objectKey, c.storedSize, c.flags, now);
-        this.insertEntryChunk.run(c.entryId, c.idx, c.chunkId);
-      }
-    }).immediate();
+    this.db
+      .transaction(() => {
+        for (const c of batch) {
+          this.insertChunk.run(c.chunkId, c.plainSize, now);
+          this.insertLocation.run(c.chunkId, c.targetId, c.objectKey, c.storedSize, c.flags, now);
+          this.insertEntryChunk.run(c.entryId, c.idx, c.chunkId);
+        }
+      })
+      .immediate();
   }
 
   isStoredOn(chunkId: Buffer, targetId: number): boolean {
-    return !!this.db.prepare('SELECT 1 FROM chunk_locations WHERE chunk_id = ? AND target_id = ?').get(chunkId, targetId);
+    return !!this.db
+      .prepare('SELECT 1 FROM chunk_locations WHERE chunk_id = ? AND target_id = ?')
+      .get(chunkId, targetId);
   }
 
   finishEntry(entryId: number, hash: Buffer): void {
@@ -131,18 +157,27 @@ export class Catalog {
 
   /** The source changed since the entry was planned: forget its chunks and take its new size and mtime. */
   resetEntry(entryId: number, size: number, mtimeMs: number): void {
-    this.db.transaction(() => {
-      this.db.prepare('DELETE FROM entry_chunks WHERE entry_id = ?').run(entryId);
-      const old = this.db.prepare('SELECT size FROM entries WHERE id = ?').get(entryId) as { size: number };
-      this.db.prepare('UPDATE entries SET size = ?, mtime_ms = ?, hash = NULL WHERE id = ?').run(size, mtimeMs, entryId);
-      this.db
-        .prepare('UPDATE backups SET total_bytes = total_bytes + ? WHERE id = (SELECT backup_id FROM entries WHERE id = ?)')
-        .run(size - old.size, entryId);
-    }).immediate();
+    this.db
+      .transaction(() => {
+        this.db.prepare('DELETE FROM entry_chunks WHERE entry_id = ?').run(entryId);
+        const old = this.db.prepare('SELECT size FROM entries WHERE id = ?').get(entryId) as { size: number };
+        this.db
+          .prepare('UPDATE entries SET size = ?, mtime_ms = ?, hash = NULL WHERE id = ?')
+          .run(size, mtimeMs, entryId);
+        this.db
+          .prepare(
+            'UPDATE backups SET total_bytes = total_bytes + ? WHERE id = (SELECT backup_id FROM entries WHERE id = ?)',
+          )
+          .run(size - old.size, entryId);
+      })
+      .immediate();
   }
 
   doneChunkIdxs(entryId: number): Set<number> {
-    const rows = this.db.prepare('SELECT idx FROM entry_chunks WHERE entry_id = ?').pluck().all(entryId) as number[];
+    const rows = this.db
+      .prepare('SELECT idx FROM entry_chunks WHERE entry_id = ?')
+      .pluck()
+      .all(entryId) as number[];
     return new Set(rows);
   }
 
@@ -154,7 +189,13 @@ export class Catalog {
          LEFT JOIN chunk_locations l ON l.chunk_id = ec.chunk_id
          WHERE ec.entry_id = ? ORDER BY ec.idx, l.target_id`,
       )
-      .all(entryId) as { idx: number; chunk_id: Buffer; plain_size: number; target_id: number | null; object_key: string | null }[];
+      .all(entryId) as {
+      idx: number;
+      chunk_id: Buffer;
+      plain_size: number;
+      target_id: number | null;
+      object_key: string | null;
+    }[];
     const out: ChunkRef[] = [];
     for (const r of rows) {
       let last = out[out.length - 1];
@@ -162,25 +203,30 @@ export class Catalog {
         last = { idx: r.idx, chunkId: r.chunk_id, plainSize: r.plain_size, locations: [] };
         out.push(last);
       }
-      if (r.target_id !== null && r.object_key !== null) last.locations.push({ targetId: r.target_id, objectKey: r.object_key });
+      if (r.target_id !== null && r.object_key !== null)
+        last.locations.push({ targetId: r.target_id, objectKey: r.object_key });
     }
     return out;
   }
 
   completeBackup(id: string, durationMs: number): void {
-    this.db.transaction(() => {
-      const s = this.db
-        .prepare(
-          `SELECT COUNT(*) AS chunks FROM entry_chunks ec JOIN entries e ON e.id = ec.entry_id WHERE e.backup_id = ?`,
-        )
-        .get(id) as { chunks: number };
-      this.db
-        .prepare(
-          `UPDATE backups SET status = 'complete', finished_at = ?, chunk_count = ?, duration_ms = duration_ms + ? WHERE id = ?`,
-        )
-        .run(Date.now(), s.chunks, Math.round(durationMs), id);
-      this.db.prepare(`UPDATE jobs SET state = 'done', updated_at = ? WHERE backup_id = ?`).run(Date.now(), id);
-    }).immediate();
+    this.db
+      .transaction(() => {
+        const s = this.db
+          .prepare(
+            `SELECT COUNT(*) AS chunks FROM entry_chunks ec JOIN entries e ON e.id = ec.entry_id WHERE e.backup_id = ?`,
+          )
+          .get(id) as { chunks: number };
+        this.db
+          .prepare(
+            `UPDATE backups SET status = 'complete', finished_at = ?, chunk_count = ?, duration_ms = duration_ms + ? WHERE id = ?`,
+          )
+          .run(Date.now(), s.chunks, Math.round(durationMs), id);
+        this.db
+          .prepare(`UPDATE jobs SET state = 'done', updated_at = ? WHERE backup_id = ?`)
+          .run(Date.now(), id);
+      })
+      .immediate();
   }
 
   addTransferStats(id: string, newChunks: number, uploadedBytes: number, durationMs: number): void {
@@ -192,7 +238,9 @@ export class Catalog {
   }
 
   listBackups(): BackupRow[] {
-    return (this.db.prepare('SELECT * FROM backups ORDER BY created_at DESC, id').all() as RawBackup[]).map(toBackup);
+    return (this.db.prepare('SELECT * FROM backups ORDER BY created_at DESC, id').all() as RawBackup[]).map(
+      toBackup,
+    );
   }
 
   getBackup(id: string): BackupRow | undefined {
@@ -201,7 +249,9 @@ export class Catalog {
   }
 
   listEntries(backupId: string): EntryRow[] {
-    const rows = this.db.prepare('SELECT * FROM entries WHERE backup_id = ? ORDER BY path').all(backupId) as RawEntry[];
+    const rows = this.db
+      .prepare('SELECT * FROM entries WHERE backup_id = ? ORDER BY path')
+      .all(backupId) as RawEntry[];
     return rows.map(toEntry);
   }
 
@@ -215,7 +265,9 @@ export class Catalog {
   }
 
   claimJob(jobId: string): void {
-    this.db.prepare('UPDATE jobs SET pid = ?, host = ?, updated_at = ? WHERE id = ?').run(process.pid, hostName(), Date.now(), jobId);
+    this.db
+      .prepare('UPDATE jobs SET pid = ?, host = ?, updated_at = ? WHERE id = ?')
+      .run(process.pid, hostName(), Date.now(), jobId);
   }
 
   failJob(jobId: string, error: string): void {

@@ -1,4 +1,10 @@
-import { deriveSubkeys, openSecret, sealSecret, unwrapMasterKey, wrapMasterKey } from '../../../shared/node/crypto/keys.ts';
+import {
+  deriveSubkeys,
+  openSecret,
+  sealSecret,
+  unwrapMasterKey,
+  wrapMasterKey,
+} from '../../../shared/node/crypto/keys.ts';
 import type { Subkeys, WrappedMasterKey } from '../../../shared/node/crypto/keys.ts';
 import { KEY_BYTES, type SodiumProvider } from '../../../shared/node/crypto/provider.ts';
 import type { TargetHandle } from '../../../shared/node/storage/open-target.ts';
@@ -54,8 +60,7 @@ export class Keystore {
     const db = openDb(file, { create: false });
     try {
       const row = db.prepare('SELECT * FROM master_key WHERE id = 1').get() as
-        | (Omit<WrappedMasterKey, 'alg'> & { alg: string })
-        | undefined;
+        (Omit<WrappedMasterKey, 'alg'> & { alg: string }) | undefined;
       if (!row) throw new KeystoreError(`The keystore at ${file} has no master key: run "cairn init".`);
       if (row.alg !== 'argon2id13') throw new KeystoreError(`Unknown key wrapping "${row.alg}" in ${file}.`);
       const master = unwrapMasterKey(sodium, { ...row, alg: 'argon2id13' }, passphrase);
@@ -74,20 +79,24 @@ export class Keystore {
   }
 
   getSetting<T>(key: string): T | undefined {
-    const row = this.db.prepare('SELECT value FROM settings WHERE key = ?').get(key) as { value: string } | undefined;
+    const row = this.db.prepare('SELECT value FROM settings WHERE key = ?').get(key) as
+      { value: string } | undefined;
     return row ? (JSON.parse(row.value) as T) : undefined;
   }
 
   setSetting(key: string, value: unknown): void {
     this.db
-      .prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value')
+      .prepare(
+        'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+      )
       .run(key, JSON.stringify(value));
   }
 
   addTarget(name: string, config: TargetConfig, secret?: string): TargetRow {
     const parsed = targetConfigSchema.parse(config);
     if (this.findTarget(name)) throw new KeystoreError(`A target named "${name}" already exists.`);
-    const sealed = secret === undefined ? null : sealSecret(this.sodium, this.keys.secrets, `target:${name}`, secret);
+    const sealed =
+      secret === undefined ? null : sealSecret(this.sodium, this.keys.secrets, `target:${name}`, secret);
     const info = this.db
       .prepare('INSERT INTO targets (name, config, secret, created_at) VALUES (?, ?, ?, ?)')
       .run(name, JSON.stringify(parsed), sealed, Date.now());
@@ -112,8 +121,12 @@ export class Keystore {
 
   /** The target with its secret decrypted, ready to hand to a storage backend (memory only). */
   targetHandle(t: TargetRow): TargetHandle {
-    const row = this.db.prepare('SELECT secret FROM targets WHERE id = ?').get(t.id) as { secret: Buffer | null };
-    const secret = row.secret ? openSecret(this.sodium, this.keys.secrets, `target:${t.name}`, row.secret) : undefined;
+    const row = this.db.prepare('SELECT secret FROM targets WHERE id = ?').get(t.id) as {
+      secret: Buffer | null;
+    };
+    const secret = row.secret
+      ? openSecret(this.sodium, this.keys.secrets, `target:${t.name}`, row.secret)
+      : undefined;
     return { id: t.id, name: t.name, config: t.config, secret };
   }
 }

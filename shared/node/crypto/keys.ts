@@ -46,14 +46,24 @@ export function wrapMasterKey(
   const memlimit = params?.memlimit ?? sodium.pwhashLimits.memInteractive;
   const salt = params?.salt ?? sodium.randomBytes(sodium.pwhashLimits.saltBytes);
   const nonce = params?.nonce ?? sodium.randomBytes(AEAD_NONCE_BYTES);
-  const kek = sodium.pwhash(KEY_BYTES, Buffer.from(passphrase.normalize('NFC'), 'utf8'), salt, opslimit, memlimit);
+  const kek = sodium.pwhash(
+    KEY_BYTES,
+    Buffer.from(passphrase.normalize('NFC'), 'utf8'),
+    salt,
+    opslimit,
+    memlimit,
+  );
   const sealed = Buffer.alloc(master.length + AEAD_TAG_BYTES);
   sodium.aeadSealInto(sealed, master, Buffer.from(MASTER_KEY_AAD), nonce, kek);
   kek.fill(0);
   return { alg: 'argon2id13', salt, opslimit, memlimit, nonce, sealed };
 }
 
-export function unwrapMasterKey(sodium: SodiumProvider, wrapped: WrappedMasterKey, passphrase: string): Buffer {
+export function unwrapMasterKey(
+  sodium: SodiumProvider,
+  wrapped: WrappedMasterKey,
+  passphrase: string,
+): Buffer {
   const kek = sodium.pwhash(
     KEY_BYTES,
     Buffer.from(passphrase.normalize('NFC'), 'utf8'),
@@ -68,7 +78,12 @@ export function unwrapMasterKey(sodium: SodiumProvider, wrapped: WrappedMasterKe
 }
 
 /** Seals a small secret (an S3 secret key) for the keystore; `label` (e.g. the target id) is the AAD. */
-export function sealSecret(sodium: SodiumProvider, secretsKey: Uint8Array, label: string, secret: string): Buffer {
+export function sealSecret(
+  sodium: SodiumProvider,
+  secretsKey: Uint8Array,
+  label: string,
+  secret: string,
+): Buffer {
   const nonce = sodium.randomBytes(AEAD_NONCE_BYTES);
   const pt = Buffer.from(secret, 'utf8');
   const out = Buffer.alloc(AEAD_NONCE_BYTES + pt.length + AEAD_TAG_BYTES);
@@ -77,7 +92,12 @@ export function sealSecret(sodium: SodiumProvider, secretsKey: Uint8Array, label
   return out;
 }
 
-export function openSecret(sodium: SodiumProvider, secretsKey: Uint8Array, label: string, sealed: Uint8Array): string {
+export function openSecret(
+  sodium: SodiumProvider,
+  secretsKey: Uint8Array,
+  label: string,
+  sealed: Uint8Array,
+): string {
   const pt = sodium.aeadOpen(
     sealed.subarray(AEAD_NONCE_BYTES),
     Buffer.from(label, 'utf8'),

@@ -1,7 +1,8 @@
 import { createRequire } from 'node:module';
+import type LibsodiumWrappers from 'libsodium-wrappers-sumo';
 import type { SodiumProvider } from './provider.ts';
 
-type Wasm = typeof import('libsodium-wrappers-sumo');
+type Wasm = typeof LibsodiumWrappers;
 
 /** The portable fallback: libsodium compiled to WASM (the sumo build, which includes crypto_pwhash). */
 export async function createWasmProvider(): Promise<SodiumProvider> {
@@ -11,7 +12,8 @@ export async function createWasmProvider(): Promise<SodiumProvider> {
   return {
     name: 'libsodium-wasm',
     randomBytes: (length) => b(s.randombytes_buf(length)),
-    kdfDerive: (length, subkeyId, context, key) => b(s.crypto_kdf_derive_from_key(length, subkeyId, context, key)),
+    kdfDerive: (length, subkeyId, context, key) =>
+      b(s.crypto_kdf_derive_from_key(length, subkeyId, context, key)),
     genericHash: (length, input, key) => b(s.crypto_generichash(length, input, key ?? null)),
     aeadSealInto(out, plaintext, aad, nonce, key) {
       const sealed = s.crypto_aead_xchacha20poly1305_ietf_encrypt(plaintext, aad, null, nonce, key);

@@ -13,7 +13,13 @@ export interface SodiumProvider {
    * XChaCha20-Poly1305 (IETF) encrypt `plaintext` into `out` (ciphertext followed by the 16-byte tag).
    * Returns the number of bytes written (plaintext.length + 16).
    */
-  aeadSealInto(out: Uint8Array, plaintext: Uint8Array, aad: Uint8Array, nonce: Uint8Array, key: Uint8Array): number;
+  aeadSealInto(
+    out: Uint8Array,
+    plaintext: Uint8Array,
+    aad: Uint8Array,
+    nonce: Uint8Array,
+    key: Uint8Array,
+  ): number;
   /** Decrypt and authenticate; null when the tag does not verify (wrong key, aad, nonce or bytes). */
   aeadOpen(ciphertext: Uint8Array, aad: Uint8Array, nonce: Uint8Array, key: Uint8Array): Buffer | null;
   /** crypto_pwhash with Argon2id v1.3. */
@@ -36,7 +42,9 @@ const cache = new Map<SodiumProviderName, Promise<SodiumProvider>>();
 export async function loadSodium(name?: SodiumProviderName): Promise<SodiumProvider> {
   const wanted = name ?? (process.env.CAIRN_CRYPTO as SodiumProviderName | undefined);
   if (wanted && wanted !== 'sodium-native' && wanted !== 'libsodium-wasm') {
-    throw new Error(`Unknown crypto provider "${wanted}" (CAIRN_CRYPTO): use sodium-native or libsodium-wasm.`);
+    throw new Error(
+      `Unknown crypto provider "${wanted}" (CAIRN_CRYPTO): use sodium-native or libsodium-wasm.`,
+    );
   }
   if (wanted) return load(wanted);
   try {

@@ -1,11 +1,13 @@
 import { createRequire } from 'node:module';
+import type SodiumNative from 'sodium-native';
 import type { SodiumProvider } from './provider.ts';
 
-type Native = typeof import('sodium-native');
+type Native = typeof SodiumNative;
 
 export function createNativeProvider(): SodiumProvider {
   const s = createRequire(import.meta.url)('sodium-native') as Native;
-  const buf = (u: Uint8Array): Buffer => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength));
+  const buf = (u: Uint8Array): Buffer =>
+    Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
   return {
     name: 'sodium-native',
     randomBytes(length) {
@@ -38,7 +40,14 @@ export function createNativeProvider(): SodiumProvider {
       if (ciphertext.length < s.crypto_aead_xchacha20poly1305_ietf_ABYTES) return null;
       const out = Buffer.alloc(ciphertext.length - s.crypto_aead_xchacha20poly1305_ietf_ABYTES);
       try {
-        s.crypto_aead_xchacha20poly1305_ietf_decrypt(out, null, buf(ciphertext), buf(aad), buf(nonce), buf(key));
+        s.crypto_aead_xchacha20poly1305_ietf_decrypt(
+          out,
+          null,
+          buf(ciphertext),
+          buf(aad),
+          buf(nonce),
+          buf(key),
+        );
         return out;
       } catch {
         return null;

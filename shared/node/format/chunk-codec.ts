@@ -54,7 +54,11 @@ export function openChunk(
   object: Uint8Array,
   opts: { sealKey: Uint8Array; idKey: Uint8Array; id: Uint8Array; length: number },
 ): Buffer {
-  const { flags, payload } = openObject(sodium, object, { magic: CHUNK_MAGIC, binding: opts.id, key: opts.sealKey });
+  const { flags, payload } = openObject(sodium, object, {
+    magic: CHUNK_MAGIC,
+    binding: opts.id,
+    key: opts.sealKey,
+  });
   let plaintext: Buffer;
   if ((flags & COMPRESSION_MASK) === Compression.deflateRaw) {
     try {
@@ -66,7 +70,10 @@ export function openChunk(
     plaintext = payload;
   }
   if (plaintext.length !== opts.length) {
-    throw new ObjectFormatError('bad-length', `plaintext is ${plaintext.length} bytes, expected ${opts.length}`);
+    throw new ObjectFormatError(
+      'bad-length',
+      `plaintext is ${plaintext.length} bytes, expected ${opts.length}`,
+    );
   }
   if (!chunkId(sodium, opts.idKey, plaintext).equals(Buffer.from(opts.id))) {
     throw new ObjectFormatError('auth-failed', 'plaintext does not hash to the chunk id');

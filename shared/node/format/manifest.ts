@@ -26,7 +26,12 @@ export interface ManifestEntry {
   chunks?: string[];
 }
 
-export function sealManifest(sodium: SodiumProvider, key: Uint8Array, m: Manifest, nonce?: Uint8Array): Buffer {
+export function sealManifest(
+  sodium: SodiumProvider,
+  key: Uint8Array,
+  m: Manifest,
+  nonce?: Uint8Array,
+): Buffer {
   const payload = deflateRawSync(Buffer.from(JSON.stringify(m), 'utf8'));
   return sealObject(sodium, {
     magic: MANIFEST_MAGIC,
@@ -38,7 +43,12 @@ export function sealManifest(sodium: SodiumProvider, key: Uint8Array, m: Manifes
   });
 }
 
-export function openManifest(sodium: SodiumProvider, key: Uint8Array, backupId: string, object: Uint8Array): Manifest {
+export function openManifest(
+  sodium: SodiumProvider,
+  key: Uint8Array,
+  backupId: string,
+  object: Uint8Array,
+): Manifest {
   const { flags, payload } = openObject(sodium, object, {
     magic: MANIFEST_MAGIC,
     binding: Buffer.from(backupId, 'utf8'),

@@ -43,7 +43,14 @@ export function sealedLength(payloadLength: number): number {
 export function sealObjectInto(
   sodium: SodiumProvider,
   out: Buffer,
-  opts: { magic: string; flags: number; binding: Uint8Array; payload: Uint8Array; key: Uint8Array; nonce?: Uint8Array },
+  opts: {
+    magic: string;
+    flags: number;
+    binding: Uint8Array;
+    payload: Uint8Array;
+    key: Uint8Array;
+    nonce?: Uint8Array;
+  },
 ): number {
   const nonce = opts.nonce ?? sodium.randomBytes(NONCE_BYTES);
   out.write(opts.magic, 0, 'ascii');
@@ -57,7 +64,14 @@ export function sealObjectInto(
 
 export function sealObject(
   sodium: SodiumProvider,
-  opts: { magic: string; flags: number; binding: Uint8Array; payload: Uint8Array; key: Uint8Array; nonce?: Uint8Array },
+  opts: {
+    magic: string;
+    flags: number;
+    binding: Uint8Array;
+    payload: Uint8Array;
+    key: Uint8Array;
+    nonce?: Uint8Array;
+  },
 ): Buffer {
   const out = Buffer.alloc(sealedLength(opts.payload.length));
   sealObjectInto(sodium, out, opts);
@@ -71,7 +85,10 @@ export function openObject(
   opts: { magic: string; binding: Uint8Array; key: Uint8Array },
 ): { flags: number; payload: Buffer } {
   if (object.length < HEADER_BYTES + TAG_BYTES) {
-    throw new ObjectFormatError('truncated', `object is ${object.length} bytes, shorter than a header and tag`);
+    throw new ObjectFormatError(
+      'truncated',
+      `object is ${object.length} bytes, shorter than a header and tag`,
+    );
   }
   const magic = Buffer.from(object.subarray(0, MAGIC_BYTES)).toString('latin1');
   if (magic !== opts.magic) throw new ObjectFormatError('bad-magic', `object magic is not ${opts.magic}`);
@@ -87,7 +104,10 @@ export function openObject(
   const aad = objectAad(opts.magic, flags, opts.binding);
   const payload = sodium.aeadOpen(object.subarray(HEADER_BYTES), aad, nonce, opts.key);
   if (!payload) {
-    throw new ObjectFormatError('auth-failed', 'authentication failed (object altered, truncated or misplaced)');
+    throw new ObjectFormatError(
+      'auth-failed',
+      'authentication failed (object altered, truncated or misplaced)',
+    );
   }
   return { flags, payload };
 }

@@ -28,7 +28,9 @@ export function createLocalDirStorage(o: { label: string; root: string }): Stora
     if (code === 'EACCES' || code === 'EPERM') {
       throw new StorageError('auth', o.label, `${where}: permission denied during ${what}.`, { cause: err });
     }
-    throw new StorageError('invalid', o.label, `${where}: ${what} failed (${code ?? String(err)}).`, { cause: err });
+    throw new StorageError('invalid', o.label, `${where}: ${what} failed (${code ?? String(err)}).`, {
+      cause: err,
+    });
   }
 
   async function ensureRoot(): Promise<void> {

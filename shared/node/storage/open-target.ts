@@ -15,7 +15,12 @@ export interface TargetHandle {
 export function openTarget(t: TargetHandle, opts: { concurrency: number; retry?: RetryPolicy }): Storage {
   const raw =
     t.config.kind === 's3'
-      ? createS3Storage({ ...t.config, label: t.name, secretAccessKey: t.secret ?? '', concurrency: opts.concurrency })
+      ? createS3Storage({
+          ...t.config,
+          label: t.name,
+          secretAccessKey: t.secret ?? '',
+          concurrency: opts.concurrency,
+        })
       : createLocalDirStorage({ label: t.name, root: t.config.path });
   return withRetry(raw, opts.retry ?? defaultRetryPolicy);
 }

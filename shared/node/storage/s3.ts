@@ -41,7 +41,15 @@ const AUTH_CODES = new Set([
   'Forbidden',
   'AuthorizationHeaderMalformed',
 ]);
-const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
+const NET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+]);
 
 interface SdkError {
   name?: string;
@@ -80,7 +88,12 @@ export function createS3Storage(o: S3Options): Storage {
     expectContinueHeader: false,
     requestChecksumCalculation: whenRequired ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED',
     responseChecksumValidation: whenRequired ? 'WHEN_REQUIRED' : 'WHEN_SUPPORTED',
-    requestHandler: new NodeHttpHandler({ httpAgent, httpsAgent, connectionTimeout: 10_000, requestTimeout: 120_000 }),
+    requestHandler: new NodeHttpHandler({
+      httpAgent,
+      httpsAgent,
+      connectionTimeout: 10_000,
+      requestTimeout: 120_000,
+    }),
   });
   const where = `S3 target "${o.label}" (${o.endpoint}, bucket "${o.bucket}")`;
 

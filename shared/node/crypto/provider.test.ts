@@ -1,0 +1,52 @@
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { loadSodium } from './provider.ts';
+
+describe('sodium-native and libsodium-wasm', () => {
+  it('produce identical bytes for every primitive and accept each other’s output', async () => {
+    const native = await loadSodium('sodium-native');
+    const wasm = await loadSodium('libsodium-wasm');
+    expect([native.name, wasm.name]).toEqual(['sodium-native', 'libsodium-wasm']);
+    for (const size of [0, 1, 4096, 1 << 20]) {
+      const key = randomBytes(32);
+      const nonce = randomBytes(24);
+      const aad = randomBytes(38);
+      const pt = randomBytes(size);
+      const a = Buffer.alloc(size + 16);
+      const b = Buffer.alloc(size + 16);
+      expect(native.aeadSealInto(a, pt, aad, nonce, key)).toBe(size + 16);
+      expect(wasm.aeadSealInto(b, pt, aad, nonce, key)).toBe(size + 16);
+      expect(a.equals(b)).toBe(true);
+      expect(wasm.aeadOpen(a, aad, nonce, key)!.equals(pt)).toBe(true);
+      expect(native.aeadOpen(b, aad, nonce, key)!.equals(pt)).toBe(true);
+      expect(native.genericHash(32, pt, key).equals(wasm.genericHash(32, pt, key))).toBe(true);
+      expect(
+        native.kdfDerive(32, size, 'cairn-v1', key).equals(wasm.kdfDerive(32, size, 'cairn-v1', key)),
+      ).toBe(true);
+    }
+    const salt = randomBytes(16);
+    const pw = Buffer.from('passphrase');
+    expect(native.pwhash(32, pw, salt, 2, 8 << 20).equals(wasm.pwhash(32, pw, salt, 2, 8 << 20))).toBe(true);
+  });
+
+  it('refuse altered ciphertext, aad, nonce or key', async () => {
+    for (const s of [await loadSodium('sodium-native'), await loadSodium('libsodium-wasm')]) {
+      const key = randomBytes(32);
+      const nonce = randomBytes(24);
+      const aad = Buffer.from('aad');
+      const ct = Buffer.alloc(100 + 16);
+      s.aeadSealInto(ct, randomBytes(100), aad, nonce, key);
+      const flipped = Buffer.from(ct);
+      flipped[5]! ^= 1;
+      expect(s.aeadOpen(flipped, aad, nonce, key)).toBeNull();
+      expect(s.aeadOpen(ct, Buffer.from('aae'), nonce, key)).toBeNull();
+      expect(s.aeadOpen(ct, aad, randomBytes(24), key)).toBeNull();
+      expect(s.aeadOpen(ct, aad, nonce, randomBytes(32))).toBeNull();
+      expect(s.aeadOpen(ct.subarray(0, 10), aad, nonce, key)).toBeNull();
+    }
+  });
+
+  it('rejects an unknown provider name', async () => {
+    await expect(loadSodium('openssl' as never)).rejects.toThrow(/Unknown crypto provider "openssl"/);
+  });
+});

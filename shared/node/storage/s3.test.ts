@@ -1,0 +1,103 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startProxy, type Proxy } from '../../../test/support/proxy.ts';
+import { freePort, startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
+import { withRetry } from './retrying.ts';
+import { createS3Storage } from './s3.ts';
+import { StorageError, type Storage } from './storage.ts';
+
+let s3: S3Server;
+let proxy: Proxy;
+beforeAll(async () => {
+  s3 = await startVersitygw();
+  proxy = await startProxy(s3.endpoint);
+});
+afterAll(async () => {
+  await proxy?.close();
+  await s3?.stop();
+});
+
+function storage(bucket: string, over: Partial<Parameters<typeof createS3Storage>[0]> = {}): Storage {
+  return createS3Storage({
+    kind: 's3',
+    label: 't',
+    endpoint: s3.endpoint,
+    bucket,
+    region: 'us-east-1',
+    accessKeyId: s3.accessKeyId,
+    secretAccessKey: s3.secretAccessKey,
+    pathStyle: true,
+    checksums: 'when-supported',
+    concurrency: 4,
+    ...over,
+  });
+}
+
+async function problem(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof StorageError) return err.problem;
+    throw err;
+  }
+  return 'none';
+}
+
+describe.each(['when-supported', 'when-required'] as const)('S3 storage with checksums %s', (checksums) => {
+  it('puts, gets (whole and ranged), heads, lists with pagination and deletes', async () => {
+    const bucket = await s3.createBucket();
+    const st = storage(bucket, { checksums });
+    await st.check();
+    const body = randomBytes(3 * 1024 * 1024 + 7);
+    await st.put('chunks/aa/one', body);
+    expect((await st.get('chunks/aa/one')).equals(body)).toBe(true);
+    expect((await st.get('chunks/aa/one', { start: 10, end: 19 })).equals(body.subarray(10, 20))).toBe(true);
+    expect(await st.head('chunks/aa/one')).toEqual({ size: body.length });
+    expect(await st.head('chunks/aa/none')).toBeNull();
+    expect(await problem(st.get('chunks/aa/none'))).toBe('not-found');
+    await Promise.all(
+      Array.from({ length: 1010 }, (_, i) =>
+        st.put(`chunks/bb/${String(i).padStart(4, '0')}`, Buffer.from([i & 255])),
+      ),
+    );
+    const keys: string[] = [];
+    for await (const o of st.list('chunks/bb/')) keys.push(o.key);
+    expect(keys).toHaveLength(1010);
+    await st.delete('chunks/aa/one');
+    expect(await st.head('chunks/aa/one')).toBeNull();
+    st.close();
+  });
+});
+
+describe('S3 storage failures', () => {
+  it('classifies a wrong secret, a missing bucket and an unreachable endpoint', async () => {
+    const bucket = await s3.createBucket();
+    expect(await problem(storage(bucket, { secretAccessKey: 'nope' }).check())).toBe('auth');
+    expect(await problem(storage('no-such-bucket-here').check())).toBe('no-bucket');
+    expect(await problem(storage(bucket, { endpoint: `http://127.0.0.1:${await freePort()}` }).check())).toBe(
+      'unreachable',
+    );
+  });
+
+  it('retries 503 SlowDown and 500 with backoff, then gives up; never retries rejected credentials', async () => {
+    const bucket = await s3.createBucket();
+    const policy = { attempts: 4, baseMs: 5, maxMs: 20 };
+    const via = withRetry(storage(bucket, { endpoint: proxy.endpoint }), policy);
+    proxy.reset();
+    proxy.failNext(2, 503, (m) => m === 'PUT');
+    await via.put('chunks/cc/x', Buffer.from('hello'));
+    expect(proxy.count('PUT', '/chunks/cc/x')).toBe(3);
+    expect((await via.get('chunks/cc/x')).toString()).toBe('hello');
+
+    proxy.reset();
+    proxy.failNext(10, 500, (m) => m === 'PUT');
+    expect(await problem(via.put('chunks/cc/y', Buffer.from('y')))).toBe('server');
+    expect(proxy.count('PUT', '/chunks/cc/y')).toBe(4);
+    proxy.clearFaults();
+
+    proxy.reset();
+    const bad = withRetry(storage(bucket, { endpoint: proxy.endpoint, secretAccessKey: 'nope' }), policy);
+    expect(await problem(bad.put('chunks/cc/z', Buffer.from('z')))).toBe('auth');
+    expect(proxy.count('PUT', '/chunks/cc/z')).toBe(1);
+  });
+});
