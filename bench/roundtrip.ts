@@ -25,7 +25,19 @@ export async function roundtripSuite(o: BenchOptions): Promise<Record<string, un
     for (let run = 0; run < o.runs; run++) {
       const bucket = await s3.createBucket();
       const name = `s3-${run}`;
-      await engine.addTarget(name, { kind: 's3', endpoint: s3.endpoint, bucket, region: 'us-east-1', accessKeyId: s3.accessKeyId, pathStyle: true, checksums: 'when-supported' }, s3.secretAccessKey);
+      await engine.addTarget(
+        name,
+        {
+          kind: 's3',
+          endpoint: s3.endpoint,
+          bucket,
+          region: 'us-east-1',
+          accessKeyId: s3.accessKeyId,
+          pathStyle: true,
+          checksums: 'when-supported',
+        },
+        s3.secretAccessKey,
+      );
       // A fresh keystore view of "already stored" per run: each run uses its own empty bucket and target.
       let t = performance.now();
       const b = await engine.backup([file], { target: name });

@@ -21,7 +21,9 @@ const { positionals, values } = parseArgs({
 });
 const suite = positionals[0];
 if (!suite || !suites[suite]) {
-  process.stderr.write(`Usage: npm run bench -- <${Object.keys(suites).join('|')}> [--size 1GiB] [--runs 3] [--quick]\n`);
+  process.stderr.write(
+    `Usage: npm run bench -- <${Object.keys(suites).join('|')}> [--size 1GiB] [--runs 3] [--quick]\n`,
+  );
   process.exit(2);
 }
 const quick = Boolean(values.quick);
@@ -33,7 +35,12 @@ const opts: BenchOptions = {
 const result = {
   suite,
   date: new Date().toISOString(),
-  machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model, memGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version },
+  machine: {
+    cpus: os.cpus().length,
+    model: os.cpus()[0]?.model,
+    memGiB: Math.round(os.totalmem() / 2 ** 30),
+    node: process.version,
+  },
   options: opts,
   ...(await suites[suite]!(opts)),
 };

@@ -157,6 +157,21 @@ describe('backup and restore round trip', () => {
     expect(sha256File(path.join(dest, 'again/x.bin'))).toBe(sha256File(path.join(src, 'x.bin')));
   });
 
+  it('round-trips 1500 small files (more than a process may hold open at once)', async () => {
+    const bucket = await s3.createBucket();
+    const { cli } = await initHomeWithTarget(s3, { bucket });
+    const src = path.join(tempDir(), 'many');
+    for (let i = 0; i < 1500; i++)
+      writeRandomFile(path.join(src, `d${i % 30}`, `f${i}.bin`), 100 + (i % 700));
+    const before = describeTree(src);
+    const b = await cliJson<BackupJson>(['backup', src, '--chunk-size', '64KiB'], cli);
+    expect(b.chunks).toBe(1500);
+    const dest = tempDir();
+    const r = await runCli(['restore', b.backupId, '--to', dest], cli);
+    expect(r.code).toBe(0);
+    expect(describeTree(path.join(dest, 'many'))).toEqual(before);
+  });
+
   it('backs up to a local folder target', async () => {
     const home = path.join(tempDir(), 'home');
     const cli = { env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: 'a passphrase for a folder' } };

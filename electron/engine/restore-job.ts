@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { fileHash } from '../../shared/node/format/file-hash.ts';
 import type { PipelineSettings } from '../../shared/settings.ts';
 import type { RestoreTask } from '../../workers/protocol.ts';
@@ -28,7 +30,7 @@ interface FileState {
   entry: EntryRow;
   final: string;
   temp: string;
-  fh: fs.FileHandle;
+  fd: number;
   chunks: ChunkRef[];
   ids: (Uint8Array | undefined)[];
   outstanding: number;
@@ -95,10 +97,10 @@ export async function runRestoreJob(
     );
   };
 
-  const pending: FileState[] = [];
-  async function prepare(e: EntryRow): Promise<FileState | null> {
+  // Files are prepared as the plan reaches them, so only files with chunks in flight hold a descriptor.
+  function prepare(e: EntryRow): FileState | null {
     const final = dest(root, e.path);
-    if (!opts.overwrite && (await fs.lstat(final).catch(() => null))) {
+    if (!opts.overwrite && fsSync.existsSync(final)) {
       failed.push({
         path: e.path,
         message: `${final} already exists (restore with --overwrite to replace it)`,
@@ -111,18 +113,31 @@ export async function runRestoreJob(
       failed.push({ path: e.path, message: `the keystore lists ${chunks.length} of its ${expected} chunks` });
       return null;
     }
-    await fs.mkdir(path.dirname(final), { recursive: true });
     const temp = path.join(
       path.dirname(final),
       `.${path.basename(final)}.cairn-${randomBytes(4).toString('hex')}`,
     );
-    const fh = await fs.open(temp, 'wx', 0o600);
-    await fh.truncate(e.size);
+    let fd: number;
+    try {
+      fsSync.mkdirSync(path.dirname(final), { recursive: true });
+      fd = fsSync.openSync(temp, 'wx', 0o600);
+    } catch (err) {
+      failed.push({ path: e.path, message: `cannot create ${temp}: ${(err as Error).message}` });
+      return null;
+    }
+    try {
+      fsSync.ftruncateSync(fd, e.size);
+    } catch (err) {
+      fsSync.closeSync(fd);
+      fsSync.rmSync(temp, { force: true });
+      failed.push({ path: e.path, message: `cannot size ${temp}: ${(err as Error).message}` });
+      return null;
+    }
     return {
       entry: e,
       final,
       temp,
-      fh,
+      fd,
       chunks,
       ids: new Array(chunks.length),
       outstanding: 0,
@@ -131,13 +146,11 @@ export async function runRestoreJob(
       settled: false,
     };
   }
-  for (const e of files) {
-    const s = await prepare(e);
-    if (s) pending.push(s);
-  }
 
   function* plan(): Generator<RestoreTask> {
-    for (const s of pending) {
+    for (const e of files) {
+      const s = prepare(e);
+      if (!s) continue;
       states.set(s.entry.id, s);
       for (const c of s.chunks) {
         if (s.failed) break;
@@ -147,7 +160,7 @@ export async function runRestoreJob(
         s.planned++;
         yield {
           tid: t,
-          fd: s.fh.fd,
+          fd: s.fd,
           offset: c.idx * backup!.chunkSize,
           length: c.plainSize,
           chunkId: c.chunkId,
@@ -199,10 +212,16 @@ function dest(root: string, rel: string): string {
   return p;
 }
 
+const fsync = promisify(fsSync.fsync);
+const fchmod = promisify(fsSync.fchmod);
+const futimes = promisify(fsSync.futimes);
+const close = promisify(fsSync.close);
+
 async function finalizeFile(ks: Keystore, s: FileState): Promise<void> {
+  let open = true;
   try {
     if (s.failed) throw new Error(s.failed);
-    await s.fh.sync();
+    await fsync(s.fd);
     const ids = s.ids.map((id, i) => {
       if (!id) throw new Error(`chunk ${i} was never written`);
       return id;
@@ -210,12 +229,13 @@ async function finalizeFile(ks: Keystore, s: FileState): Promise<void> {
     const hash = fileHash(ks.sodium, ks.keys.chunkId, s.entry.size, ids);
     if (!s.entry.hash || !hash.equals(s.entry.hash))
       throw new Error('the restored file does not match its recorded hash');
-    await s.fh.chmod(s.entry.mode);
-    await s.fh.utimes(s.entry.mtimeMs / 1000, s.entry.mtimeMs / 1000);
-    await s.fh.close();
+    await fchmod(s.fd, s.entry.mode);
+    await futimes(s.fd, s.entry.mtimeMs / 1000, s.entry.mtimeMs / 1000);
+    open = false;
+    await close(s.fd);
     await fs.rename(s.temp, s.final);
   } catch (err) {
-    await s.fh.close().catch(() => {});
+    if (open) await close(s.fd).catch(() => {});
     await fs.rm(s.temp, { force: true });
     throw err;
   }
