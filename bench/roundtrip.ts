@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Engine } from '../electron/engine/engine.ts';
-import { tempDir, writeRandomFile } from '../test/support/fixtures.ts';
+import { tempDir, warmPageCache, writeRandomFile } from '../test/support/fixtures.ts';
 import { startVersitygw } from '../test/support/versitygw.ts';
 import type { BenchOptions } from './run.ts';
 
@@ -17,7 +17,7 @@ export async function roundtripSuite(o: BenchOptions): Promise<Record<string, un
   try {
     const file = path.join(work, 'data.bin');
     writeRandomFile(file, o.size);
-    fs.readFileSync(file).length; // warm the page cache
+    warmPageCache(file);
     const engine = await Engine.init(path.join(work, 'home'), 'benchmark passphrase');
     const backup: number[] = [];
     const restore: number[] = [];
