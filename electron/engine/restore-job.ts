@@ -11,7 +11,7 @@ import type { ChunkRef, EntryRow } from './keystore/catalog.ts';
 import type { Keystore } from './keystore/keystore.ts';
 import { selectEntries } from './select-entries.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
-import { startPool } from './storage-access.ts';
+import { runFetchTasks } from './storage-access.ts';
 
 export interface RestoreFailure {
   path: string;
@@ -172,32 +172,20 @@ export async function runRestoreJob(
     }
   }
 
-  const targets = ks.listTargets().map((t) => ks.targetHandle(t));
-  const pool = await startPool(ks, targets, opts.settings);
-  try {
-    await pool.run('restore', plan(), opts.settings.uploadsPerWorker, (m) => {
-      if (m.t === 'xfer-start') {
-        stats.transferStarted();
-        return false;
-      }
-      if (m.t !== 'restored' && m.t !== 'failed') return false;
-      const { state, idx } = taskFile.get(m.tid)!;
-      taskFile.delete(m.tid);
-      state.outstanding--;
-      if (m.t === 'restored') {
-        state.ids[idx] = m.id;
-        stats.add(m.timing, true);
-        listener.chunk?.(m.timing);
-      } else {
-        const where = m.error.target ? ` from target "${m.error.target}"` : '';
-        fail(state, `chunk ${idx}${where}: ${m.error.message}`);
-      }
-      settle(state);
-      return true;
-    });
-  } finally {
-    await pool.close();
-  }
+  await runFetchTasks(ks, opts.settings, plan(), stats, (m) => {
+    const { state, idx } = taskFile.get(m.tid)!;
+    taskFile.delete(m.tid);
+    state.outstanding--;
+    if (m.t === 'restored') {
+      state.ids[idx] = m.id;
+      stats.add(m.timing, true);
+      listener.chunk?.(m.timing);
+    } else {
+      const where = m.error.target ? ` from target "${m.error.target}"` : '';
+      fail(state, `chunk ${idx}${where}: ${m.error.message}`);
+    }
+    settle(state);
+  });
   await Promise.all(finalizing);
   await restoreLinksAndDirs(root, entries, opts.overwrite, failed);
   const transfer = stats.finish(restoredBytes, 0);

@@ -1,7 +1,9 @@
 import { openTarget, type TargetHandle } from '../../shared/node/storage/open-target.ts';
 import type { Storage } from '../../shared/node/storage/storage.ts';
 import type { PipelineSettings } from '../../shared/settings.ts';
+import type { FromWorker, RestoreTask } from '../../workers/protocol.ts';
 import type { Keystore } from './keystore/keystore.ts';
+import type { StatsCollector } from './stats-collector.ts';
 import { WorkerPool } from './worker-pool.ts';
 
 /** The coordinator's own connection to a target: checks, listings and manifests, never chunk traffic. */
@@ -25,4 +27,31 @@ export function startPool(
     },
     settings.workers,
   );
+}
+
+export type FetchOutcome = Extract<FromWorker, { t: 'restored' } | { t: 'failed' }>;
+
+/**
+ * Runs download tasks (restore writes, verify only checks) on a pool that can reach every target, feeding
+ * transfer starts to `stats` and each task's outcome to `onOutcome`.
+ */
+export async function runFetchTasks(
+  ks: Keystore,
+  settings: PipelineSettings,
+  tasks: Iterator<RestoreTask>,
+  stats: StatsCollector,
+  onOutcome: (m: FetchOutcome) => void,
+): Promise<void> {
+  const targets = ks.listTargets().map((t) => ks.targetHandle(t));
+  const pool = await startPool(ks, targets, settings);
+  try {
+    await pool.run('restore', tasks, settings.uploadsPerWorker, (m) => {
+      if (m.t === 'xfer-start') stats.transferStarted();
+      if (m.t !== 'restored' && m.t !== 'failed') return false;
+      onOutcome(m);
+      return true;
+    });
+  } finally {
+    await pool.close();
+  }
 }

@@ -4,7 +4,7 @@ import type { JobListener } from './job-events.ts';
 import type { ChunkRef, EntryRow } from './keystore/catalog.ts';
 import type { Keystore } from './keystore/keystore.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
-import { startPool } from './storage-access.ts';
+import { runFetchTasks } from './storage-access.ts';
 
 export interface VerifyProblem {
   path: string;
@@ -89,33 +89,18 @@ export async function runVerifyJob(
     }
   }
   const targets = ks.listTargets();
-  const pool = await startPool(
-    ks,
-    targets.map((t) => ks.targetHandle(t)),
-    opts.settings,
-  );
-  try {
-    await pool.run('restore', plan(), opts.settings.uploadsPerWorker, (m) => {
-      if (m.t === 'xfer-start') {
-        stats.transferStarted();
-        return false;
+  await runFetchTasks(ks, opts.settings, plan(), stats, (m) => {
+    const j = byTid.get(m.tid)!;
+    if (m.t === 'restored') {
+      bytes += j.ref.plainSize;
+      stats.add(m.timing, true);
+    } else {
+      const target = targets.find((t) => t.id === j.location.targetId)?.name;
+      for (const u of users.get(j.ref.chunkId.toString('hex'))!) {
+        problems.push({ path: u.entry.path, chunk: u.ref.idx, target, message: m.error.message });
       }
-      if (m.t !== 'restored' && m.t !== 'failed') return false;
-      const j = byTid.get(m.tid)!;
-      if (m.t === 'restored') {
-        bytes += j.ref.plainSize;
-        stats.add(m.timing, true);
-      } else {
-        const target = targets.find((t) => t.id === j.location.targetId)?.name;
-        for (const u of users.get(j.ref.chunkId.toString('hex'))!) {
-          problems.push({ path: u.entry.path, chunk: u.ref.idx, target, message: m.error.message });
-        }
-      }
-      return true;
-    });
-  } finally {
-    await pool.close();
-  }
+    }
+  });
   problems.sort((a, b) => a.path.localeCompare(b.path) || a.chunk - b.chunk);
   return {
     backupId: opts.backupId,

@@ -32,6 +32,17 @@ export function objectAad(magic: string, flags: number, binding: Uint8Array): Bu
   return aad;
 }
 
+export interface SealOptions {
+  magic: string;
+  flags: number;
+  /** What the object claims to be (chunk id, backup id): authenticated, not stored. */
+  binding: Uint8Array;
+  payload: Uint8Array;
+  key: Uint8Array;
+  /** Only for test vectors: a fixed nonce. Normally a fresh random one is drawn. */
+  nonce?: Uint8Array;
+}
+
 export function sealedLength(payloadLength: number): number {
   return HEADER_BYTES + payloadLength + TAG_BYTES;
 }
@@ -40,18 +51,7 @@ export function sealedLength(payloadLength: number): number {
  * Writes header + ciphertext + tag into `out` (which must hold sealedLength(payload.length) bytes)
  * and returns the number of bytes written.
  */
-export function sealObjectInto(
-  sodium: SodiumProvider,
-  out: Buffer,
-  opts: {
-    magic: string;
-    flags: number;
-    binding: Uint8Array;
-    payload: Uint8Array;
-    key: Uint8Array;
-    nonce?: Uint8Array;
-  },
-): number {
+export function sealObjectInto(sodium: SodiumProvider, out: Buffer, opts: SealOptions): number {
   const nonce = opts.nonce ?? sodium.randomBytes(NONCE_BYTES);
   out.write(opts.magic, 0, 'ascii');
   out[MAGIC_BYTES] = FORMAT_VERSION;
@@ -62,17 +62,7 @@ export function sealObjectInto(
   return HEADER_BYTES + n;
 }
 
-export function sealObject(
-  sodium: SodiumProvider,
-  opts: {
-    magic: string;
-    flags: number;
-    binding: Uint8Array;
-    payload: Uint8Array;
-    key: Uint8Array;
-    nonce?: Uint8Array;
-  },
-): Buffer {
+export function sealObject(sodium: SodiumProvider, opts: SealOptions): Buffer {
   const out = Buffer.alloc(sealedLength(opts.payload.length));
   sealObjectInto(sodium, out, opts);
   return out;
