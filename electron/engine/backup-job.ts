@@ -4,6 +4,7 @@ import { chunkObjectKey, manifestObjectKey } from '../../shared/format/constants
 import { fileHash } from '../../shared/node/format/file-hash.ts';
 import { sealManifest } from '../../shared/node/format/manifest.ts';
 import type { PipelineSettings } from '../../shared/settings.ts';
+import { JobCancelledError, type JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import type { EntryRow, StoredChunk } from './keystore/catalog.ts';
 import type { Keystore, TargetRow } from './keystore/keystore.ts';
@@ -53,7 +54,14 @@ interface TaskInfo {
  */
 export async function runBackupJob(
   ks: Keystore,
-  job: { backupId: string; jobId: string; target: TargetRow; settings: PipelineSettings; resume: boolean },
+  job: {
+    backupId: string;
+    jobId: string;
+    target: TargetRow;
+    settings: PipelineSettings;
+    resume: boolean;
+    control?: JobControl;
+  },
   listener: JobListener,
 ): Promise<BackupResult> {
   const { backupId, target, settings } = job;
@@ -144,11 +152,13 @@ export async function runBackupJob(
 
     const pool = await startPool(ks, [handle], settings);
     try {
-      await pool.run(
-        'backup',
-        plan(),
-        settings.uploadsPerWorker + 1,
-        (m: FromWorker, reply) => {
+      await pool.run({
+        kind: 'backup',
+        tasks: plan(),
+        credits: settings.uploadsPerWorker + 1,
+        control: job.control,
+        stop: () => failure !== null,
+        handle: (m: FromWorker, reply) => {
           if (m.t === 'xfer-start') {
             stats.transferStarted();
             return false;
@@ -214,8 +224,7 @@ export async function runBackupJob(
           if (batch.length >= 256) flush();
           return true;
         },
-        () => failure !== null,
-      );
+      });
     } finally {
       clearInterval(flushTimer);
       flush();
@@ -224,6 +233,10 @@ export async function runBackupJob(
 
     const transfer = stats.finish(bytesThisRun, chunksThisRun);
     cat.addTransferStats(backupId, uploadedChunks, uploadedBytes, transfer.durationMs);
+    if (job.control?.cancelled) {
+      cat.cancelBackup(backupId);
+      throw new JobCancelledError(`Backup ${backupId}`);
+    }
     if (failure)
       throw describeFailure(backupId, failure as { info: TaskInfo; error: WorkerFailure }, target.name);
 

@@ -14,7 +14,8 @@ import {
 } from '../../shared/settings.ts';
 import { runBackupJob, newId, BackupFailedError, type BackupResult } from './backup-job.ts';
 import type { JobListener } from './job-events.ts';
-import type { BackupRow, EntryRow } from './keystore/catalog.ts';
+import type { JobControl } from './job-control.ts';
+import type { BackupRow, EntryRow, JobRow } from './keystore/catalog.ts';
 import { KeystoreError } from './keystore/db.ts';
 import { Keystore, type TargetRow } from './keystore/keystore.ts';
 import { runRestoreJob, type RestoreResult } from './restore-job.ts';
@@ -123,6 +124,13 @@ export class Engine {
     await this.testHandle(this.ks.targetHandle(this.target(name)));
   }
 
+  /** Tests an unsaved target; an empty secret means "the one saved for `replacing`". */
+  async testDraft(name: string, config: TargetConfig, secret?: string, replacing?: string): Promise<void> {
+    const parsed = check(targetConfigSchema, config);
+    const saved = replacing ? this.ks.targetHandle(this.target(replacing)).secret : undefined;
+    await this.testHandle({ id: 0, name, config: parsed, secret: secret || saved });
+  }
+
   private async testHandle(h: Parameters<typeof openMainStorage>[0]): Promise<void> {
     const s = openMainStorage(h);
     try {
@@ -145,6 +153,7 @@ export class Engine {
     sources: string[],
     opts: { target?: string; settings?: Partial<PipelineSettings> },
     listener: JobListener = {},
+    control?: JobControl,
   ): Promise<BackupResult> {
     const settings = this.settings(opts.settings);
     const target = opts.target ? this.target(opts.target) : this.defaultTarget();
@@ -162,8 +171,14 @@ export class Engine {
       settings: JSON.stringify(settings),
       entries,
     });
+    listener.started?.({ backupId, jobId });
     listener.notice?.(`Backup ${backupId} started.`);
-    return runBackupJob(this.ks, { backupId, jobId, target, settings, resume: false }, listener);
+    return runBackupJob(this.ks, { backupId, jobId, target, settings, resume: false, control }, listener);
+  }
+
+  /** Unfinished backup jobs that no live process is running (this process's own jobs included). */
+  interruptedJobs(): JobRow[] {
+    return this.ks.catalog.unfinishedJobs().filter((j) => !j.pid || j.pid === process.pid || !isAlive(j.pid));
   }
 
   /** Continues every interrupted backup job; a job still running in another live process is left alone. */
@@ -174,25 +189,63 @@ export class Engine {
         listener.notice?.(`Backup ${job.backupId} is still running in process ${job.pid}; leaving it alone.`);
         continue;
       }
-      const backup = this.ks.catalog.getBackup(job.backupId)!;
-      const settings = { ...(JSON.parse(job.settings) as PipelineSettings), chunkSize: backup.chunkSize };
-      this.ks.catalog.claimJob(job.id);
-      listener.notice?.(`Resuming backup ${job.backupId}.`);
-      const target = this.ks.targetById(backup.targetId);
-      try {
-        results.push(
-          await runBackupJob(
-            this.ks,
-            { backupId: job.backupId, jobId: job.id, target, settings, resume: true },
-            listener,
-          ),
-        );
-      } catch (err) {
-        this.ks.catalog.failJob(job.id, (err as Error).message);
-        throw err;
-      }
+      results.push(await this.resumeJob(job.id, listener));
     }
     return results;
+  }
+
+  async resumeJob(jobId: string, listener: JobListener = {}, control?: JobControl): Promise<BackupResult> {
+    const job = this.ks.catalog.unfinishedJobs().find((j) => j.id === jobId);
+    if (!job) throw new SettingsError(`No interrupted job ${jobId}.`);
+    const backup = this.ks.catalog.getBackup(job.backupId)!;
+    const settings = { ...(JSON.parse(job.settings) as PipelineSettings), chunkSize: backup.chunkSize };
+    this.ks.catalog.claimJob(job.id);
+    listener.started?.({ backupId: job.backupId, jobId: job.id });
+    listener.notice?.(`Resuming backup ${job.backupId}.`);
+    const target = this.ks.targetById(backup.targetId);
+    try {
+      return await runBackupJob(
+        this.ks,
+        { backupId: job.backupId, jobId: job.id, target, settings, resume: true, control },
+        listener,
+      );
+    } catch (err) {
+      this.ks.catalog.failJob(job.id, (err as Error).message);
+      throw err;
+    }
+  }
+
+  /** Changes a target in place (name, endpoint, keys…); it is tested first unless `test` is false. */
+  async replaceTarget(
+    current: string,
+    name: string,
+    config: TargetConfig,
+    secret?: string,
+    opts: { test?: boolean } = {},
+  ): Promise<TargetRow> {
+    const existing = this.target(current);
+    check(targetNameSchema, name);
+    const parsed = check(targetConfigSchema, config);
+    if (name !== current && this.ks.findTarget(name))
+      throw new SettingsError(`A target named "${name}" already exists.`);
+    const keepSecret = secret === undefined || secret === '';
+    const effective = keepSecret ? this.ks.targetHandle(existing).secret : secret;
+    if (parsed.kind === 's3' && !effective)
+      throw new SettingsError('An S3 target needs a secret access key.');
+    if (opts.test !== false)
+      await this.testHandle({ id: existing.id, name, config: parsed, secret: effective });
+    return this.ks.updateTarget(existing.id, name, parsed, effective);
+  }
+
+  removeTarget(name: string): void {
+    const t = this.target(name);
+    const used = this.ks.catalog.backupsOnTarget(t.id);
+    if (used > 0) {
+      throw new SettingsError(
+        `Target "${name}" holds ${used} backup${used === 1 ? '' : 's'}; it cannot be removed.`,
+      );
+    }
+    this.ks.removeTarget(t.id);
   }
 
   listBackups(): BackupRow[] {
@@ -209,6 +262,7 @@ export class Engine {
     backupId: string,
     opts: { to: string; paths?: string[]; overwrite?: boolean; settings?: Partial<PipelineSettings> },
     listener: JobListener = {},
+    control?: JobControl,
   ): Promise<RestoreResult> {
     return runRestoreJob(
       this.ks,
@@ -218,6 +272,7 @@ export class Engine {
         paths: opts.paths ?? [],
         overwrite: opts.overwrite ?? false,
         settings: this.settings(opts.settings),
+        control,
       },
       listener,
     );

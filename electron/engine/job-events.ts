@@ -5,4 +5,6 @@ export interface JobListener {
   progress?(frame: StatsFrame): void;
   chunk?(timing: ChunkTiming): void;
   notice?(message: string): void;
+  /** The backup and its job exist in the keystore (before any chunk moves). */
+  started?(ids: { backupId: string; jobId: string }): void;
 }

@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { fileHash } from '../../shared/node/format/file-hash.ts';
 import type { PipelineSettings } from '../../shared/settings.ts';
 import type { RestoreTask } from '../../workers/protocol.ts';
+import type { JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import type { ChunkRef, EntryRow } from './keystore/catalog.ts';
 import type { Keystore } from './keystore/keystore.ts';
@@ -46,7 +47,14 @@ interface FileState {
  */
 export async function runRestoreJob(
   ks: Keystore,
-  opts: { backupId: string; to: string; paths: string[]; overwrite: boolean; settings: PipelineSettings },
+  opts: {
+    backupId: string;
+    to: string;
+    paths: string[];
+    overwrite: boolean;
+    settings: PipelineSettings;
+    control?: JobControl;
+  },
   listener: JobListener,
 ): Promise<RestoreResult> {
   const cat = ks.catalog;
@@ -172,20 +180,32 @@ export async function runRestoreJob(
     }
   }
 
-  await runFetchTasks(ks, opts.settings, plan(), stats, (m) => {
-    const { state, idx } = taskFile.get(m.tid)!;
-    taskFile.delete(m.tid);
-    state.outstanding--;
-    if (m.t === 'restored') {
-      state.ids[idx] = m.id;
-      stats.add(m.timing, true);
-      listener.chunk?.(m.timing);
-    } else {
-      const where = m.error.target ? ` from target "${m.error.target}"` : '';
-      fail(state, `chunk ${idx}${where}: ${m.error.message}`);
-    }
-    settle(state);
-  });
+  await runFetchTasks(
+    ks,
+    opts.settings,
+    plan(),
+    stats,
+    (m) => {
+      const { state, idx } = taskFile.get(m.tid)!;
+      taskFile.delete(m.tid);
+      state.outstanding--;
+      if (m.t === 'restored') {
+        state.ids[idx] = m.id;
+        stats.add(m.timing, true);
+        listener.chunk?.(m.timing);
+      } else {
+        const where = m.error.target ? ` from target "${m.error.target}"` : '';
+        fail(state, `chunk ${idx}${where}: ${m.error.message}`);
+      }
+      settle(state);
+    },
+    opts.control,
+  );
+  // Cancelled: files whose chunks were not all planned fail (their temporaries are removed).
+  for (const s of states.values()) {
+    fail(s, 'the restore was cancelled');
+    settle(s);
+  }
   await Promise.all(finalizing);
   await restoreLinksAndDirs(root, entries, opts.overwrite, failed);
   const transfer = stats.finish(restoredBytes, 0);

@@ -3,6 +3,7 @@ import type { Storage } from '../../shared/node/storage/storage.ts';
 import type { PipelineSettings } from '../../shared/settings.ts';
 import type { FromWorker, RestoreTask } from '../../workers/protocol.ts';
 import type { Keystore } from './keystore/keystore.ts';
+import type { JobControl } from './job-control.ts';
 import type { StatsCollector } from './stats-collector.ts';
 import { WorkerPool } from './worker-pool.ts';
 
@@ -41,15 +42,22 @@ export async function runFetchTasks(
   tasks: Iterator<RestoreTask>,
   stats: StatsCollector,
   onOutcome: (m: FetchOutcome) => void,
+  control?: JobControl,
 ): Promise<void> {
   const targets = ks.listTargets().map((t) => ks.targetHandle(t));
   const pool = await startPool(ks, targets, settings);
   try {
-    await pool.run('restore', tasks, settings.uploadsPerWorker, (m) => {
-      if (m.t === 'xfer-start') stats.transferStarted();
-      if (m.t !== 'restored' && m.t !== 'failed') return false;
-      onOutcome(m);
-      return true;
+    await pool.run({
+      kind: 'restore',
+      tasks,
+      credits: settings.uploadsPerWorker,
+      control,
+      handle: (m) => {
+        if (m.t === 'xfer-start') stats.transferStarted();
+        if (m.t !== 'restored' && m.t !== 'failed') return false;
+        onOutcome(m);
+        return true;
+      },
     });
   } finally {
     await pool.close();

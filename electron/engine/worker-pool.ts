@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { FromWorker, ToWorker, WorkerInit } from '../../workers/protocol.ts';
+import type { JobControl } from './job-control.ts';
 
 const ENTRY = new URL('../../workers/entry.mjs', import.meta.url);
 
@@ -59,74 +60,76 @@ export class WorkerPool {
 
   /**
    * Feeds tasks until the iterator is done and every task has answered. `handle` receives each worker
-   * message with a reply function; it returns true when the message ends its task. `shouldStop` is
-   * checked before each new task is sent (outstanding tasks always finish).
+   * message with a reply function and returns true when the message ends its task. While `control` is
+   * paused no new task is sent; once it is cancelled, or `stop()` says so, feeding ends (tasks already
+   * sent always finish).
    */
-  run<T extends { tid: number }>(
-    kind: 'backup' | 'restore',
-    tasks: Iterator<T>,
-    credits: number,
-    handle: (m: FromWorker, reply: (msg: ToWorker) => void) => boolean,
-    shouldStop: () => boolean = () => false,
-  ): Promise<void> {
+  run<T extends { tid: number }>(o: {
+    kind: 'backup' | 'restore';
+    tasks: Iterator<T>;
+    credits: number;
+    handle: (m: FromWorker, reply: (msg: ToWorker) => void) => boolean;
+    stop?: () => boolean;
+    control?: JobControl;
+  }): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (this.crashed) return reject(this.crashed);
       let exhausted = false;
+      let settled = false;
       const listeners: [Worker, (m: FromWorker) => void][] = [];
-      const cleanup = () => {
+      const unwake = o.control?.onWake(() => feedAll());
+      const finish = (err?: Error) => {
+        if (settled) return;
+        settled = true;
         for (const [w, l] of listeners) w.off('message', l);
         this.onCrash = null;
+        unwake?.();
+        if (err) reject(err);
+        else resolve();
       };
-      this.onCrash = (err) => {
-        cleanup();
-        reject(err);
-      };
+      this.onCrash = (err) => finish(err);
       const total = () => this.slots.reduce((s, x) => s + x.outstanding, 0);
       const feed = (slot: Slot) => {
-        while (!exhausted && slot.outstanding < credits) {
-          if (shouldStop()) {
+        while (!exhausted && slot.outstanding < o.credits) {
+          if (o.stop?.() || o.control?.cancelled) {
             exhausted = true;
             break;
           }
-          const next = tasks.next();
+          if (o.control?.paused) break;
+          const next = o.tasks.next();
           if (next.done) {
             exhausted = true;
             break;
           }
           slot.outstanding++;
           slot.worker.postMessage(
-            kind === 'backup' ? { t: 'backup', task: next.value } : { t: 'restore', task: next.value },
+            o.kind === 'backup' ? { t: 'backup', task: next.value } : { t: 'restore', task: next.value },
           );
         }
-        if (exhausted && total() === 0) {
-          cleanup();
-          resolve();
+        if (exhausted && total() === 0) finish();
+      };
+      const feedAll = () => {
+        try {
+          for (const slot of this.slots) feed(slot);
+        } catch (err) {
+          finish(err as Error);
         }
       };
       for (const slot of this.slots) {
         const listener = (m: FromWorker) => {
-          let finished: boolean;
           try {
-            finished = handle(m, (msg) => slot.worker.postMessage(msg));
+            if (o.handle(m, (msg) => slot.worker.postMessage(msg))) {
+              slot.outstanding--;
+              feed(slot);
+            }
           } catch (err) {
-            cleanup();
-            reject(err as Error);
-            return;
-          }
-          if (finished) {
-            slot.outstanding--;
-            feed(slot);
+            finish(err as Error);
           }
         };
         listeners.push([slot.worker, listener]);
         slot.worker.on('message', listener);
       }
-      try {
-        for (const slot of this.slots) feed(slot);
-      } catch (err) {
-        cleanup();
-        reject(err as Error);
-      }
+      feedAll();
     });
   }
 

@@ -229,6 +229,18 @@ export class Catalog {
       .immediate();
   }
 
+  /** A cancelled backup keeps what it stored (later backups deduplicate against it) but is not restorable. */
+  cancelBackup(id: string): void {
+    this.db.transaction(() => {
+      this.db
+        .prepare(`UPDATE backups SET status = 'failed', finished_at = ? WHERE id = ?`)
+        .run(Date.now(), id);
+      this.db
+        .prepare(`UPDATE jobs SET state = 'failed', error = 'cancelled', updated_at = ? WHERE backup_id = ?`)
+        .run(Date.now(), id);
+    })();
+  }
+
   addTransferStats(id: string, newChunks: number, uploadedBytes: number, durationMs: number): void {
     this.db
       .prepare(
@@ -253,6 +265,12 @@ export class Catalog {
       .prepare('SELECT * FROM entries WHERE backup_id = ? ORDER BY path')
       .all(backupId) as RawEntry[];
     return rows.map(toEntry);
+  }
+
+  backupsOnTarget(targetId: number): number {
+    return (
+      this.db.prepare('SELECT COUNT(*) AS n FROM backups WHERE target_id = ?').get(targetId) as { n: number }
+    ).n;
   }
 
   unfinishedJobs(): JobRow[] {

@@ -103,6 +103,24 @@ export class Keystore {
     return this.targetById(Number(info.lastInsertRowid));
   }
 
+  updateTarget(id: number, name: string, config: TargetConfig, secret?: string): TargetRow {
+    const parsed = targetConfigSchema.parse(config);
+    const sealed =
+      secret === undefined ? null : sealSecret(this.sodium, this.keys.secrets, `target:${name}`, secret);
+    this.db
+      .prepare('UPDATE targets SET name = ?, config = ?, secret = ? WHERE id = ?')
+      .run(name, JSON.stringify(parsed), sealed, id);
+    return this.targetById(id);
+  }
+
+  /** Removes a target that no chunk location refers to (the engine checks backups first). */
+  removeTarget(id: number): void {
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM chunk_locations WHERE target_id = ?').run(id);
+      this.db.prepare('DELETE FROM targets WHERE id = ?').run(id);
+    })();
+  }
+
   listTargets(): TargetRow[] {
     const rows = this.db.prepare('SELECT * FROM targets ORDER BY id').all() as RawTarget[];
     return rows.map(toTargetRow);

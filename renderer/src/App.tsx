@@ -1,0 +1,83 @@
+import { useEffect, useState } from 'react';
+import type { AppStatus } from '../../shared/api/views.ts';
+import { getApi } from './api/bridge.ts';
+import { messageOf } from './format.ts';
+import { BackupScreen } from './screens/BackupScreen.tsx';
+import { HistoryScreen } from './screens/HistoryScreen.tsx';
+import { RestoreWizard } from './screens/restore/RestoreWizard.tsx';
+import { SettingsScreen } from './screens/settings/SettingsScreen.tsx';
+import { UnlockScreen } from './screens/UnlockScreen.tsx';
+
+type Tab = 'backup' | 'history' | 'restore' | 'settings';
+const TABS: { id: Tab; label: string }[] = [
+  { id: 'backup', label: 'Back up' },
+  { id: 'history', label: 'History' },
+  { id: 'restore', label: 'Restore' },
+  { id: 'settings', label: 'Settings' },
+];
+
+export function App() {
+  const [status, setStatus] = useState<AppStatus | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [tab, setTab] = useState<Tab>('backup');
+  const [restoreBackup, setRestoreBackup] = useState<string | null>(null);
+
+  useEffect(() => {
+    getApi()
+      .invoke('app.status', {})
+      .then(setStatus, (e) => setError(messageOf(e)));
+  }, []);
+
+  if (error) {
+    return (
+      <main className="unlock">
+        <div className="card unlock-card">
+          <h1>Cairn cannot reach its engine</h1>
+          <p className="error">{error}</p>
+          <p className="muted">
+            Open the address Cairn printed when it started (it carries the session token).
+          </p>
+        </div>
+      </main>
+    );
+  }
+  if (!status) return <main className="unlock muted">Starting…</main>;
+  if (status.state !== 'unlocked') return <UnlockScreen status={status} onUnlocked={setStatus} />;
+
+  return (
+    <div className="app">
+      <nav className="sidebar" aria-label="Main">
+        <div className="brand">
+          <img src="./favicon.svg" alt="" width={28} height={28} /> Cairn
+        </div>
+        {TABS.map((t) => (
+          <button
+            key={t.id}
+            type="button"
+            className={`nav${tab === t.id ? ' active' : ''}`}
+            aria-current={tab === t.id ? 'page' : undefined}
+            onClick={() => setTab(t.id)}
+          >
+            {t.label}
+          </button>
+        ))}
+        <div className="sidebar-foot muted">
+          {status.shell === 'web' ? 'Web mode' : 'Desktop'} · {status.cpuCount} cores
+        </div>
+      </nav>
+      <main className="content">
+        {tab === 'backup' && <BackupScreen onGoToSettings={() => setTab('settings')} />}
+        {tab === 'history' && (
+          <HistoryScreen
+            onRestore={(id) => {
+              setRestoreBackup(id);
+              setTab('restore');
+            }}
+          />
+        )}
+        {tab === 'restore' && <RestoreWizard key={restoreBackup ?? 'none'} initialBackup={restoreBackup} />}
+        {tab === 'settings' && <SettingsScreen />}
+      </main>
+    </div>
+  );
+}

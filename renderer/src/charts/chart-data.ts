@@ -1,0 +1,91 @@
+import { percentile, type ChunkTiming, type StatsFrame } from '../../../shared/stats.ts';
+
+/** Seconds since the first frame, and MB/s per 250 ms frame. */
+export function throughputSeries(frames: StatsFrame[]): [number[], number[]] {
+  if (frames.length === 0) return [[], []];
+  const t0 = frames[0]!.at - frames[0]!.elapsedMs;
+  return [frames.map((f) => (f.at - t0) / 1000), frames.map((f) => Math.round(f.mbps * 10) / 10)];
+}
+
+/** Gap histogram edges in ms: a log scale, because a good pipeline's gaps are well under a millisecond. */
+export const GAP_EDGES = [0, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000];
+
+export interface GapSummary {
+  count: number;
+  median: number;
+  p95: number;
+  /** Share of the job's time with no transfer in flight, 0..1 (time-weighted over frames). */
+  wireIdle: number;
+  /** counts[i] = gaps in [GAP_EDGES[i], GAP_EDGES[i+1]); the last bucket is open-ended. */
+  counts: number[];
+}
+
+export function gapSummary(frames: StatsFrame[]): GapSummary {
+  const gaps = frames.flatMap((f) => f.gapsMs).sort((a, b) => a - b);
+  const counts = new Array<number>(GAP_EDGES.length).fill(0);
+  for (const g of gaps) {
+    let i = GAP_EDGES.length - 1;
+    while (i > 0 && g < GAP_EDGES[i]!) i--;
+    counts[i]!++;
+  }
+  let idle = 0;
+  let span = 0;
+  frames.forEach((f, i) => {
+    const prev = i > 0 ? frames[i - 1]!.elapsedMs : 0;
+    const dt = Math.max(0, f.elapsedMs - prev);
+    idle += f.wireIdle * dt;
+    span += dt;
+  });
+  return {
+    count: gaps.length,
+    median: percentile(gaps, 50),
+    p95: percentile(gaps, 95),
+    wireIdle: span > 0 ? idle / span : 0,
+    counts,
+  };
+}
+
+export function gapLabel(i: number): string {
+  const lo = GAP_EDGES[i]!;
+  const hi = GAP_EDGES[i + 1];
+  return hi === undefined ? `≥${lo}` : `<${hi}`;
+}
+
+export interface SlotBar {
+  slot: number;
+  start: number;
+  end: number;
+}
+
+/** The transfers of the last `windowMs` (relative ms, 0 = window start), one row per slot. */
+export function slotBars(
+  chunks: ChunkTiming[],
+  windowMs: number,
+): { bars: SlotBar[]; slots: number[]; span: number } {
+  const moved = chunks.filter((c) => c.slot >= 0);
+  if (moved.length === 0) return { bars: [], slots: [], span: windowMs };
+  const end = Math.max(...moved.map((c) => c.xferEnd));
+  const from = end - windowMs;
+  const visible = moved.filter((c) => c.xferEnd >= from);
+  const slots = [...new Set(visible.map((c) => c.slot))].sort((a, b) => a - b);
+  const bars = visible.map((c) => ({
+    slot: c.slot,
+    start: Math.max(0, c.xferStart - from),
+    end: c.xferEnd - from,
+  }));
+  return { bars, slots, span: windowMs };
+}
+
+/** Time per stage summed over all frames, as shares of their total. */
+export function stageShares(
+  frames: StatsFrame[],
+): { stage: 'read' | 'hash' | 'seal' | 'transfer'; ms: number; share: number }[] {
+  const sum = { read: 0, hash: 0, seal: 0, transfer: 0 };
+  for (const f of frames) for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += f.stageMs[k];
+  const total = sum.read + sum.hash + sum.seal + sum.transfer;
+  return (Object.keys(sum) as (keyof typeof sum)[]).map((stage) => ({
+    stage,
+    ms: sum[stage],
+    share: total > 0 ? sum[stage] / total : 0,
+  }));
+}

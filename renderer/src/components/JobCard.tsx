@@ -1,0 +1,83 @@
+import type { JobView } from '../../../shared/api/views.ts';
+import { getApi } from '../api/bridge.ts';
+import { formatDuration, formatRate, formatSize, messageOf, percent } from '../format.ts';
+
+const STATE_LABEL: Record<JobView['state'], string> = {
+  running: 'Running',
+  paused: 'Paused',
+  interrupted: 'Interrupted — can resume',
+  done: 'Done',
+  failed: 'Failed',
+  cancelled: 'Cancelled',
+};
+
+export function JobCard(props: {
+  job: JobView;
+  selected: boolean;
+  onSelect: () => void;
+  onError: (m: string) => void;
+}) {
+  const { job } = props;
+  const pct = percent(job.bytesDone, job.bytesTotal);
+  const act = (m: 'jobs.pause' | 'jobs.resume' | 'jobs.cancel') =>
+    getApi()
+      .invoke(m, { jobId: job.id })
+      .catch((e) => props.onError(messageOf(e)));
+  const shown = job.state === 'done' ? 100 : pct;
+  return (
+    <li
+      className={`job job-${job.state}${props.selected ? ' selected' : ''}`}
+      data-testid="job"
+      data-state={job.state}
+    >
+      <button type="button" className="job-main" onClick={props.onSelect} aria-pressed={props.selected}>
+        <span className="job-title">
+          {job.kind === 'backup' ? 'Backup' : 'Restore'} · {job.title}
+        </span>
+        <span className={`badge badge-${job.state}`}>{STATE_LABEL[job.state]}</span>
+      </button>
+      <div
+        className="progress"
+        role="progressbar"
+        aria-label={`${job.title} progress`}
+        aria-valuemin={0}
+        aria-valuemax={100}
+        aria-valuenow={Math.round(shown)}
+      >
+        <div className="progress-fill" style={{ width: `${shown}%` }} />
+      </div>
+      <div className="job-meta">
+        <span data-testid="job-percent">{shown.toFixed(0)} %</span>
+        <span>
+          {formatSize(job.bytesDone)} of {formatSize(job.bytesTotal)}
+        </span>
+        {job.state === 'running' && <span>{formatRate(job.mbps)}</span>}
+        {job.state === 'running' && <span>ETA {formatDuration(job.etaSeconds)}</span>}
+        {job.state === 'done' && <span>mean {formatRate(job.meanMbps)}</span>}
+        {job.target && <span className="muted">→ {job.target}</span>}
+      </div>
+      {job.error && (
+        <p className="error" role="alert">
+          {job.error}
+        </p>
+      )}
+      <div className="job-actions">
+        {job.state === 'running' && (
+          <button type="button" onClick={() => act('jobs.pause')}>
+            Pause
+          </button>
+        )}
+        {(job.state === 'paused' || job.state === 'interrupted') && (
+          <button type="button" className="primary" onClick={() => act('jobs.resume')}>
+            Resume
+          </button>
+        )}
+        {(job.state === 'running' || job.state === 'paused' || job.state === 'interrupted') && (
+          <button type="button" className="danger" onClick={() => act('jobs.cancel')}>
+            Cancel
+          </button>
+        )}
+      </div>
+    </li>
+  );
+}

@@ -1,0 +1,106 @@
+import { useEffect, useState } from 'react';
+import type { TargetView } from '../../../shared/api/views.ts';
+import { getApi } from '../api/bridge.ts';
+import { useJobs, useQuery } from '../api/hooks.ts';
+import { LiveCharts } from '../charts/LiveCharts.tsx';
+import { DropZone } from '../components/DropZone.tsx';
+import { JobCard } from '../components/JobCard.tsx';
+import { messageOf } from '../format.ts';
+
+export function BackupScreen({ onGoToSettings }: { onGoToSettings: () => void }) {
+  const jobs = useJobs();
+  const targets = useQuery('targets.list', {});
+  const [target, setTarget] = useState<string>('');
+  const [error, setError] = useState<string | null>(null);
+  const [starting, setStarting] = useState(false);
+  const [selected, setSelected] = useState<string | null>(null);
+
+  useEffect(() => {
+    if (!target && targets.data?.[0]) setTarget(targets.data[0].name);
+  }, [targets.data, target]);
+  const running = jobs.find((j) => j.state === 'running' || j.state === 'paused');
+  const shown = selected ?? running?.id ?? jobs[0]?.id ?? null;
+  const shownJob = jobs.find((j) => j.id === shown);
+
+  const start = async (sources: string[]) => {
+    setError(null);
+    setStarting(true);
+    try {
+      const job = await getApi().invoke('backup.start', { sources, target: target || undefined });
+      setSelected(job.id);
+    } catch (e) {
+      setError(messageOf(e));
+    } finally {
+      setStarting(false);
+    }
+  };
+
+  const noTargets = targets.data !== null && targets.data.length === 0;
+  return (
+    <div className="screen backup-screen">
+      <header className="screen-head">
+        <h1>Back up</h1>
+        {targets.data && targets.data.length > 0 && (
+          <label className="inline">
+            Store on
+            <select value={target} onChange={(e) => setTarget(e.target.value)} aria-label="Target">
+              {targets.data.map((t: TargetView) => (
+                <option key={t.name} value={t.name}>
+                  {t.name} ({t.config.kind === 's3' ? t.config.bucket : t.config.path})
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
+      </header>
+      {noTargets ? (
+        <div className="card notice">
+          <p>Add a bucket or a folder to back up to first.</p>
+          <button type="button" className="primary" onClick={onGoToSettings}>
+            Open Settings
+          </button>
+        </div>
+      ) : (
+        <DropZone onSources={start} disabled={starting} />
+      )}
+      {starting && <p className="muted">Checking the target and reading the sources…</p>}
+      {error && (
+        <p className="error" role="alert" data-testid="backup-error">
+          {error}
+        </p>
+      )}
+      <div className="split">
+        <section aria-label="Jobs" className="jobs">
+          <h2>Jobs</h2>
+          {jobs.length === 0 && <p className="muted">No backups yet in this session.</p>}
+          <ul className="job-list">
+            {jobs.map((j) => (
+              <JobCard
+                key={j.id}
+                job={j}
+                selected={j.id === shown}
+                onSelect={() => setSelected(j.id)}
+                onError={setError}
+              />
+            ))}
+          </ul>
+        </section>
+        <section aria-label="Live charts" className="live">
+          <h2>{shownJob ? `Charts · ${shownJob.title}` : 'Charts'}</h2>
+          {shownJob?.notices.length ? (
+            <ul className="notices">
+              {shownJob.notices.map((n, i) => (
+                <li key={i}>{n}</li>
+              ))}
+            </ul>
+          ) : null}
+          {shown && shownJob?.state !== 'interrupted' ? (
+            <LiveCharts key={shown} jobId={shown} />
+          ) : (
+            <p className="muted">Charts appear when a job runs.</p>
+          )}
+        </section>
+      </div>
+    </div>
+  );
+}

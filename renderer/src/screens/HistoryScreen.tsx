@@ -1,0 +1,85 @@
+import { useState } from 'react';
+import { useJobs, useQuery } from '../api/hooks.ts';
+import { LiveCharts } from '../charts/LiveCharts.tsx';
+import { formatDate, formatDuration, formatRate, formatSize } from '../format.ts';
+
+export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => void }) {
+  const backups = useQuery('backups.list', {});
+  const [open, setOpen] = useState<string | null>(null);
+  const jobs = useJobs();
+  const openJob = jobs.find((j) => j.kind === 'backup' && j.backupId === open);
+  return (
+    <div className="screen">
+      <header className="screen-head">
+        <h1>History</h1>
+        <button type="button" onClick={backups.reload}>
+          Refresh
+        </button>
+      </header>
+      {backups.error && <p className="error">{backups.error}</p>}
+      {backups.data?.length === 0 && <p className="muted">No backups yet.</p>}
+      {backups.data && backups.data.length > 0 && (
+        <table className="table" aria-label="Backups">
+          <thead>
+            <tr>
+              <th>Date</th>
+              <th>Sources</th>
+              <th>Status</th>
+              <th className="num">Files</th>
+              <th className="num">Size</th>
+              <th className="num">Chunks</th>
+              <th className="num">Deduplicated</th>
+              <th className="num">Duration</th>
+              <th className="num">Mean</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {backups.data.map((b) => (
+              <tr
+                key={b.id}
+                className={open === b.id ? 'selected' : ''}
+                onClick={() => setOpen(open === b.id ? null : b.id)}
+              >
+                <td>{formatDate(b.createdAt)}</td>
+                <td title={b.sources.join('\n')}>{b.sources.map((s) => s.split('/').pop()).join(', ')}</td>
+                <td>
+                  <span
+                    className={`badge badge-${b.status === 'complete' ? 'done' : b.status === 'running' ? 'interrupted' : 'failed'}`}
+                  >
+                    {b.status}
+                  </span>
+                </td>
+                <td className="num">{b.fileCount}</td>
+                <td className="num">{formatSize(b.totalBytes)}</td>
+                <td className="num">{b.chunkCount}</td>
+                <td className="num">{formatSize(b.dedupedBytes)}</td>
+                <td className="num">{formatDuration(b.durationMs / 1000)}</td>
+                <td className="num">{formatRate(b.meanMbps)}</td>
+                <td>
+                  <button
+                    type="button"
+                    disabled={b.status !== 'complete'}
+                    onClick={(e) => (e.stopPropagation(), onRestore(b.id))}
+                  >
+                    Restore…
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {open && (
+        <section aria-label="Charts of the selected backup" className="live">
+          <h2>Charts</h2>
+          {openJob ? (
+            <LiveCharts key={openJob.id} jobId={openJob.id} />
+          ) : (
+            <p className="muted">Charts are kept for the jobs run since Cairn started.</p>
+          )}
+        </section>
+      )}
+    </div>
+  );
+}

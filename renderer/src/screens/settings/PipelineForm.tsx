@@ -1,0 +1,117 @@
+import { useEffect, useState } from 'react';
+import {
+  chunkSizeSchema,
+  parseSize,
+  uploadsPerWorkerSchema,
+  workersSchema,
+} from '../../../../shared/settings.ts';
+import type { SettingsView } from '../../../../shared/api/views.ts';
+import { getApi } from '../../api/bridge.ts';
+import { formatSize, messageOf } from '../../format.ts';
+
+type Errors = Partial<Record<'chunkSize' | 'workers' | 'uploadsPerWorker', string>>;
+
+/** Chunk size, workers and uploads in flight, with the memory they imply and inline validation. */
+export function PipelineForm({
+  settings,
+  onSaved,
+}: {
+  settings: SettingsView;
+  onSaved: (s: SettingsView) => void;
+}) {
+  const [chunk, setChunk] = useState(formatSize(settings.chunkSize).replace(' ', ''));
+  const [workers, setWorkers] = useState(String(settings.workers));
+  const [uploads, setUploads] = useState(String(settings.uploadsPerWorker));
+  const [errors, setErrors] = useState<Errors>({});
+  const [message, setMessage] = useState<{ ok: boolean; text: string } | null>(null);
+  useEffect(() => setMessage(null), [chunk, workers, uploads]);
+
+  const chunkBytes = parseSize(chunk);
+  const parsed = {
+    chunkSize: chunkSizeSchema.safeParse(chunkBytes),
+    workers: workersSchema.safeParse(Number(workers)),
+    uploadsPerWorker: uploadsPerWorkerSchema.safeParse(Number(uploads)),
+  };
+  const memory =
+    parsed.chunkSize.success && parsed.workers.success && parsed.uploadsPerWorker.success
+      ? parsed.workers.data * (parsed.uploadsPerWorker.data + 1) * parsed.chunkSize.data * 2
+      : null;
+
+  const save = async (e: React.FormEvent) => {
+    e.preventDefault();
+    const errs: Errors = {};
+    if (Number.isNaN(chunkBytes)) errs.chunkSize = `“${chunk}” is not a size (examples: 8MiB, 512KiB).`;
+    else if (!parsed.chunkSize.success) errs.chunkSize = parsed.chunkSize.error.issues[0]?.message;
+    if (!parsed.workers.success) errs.workers = parsed.workers.error.issues[0]?.message;
+    if (!parsed.uploadsPerWorker.success)
+      errs.uploadsPerWorker = parsed.uploadsPerWorker.error.issues[0]?.message;
+    setErrors(errs);
+    if (Object.keys(errs).length) return;
+    try {
+      const s = await getApi().invoke('settings.save', {
+        chunkSize: chunkBytes,
+        workers: Number(workers),
+        uploadsPerWorker: Number(uploads),
+      });
+      setMessage({ ok: true, text: 'Saved.' });
+      onSaved(s);
+    } catch (err) {
+      setMessage({ ok: false, text: messageOf(err) });
+    }
+  };
+
+  const err = (k: keyof Errors) =>
+    errors[k] && (
+      <small className="error" role="alert">
+        {errors[k]}
+      </small>
+    );
+  return (
+    <form className="card form" aria-label="Pipeline settings" onSubmit={save}>
+      <h3>Pipeline</h3>
+      <div className="grid3">
+        <label className={errors.chunkSize ? 'invalid' : ''}>
+          Chunk size
+          <input value={chunk} onChange={(e) => setChunk(e.target.value)} aria-invalid={!!errors.chunkSize} />
+          <small className="muted">64 KiB to 1 GiB</small>
+          {err('chunkSize')}
+        </label>
+        <label className={errors.workers ? 'invalid' : ''}>
+          Worker threads
+          <input
+            type="number"
+            min={1}
+            value={workers}
+            onChange={(e) => setWorkers(e.target.value)}
+            aria-invalid={!!errors.workers}
+          />
+          <small className="muted">this computer has {settings.cpuCount} CPU cores</small>
+          {err('workers')}
+        </label>
+        <label className={errors.uploadsPerWorker ? 'invalid' : ''}>
+          Uploads in flight per worker
+          <input
+            type="number"
+            min={1}
+            value={uploads}
+            onChange={(e) => setUploads(e.target.value)}
+            aria-invalid={!!errors.uploadsPerWorker}
+          />
+          <small className="muted">parallel connections = workers × this</small>
+          {err('uploadsPerWorker')}
+        </label>
+      </div>
+      <p className="muted" data-testid="memory-estimate">
+        {memory !== null
+          ? `Chunk buffers will use about ${formatSize(memory)} of memory, whatever the file size.`
+          : 'Fix the values above to see the memory they need.'}
+      </p>
+      {message && <p className={message.ok ? 'success' : 'error'}>{message.text}</p>}
+      <div className="actions">
+        <button type="submit" className="primary">
+          Save settings
+        </button>
+      </div>
+    </form>
+  );
+}

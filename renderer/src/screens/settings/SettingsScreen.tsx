@@ -1,0 +1,85 @@
+import { useState } from 'react';
+import type { TargetView } from '../../../../shared/api/views.ts';
+import { getApi } from '../../api/bridge.ts';
+import { useQuery } from '../../api/hooks.ts';
+import { messageOf } from '../../format.ts';
+import { PipelineForm } from './PipelineForm.tsx';
+import { TargetForm } from './TargetForm.tsx';
+
+export function SettingsScreen() {
+  const targets = useQuery('targets.list', {});
+  const settings = useQuery('settings.get', {});
+  const [editing, setEditing] = useState<TargetView | 'new' | null>(null);
+  const [error, setError] = useState<string | null>(null);
+
+  const remove = async (name: string) => {
+    setError(null);
+    try {
+      await getApi().invoke('targets.remove', { name });
+      targets.reload();
+    } catch (e) {
+      setError(messageOf(e));
+    }
+  };
+
+  return (
+    <div className="screen">
+      <header className="screen-head">
+        <h1>Settings</h1>
+      </header>
+      <section aria-label="Targets">
+        <h2>Buckets and folders</h2>
+        {targets.data?.length === 0 && editing === null && (
+          <p className="muted">No target yet: add the bucket (or folder) your backups go to.</p>
+        )}
+        <ul className="targets">
+          {targets.data?.map((t) => (
+            <li key={t.name} className="card target" data-testid="target">
+              <div>
+                <strong>{t.name}</strong>{' '}
+                <span className="badge">{t.config.kind === 's3' ? 'S3' : 'folder'}</span>
+                <div className="muted">
+                  {t.config.kind === 's3'
+                    ? `${t.config.endpoint} · bucket ${t.config.bucket} · ${t.config.region}`
+                    : t.config.path}
+                </div>
+              </div>
+              <div className="actions">
+                <button type="button" onClick={() => setEditing(t)}>
+                  Edit
+                </button>
+                <button type="button" className="danger" onClick={() => remove(t.name)}>
+                  Remove
+                </button>
+              </div>
+            </li>
+          ))}
+        </ul>
+        {error && (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
+        {editing === null ? (
+          <button type="button" className="primary" onClick={() => setEditing('new')}>
+            Add a target
+          </button>
+        ) : (
+          <TargetForm
+            key={editing === 'new' ? 'new' : editing.name}
+            editing={editing === 'new' ? null : editing}
+            onCancel={() => setEditing(null)}
+            onSaved={() => {
+              setEditing(null);
+              targets.reload();
+            }}
+          />
+        )}
+      </section>
+      <section aria-label="Pipeline">
+        <h2>Performance</h2>
+        {settings.data && <PipelineForm settings={settings.data} onSaved={() => settings.reload()} />}
+      </section>
+    </div>
+  );
+}

@@ -1,0 +1,156 @@
+import { useState } from 'react';
+import type { TargetView, TestResult } from '../../../../shared/api/views.ts';
+import { getApi } from '../../api/bridge.ts';
+import { messageOf } from '../../format.ts';
+import {
+  emptyFields,
+  fieldsFrom,
+  validateTarget,
+  type FieldErrors,
+  type TargetFields,
+} from './target-form.ts';
+
+/** Add or edit a target, with inline validation, "Test connection", and a save that tests first. */
+export function TargetForm(props: { editing: TargetView | null; onSaved: () => void; onCancel: () => void }) {
+  const [f, setF] = useState<TargetFields>(props.editing ? fieldsFrom(props.editing) : emptyFields);
+  const [errors, setErrors] = useState<FieldErrors>({});
+  const [test, setTest] = useState<TestResult | null>(null);
+  const [busy, setBusy] = useState<'test' | 'save' | null>(null);
+  const [saveError, setSaveError] = useState<string | null>(null);
+  const set = <K extends keyof TargetFields>(k: K, v: TargetFields[K]) => {
+    setF((x) => ({ ...x, [k]: v }));
+    setErrors((e) => ({ ...e, [k]: undefined }));
+    setTest(null);
+  };
+  const replacing = props.editing?.name;
+
+  const run = async (what: 'test' | 'save') => {
+    const { draft, errors: errs } = validateTarget(f, props.editing !== null);
+    setErrors(errs);
+    setSaveError(null);
+    setTest(null);
+    if (!draft) return;
+    setBusy(what);
+    try {
+      if (what === 'test') setTest(await getApi().invoke('targets.test', { draft, replacing }));
+      else {
+        await getApi().invoke('targets.save', { draft, replacing });
+        props.onSaved();
+      }
+    } catch (e) {
+      setSaveError(messageOf(e));
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  const field = (k: keyof TargetFields, label: string, input: React.ReactNode, hint?: string) => (
+    <label className={errors[k] ? 'invalid' : ''}>
+      {label}
+      {input}
+      {hint && !errors[k] && <small className="muted">{hint}</small>}
+      {errors[k] && (
+        <small className="error" role="alert">
+          {errors[k]}
+        </small>
+      )}
+    </label>
+  );
+  const text = (k: 'name' | 'endpoint' | 'region' | 'bucket' | 'accessKeyId' | 'path', placeholder = '') => (
+    <input
+      value={f[k]}
+      placeholder={placeholder}
+      aria-invalid={!!errors[k]}
+      onChange={(e) => set(k, e.target.value)}
+    />
+  );
+
+  return (
+    <form
+      className="card form target-form"
+      aria-label={props.editing ? `Edit target ${props.editing.name}` : 'Add a target'}
+      onSubmit={(e) => (e.preventDefault(), void run('save'))}
+    >
+      <h3>{props.editing ? `Edit “${props.editing.name}”` : 'Add a target'}</h3>
+      <div className="grid2">
+        {field('name', 'Name', text('name', 'my-bucket'))}
+        {field(
+          'kind',
+          'Kind',
+          <select value={f.kind} onChange={(e) => set('kind', e.target.value as 's3' | 'dir')}>
+            <option value="s3">S3-compatible bucket</option>
+            <option value="dir">Local folder</option>
+          </select>,
+        )}
+        {f.kind === 's3' ? (
+          <>
+            {field('endpoint', 'Endpoint', text('endpoint', 'https://s3.eu-west-1.amazonaws.com'))}
+            {field('region', 'Region', text('region', 'us-east-1'))}
+            {field('bucket', 'Bucket', text('bucket', 'my-backups'))}
+            {field('accessKeyId', 'Access key id', text('accessKeyId'))}
+            {field(
+              'secret',
+              'Secret access key',
+              <input
+                type="password"
+                autoComplete="off"
+                value={f.secret}
+                aria-invalid={!!errors.secret}
+                onChange={(e) => set('secret', e.target.value)}
+                placeholder={props.editing ? 'unchanged' : ''}
+              />,
+              'Stored encrypted in the keystore.',
+            )}
+            {field(
+              'checksums',
+              'Checksums',
+              <select
+                value={f.checksums}
+                onChange={(e) => set('checksums', e.target.value as TargetFields['checksums'])}
+              >
+                <option value="when-supported">CRC32 checksums (default)</option>
+                <option value="when-required">Only when required</option>
+              </select>,
+            )}
+            <label className="inline check">
+              <input
+                type="checkbox"
+                checked={f.pathStyle}
+                onChange={(e) => set('pathStyle', e.target.checked)}
+              />{' '}
+              Path-style addressing (MinIO, Garage, most self-hosted servers)
+            </label>
+          </>
+        ) : (
+          field(
+            'path',
+            'Folder',
+            text('path', '/media/backup-drive/cairn'),
+            'A backup drive or a mounted share.',
+          )
+        )}
+      </div>
+      {test && (
+        <p className={test.ok ? 'success' : 'error'} role="status" data-testid="test-result">
+          {test.ok ? 'Connection works: the credentials are accepted and the bucket is there.' : test.message}
+        </p>
+      )}
+      {saveError && (
+        <p className="error" role="alert" data-testid="save-error">
+          {saveError}
+        </p>
+      )}
+      <div className="actions">
+        <button type="button" onClick={props.onCancel}>
+          Cancel
+        </button>
+        <button type="button" disabled={busy !== null} onClick={() => void run('test')}>
+          {busy === 'test' ? 'Testing…' : 'Test connection'}
+        </button>
+        <button type="submit" className="primary" disabled={busy !== null}>
+          {busy === 'save' ? 'Saving…' : 'Save'}
+        </button>
+      </div>
+    </form>
+  );
+}

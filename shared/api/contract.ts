@@ -1,0 +1,131 @@
+/**
+ * The one API between the UI and the engine: every method's request schema and response type, and the
+ * events. Both bridges (Electron IPC, web mode HTTP + WebSocket) carry exactly this; the receiving side
+ * validates every request with these schemas. Browser-safe.
+ */
+import { z } from 'zod';
+import { targetConfigSchema } from '../settings.ts';
+import type { StatsFrame, ChunkTiming } from '../stats.ts';
+import type {
+  AppStatus,
+  BackupView,
+  DirListing,
+  EntryView,
+  JobStatsView,
+  JobView,
+  SettingsView,
+  TargetView,
+  TestResult,
+} from './views.ts';
+
+const passphrase = z.string().min(8, 'The passphrase must have at least 8 characters.').max(1024);
+const id = z.string().regex(/^[0-9a-f]{12}$/, 'Not a Cairn id.');
+const targetDraft = z.object({ name: z.string(), config: targetConfigSchema, secret: z.string().optional() });
+
+export const requests = {
+  'app.status': z.object({}),
+  'app.init': z.object({ passphrase }),
+  'app.unlock': z.object({ passphrase: z.string().max(1024) }),
+  'settings.get': z.object({}),
+  'settings.save': z.object({
+    chunkSize: z.number(),
+    workers: z.number(),
+    uploadsPerWorker: z.number(),
+  }),
+  'targets.list': z.object({}),
+  'targets.test': z.object({
+    draft: targetDraft.optional(),
+    name: z.string().optional(),
+    replacing: z.string().optional(),
+  }),
+  'targets.save': z.object({ draft: targetDraft, replacing: z.string().optional() }),
+  'targets.remove': z.object({ name: z.string() }),
+  'backup.start': z.object({
+    sources: z.array(z.string().min(1)).min(1, 'Add at least one file or folder.'),
+    target: z.string().optional(),
+  }),
+  'jobs.list': z.object({}),
+  'jobs.stats': z.object({ jobId: z.string() }),
+  'jobs.pause': z.object({ jobId: z.string() }),
+  'jobs.resume': z.object({ jobId: z.string() }),
+  'jobs.cancel': z.object({ jobId: z.string() }),
+  'backups.list': z.object({}),
+  'backups.entries': z.object({ backupId: id }),
+  'restore.start': z.object({
+    backupId: id,
+    paths: z.array(z.string()),
+    to: z.string().min(1, 'Choose a destination folder.'),
+    existing: z.enum(['skip', 'overwrite']),
+  }),
+  'fs.list': z.object({ path: z.string().optional() }),
+} as const;
+
+export type Method = keyof typeof requests;
+export type Request<M extends Method> = z.infer<(typeof requests)[M]>;
+
+export interface Responses {
+  'app.status': AppStatus;
+  'app.init': AppStatus;
+  'app.unlock': AppStatus;
+  'settings.get': SettingsView;
+  'settings.save': SettingsView;
+  'targets.list': TargetView[];
+  'targets.test': TestResult;
+  'targets.save': TargetView;
+  'targets.remove': { removed: string };
+  'backup.start': JobView;
+  'jobs.list': JobView[];
+  'jobs.stats': JobStatsView;
+  'jobs.pause': JobView;
+  'jobs.resume': JobView;
+  'jobs.cancel': JobView;
+  'backups.list': BackupView[];
+  'backups.entries': EntryView[];
+  'restore.start': JobView;
+  'fs.list': DirListing;
+}
+
+export interface Events {
+  /** A job was created or changed state or progress (at most every 250 ms per job). */
+  job: JobView;
+  /** A stats frame of a running job, with the chunk timings completed during it. */
+  stats: { jobId: string; frame: StatsFrame; chunks: ChunkTiming[] };
+}
+
+export type EventName = keyof Events;
+
+/** Failure answer of any method: a sentence for people, plus a field name when an input was wrong. */
+export interface ApiError {
+  message: string;
+  field?: string;
+}
+
+/** The object the renderer talks to, whichever bridge carries it. */
+export interface CairnApi {
+  invoke<M extends Method>(method: M, request: Request<M>): Promise<Responses[M]>;
+  subscribe<E extends EventName>(event: E, listener: (payload: Events[E]) => void): () => void;
+}
+
+export class ApiCallError extends Error implements ApiError {
+  constructor(
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+    this.name = 'ApiCallError';
+  }
+}
+
+export function isMethod(m: unknown): m is Method {
+  return typeof m === 'string' && Object.prototype.hasOwnProperty.call(requests, m);
+}
+
+/** Parses a request for `method`; throws ApiCallError naming the first bad field. */
+export function parseRequest<M extends Method>(method: M, body: unknown): Request<M> {
+  const r = requests[method].safeParse(body ?? {});
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    throw new ApiCallError(issue?.message ?? 'Invalid request.', issue?.path.join('.') || undefined);
+  }
+  return r.data as Request<M>;
+}

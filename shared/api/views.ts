@@ -1,0 +1,87 @@
+/** What the engine shows the UI. Plain data, browser-safe. */
+import type { PipelineSettings, TargetConfig } from '../settings.ts';
+import type { ChunkTiming, StatsFrame } from '../stats.ts';
+
+export type AppState = 'no-keystore' | 'locked' | 'unlocked';
+
+export interface AppStatus {
+  state: AppState;
+  home: string;
+  cpuCount: number;
+  shell: 'electron' | 'web';
+  version: string;
+}
+
+export interface TargetView {
+  name: string;
+  config: TargetConfig;
+  hasSecret: boolean;
+}
+
+export interface SettingsView extends PipelineSettings {
+  cpuCount: number;
+}
+
+export type JobKind = 'backup' | 'restore';
+export type JobState = 'running' | 'paused' | 'interrupted' | 'done' | 'failed' | 'cancelled';
+
+export interface JobView {
+  id: string;
+  kind: JobKind;
+  state: JobState;
+  backupId: string;
+  title: string;
+  target: string | null;
+  startedAt: number;
+  bytesDone: number;
+  bytesTotal: number;
+  /** Throughput over the last 250 ms and since the start, MB/s. */
+  mbps: number;
+  meanMbps: number;
+  etaSeconds: number | null;
+  error: string | null;
+  notices: string[];
+  /** Restore only: files restored and failures with their reason. */
+  restored?: { files: number; bytes: number; failed: { path: string; message: string }[]; to: string };
+}
+
+export interface JobStatsView {
+  jobId: string;
+  frames: StatsFrame[];
+  chunks: ChunkTiming[];
+}
+
+export interface BackupView {
+  id: string;
+  status: 'running' | 'complete' | 'failed';
+  target: string;
+  createdAt: number;
+  finishedAt: number | null;
+  sources: string[];
+  fileCount: number;
+  totalBytes: number;
+  chunkCount: number;
+  newChunks: number;
+  uploadedBytes: number;
+  /** Bytes that were already stored (deduplicated) and not sent again. */
+  dedupedBytes: number;
+  durationMs: number;
+  meanMbps: number;
+}
+
+export interface EntryView {
+  path: string;
+  kind: 'file' | 'dir' | 'symlink';
+  size: number;
+  mode: number;
+  mtimeMs: number;
+  linkTarget: string | null;
+}
+
+export interface DirListing {
+  path: string;
+  parent: string | null;
+  entries: { name: string; path: string; kind: 'file' | 'dir' | 'other'; size: number }[];
+}
+
+export type TestResult = { ok: true } | { ok: false; problem: string; message: string };
