@@ -126,6 +126,7 @@ export class AppService {
         target: e.ks.targetById(b.targetId).name,
         startedAt: b.createdAt,
         bytesTotal: b.totalBytes,
+        bytesDone: e.ks.catalog.storedBytes(b.id),
         error: j.error,
       });
     }

@@ -3,7 +3,10 @@ import { Worker } from 'node:worker_threads';
 import type { FromWorker, ToWorker, WorkerInit } from '../../workers/protocol.ts';
 import type { JobControl } from './job-control.ts';
 
-const ENTRY = new URL('../../workers/entry.mjs', import.meta.url);
+// From source the worker bootstraps the TypeScript loader; the Electron bundle ships a built worker.
+const ENTRY = import.meta.url.endsWith('.mjs')
+  ? new URL('../workers/chunk-worker.mjs', import.meta.url)
+  : new URL('../../workers/entry.mjs', import.meta.url);
 
 export function defaultWorkerCount(): number {
   return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;

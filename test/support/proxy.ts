@@ -13,6 +13,8 @@ export interface Proxy {
   /** Answer the next `n` requests matching `match` with `status` instead of forwarding them. */
   failNext(n: number, status: number, match?: (method: string, path: string) => boolean): void;
   clearFaults(): void;
+  /** Change the added delay for requests from now on. */
+  setDelay(ms: number): void;
   /** Resolves once no forwarded request is still in progress upstream. */
   settled(): Promise<void>;
   close(): Promise<void>;
@@ -25,7 +27,7 @@ export interface Proxy {
  */
 export async function startProxy(upstream: string, opts: { delayMs?: number } = {}): Promise<Proxy> {
   const up = new URL(upstream);
-  const delay = opts.delayMs ?? 0;
+  let delay = opts.delayMs ?? 0;
   const stats: ProxyStats = { requests: [] };
   let inFlight = 0;
   const faults: { n: number; status: number; match: (m: string, p: string) => boolean }[] = [];
@@ -87,6 +89,7 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
       faults.push({ n, status, match });
     },
     clearFaults: () => (faults.length = 0),
+    setDelay: (ms) => (delay = ms),
     async settled() {
       while (inFlight > 0) await wait(10);
     },

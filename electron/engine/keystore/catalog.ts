@@ -267,6 +267,17 @@ export class Catalog {
     return rows.map(toEntry);
   }
 
+  /** Plaintext bytes of a backup already stored (what an interrupted job will not send again). */
+  storedBytes(backupId: string): number {
+    const r = this.db
+      .prepare(
+        `SELECT COALESCE(SUM(c.plain_size), 0) AS n FROM entry_chunks ec
+         JOIN entries e ON e.id = ec.entry_id JOIN chunks c ON c.id = ec.chunk_id WHERE e.backup_id = ?`,
+      )
+      .get(backupId) as { n: number };
+    return r.n;
+  }
+
   backupsOnTarget(targetId: number): number {
     return (
       this.db.prepare('SELECT COUNT(*) AS n FROM backups WHERE target_id = ?').get(targetId) as { n: number }

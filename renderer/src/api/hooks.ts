@@ -13,9 +13,14 @@ export function useQuery<M extends Method>(method: M, request: Request<M>) {
   const [data, setData] = useState<Responses[M] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [tick, setTick] = useState(0);
+  const loadedKey = useRef(key);
   useEffect(() => {
     let live = true;
-    setData(null);
+    // A different request must not show the previous answer; a reload keeps it until the new one lands.
+    if (loadedKey.current !== key) {
+      loadedKey.current = key;
+      setData(null);
+    }
     getApi()
       .invoke(method, JSON.parse(key) as Request<M>)
       .then(

@@ -24,7 +24,7 @@ export function GapChart({ frames, version }: { frames: StatsFrame[]; version: n
           stroke: cssVar('--muted'),
           grid: { show: false },
           splits: () => GAP_EDGES.map((_, i) => i),
-          values: (_u, splits) => splits.map((i) => gapLabel(i)),
+          values: (_u, splits) => splits.map((i) => (i % 3 === 0 ? gapLabel(i) : '')),
         },
         { label: 'count', stroke: cssVar('--muted'), grid: { stroke: cssVar('--grid') }, size: 56 },
       ],

@@ -30,7 +30,7 @@ export function SlotTimeline({ chunks, version }: { chunks: ChunkTiming[]; versi
     g.font = '11px system-ui, sans-serif';
     g.fillStyle = cssVar('--muted');
     model.slots.forEach((s, i) => g.fillText(`slot ${s}`, 4, i * ROW + 11));
-    g.fillText('last 10 s →', labelW, height - 4);
+    g.fillText(`last ${(model.span / 1000).toFixed(model.span < 10_000 ? 1 : 0)} s →`, labelW, height - 4);
     g.fillStyle = cssVar('--accent');
     for (const b of model.bars) {
       const row = model.slots.indexOf(b.slot);
@@ -41,7 +41,7 @@ export function SlotTimeline({ chunks, version }: { chunks: ChunkTiming[]; versi
   }, [model]);
   return (
     <figure className="chart" data-testid="slot-timeline" data-bars={model.bars.length}>
-      <figcaption>Transfers per slot (each bar a chunk; gaps are idle connection time)</figcaption>
+      <figcaption>Transfers per slot: each bar a chunk, white space idle connection time</figcaption>
       <canvas ref={canvas} className="timeline" />
     </figure>
   );

@@ -65,7 +65,10 @@ export function slotBars(
   const moved = chunks.filter((c) => c.slot >= 0);
   if (moved.length === 0) return { bars: [], slots: [], span: windowMs };
   const end = Math.max(...moved.map((c) => c.xferEnd));
-  const from = end - windowMs;
+  // A job shorter than the window fills the width.
+  const first = Math.min(...moved.map((c) => c.xferStart));
+  const span = Math.min(windowMs, Math.max(1, (end - first) * 1.02));
+  const from = end - span;
   const visible = moved.filter((c) => c.xferEnd >= from);
   const slots = [...new Set(visible.map((c) => c.slot))].sort((a, b) => a - b);
   const bars = visible.map((c) => ({
@@ -73,7 +76,7 @@ export function slotBars(
     start: Math.max(0, c.xferStart - from),
     end: c.xferEnd - from,
   }));
-  return { bars, slots, span: windowMs };
+  return { bars, slots, span };
 }
 
 /** Time per stage summed over all frames, as shares of their total. */

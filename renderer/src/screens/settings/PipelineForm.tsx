@@ -7,6 +7,7 @@ import {
 } from '../../../../shared/settings.ts';
 import type { SettingsView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
+import { Field } from '../../components/Field.tsx';
 import { formatSize, messageOf } from '../../format.ts';
 
 type Errors = Partial<Record<'chunkSize' | 'workers' | 'uploadsPerWorker', string>>;
@@ -60,46 +61,43 @@ export function PipelineForm({
     }
   };
 
-  const err = (k: keyof Errors) =>
-    errors[k] && (
-      <small className="error" role="alert">
-        {errors[k]}
-      </small>
-    );
   return (
     <form className="card form" aria-label="Pipeline settings" onSubmit={save}>
       <h3>Pipeline</h3>
       <div className="grid3">
-        <label className={errors.chunkSize ? 'invalid' : ''}>
-          Chunk size
-          <input value={chunk} onChange={(e) => setChunk(e.target.value)} aria-invalid={!!errors.chunkSize} />
-          <small className="muted">64 KiB to 1 GiB</small>
-          {err('chunkSize')}
-        </label>
-        <label className={errors.workers ? 'invalid' : ''}>
-          Worker threads
-          <input
-            type="number"
-            min={1}
-            value={workers}
-            onChange={(e) => setWorkers(e.target.value)}
-            aria-invalid={!!errors.workers}
-          />
-          <small className="muted">this computer has {settings.cpuCount} CPU cores</small>
-          {err('workers')}
-        </label>
-        <label className={errors.uploadsPerWorker ? 'invalid' : ''}>
-          Uploads in flight per worker
-          <input
-            type="number"
-            min={1}
-            value={uploads}
-            onChange={(e) => setUploads(e.target.value)}
-            aria-invalid={!!errors.uploadsPerWorker}
-          />
-          <small className="muted">parallel connections = workers × this</small>
-          {err('uploadsPerWorker')}
-        </label>
+        <Field label="Chunk size" hint="64 KiB to 1 GiB" error={errors.chunkSize}>
+          {(c) => <input {...c} value={chunk} onChange={(e) => setChunk(e.target.value)} />}
+        </Field>
+        <Field
+          label="Worker threads"
+          hint={`this computer has ${settings.cpuCount} CPU cores`}
+          error={errors.workers}
+        >
+          {(c) => (
+            <input
+              {...c}
+              type="number"
+              min={1}
+              value={workers}
+              onChange={(e) => setWorkers(e.target.value)}
+            />
+          )}
+        </Field>
+        <Field
+          label="Uploads in flight per worker"
+          hint="parallel connections = workers × this"
+          error={errors.uploadsPerWorker}
+        >
+          {(c) => (
+            <input
+              {...c}
+              type="number"
+              min={1}
+              value={uploads}
+              onChange={(e) => setUploads(e.target.value)}
+            />
+          )}
+        </Field>
       </div>
       <p className="muted" data-testid="memory-estimate">
         {memory !== null

@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import type { TargetView, TestResult } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
+import { Field } from '../../components/Field.tsx';
 import { messageOf } from '../../format.ts';
 import {
   emptyFields,
@@ -44,25 +45,17 @@ export function TargetForm(props: { editing: TargetView | null; onSaved: () => v
     }
   };
 
-  const field = (k: keyof TargetFields, label: string, input: React.ReactNode, hint?: string) => (
-    <label className={errors[k] ? 'invalid' : ''}>
-      {label}
-      {input}
-      {hint && !errors[k] && <small className="muted">{hint}</small>}
-      {errors[k] && (
-        <small className="error" role="alert">
-          {errors[k]}
-        </small>
+  const text = (
+    k: 'name' | 'endpoint' | 'region' | 'bucket' | 'accessKeyId' | 'path',
+    label: string,
+    placeholder = '',
+    hint?: string,
+  ) => (
+    <Field label={label} hint={hint} error={errors[k]}>
+      {(c) => (
+        <input {...c} value={f[k]} placeholder={placeholder} onChange={(e) => set(k, e.target.value)} />
       )}
-    </label>
-  );
-  const text = (k: 'name' | 'endpoint' | 'region' | 'bucket' | 'accessKeyId' | 'path', placeholder = '') => (
-    <input
-      value={f[k]}
-      placeholder={placeholder}
-      aria-invalid={!!errors[k]}
-      onChange={(e) => set(k, e.target.value)}
-    />
+    </Field>
   );
 
   return (
@@ -73,45 +66,45 @@ export function TargetForm(props: { editing: TargetView | null; onSaved: () => v
     >
       <h3>{props.editing ? `Edit “${props.editing.name}”` : 'Add a target'}</h3>
       <div className="grid2">
-        {field('name', 'Name', text('name', 'my-bucket'))}
-        {field(
-          'kind',
-          'Kind',
-          <select value={f.kind} onChange={(e) => set('kind', e.target.value as 's3' | 'dir')}>
-            <option value="s3">S3-compatible bucket</option>
-            <option value="dir">Local folder</option>
-          </select>,
-        )}
+        {text('name', 'Name', 'my-bucket')}
+        <Field label="Kind">
+          {(c) => (
+            <select {...c} value={f.kind} onChange={(e) => set('kind', e.target.value as 's3' | 'dir')}>
+              <option value="s3">S3-compatible bucket</option>
+              <option value="dir">Local folder</option>
+            </select>
+          )}
+        </Field>
         {f.kind === 's3' ? (
           <>
-            {field('endpoint', 'Endpoint', text('endpoint', 'https://s3.eu-west-1.amazonaws.com'))}
-            {field('region', 'Region', text('region', 'us-east-1'))}
-            {field('bucket', 'Bucket', text('bucket', 'my-backups'))}
-            {field('accessKeyId', 'Access key id', text('accessKeyId'))}
-            {field(
-              'secret',
-              'Secret access key',
-              <input
-                type="password"
-                autoComplete="off"
-                value={f.secret}
-                aria-invalid={!!errors.secret}
-                onChange={(e) => set('secret', e.target.value)}
-                placeholder={props.editing ? 'unchanged' : ''}
-              />,
-              'Stored encrypted in the keystore.',
-            )}
-            {field(
-              'checksums',
-              'Checksums',
-              <select
-                value={f.checksums}
-                onChange={(e) => set('checksums', e.target.value as TargetFields['checksums'])}
-              >
-                <option value="when-supported">CRC32 checksums (default)</option>
-                <option value="when-required">Only when required</option>
-              </select>,
-            )}
+            {text('endpoint', 'Endpoint', 'https://s3.eu-west-1.amazonaws.com')}
+            {text('region', 'Region', 'us-east-1')}
+            {text('bucket', 'Bucket', 'my-backups')}
+            {text('accessKeyId', 'Access key id')}
+            <Field label="Secret access key" hint="Stored encrypted in the keystore." error={errors.secret}>
+              {(c) => (
+                <input
+                  {...c}
+                  type="password"
+                  autoComplete="off"
+                  value={f.secret}
+                  placeholder={props.editing ? 'unchanged' : ''}
+                  onChange={(e) => set('secret', e.target.value)}
+                />
+              )}
+            </Field>
+            <Field label="Checksums" error={errors.checksums}>
+              {(c) => (
+                <select
+                  {...c}
+                  value={f.checksums}
+                  onChange={(e) => set('checksums', e.target.value as TargetFields['checksums'])}
+                >
+                  <option value="when-supported">CRC32 checksums (default)</option>
+                  <option value="when-required">Only when required</option>
+                </select>
+              )}
+            </Field>
             <label className="inline check">
               <input
                 type="checkbox"
@@ -122,12 +115,7 @@ export function TargetForm(props: { editing: TargetView | null; onSaved: () => v
             </label>
           </>
         ) : (
-          field(
-            'path',
-            'Folder',
-            text('path', '/media/backup-drive/cairn'),
-            'A backup drive or a mounted share.',
-          )
+          text('path', 'Folder', '/media/backup-drive/cairn', 'A backup drive or a mounted share.')
         )}
       </div>
       {test && (

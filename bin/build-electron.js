@@ -1,0 +1,44 @@
+#!/usr/bin/env node
+// Bundles the Electron main process, preload and chunk worker into dist/electron (Electron runs JS, not
+// TypeScript). Native addons stay external: better-sqlite3 loads its Electron-ABI build through
+// CAIRN_SQLITE_BINDING, sodium-native is N-API.
+import { build } from 'esbuild';
+
+const external = [
+  'electron',
+  'better-sqlite3',
+  'sodium-native',
+  'libsodium-wrappers-sumo',
+  '@aws-sdk/*',
+  '@smithy/*',
+  'ws',
+  'zod',
+  'commander',
+];
+const common = {
+  bundle: true,
+  platform: 'node',
+  target: 'node22',
+  sourcemap: true,
+  external,
+  logLevel: 'warning',
+};
+await build({
+  ...common,
+  entryPoints: ['electron/main.ts'],
+  outfile: 'dist/electron/main.mjs',
+  format: 'esm',
+});
+await build({
+  ...common,
+  entryPoints: ['electron/preload.ts'],
+  outfile: 'dist/electron/preload.cjs',
+  format: 'cjs',
+});
+await build({
+  ...common,
+  entryPoints: ['workers/chunk-worker.ts'],
+  outfile: 'dist/workers/chunk-worker.mjs',
+  format: 'esm',
+});
+process.stdout.write('Built dist/electron and dist/workers.\n');

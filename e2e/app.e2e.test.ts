@@ -1,0 +1,198 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../test/support/cli.ts';
+import { sha256File, tempDir, writeRandomFile } from '../test/support/fixtures.ts';
+import { startProxy, type Proxy } from '../test/support/proxy.ts';
+import { startVersitygw, type S3Server } from '../test/support/versitygw.ts';
+import { electronBinary, electronShell, screenshot, webShell, type Shell } from './support/shells.ts';
+
+const MiB = 1024 * 1024;
+const PASSPHRASE = 'a passphrase for the e2e run';
+const electron = electronBinary();
+const shells = [
+  {
+    name: 'web mode in Chromium',
+    start: (env: Record<string, string>) => webShell(env),
+    skip: null as string | null,
+  },
+  {
+    name: 'Electron',
+    start: (env: Record<string, string>) => electronShell(env, 'path' in electron ? electron.path : ''),
+    skip: 'why' in electron ? electron.why : null,
+  },
+];
+
+/** Drops local files the way a Linux file manager does: a text/uri-list of file:// URIs. */
+async function dropFiles(page: Page, files: string[]): Promise<void> {
+  await page.evaluate(
+    (uris) => {
+      const dt = new DataTransfer();
+      dt.setData('text/uri-list', uris.join('\r\n'));
+      const zone = document.querySelector('[data-testid=dropzone]')!;
+      for (const type of ['dragenter', 'dragover', 'drop']) {
+        zone.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+      }
+    },
+    files.map((f) => `file://${f.split('/').map(encodeURIComponent).join('/')}`),
+  );
+}
+
+function nav(page: Page, name: string): Promise<void> {
+  return page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name, exact: true }).click();
+}
+
+async function attr(page: Page, selector: string, name: string): Promise<number> {
+  return Number(await page.locator(selector).first().getAttribute(name));
+}
+
+for (const shellKind of shells) {
+  const suite = shellKind.skip ? describe.skip : describe.sequential;
+  suite(`Cairn app — ${shellKind.name}${shellKind.skip ? ` (skipped: ${shellKind.skip})` : ''}`, () => {
+    let s3: S3Server;
+    let proxy: Proxy;
+    let shell: Shell;
+    let page: Page;
+    let bucket: string;
+    const home = path.join(tempDir('cairn-e2e-'), 'home');
+    const work = tempDir('cairn-e2e-data-');
+    const tag = shellKind.name.startsWith('web') ? 'web' : 'electron';
+
+    beforeAll(async () => {
+      s3 = await startVersitygw();
+      bucket = await s3.createBucket();
+      proxy = await startProxy(s3.endpoint);
+      shell = await shellKind.start({ CAIRN_HOME: home });
+      page = shell.page;
+    });
+    afterAll(async () => {
+      await shell?.close();
+      await proxy?.close();
+      await s3?.stop();
+    });
+
+    it('first run: creates the keystore, refuses a wrong S3 secret with a clear error, accepts the right one', async () => {
+      await expect(page.getByRole('heading', { name: 'Welcome to Cairn' }).textContent()).resolves.toBe(
+        'Welcome to Cairn',
+      );
+      await screenshot(page, `${tag}-first-run`, { doc: tag === 'web' });
+      await page.getByLabel('Passphrase', { exact: true }).fill(PASSPHRASE);
+      await page.getByLabel('Passphrase again').fill(PASSPHRASE);
+      await page.getByRole('button', { name: 'Create keystore' }).click();
+      await nav(page, 'Settings');
+      await page.getByRole('button', { name: 'Add a target' }).click();
+      const form = page.getByRole('form', { name: 'Add a target' });
+      await form.getByLabel('Name', { exact: true }).fill('versity');
+      await form.getByLabel('Endpoint', { exact: true }).fill(proxy.endpoint);
+      await form.getByLabel('Region', { exact: true }).fill('us-east-1');
+      await form.getByLabel('Bucket', { exact: true }).fill(bucket);
+      await form.getByLabel('Access key id', { exact: true }).fill(s3.accessKeyId);
+      await form.getByLabel('Secret access key', { exact: true }).fill('not-the-secret');
+      await form.getByLabel(/Path-style/).check();
+      await form.getByRole('button', { name: 'Test connection' }).click();
+      const result = page.getByTestId('test-result');
+      await result.waitFor();
+      expect(await result.textContent()).toMatch(
+        /rejected the access key or secret \(SignatureDoesNotMatch\)/,
+      );
+      await form.getByRole('button', { name: 'Save' }).click();
+      await page.getByTestId('save-error').waitFor();
+      expect(await page.getByTestId('save-error').textContent()).toMatch(/rejected the access key or secret/);
+      expect(await page.getByTestId('target').count()).toBe(0);
+      await screenshot(page, `${tag}-settings-wrong-secret`, { doc: tag === 'web' });
+
+      await form.getByLabel('Secret access key', { exact: true }).fill(s3.secretAccessKey);
+      await form.getByRole('button', { name: 'Test connection' }).click();
+      await page.getByText('Connection works').waitFor();
+      await form.getByRole('button', { name: 'Save' }).click();
+      await page.getByTestId('target').waitFor();
+      expect(await page.getByTestId('target').textContent()).toContain(bucket);
+      await screenshot(page, `${tag}-settings`, { doc: tag === 'web' });
+    });
+
+    const big = path.join(work, 'video.bin');
+    let backupDone = false;
+
+    it('backs up a dropped 64 MiB file: progress reaches 100 %, the charts have data', async () => {
+      writeRandomFile(big, 64 * MiB);
+      await nav(page, 'Back up');
+      await dropFiles(page, [big]);
+      const job = page.locator('[data-testid=job]').first();
+      await page.locator('[data-testid=job][data-state=done]').first().waitFor({ timeout: 90_000 });
+      expect(await job.getByTestId('job-percent').textContent()).toBe('100 %');
+      expect(await job.getByRole('progressbar').getAttribute('aria-valuenow')).toBe('100');
+      await page.waitForFunction(
+        () => Number(document.querySelector('[data-testid=gap-chart]')?.getAttribute('data-bars')) > 0,
+      );
+      expect(await attr(page, '[data-testid=throughput-chart]', 'data-points')).toBeGreaterThan(0);
+      expect(await attr(page, '[data-testid=gap-chart]', 'data-bars')).toBeGreaterThan(0);
+      expect(await attr(page, '[data-testid=slot-timeline]', 'data-bars')).toBe(8); // 64 MiB in 8 MiB chunks
+      await screenshot(page, `${tag}-backup`, { doc: tag === 'web' });
+      backupDone = true;
+    });
+
+    it('restores it with the wizard into a new folder, byte-identical', async () => {
+      expect(backupDone).toBe(true);
+      await nav(page, 'History');
+      await page.getByRole('table', { name: 'Backups' }).waitFor();
+      await screenshot(page, `${tag}-history`, { doc: tag === 'web' });
+      await nav(page, 'Restore');
+      await page.getByRole('radio').first().check();
+      await page.getByRole('button', { name: 'Next' }).click();
+      await page.getByRole('list', { name: 'Files in the backup' }).waitFor();
+      expect(await page.getByRole('checkbox', { name: /video\.bin/ }).isChecked()).toBe(true);
+      await screenshot(page, `${tag}-restore-files`, { doc: tag === 'web' });
+      await page.getByRole('button', { name: 'Back', exact: true }).click();
+      expect(await page.getByRole('radio').first().isChecked()).toBe(true); // back keeps state
+      await page.getByRole('button', { name: 'Next' }).click();
+      await page.getByRole('button', { name: 'Next' }).click();
+      const dest = path.join(work, 'restored-here');
+      await page.getByLabel('Destination folder').fill(dest);
+      await page.getByRole('button', { name: 'Restore', exact: true }).last().click();
+      const result = page.getByTestId('restore-result');
+      await result.waitFor({ timeout: 90_000 });
+      expect(await result.textContent()).toMatch(/Restored and verified.*1 file/);
+      await screenshot(page, `${tag}-restore-result`, { doc: tag === 'web' });
+      expect(sha256File(path.join(dest, 'video.bin'))).toBe(sha256File(big));
+    });
+
+    it('resumes from the UI after the engine is killed mid-backup', async () => {
+      await nav(page, 'Settings');
+      const pipeline = page.getByRole('form', { name: 'Pipeline settings' });
+      await pipeline.getByLabel('Chunk size', { exact: true }).fill('1MiB');
+      await pipeline.getByLabel('Worker threads', { exact: true }).fill('1');
+      await pipeline.getByLabel('Uploads in flight per worker', { exact: true }).fill('1');
+      await pipeline.getByRole('button', { name: 'Save settings' }).click();
+      await page.getByText('Saved.').waitFor();
+      const second = path.join(work, 'second.bin');
+      writeRandomFile(second, 64 * MiB);
+      proxy.setDelay(40);
+      await nav(page, 'Back up');
+      await dropFiles(page, [second]);
+      await page.waitForFunction(() => {
+        const p = document.querySelector('[data-testid=job][data-state=running] [role=progressbar]');
+        return Number(p?.getAttribute('aria-valuenow')) >= 10;
+      });
+      await shell.kill9();
+      proxy.setDelay(0);
+      page = await shell.restart();
+      await page.getByLabel('Passphrase', { exact: true }).fill(PASSPHRASE);
+      await page.getByRole('button', { name: 'Unlock' }).click();
+      const interrupted = page.locator('[data-testid=job][data-state=interrupted]');
+      await interrupted.waitFor();
+      await screenshot(page, `${tag}-interrupted`, { doc: tag === 'web' });
+      await interrupted.getByRole('button', { name: 'Resume', exact: true }).click();
+      await page.locator('[data-testid=job][data-state=done]').first().waitFor({ timeout: 90_000 });
+
+      const env = { env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE } };
+      const ls = await runCli(['--json', 'ls'], env);
+      const newest = (JSON.parse(ls.stdout) as { id: string; status: string }[])[0]!;
+      expect(newest.status).toBe('complete');
+      const out = path.join(work, 'after-resume');
+      expect((await runCli(['restore', newest.id, '--to', out], env)).code).toBe(0);
+      expect(sha256File(path.join(out, 'second.bin'))).toBe(sha256File(second));
+      expect(fs.existsSync(path.join(out, 'second.bin'))).toBe(true);
+    });
+  });
+}

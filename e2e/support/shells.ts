@@ -1,0 +1,138 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { _electron, chromium, type Browser, type ElectronApplication, type Page } from 'playwright-core';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
+
+/** One way of running the app (web mode in Chromium, or Electron) that the same specs drive. */
+export interface Shell {
+  page: Page;
+  /** The engine dies at once (kill -9), as on a crash or power loss. */
+  kill9(): Promise<void>;
+  /** Starts the app again on the same keystore and returns its page. */
+  restart(): Promise<Page>;
+  close(): Promise<void>;
+}
+
+export function electronBinary(): { path: string } | { why: string } {
+  const env = process.env.ELECTRON_PATH;
+  if (env) return fs.existsSync(env) ? { path: env } : { why: `ELECTRON_PATH=${env} does not exist` };
+  const pkg = path.join(ROOT, 'node_modules', 'electron');
+  const txt = path.join(pkg, 'path.txt');
+  const bin = fs.existsSync(txt) ? path.join(pkg, 'dist', fs.readFileSync(txt, 'utf8').trim()) : '';
+  return bin && fs.existsSync(bin)
+    ? { path: bin }
+    : { why: 'no Electron binary (ELECTRON_PATH unset, node_modules/electron/dist missing)' };
+}
+
+if (!fs.existsSync(CHROMIUM)) {
+  throw new Error(
+    `Chromium was not found at ${CHROMIUM}: install it with "apt-get install -y chromium" (.ci/run does).`,
+  );
+}
+
+interface WebProcess {
+  proc: ChildProcess;
+  launchUrl: string;
+}
+
+function startWebProcess(env: Record<string, string>): Promise<WebProcess> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, [path.join(ROOT, 'bin', 'web.js')], {
+      cwd: ROOT,
+      env: { ...process.env, ...env, CAIRN_READY_FD: '3' },
+      stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
+    });
+    let err = '';
+    proc.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    let out = '';
+    (proc.stdio[3] as NodeJS.ReadableStream).on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('\n')) {
+        const { url, token } = JSON.parse(out) as { url: string; token: string };
+        resolve({ proc, launchUrl: `${url}/#token=${token}` });
+      }
+    });
+    proc.on('exit', (code) => reject(new Error(`web mode exited with ${code}: ${err}`)));
+  });
+}
+
+export async function webShell(env: Record<string, string>): Promise<Shell> {
+  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+  const context = await browser.newContext({ viewport: { width: 1360, height: 900 } });
+  let web = await startWebProcess(env);
+  const page = await context.newPage();
+  await page.goto(web.launchUrl);
+  const stop = async (signal: NodeJS.Signals) => {
+    if (web.proc.exitCode !== null) return;
+    const exited = new Promise((r) => web.proc.once('exit', r));
+    web.proc.kill(signal);
+    await exited;
+  };
+  return {
+    page,
+    kill9: () => stop('SIGKILL'),
+    async restart() {
+      web = await startWebProcess(env);
+      await page.goto(web.launchUrl);
+      return page;
+    },
+    async close() {
+      await stop('SIGTERM');
+      await browser.close();
+    },
+  };
+}
+
+export async function electronShell(env: Record<string, string>, executablePath: string): Promise<Shell> {
+  const launch = () =>
+    _electron.launch({
+      executablePath,
+      args: [path.join(ROOT, 'dist', 'electron', 'main.mjs')],
+      env: { ...(process.env as Record<string, string>), ...env },
+    });
+  let app: ElectronApplication = await launch();
+  let page = await app.firstWindow();
+  return {
+    get page() {
+      return page;
+    },
+    async kill9() {
+      app.process().kill('SIGKILL');
+      await app.close().catch(() => {});
+    },
+    async restart() {
+      app = await launch();
+      page = await app.firstWindow();
+      return page;
+    },
+    async close() {
+      await app.close();
+    },
+  };
+}
+
+const SHOTS = path.join(ROOT, 'test-results', 'e2e');
+const DOCS = path.join(ROOT, 'docs', 'screenshots');
+
+/** Every test saves screenshots; with CAIRN_UPDATE_SCREENSHOTS=1 the main screens also go to docs/. */
+export async function screenshot(page: Page, name: string, opts: { doc?: boolean } = {}): Promise<void> {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  const file = path.join(SHOTS, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  if (opts.doc && process.env.CAIRN_UPDATE_SCREENSHOTS === '1') {
+    fs.mkdirSync(DOCS, { recursive: true });
+    fs.copyFileSync(file, path.join(DOCS, `${name}.png`));
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * Electron main process: one window, IPC handlers over the shared AppService. Everything else (engine,
+ * jobs, validation) lives in modules that never import electron.
+ */
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { BrowserWindow, Menu, app, ipcMain, session, shell, type IpcMainInvokeEvent } from 'electron';
+import { isMethod, parseRequest, type EventName } from '../shared/api/contract.ts';
+import { AppService, toApiError } from './app/service.ts';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const rendererIndex = path.join(here, '..', 'renderer', 'index.html');
+const rendererUrl = pathToFileURL(rendererIndex).href;
+const EVENTS: EventName[] = ['job', 'stats'];
+
+let service: AppService | null = null;
+let win: BrowserWindow | null = null;
+
+function trustedSender(e: IpcMainInvokeEvent): boolean {
+  return (
+    e.senderFrame?.url.startsWith(pathToFileURL(path.dirname(rendererIndex)).href) === true &&
+    e.sender === win?.webContents
+  );
+}
+
+function createWindow(): void {
+  win = new BrowserWindow({
+    width: 1280,
+    height: 860,
+    minWidth: 900,
+    minHeight: 600,
+    title: 'Cairn',
+    backgroundColor: '#151917',
+    webPreferences: {
+      preload: path.join(here, 'preload.cjs'),
+      contextIsolation: true,
+      sandbox: true,
+      nodeIntegration: false,
+      webSecurity: true,
+      spellcheck: false,
+    },
+  });
+  win.webContents.on('will-navigate', (e, url) => {
+    if (url !== rendererUrl) e.preventDefault();
+  });
+  win.webContents.setWindowOpenHandler(({ url }) => {
+    if (url.startsWith('https://')) void shell.openExternal(url);
+    return { action: 'deny' };
+  });
+  void win.loadFile(rendererIndex);
+}
+
+app.whenReady().then(() => {
+  session.defaultSession.webRequest.onHeadersReceived((details, callback) => {
+    callback({
+      responseHeaders: {
+        ...details.responseHeaders,
+        'Content-Security-Policy': [
+          "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'none'; object-src 'none'; base-uri 'none'",
+        ],
+      },
+    });
+  });
+  session.defaultSession.setPermissionRequestHandler((_wc, _perm, cb) => cb(false));
+  Menu.setApplicationMenu(null);
+  service = new AppService('electron');
+  ipcMain.handle('cairn:invoke', async (e, method: unknown, request: unknown) => {
+    if (!trustedSender(e)) throw new Error('Refused: the request did not come from the Cairn window.');
+    if (!isMethod(method)) throw new Error(`Unknown method ${String(method)}.`);
+    try {
+      return { ok: true, result: await service!.call(method, parseRequest(method, request)) };
+    } catch (err) {
+      const a = toApiError(err);
+      return { ok: false, error: { message: a.message, field: a.field } };
+    }
+  });
+  for (const event of EVENTS) {
+    service.jobs.events.on(event, (payload) => win?.webContents.send('cairn:event', event, payload));
+  }
+  createWindow();
+});
+
+app.on('window-all-closed', () => {
+  service?.close();
+  app.quit();
+});
