@@ -97,7 +97,11 @@ export function BackupScreen({ onGoToSettings }: { onGoToSettings: () => void })
           {shown && shownJob?.state !== 'interrupted' ? (
             <LiveCharts key={shown} jobId={shown} />
           ) : (
-            <p className="muted">Charts appear when a job runs.</p>
+            <p className="muted">
+              {shownJob?.state === 'interrupted'
+                ? 'This backup was interrupted; its charts start again when it resumes.'
+                : 'Charts appear when a job runs.'}
+            </p>
           )}
         </section>
       </div>
