@@ -87,8 +87,23 @@ export const dirTargetConfigSchema = z.object({
 });
 export type DirTargetConfig = z.infer<typeof dirTargetConfigSchema>;
 
-export const targetConfigSchema = z.discriminatedUnion('kind', [s3TargetConfigSchema, dirTargetConfigSchema]);
+/** Accepts and forgets every object: for measuring the pipeline without storage (benchmarks only). */
+export const discardTargetConfigSchema = z.object({ kind: z.literal('discard') });
+
+export const targetConfigSchema = z.discriminatedUnion('kind', [
+  s3TargetConfigSchema,
+  dirTargetConfigSchema,
+  discardTargetConfigSchema,
+]);
 export type TargetConfig = z.infer<typeof targetConfigSchema>;
+
+/** Where a target stores, in one line for lists and menus. */
+export function targetWhere(c: TargetConfig, detail: 'short' | 'long' = 'long'): string {
+  if (c.kind === 's3')
+    return detail === 'short' ? c.bucket : `${c.endpoint} · bucket ${c.bucket} · ${c.region}`;
+  if (c.kind === 'dir') return c.path;
+  return 'discards everything (benchmarks)';
+}
 
 export interface PipelineSettings {
   chunkSize: number;

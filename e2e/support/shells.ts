@@ -130,7 +130,9 @@ const DOCS = path.join(ROOT, 'docs', 'screenshots');
 export async function screenshot(page: Page, name: string, opts: { doc?: boolean } = {}): Promise<void> {
   fs.mkdirSync(SHOTS, { recursive: true });
   const file = path.join(SHOTS, `${name}.png`);
-  await page.waitForFunction(() => Array.from(document.images).every((i) => i.complete && i.naturalWidth > 0));
+  await page.waitForFunction(() =>
+    Array.from(document.images).every((i) => i.complete && i.naturalWidth > 0),
+  );
   await page.screenshot({ path: file, fullPage: true });
   if (opts.doc && process.env.CAIRN_UPDATE_SCREENSHOTS === '1') {
     fs.mkdirSync(DOCS, { recursive: true });

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { TargetConfig } from '../../shared/settings.ts';
+import { targetWhere, type TargetConfig } from '../../shared/settings.ts';
 import type { Output } from './output.ts';
 import { table } from './output.ts';
 import { withEngine } from './session.ts';
@@ -51,11 +51,7 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
         rows.map((t) => ({ id: t.id, name: t.name, config: t.config })),
         table([
           ['NAME', 'KIND', 'WHERE'],
-          ...rows.map((t) => [
-            t.name,
-            t.config.kind,
-            t.config.kind === 's3' ? `${t.config.endpoint} bucket ${t.config.bucket}` : t.config.path,
-          ]),
+          ...rows.map((t) => [t.name, t.config.kind, targetWhere(t.config)]),
         ]),
       );
     });

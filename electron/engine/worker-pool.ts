@@ -2,11 +2,7 @@ import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { FromWorker, ToWorker, WorkerInit } from '../../workers/protocol.ts';
 import type { JobControl } from './job-control.ts';
-
-// From source the worker bootstraps the TypeScript loader; the Electron bundle ships a built worker.
-const ENTRY = import.meta.url.endsWith('.mjs')
-  ? new URL('../workers/chunk-worker.mjs', import.meta.url)
-  : new URL('../../workers/entry.mjs', import.meta.url);
+import { workerEntry } from './worker-bundle.ts';
 
 export function defaultWorkerCount(): number {
   return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
@@ -31,9 +27,10 @@ export class WorkerPool {
 
   static async start(inits: Omit<WorkerInit, 'index'>, count: number): Promise<WorkerPool> {
     const pool = new WorkerPool();
+    const entry = workerEntry();
     await Promise.all(
       Array.from({ length: count }, (_, index) => {
-        const worker = new Worker(ENTRY, { workerData: { ...inits, index } satisfies WorkerInit });
+        const worker = new Worker(entry, { workerData: { ...inits, index } satisfies WorkerInit });
         const slot: Slot = { worker, outstanding: 0 };
         pool.slots.push(slot);
         worker.on('error', (err) => pool.crash(err as Error));

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import type { TargetView } from '../../../shared/api/views.ts';
+import { targetWhere } from '../../../shared/settings.ts';
 import { getApi } from '../api/bridge.ts';
 import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
@@ -46,7 +47,7 @@ export function BackupScreen({ onGoToSettings }: { onGoToSettings: () => void })
             <select value={target} onChange={(e) => setTarget(e.target.value)} aria-label="Target">
               {targets.data.map((t: TargetView) => (
                 <option key={t.name} value={t.name}>
-                  {t.name} ({t.config.kind === 's3' ? t.config.bucket : t.config.path})
+                  {t.name} ({targetWhere(t.config, 'short')})
                 </option>
               ))}
             </select>

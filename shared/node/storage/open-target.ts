@@ -1,4 +1,5 @@
 import type { TargetConfig } from '../../settings.ts';
+import { createDiscardStorage } from './discard.ts';
 import { createLocalDirStorage } from './local-dir.ts';
 import { defaultRetryPolicy, withRetry, type RetryPolicy } from './retrying.ts';
 import { createS3Storage } from './s3.ts';
@@ -13,14 +14,17 @@ export interface TargetHandle {
 }
 
 export function openTarget(t: TargetHandle, opts: { concurrency: number; retry?: RetryPolicy }): Storage {
+  const c = t.config;
   const raw =
-    t.config.kind === 's3'
+    c.kind === 's3'
       ? createS3Storage({
-          ...t.config,
+          ...c,
           label: t.name,
           secretAccessKey: t.secret ?? '',
           concurrency: opts.concurrency,
         })
-      : createLocalDirStorage({ label: t.name, root: t.config.path });
+      : c.kind === 'dir'
+        ? createLocalDirStorage({ label: t.name, root: c.path })
+        : createDiscardStorage(t.name);
   return withRetry(raw, opts.retry ?? defaultRetryPolicy);
 }

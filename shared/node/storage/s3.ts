@@ -2,17 +2,24 @@ import './quiet-sdk.ts';
 import http from 'node:http';
 import https from 'node:https';
 import zlib from 'node:zlib';
-import {
+import { createRequire } from 'node:module';
+import type * as S3Sdk from '@aws-sdk/client-s3';
+import type * as SmithyHttp from '@smithy/node-http-handler';
+import type { S3TargetConfig } from '../../settings.ts';
+import { StorageError, type Storage, type StorageProblem } from './storage.ts';
+
+// The SDK's CommonJS build loads in about half the time of its many-file ESM build (~70 vs ~120 ms),
+// which every worker thread pays at start.
+const require = createRequire(import.meta.url);
+const {
   DeleteObjectCommand,
   GetObjectCommand,
   HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   S3Client,
-} from '@aws-sdk/client-s3';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
-import type { S3TargetConfig } from '../../settings.ts';
-import { StorageError, type Storage, type StorageProblem } from './storage.ts';
+} = require('@aws-sdk/client-s3') as typeof S3Sdk;
+const { NodeHttpHandler } = require('@smithy/node-http-handler') as typeof SmithyHttp;
 
 export interface S3Options extends S3TargetConfig {
   label: string;

@@ -1,5 +1,6 @@
 import { useState } from 'react';
 import type { TargetView } from '../../../../shared/api/views.ts';
+import { targetWhere } from '../../../../shared/settings.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useQuery } from '../../api/hooks.ts';
 import { messageOf } from '../../format.ts';
@@ -38,11 +39,7 @@ export function SettingsScreen() {
               <div>
                 <strong>{t.name}</strong>{' '}
                 <span className="badge">{t.config.kind === 's3' ? 'S3' : 'folder'}</span>
-                <div className="muted">
-                  {t.config.kind === 's3'
-                    ? `${t.config.endpoint} · bucket ${t.config.bucket} · ${t.config.region}`
-                    : t.config.path}
-                </div>
+                <div className="muted">{targetWhere(t.config)}</div>
               </div>
               <div className="actions">
                 <button type="button" onClick={() => setEditing(t)}>

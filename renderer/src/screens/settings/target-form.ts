@@ -36,7 +36,7 @@ export const emptyFields: TargetFields = {
 export function fieldsFrom(t: TargetView): TargetFields {
   return t.config.kind === 's3'
     ? { ...emptyFields, name: t.name, ...t.config, secret: '' }
-    : { ...emptyFields, name: t.name, kind: 'dir', path: t.config.path };
+    : { ...emptyFields, name: t.name, kind: 'dir', path: t.config.kind === 'dir' ? t.config.path : '' };
 }
 
 export type FieldErrors = Partial<Record<keyof TargetFields, string>>;
