@@ -1,51 +1,57 @@
+import '../shared/node/storage/quiet-sdk.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { parseSize } from '../shared/settings.ts';
-import { roundtripSuite } from './roundtrip.ts';
-
-const suites: Record<string, (o: BenchOptions) => Promise<Record<string, unknown>>> = {
-  roundtrip: roundtripSuite,
-};
+import { markdown, type SuiteResult } from './lib/report.ts';
+import { chunksSuite } from './suites/chunks.ts';
+import { cipherSuite } from './suites/cipher.ts';
+import { encryptSuite } from './suites/encrypt.ts';
+import { gapsSuite } from './suites/gaps.ts';
+import { memorySuite } from './suites/memory.ts';
+import { restoreSuite } from './suites/restore.ts';
+import { uploadSuite } from './suites/upload.ts';
 
 export interface BenchOptions {
-  size: number;
   runs: number;
   quick: boolean;
 }
 
+const suites: Record<string, (o: BenchOptions) => Promise<SuiteResult>> = {
+  cipher: cipherSuite,
+  encrypt: encryptSuite,
+  upload: uploadSuite,
+  chunks: chunksSuite,
+  gaps: gapsSuite,
+  restore: restoreSuite,
+  memory: memorySuite,
+};
+
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { size: { type: 'string' }, runs: { type: 'string' }, quick: { type: 'boolean' } },
+  options: { quick: { type: 'boolean' }, runs: { type: 'string' }, out: { type: 'string' } },
 });
-const suite = positionals[0];
-if (!suite || !suites[suite]) {
-  process.stderr.write(
-    `Usage: npm run bench -- <${Object.keys(suites).join('|')}> [--size 1GiB] [--runs 3] [--quick]\n`,
-  );
+const wanted = positionals[0] === 'all' ? Object.keys(suites) : positionals;
+if (wanted.length === 0 || wanted.some((s) => !suites[s])) {
+  process.stderr.write(`Usage: npm run bench -- <all|${Object.keys(suites).join('|')}>... [--quick] [--runs N] [--out DIR]\n`);
   process.exit(2);
 }
 const quick = Boolean(values.quick);
-const opts: BenchOptions = {
-  size: parseSize(values.size ?? (quick ? '32MiB' : '1GiB')),
-  runs: Number(values.runs ?? (quick ? 1 : 3)),
-  quick,
-};
-const result = {
-  suite,
-  date: new Date().toISOString(),
-  machine: {
-    cpus: os.cpus().length,
-    model: os.cpus()[0]?.model,
-    memGiB: Math.round(os.totalmem() / 2 ** 30),
-    node: process.version,
-  },
-  options: opts,
-  ...(await suites[suite]!(opts)),
-};
-const dir = new URL('./results/', import.meta.url);
-fs.mkdirSync(dir, { recursive: true });
-const file = path.join(dir.pathname, `${suite}-${result.date.slice(0, 10)}.json`);
-fs.writeFileSync(file, JSON.stringify(result, null, 2) + '\n');
-process.stdout.write(`${JSON.stringify(result, null, 2)}\nwrote ${file}\n`);
+const opts: BenchOptions = { quick, runs: Number(values.runs ?? (quick ? 1 : 3)) };
+const outDir = path.resolve(values.out ?? new URL('./results/', import.meta.url).pathname);
+fs.mkdirSync(outDir, { recursive: true });
+const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
+const machine = `${os.availableParallelism()} cores (${cpu}), ${Math.round(os.totalmem() / 2 ** 30)} GiB RAM, Node ${process.version}, ${os.platform()}`;
+
+for (const name of wanted) {
+  const started = Date.now();
+  const date = new Date().toISOString();
+  const command = `npm run bench -- ${name}${quick ? ' --quick' : ''}${values.runs ? ` --runs ${values.runs}` : ''}`;
+  const r = await suites[name]!(opts);
+  const header = `Machine: ${machine}. Date: ${date.slice(0, 10)}. Command: \`${command}\`. Runs per case: ${opts.runs}${quick ? ' (quick sizes)' : ''}.`;
+  const base = path.join(outDir, `${name}-${date.slice(0, 10)}`);
+  fs.writeFileSync(`${base}.json`, JSON.stringify({ suite: name, date, machine, command, options: opts, durationMs: Date.now() - started, ...r }, null, 2) + '\n');
+  fs.writeFileSync(`${base}.md`, markdown(r, header));
+  if (r.svg) fs.writeFileSync(`${base}.svg`, r.svg);
+  process.stdout.write(markdown(r, header) + `\n(${((Date.now() - started) / 1000).toFixed(1)} s; wrote ${base}.json)\n\n`);
+}
