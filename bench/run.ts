@@ -33,7 +33,9 @@ const { positionals, values } = parseArgs({
 });
 const wanted = positionals[0] === 'all' ? Object.keys(suites) : positionals;
 if (wanted.length === 0 || wanted.some((s) => !suites[s])) {
-  process.stderr.write(`Usage: npm run bench -- <all|${Object.keys(suites).join('|')}>... [--quick] [--runs N] [--out DIR]\n`);
+  process.stderr.write(
+    `Usage: npm run bench -- <all|${Object.keys(suites).join('|')}>... [--quick] [--runs N] [--out DIR]\n`,
+  );
   process.exit(2);
 }
 const quick = Boolean(values.quick);
@@ -50,8 +52,17 @@ for (const name of wanted) {
   const r = await suites[name]!(opts);
   const header = `Machine: ${machine}. Date: ${date.slice(0, 10)}. Command: \`${command}\`. Runs per case: ${opts.runs}${quick ? ' (quick sizes)' : ''}.`;
   const base = path.join(outDir, `${name}-${date.slice(0, 10)}`);
-  fs.writeFileSync(`${base}.json`, JSON.stringify({ suite: name, date, machine, command, options: opts, durationMs: Date.now() - started, ...r }, null, 2) + '\n');
+  fs.writeFileSync(
+    `${base}.json`,
+    JSON.stringify(
+      { suite: name, date, machine, command, options: opts, durationMs: Date.now() - started, ...r },
+      null,
+      2,
+    ) + '\n',
+  );
   fs.writeFileSync(`${base}.md`, markdown(r, header));
   if (r.svg) fs.writeFileSync(`${base}.svg`, r.svg);
-  process.stdout.write(markdown(r, header) + `\n(${((Date.now() - started) / 1000).toFixed(1)} s; wrote ${base}.json)\n\n`);
+  process.stdout.write(
+    markdown(r, header) + `\n(${((Date.now() - started) / 1000).toFixed(1)} s; wrote ${base}.json)\n\n`,
+  );
 }

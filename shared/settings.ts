@@ -110,3 +110,11 @@ export interface PipelineSettings {
   workers: number;
   uploadsPerWorker: number;
 }
+
+/** Chunks each worker holds beyond those on the wire, prepared so a free upload slot never waits. */
+export const PREPARED_PER_WORKER = 2;
+
+/** Memory the chunk buffers take (a plaintext and a sealed buffer per chunk in hand), whatever the file size. */
+export function chunkBufferBytes(s: PipelineSettings): number {
+  return s.workers * (s.uploadsPerWorker + PREPARED_PER_WORKER) * s.chunkSize * 2;
+}

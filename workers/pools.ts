@@ -22,7 +22,7 @@ export class SlotPool {
 
 /**
  * Reused chunk buffers: the coordinator never gives a worker more tasks than it has buffer sets, so
- * memory stays at workers × (slots + 1) × chunk size whatever the file size.
+ * memory stays at workers × (slots + 2) × 2 × chunk size whatever the file size.
  */
 export class BufferPool {
   private readonly free: { plain: Buffer; sealed: Buffer }[] = [];

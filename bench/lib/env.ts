@@ -44,7 +44,15 @@ export async function freshS3Target(engine: Engine, s3: S3Server, endpoint = s3.
   const bucket = await s3.createBucket();
   await engine.addTarget(
     name,
-    { kind: 's3', endpoint, bucket, region: 'us-east-1', accessKeyId: s3.accessKeyId, pathStyle: true, checksums: 'when-supported' },
+    {
+      kind: 's3',
+      endpoint,
+      bucket,
+      region: 'us-east-1',
+      accessKeyId: s3.accessKeyId,
+      pathStyle: true,
+      checksums: 'when-supported',
+    },
     s3.secretAccessKey,
   );
   return name;
@@ -65,7 +73,12 @@ export interface TimedRun {
   summary: TransferSummary;
 }
 
-export async function timedBackup(engine: Engine, file: string, target: string, settings: Partial<PipelineSettings>): Promise<TimedRun> {
+export async function timedBackup(
+  engine: Engine,
+  file: string,
+  target: string,
+  settings: Partial<PipelineSettings>,
+): Promise<TimedRun> {
   let first = Infinity;
   let last = 0;
   const chunk = (t: ChunkTiming) => {
@@ -74,10 +87,20 @@ export async function timedBackup(engine: Engine, file: string, target: string, 
   };
   const t0 = performance.now();
   const r = await engine.backup([file], { target, settings }, { chunk });
-  return { backupId: r.backupId, bytes: r.bytes, wallMs: performance.now() - t0, pipelineMs: last - first, summary: r.transfer };
+  return {
+    backupId: r.backupId,
+    bytes: r.bytes,
+    wallMs: performance.now() - t0,
+    pipelineMs: last - first,
+    summary: r.transfer,
+  };
 }
 
-export async function timedRestore(engine: Engine, backupId: string, settings: Partial<PipelineSettings>): Promise<TimedRun> {
+export async function timedRestore(
+  engine: Engine,
+  backupId: string,
+  settings: Partial<PipelineSettings>,
+): Promise<TimedRun> {
   const to = tempDir('cairn-bench-restore-');
   let first = Infinity;
   let last = 0;

@@ -8,8 +8,25 @@ import type { S3Server } from '../../test/support/versitygw.ts';
  * chunk size, at the same concurrency, through the same S3 client and connection pool, with no
  * hashing, compression or encryption.
  */
-export async function rawPut(s3: S3Server, bucket: string, file: string, objectSize: number, concurrency: number): Promise<{ ms: number; keys: string[] }> {
-  const st = createS3Storage({ kind: 's3', label: 'raw', endpoint: s3.endpoint, bucket, region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, pathStyle: true, checksums: 'when-supported', concurrency });
+export async function rawPut(
+  s3: S3Server,
+  bucket: string,
+  file: string,
+  objectSize: number,
+  concurrency: number,
+): Promise<{ ms: number; keys: string[] }> {
+  const st = createS3Storage({
+    kind: 's3',
+    label: 'raw',
+    endpoint: s3.endpoint,
+    bucket,
+    region: 'us-east-1',
+    accessKeyId: s3.accessKeyId,
+    secretAccessKey: s3.secretAccessKey,
+    pathStyle: true,
+    checksums: 'when-supported',
+    concurrency,
+  });
   const size = fs.statSync(file).size;
   const fd = fs.openSync(file, 'r');
   const keys: string[] = [];
@@ -37,8 +54,24 @@ export async function rawPut(s3: S3Server, bucket: string, file: string, objectS
   }
 }
 
-export async function rawGet(s3: S3Server, bucket: string, keys: string[], concurrency: number): Promise<{ ms: number; bytes: number }> {
-  const st = createS3Storage({ kind: 's3', label: 'raw', endpoint: s3.endpoint, bucket, region: 'us-east-1', accessKeyId: s3.accessKeyId, secretAccessKey: s3.secretAccessKey, pathStyle: true, checksums: 'when-supported', concurrency });
+export async function rawGet(
+  s3: S3Server,
+  bucket: string,
+  keys: string[],
+  concurrency: number,
+): Promise<{ ms: number; bytes: number }> {
+  const st = createS3Storage({
+    kind: 's3',
+    label: 'raw',
+    endpoint: s3.endpoint,
+    bucket,
+    region: 'us-east-1',
+    accessKeyId: s3.accessKeyId,
+    secretAccessKey: s3.secretAccessKey,
+    pathStyle: true,
+    checksums: 'when-supported',
+    concurrency,
+  });
   let bytes = 0;
   const limit = pLimit(concurrency);
   const t0 = performance.now();

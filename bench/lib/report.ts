@@ -26,13 +26,21 @@ export interface SuiteResult {
 export function markdown(r: SuiteResult, header: string): string {
   const out = [`## ${r.title}`, '', `Mirrors ${r.mirrors}.`, '', header, ''];
   for (const t of r.tables) {
-    out.push(`**${t.title}**`, '', `| ${t.columns.join(' | ')} |`, `| ${t.columns.map(() => '---').join(' | ')} |`);
+    out.push(
+      `**${t.title}**`,
+      '',
+      `| ${t.columns.join(' | ')} |`,
+      `| ${t.columns.map(() => '---').join(' | ')} |`,
+    );
     for (const row of t.rows) out.push(`| ${row.join(' | ')} |`);
     out.push('');
   }
   if (r.targets.length) {
     out.push('| target | measured | goal | status |', '| --- | --- | --- | --- |');
-    for (const t of r.targets) out.push(`| ${t.name} | ${t.measured} | ${t.goal} | ${t.met ? 'met' : `**not met**${t.note ? `: ${t.note}` : ''}`} |`);
+    for (const t of r.targets)
+      out.push(
+        `| ${t.name} | ${t.measured} | ${t.goal} | ${t.met ? 'met' : `**not met**${t.note ? `: ${t.note}` : ''}`} |`,
+      );
     out.push('');
   }
   for (const n of r.notes) out.push(`- ${n}`);
@@ -40,7 +48,14 @@ export function markdown(r: SuiteResult, header: string): string {
 }
 
 /** A small line chart as SVG: one polyline per series, x on a log or linear scale. */
-export function lineChart(o: { title: string; xLabel: string; yLabel: string; xs: number[]; series: { name: string; ys: number[] }[]; logX?: boolean }): string {
+export function lineChart(o: {
+  title: string;
+  xLabel: string;
+  yLabel: string;
+  xs: number[];
+  series: { name: string; ys: number[] }[];
+  logX?: boolean;
+}): string {
   const W = 640;
   const H = 360;
   const L = 64;
@@ -65,15 +80,21 @@ export function lineChart(o: { title: string; xLabel: string; yLabel: string; xs
   ];
   for (let i = 0; i <= 4; i++) {
     const y = (ymax / 4) * i;
-    parts.push(`<line x1="${L}" y1="${py(y)}" x2="${W - R}" y2="${py(y)}" stroke="#eee"/><text x="${L - 6}" y="${py(y) + 4}" text-anchor="end">${y.toFixed(0)}</text>`);
+    parts.push(
+      `<line x1="${L}" y1="${py(y)}" x2="${W - R}" y2="${py(y)}" stroke="#eee"/><text x="${L - 6}" y="${py(y) + 4}" text-anchor="end">${y.toFixed(0)}</text>`,
+    );
   }
   for (const x of o.xs) parts.push(`<text x="${px(x)}" y="${H - B + 16}" text-anchor="middle">${x}</text>`);
   o.series.forEach((s, i) => {
     const c = colors[i % colors.length];
     const pts = o.xs.map((x, j) => `${px(x).toFixed(1)},${py(s.ys[j] ?? 0).toFixed(1)}`).join(' ');
     parts.push(`<polyline fill="none" stroke="${c}" stroke-width="2" points="${pts}"/>`);
-    o.xs.forEach((x, j) => parts.push(`<circle cx="${px(x).toFixed(1)}" cy="${py(s.ys[j] ?? 0).toFixed(1)}" r="3" fill="${c}"/>`));
-    parts.push(`<rect x="${W - R + 12}" y="${T + i * 20}" width="12" height="12" fill="${c}"/><text x="${W - R + 30}" y="${T + i * 20 + 10}">${s.name}</text>`);
+    o.xs.forEach((x, j) =>
+      parts.push(`<circle cx="${px(x).toFixed(1)}" cy="${py(s.ys[j] ?? 0).toFixed(1)}" r="3" fill="${c}"/>`),
+    );
+    parts.push(
+      `<rect x="${W - R + 12}" y="${T + i * 20}" width="12" height="12" fill="${c}"/><text x="${W - R + 30}" y="${T + i * 20 + 10}">${s.name}</text>`,
+    );
   });
   parts.push('</svg>');
   return parts.join('\n');

@@ -20,7 +20,11 @@ export async function chunksSuite(o: BenchOptions): Promise<SuiteResult> {
       table[rtt] = {};
       for (const mb of sizesMB) {
         const runs = await repeat(o.runs, async () =>
-          timedBackup(engine, file, await freshS3Target(engine, s3, proxy.endpoint), { chunkSize: Math.round(mb * 1e6), workers: 2, uploadsPerWorker: 3 }),
+          timedBackup(engine, file, await freshS3Target(engine, s3, proxy.endpoint), {
+            chunkSize: Math.round(mb * 1e6),
+            workers: 2,
+            uploadsPerWorker: 3,
+          }),
         );
         table[rtt]![mb] = spread(runs.map((r) => mbps(size, r.wallMs)));
       }
@@ -40,7 +44,11 @@ export async function chunksSuite(o: BenchOptions): Promise<SuiteResult> {
       {
         title: `MB/s backing up ${size >> 20} MiB with 6 uploads in flight (2 workers × 3), through a delay proxy on loopback, median of ${o.runs}`,
         columns: ['chunk size (MB)', ...rtts.map((r) => `${r} ms RTT`), '100 ms / 0 ms'],
-        rows: sizesMB.map((mb) => [mb, ...rtts.map((r) => fmt(table[r]![mb]!.median)), fmt(table[100]![mb]!.median / table[0]![mb]!.median, 2)]),
+        rows: sizesMB.map((mb) => [
+          mb,
+          ...rtts.map((r) => fmt(table[r]![mb]!.median)),
+          fmt(table[100]![mb]!.median / table[0]![mb]!.median, 2),
+        ]),
       },
     ],
     targets: [
@@ -52,7 +60,9 @@ export async function chunksSuite(o: BenchOptions): Promise<SuiteResult> {
         note: 'each PUT waits one round trip however big it is; more uploads in flight or larger chunks hide it',
       },
     ],
-    notes: ['The proxy delays each request by half the RTT and each response by the other half; it does not emulate bandwidth or TCP slow start.'],
+    notes: [
+      'The proxy delays each request by half the RTT and each response by the other half; it does not emulate bandwidth or TCP slow start.',
+    ],
     svg: lineChart({
       title: 'Backup throughput vs chunk size',
       xLabel: 'chunk size (MB, log scale)',

@@ -16,7 +16,7 @@ function readSpeed(file: string): number {
   const buf = Buffer.allocUnsafe(CHUNK);
   const t0 = performance.now();
   let n = 0;
-  for (let r; (r = fs.readSync(fd, buf, 0, CHUNK, n)) > 0; ) n += r;
+  for (let r; (r = fs.readSync(fd, buf, 0, CHUNK, n)) > 0;) n += r;
   fs.closeSync(fd);
   return mbps(n, performance.now() - t0);
 }
@@ -44,7 +44,12 @@ export async function encryptSuite(o: BenchOptions): Promise<SuiteResult> {
   const perCore = 1 / (1 / cipher + 1 / hash); // hash then seal, one chunk after the other
   const { engine, close } = await benchEngine();
   const rows: (string | number)[][] = [];
-  const data: Record<string, unknown> = { cipherMBps: cipher, hashMBps: hash, perCoreMBps: perCore, workers: n };
+  const data: Record<string, unknown> = {
+    cipherMBps: cipher,
+    hashMBps: hash,
+    perCoreMBps: perCore,
+    workers: n,
+  };
   let bigN = 0;
   let read = 0;
   try {
@@ -53,12 +58,24 @@ export async function encryptSuite(o: BenchOptions): Promise<SuiteResult> {
       read = readSpeed(file);
       const result: Record<number, ReturnType<typeof spread>> = {};
       for (const workers of [1, n]) {
-        const runs = await repeat(o.runs, async () => timedBackup(engine, file, await freshDiscardTarget(engine), { workers, uploadsPerWorker: 2, chunkSize: CHUNK }));
+        const runs = await repeat(o.runs, async () =>
+          timedBackup(engine, file, await freshDiscardTarget(engine), {
+            workers,
+            uploadsPerWorker: 2,
+            chunkSize: CHUNK,
+          }),
+        );
         result[workers] = spread(runs.map((r) => mbps(size, r.pipelineMs)));
         data[`${size}-${workers}`] = { mbps: result[workers], wallMs: spread(runs.map((r) => r.wallMs)) };
       }
       const gain = (result[n]!.median / result[1]!.median - 1) * 100;
-      rows.push([formatSize(size), fmtSpread(result[1]!), fmtSpread(result[n]!), `${fmt(gain, 0)} %`, `${fmt((size / 1e6 / result[n]!.median) * 1000, 0)} ms`]);
+      rows.push([
+        formatSize(size),
+        fmtSpread(result[1]!),
+        fmtSpread(result[n]!),
+        `${fmt(gain, 0)} %`,
+        `${fmt((size / 1e6 / result[n]!.median) * 1000, 0)} ms`,
+      ]);
       bigN = result[n]!.median;
     }
   } finally {
@@ -76,7 +93,12 @@ export async function encryptSuite(o: BenchOptions): Promise<SuiteResult> {
       },
       {
         title: 'Single-core references (MB/s)',
-        columns: ['XChaCha20-Poly1305 seal', 'BLAKE2b-256 keyed (chunk id)', 'hash + seal per core', 'page-cache read'],
+        columns: [
+          'XChaCha20-Poly1305 seal',
+          'BLAKE2b-256 keyed (chunk id)',
+          'hash + seal per core',
+          'page-cache read',
+        ],
         rows: [[fmt(cipher), fmt(hash), fmt(perCore), fmt(read)]],
       },
     ],
@@ -89,7 +111,9 @@ export async function encryptSuite(o: BenchOptions): Promise<SuiteResult> {
         note: `each chunk is also hashed (keyed BLAKE2b, the chunk id the format requires), which costs about as much as sealing: the per-core ceiling for hash + seal is ${fmt(perCore)} MB/s, and ${n} workers reach ${fmt((bigN / (n * perCore)) * 100, 0)} % of ${n} × that`,
       },
     ],
-    notes: ['The discard target accepts every object and keeps none: this is the cost of the pipeline without storage.'],
+    notes: [
+      'The discard target accepts every object and keeps none: this is the cost of the pipeline without storage.',
+    ],
     data,
   };
 }

@@ -12,14 +12,20 @@ export async function gapsSuite(o: BenchOptions): Promise<SuiteResult> {
   const d = engine.settings();
   const configs = [
     { name: '1 worker × 1 upload (wait for each reply)', workers: 1, uploadsPerWorker: 1 },
-    { name: `${d.workers} workers × ${d.uploadsPerWorker} uploads (default)`, workers: d.workers, uploadsPerWorker: d.uploadsPerWorker },
+    {
+      name: `${d.workers} workers × ${d.uploadsPerWorker} uploads (default)`,
+      workers: d.workers,
+      uploadsPerWorker: d.uploadsPerWorker,
+    },
   ];
   const rows: (string | number)[][] = [];
   const data: Record<string, unknown> = {};
   let parallelMedian = Infinity;
   try {
     for (const c of configs) {
-      const runs = await repeat(o.runs, async () => timedBackup(engine, file, await freshS3Target(engine, s3), { ...c, chunkSize: 8 << 20 }));
+      const runs = await repeat(o.runs, async () =>
+        timedBackup(engine, file, await freshS3Target(engine, s3), { ...c, chunkSize: 8 << 20 }),
+      );
       const median = spread(runs.map((r) => r.summary.gapMedianMs));
       const p95 = spread(runs.map((r) => r.summary.gapP95Ms));
       const idle = spread(runs.map((r) => r.summary.wireIdle * 100));
@@ -36,13 +42,23 @@ export async function gapsSuite(o: BenchOptions): Promise<SuiteResult> {
     mirrors: 'seed 002, Figure 1 (gaps while transferring chunks) and §5.1 (parallel workers)',
     tables: [
       {
-        title: 'Per-slot gap = end of one PUT to the start of the next on the same slot; wire idle = time with no PUT in flight (0 ms added RTT, 8 MiB chunks), median (min–max)',
+        title:
+          'Per-slot gap = end of one PUT to the start of the next on the same slot; wire idle = time with no PUT in flight (0 ms added RTT, 8 MiB chunks), median (min–max)',
         columns: ['configuration', 'gap median (ms)', 'gap p95 (ms)', 'wire idle (%)'],
         rows,
       },
     ],
-    targets: [{ name: 'median per-slot gap < 1 ms at 0 ms RTT (default settings)', measured: `${fmt(parallelMedian, 2)} ms`, goal: '< 1 ms', met: parallelMedian < 1 }],
-    notes: ['With one upload at a time the slot waits while the next chunk is read, hashed and sealed; with several, a sealed chunk is already waiting when a slot frees up.'],
+    targets: [
+      {
+        name: 'median per-slot gap < 1 ms at 0 ms RTT (default settings)',
+        measured: `${fmt(parallelMedian, 2)} ms`,
+        goal: '< 1 ms',
+        met: parallelMedian < 1,
+      },
+    ],
+    notes: [
+      'With one upload at a time the slot waits while the next chunk is read, hashed and sealed; with several, a sealed chunk is already waiting when a slot frees up.',
+    ],
     data,
   };
 }

@@ -36,12 +36,26 @@ export async function restoreSuite(o: BenchOptions): Promise<SuiteResult> {
     tables: [
       {
         title: `${formatSize(size)} file in 8 MiB chunks, ${concurrency} downloads in flight, MB/s wall clock, median (min–max)`,
-        columns: ['Cairn restore (GET, open, verify, write at offset, fsync, file hash, rename)', 'raw GetObject into memory', 'restore / raw'],
+        columns: [
+          'Cairn restore (GET, open, verify, write at offset, fsync, file hash, rename)',
+          'raw GetObject into memory',
+          'restore / raw',
+        ],
         rows: [[fmtSpread(r), fmtSpread(raw), fmt(ratio, 2)]],
       },
     ],
-    targets: [{ name: 'restore ≥ 90 % of raw GetObject', measured: `${fmt(ratio * 100, 0)} %`, goal: '≥ 90 %', met: ratio >= 0.9, note: 'see docs/PERFORMANCE.md' }],
-    notes: ['The restore writes to disk and fsyncs each file before renaming it into place; the raw baseline keeps the bytes in memory.'],
+    targets: [
+      {
+        name: 'restore ≥ 90 % of raw GetObject',
+        measured: `${fmt(ratio * 100, 0)} %`,
+        goal: '≥ 90 %',
+        met: ratio >= 0.9,
+        note: 'see docs/PERFORMANCE.md',
+      },
+    ],
+    notes: [
+      'The restore writes to disk and fsyncs each file before renaming it into place; the raw baseline keeps the bytes in memory.',
+    ],
     data: { restoreMBps: r, rawMBps: raw, ratio },
   };
 }

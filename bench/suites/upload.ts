@@ -16,7 +16,11 @@ export async function uploadSuite(o: BenchOptions): Promise<SuiteResult> {
   const defaults = engine.settings();
   const configs = [
     { name: 'sequential (1 worker, 1 upload in flight)', workers: 1, uploadsPerWorker: 1 },
-    { name: `parallel (${defaults.workers} workers × ${defaults.uploadsPerWorker} uploads)`, workers: defaults.workers, uploadsPerWorker: defaults.uploadsPerWorker },
+    {
+      name: `parallel (${defaults.workers} workers × ${defaults.uploadsPerWorker} uploads)`,
+      workers: defaults.workers,
+      uploadsPerWorker: defaults.uploadsPerWorker,
+    },
   ];
   const rows: (string | number)[][] = [];
   const data: Record<string, unknown> = {};
@@ -24,8 +28,12 @@ export async function uploadSuite(o: BenchOptions): Promise<SuiteResult> {
   try {
     for (const c of configs) {
       const concurrency = c.workers * c.uploadsPerWorker;
-      const backups = await repeat(o.runs, async () => timedBackup(engine, file, await freshS3Target(engine, s3), { ...c, chunkSize: CHUNK }));
-      const raws = await repeat(o.runs, async () => rawPut(s3, await s3.createBucket(), file, CHUNK, concurrency));
+      const backups = await repeat(o.runs, async () =>
+        timedBackup(engine, file, await freshS3Target(engine, s3), { ...c, chunkSize: CHUNK }),
+      );
+      const raws = await repeat(o.runs, async () =>
+        rawPut(s3, await s3.createBucket(), file, CHUNK, concurrency),
+      );
       const b = spread(backups.map((r) => mbps(size, r.wallMs)));
       const r = spread(raws.map((x) => mbps(size, x.ms)));
       const ratio = b.median / r.median;
@@ -45,7 +53,13 @@ export async function uploadSuite(o: BenchOptions): Promise<SuiteResult> {
     tables: [
       {
         title: `${formatSize(size)} random file, 8 MiB objects, MB/s wall clock, median (min–max)`,
-        columns: ['configuration', 'Cairn backup', 'raw PutObject, same objects and concurrency', 'backup / raw', 'backup time'],
+        columns: [
+          'configuration',
+          'Cairn backup',
+          'raw PutObject, same objects and concurrency',
+          'backup / raw',
+          'backup time',
+        ],
         rows,
       },
     ],

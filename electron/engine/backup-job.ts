@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import { chunkObjectKey, manifestObjectKey } from '../../shared/format/constants.ts';
 import { fileHash } from '../../shared/node/format/file-hash.ts';
 import { sealManifest } from '../../shared/node/format/manifest.ts';
-import type { PipelineSettings } from '../../shared/settings.ts';
+import { PREPARED_PER_WORKER, type PipelineSettings } from '../../shared/settings.ts';
 import { JobCancelledError, type JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import type { EntryRow, StoredChunk } from './keystore/catalog.ts';
@@ -155,7 +155,7 @@ export async function runBackupJob(
       await pool.run({
         kind: 'backup',
         tasks: plan(),
-        credits: settings.uploadsPerWorker + 1,
+        credits: settings.uploadsPerWorker + PREPARED_PER_WORKER,
         control: job.control,
         stop: () => failure !== null,
         handle: (m: FromWorker, reply) => {

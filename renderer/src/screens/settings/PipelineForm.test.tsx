@@ -14,7 +14,7 @@ describe('PipelineForm', () => {
         onSaved={onSaved}
       />,
     );
-    expect(screen.getByTestId('memory-estimate').textContent).toMatch(/about 128 MiB/);
+    expect(screen.getByTestId('memory-estimate').textContent).toMatch(/about 160 MiB/);
     expect(screen.getByText('this computer has 2 CPU cores')).toBeTruthy();
 
     fireEvent.change(screen.getByLabelText('Chunk size'), { target: { value: '16KiB' } });

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import {
+  chunkBufferBytes,
   chunkSizeSchema,
   parseSize,
   uploadsPerWorkerSchema,
@@ -35,7 +36,11 @@ export function PipelineForm({
   };
   const memory =
     parsed.chunkSize.success && parsed.workers.success && parsed.uploadsPerWorker.success
-      ? parsed.workers.data * (parsed.uploadsPerWorker.data + 1) * parsed.chunkSize.data * 2
+      ? chunkBufferBytes({
+          workers: parsed.workers.data,
+          uploadsPerWorker: parsed.uploadsPerWorker.data,
+          chunkSize: parsed.chunkSize.data,
+        })
       : null;
 
   const save = async (e: React.FormEvent) => {
