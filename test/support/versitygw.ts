@@ -34,6 +34,8 @@ export async function freePort(): Promise<number> {
 
 export interface S3Server {
   endpoint: string;
+  /** Process id of the server (benchmarks read its CPU time). */
+  pid: number;
   accessKeyId: string;
   secretAccessKey: string;
   dataDir: string;
@@ -66,6 +68,7 @@ export async function startVersitygw(): Promise<S3Server> {
   });
   return {
     endpoint,
+    pid: child.pid!,
     accessKeyId,
     secretAccessKey,
     dataDir,
