@@ -109,6 +109,8 @@ export interface PipelineSettings {
   chunkSize: number;
   workers: number;
   uploadsPerWorker: number;
+  /** Chunks a worker prepares ahead of its upload slots (default PREPARED_PER_WORKER; 0 = wait-for-reply). */
+  preparedPerWorker?: number;
 }
 
 /** Chunks each worker holds beyond those on the wire, prepared so a free upload slot never waits. */
@@ -116,5 +118,5 @@ export const PREPARED_PER_WORKER = 2;
 
 /** Memory the chunk buffers take (a plaintext and a sealed buffer per chunk in hand), whatever the file size. */
 export function chunkBufferBytes(s: PipelineSettings): number {
-  return s.workers * (s.uploadsPerWorker + PREPARED_PER_WORKER) * s.chunkSize * 2;
+  return s.workers * (s.uploadsPerWorker + (s.preparedPerWorker ?? PREPARED_PER_WORKER)) * s.chunkSize * 2;
 }

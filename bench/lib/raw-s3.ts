@@ -1,84 +1,57 @@
 import fs from 'node:fs';
-import pLimit from 'p-limit';
-import { createS3Storage } from '../../shared/node/storage/s3.ts';
+import { Worker } from 'node:worker_threads';
 import type { S3Server } from '../../test/support/versitygw.ts';
+import type { RawJob } from './raw-ops.ts';
 
 /**
- * The baseline Cairn is measured against: the same file's bytes PUT (or GET) as plain objects of the
- * chunk size, at the same concurrency, through the same S3 client and connection pool, with no
- * hashing, compression or encryption.
+ * The baseline Cairn is measured against: the file's bytes PUT (or GET) as plain objects of the chunk
+ * size, through the same S3 client code, with the same thread layout as Cairn (`workers` threads, each
+ * with `inFlight` requests) — everything Cairn does except hashing, compressing and sealing. Thread
+ * start-up is not timed.
  */
-export async function rawPut(
+export async function rawTransfer(
   s3: S3Server,
-  bucket: string,
-  file: string,
-  objectSize: number,
-  concurrency: number,
-): Promise<{ ms: number; keys: string[] }> {
-  const st = createS3Storage({
-    kind: 's3',
-    label: 'raw',
-    endpoint: s3.endpoint,
-    bucket,
-    region: 'us-east-1',
-    accessKeyId: s3.accessKeyId,
-    secretAccessKey: s3.secretAccessKey,
-    pathStyle: true,
-    checksums: 'when-supported',
-    concurrency,
-  });
-  const size = fs.statSync(file).size;
-  const fd = fs.openSync(file, 'r');
-  const keys: string[] = [];
-  const free = Array.from({ length: concurrency }, () => Buffer.allocUnsafeSlow(objectSize));
-  const limit = pLimit(concurrency);
-  const t0 = performance.now();
-  try {
-    await Promise.all(
-      Array.from({ length: Math.ceil(size / objectSize) }, (_, i) =>
-        limit(async () => {
-          const buf = free.pop()!;
-          const len = Math.min(objectSize, size - i * objectSize);
-          fs.readSync(fd, buf, 0, len, i * objectSize);
-          const key = `raw/${String(i).padStart(6, '0')}`;
-          await st.put(key, buf.subarray(0, len));
-          keys[i] = key;
-          free.push(buf);
-        }),
-      ),
-    );
-    return { ms: performance.now() - t0, keys };
-  } finally {
-    fs.closeSync(fd);
-    st.close();
-  }
-}
-
-export async function rawGet(
-  s3: S3Server,
-  bucket: string,
-  keys: string[],
-  concurrency: number,
+  o: {
+    op: 'put' | 'get';
+    bucket: string;
+    file: string;
+    objectSize: number;
+    workers: number;
+    inFlight: number;
+  },
 ): Promise<{ ms: number; bytes: number }> {
-  const st = createS3Storage({
-    kind: 's3',
-    label: 'raw',
-    endpoint: s3.endpoint,
-    bucket,
-    region: 'us-east-1',
-    accessKeyId: s3.accessKeyId,
-    secretAccessKey: s3.secretAccessKey,
-    pathStyle: true,
-    checksums: 'when-supported',
-    concurrency,
-  });
-  let bytes = 0;
-  const limit = pLimit(concurrency);
-  const t0 = performance.now();
+  const count = Math.ceil(fs.statSync(o.file).size / o.objectSize);
+  const threads = await Promise.all(
+    Array.from({ length: o.workers }, async () => {
+      const w = new Worker(new URL('./raw-worker.mjs', import.meta.url));
+      await new Promise((r) => w.once('message', r));
+      return w;
+    }),
+  );
   try {
-    await Promise.all(keys.map((k) => limit(async () => void (bytes += (await st.get(k)).length))));
-    return { ms: performance.now() - t0, bytes };
+    const t0 = performance.now();
+    const results = await Promise.all(
+      threads.map((w, t) => {
+        const job: RawJob = {
+          op: o.op,
+          endpoint: s3.endpoint,
+          bucket: o.bucket,
+          accessKeyId: s3.accessKeyId,
+          secretAccessKey: s3.secretAccessKey,
+          file: o.file,
+          objectSize: o.objectSize,
+          indexes: Array.from({ length: count }, (_, i) => i).filter((i) => i % o.workers === t),
+          inFlight: o.inFlight,
+        };
+        return new Promise<number>((resolve, reject) => {
+          w.once('message', (m: { bytes: number }) => resolve(m.bytes));
+          w.once('error', reject);
+          w.postMessage(job);
+        });
+      }),
+    );
+    return { ms: performance.now() - t0, bytes: results.reduce((a, b) => a + b, 0) };
   } finally {
-    st.close();
+    await Promise.all(threads.map((w) => w.terminate()));
   }
 }

@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import { loadSodium } from '../../shared/node/crypto/provider.ts';
-import { formatSize } from '../../shared/settings.ts';
 import { defaultWorkerCount } from '../../electron/engine/worker-pool.ts';
 import { benchEngine, dataFile, freshDiscardTarget, timedBackup } from '../lib/env.ts';
 import { fmt, fmtSpread, mbps, repeat, spread } from '../lib/measure.ts';
@@ -70,7 +69,7 @@ export async function encryptSuite(o: BenchOptions): Promise<SuiteResult> {
       }
       const gain = (result[n]!.median / result[1]!.median - 1) * 100;
       rows.push([
-        formatSize(size),
+        `${fmt(size / 1e6, 1)} MB`,
         fmtSpread(result[1]!),
         fmtSpread(result[n]!),
         `${fmt(gain, 0)} %`,

@@ -52,7 +52,8 @@ async function peakRss(s3: S3Server, file: string): Promise<number> {
 }
 
 export async function memorySuite(o: BenchOptions): Promise<SuiteResult> {
-  const sizes = o.quick ? [64 << 20, 256 << 20] : [1 << 30, 8 << 30];
+  // Multiplication, not shifts: 8 << 30 overflows JavaScript's 32-bit shift arithmetic to 0.
+  const sizes = o.quick ? [64 * 2 ** 20, 256 * 2 ** 20] : [2 ** 30, 8 * 2 ** 30];
   const s3 = await startVersitygw();
   const peaks: Record<number, ReturnType<typeof spread>> = {};
   try {

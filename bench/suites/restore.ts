@@ -1,7 +1,7 @@
 import { formatSize } from '../../shared/settings.ts';
 import { startVersitygw } from '../../test/support/versitygw.ts';
 import { benchEngine, dataFile, freshS3Target, timedBackup, timedRestore } from '../lib/env.ts';
-import { rawGet, rawPut } from '../lib/raw-s3.ts';
+import { rawTransfer } from '../lib/raw-s3.ts';
 import { fmt, fmtSpread, mbps, repeat, spread } from '../lib/measure.ts';
 import type { SuiteResult } from '../lib/report.ts';
 import type { BenchOptions } from '../run.ts';
@@ -21,8 +21,15 @@ export async function restoreSuite(o: BenchOptions): Promise<SuiteResult> {
     const backup = await timedBackup(engine, file, await freshS3Target(engine, s3), { chunkSize: CHUNK });
     const restores = await repeat(o.runs, () => timedRestore(engine, backup.backupId, {}));
     const bucket = await s3.createBucket();
-    const { keys } = await rawPut(s3, bucket, file, CHUNK, concurrency);
-    const gets = await repeat(o.runs, () => rawGet(s3, bucket, keys, concurrency));
+    const layout = {
+      bucket,
+      file,
+      objectSize: CHUNK,
+      workers: settings.workers,
+      inFlight: settings.uploadsPerWorker,
+    };
+    await rawTransfer(s3, { op: 'put', ...layout });
+    const gets = await repeat(o.runs, () => rawTransfer(s3, { op: 'get', ...layout }));
     r = spread(restores.map((x) => mbps(size, x.wallMs)));
     raw = spread(gets.map((x) => mbps(x.bytes, x.ms)));
   } finally {

@@ -1,7 +1,7 @@
 import { formatSize } from '../../shared/settings.ts';
 import { startVersitygw } from '../../test/support/versitygw.ts';
 import { benchEngine, dataFile, freshS3Target, timedBackup } from '../lib/env.ts';
-import { rawPut } from '../lib/raw-s3.ts';
+import { rawTransfer } from '../lib/raw-s3.ts';
 import { fmt, fmtSpread, mbps, repeat, spread, withCpu } from '../lib/measure.ts';
 import type { SuiteResult } from '../lib/report.ts';
 import type { BenchOptions } from '../run.ts';
@@ -28,14 +28,22 @@ export async function uploadSuite(o: BenchOptions): Promise<SuiteResult> {
   let parallelRatio = 0;
   try {
     for (const c of configs) {
-      const concurrency = c.workers * c.uploadsPerWorker;
       const backups = await repeat(o.runs, async () => {
         const target = await freshS3Target(engine, s3);
         return withCpu(s3.pid, () => timedBackup(engine, file, target, { ...c, chunkSize: CHUNK }));
       });
       const raws = await repeat(o.runs, async () => {
         const bucket = await s3.createBucket();
-        return withCpu(s3.pid, () => rawPut(s3, bucket, file, CHUNK, concurrency));
+        return withCpu(s3.pid, () =>
+          rawTransfer(s3, {
+            op: 'put',
+            bucket,
+            file,
+            objectSize: CHUNK,
+            workers: c.workers,
+            inFlight: c.uploadsPerWorker,
+          }),
+        );
       });
       const b = spread(backups.map((r) => mbps(size, r.value.wallMs)));
       const r = spread(raws.map((x) => mbps(size, x.value.ms)));
@@ -63,7 +71,7 @@ export async function uploadSuite(o: BenchOptions): Promise<SuiteResult> {
         columns: [
           'configuration',
           'Cairn backup',
-          'raw PutObject, same objects and concurrency',
+          'raw PutObject, same objects, threads and concurrency',
           'backup / raw',
           'backup time',
         ],

@@ -155,7 +155,7 @@ export async function runBackupJob(
       await pool.run({
         kind: 'backup',
         tasks: plan(),
-        credits: settings.uploadsPerWorker + PREPARED_PER_WORKER,
+        credits: settings.uploadsPerWorker + (settings.preparedPerWorker ?? PREPARED_PER_WORKER),
         control: job.control,
         stop: () => failure !== null,
         handle: (m: FromWorker, reply) => {

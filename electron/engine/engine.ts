@@ -86,11 +86,15 @@ export class Engine {
         uploadsPerWorkerSchema,
         overrides.uploadsPerWorker ?? saved.uploadsPerWorker ?? UPLOADS_PER_WORKER_DEFAULT,
       ),
+      // Not a user setting: benchmarks set 0 to reproduce a wait-for-reply upload loop.
+      ...(overrides.preparedPerWorker !== undefined
+        ? { preparedPerWorker: Math.max(0, Math.min(8, Math.floor(overrides.preparedPerWorker))) }
+        : {}),
     };
   }
 
   saveSettings(s: Partial<PipelineSettings>): PipelineSettings {
-    const next = this.settings(s);
+    const { preparedPerWorker: _internal, ...next } = this.settings(s);
     this.ks.setSetting('pipeline', next);
     return next;
   }

@@ -25,7 +25,10 @@ export class StatsCollector {
   private readonly lastEndBySlot = new Map<number, number>();
   private stage = { read: 0, hash: 0, seal: 0, transfer: 0 };
   private inFlight = 0;
-  private idleSince: number | null = this.start;
+  // Wire idle is counted from the first transfer on: start-up (workers, first chunk) is not the wire's.
+  private idleSince: number | null = null;
+  private firstXfer: number | null = null;
+  private lastXferEnd = 0;
   private idleInFrame = 0;
   private idleTotal = 0;
   private timer: NodeJS.Timeout | null = null;
@@ -55,6 +58,7 @@ export class StatsCollector {
 
   transferStarted(): void {
     const now = Date.now();
+    this.firstXfer ??= now;
     if (this.inFlight === 0 && this.idleSince !== null) {
       this.addIdle(now - Math.max(this.idleSince, this.frameStart), now - this.idleSince);
       this.idleSince = null;
@@ -79,7 +83,8 @@ export class StatsCollector {
     }
     this.lastEndBySlot.set(t.slot, t.xferEnd);
     this.inFlight = Math.max(0, this.inFlight - 1);
-    if (this.inFlight === 0) this.idleSince = Date.now();
+    this.lastXferEnd = Date.now();
+    if (this.inFlight === 0) this.idleSince = this.lastXferEnd;
   }
 
   private addIdle(inFrame: number, total: number): void {
@@ -120,6 +125,10 @@ export class StatsCollector {
     if (this.timer) clearInterval(this.timer);
     this.emit(this.frame());
     const durationMs = Date.now() - this.start;
+    // Idle after the last transfer (finishing files, the manifest) is not counted either.
+    if (this.idleSince !== null && this.lastXferEnd > 0)
+      this.idleTotal -= Math.max(0, Date.now() - this.lastXferEnd);
+    const wireSpan = this.firstXfer !== null ? this.lastXferEnd - this.firstXfer : 0;
     const sorted = [...this.allGaps].sort((a, b) => a - b);
     return {
       bytes: bytesThisRun,
@@ -128,7 +137,7 @@ export class StatsCollector {
       mbps: bytesThisRun / 1000 / Math.max(1, durationMs),
       gapMedianMs: percentile(sorted, 50),
       gapP95Ms: percentile(sorted, 95),
-      wireIdle: Math.min(1, this.idleTotal / Math.max(1, durationMs)),
+      wireIdle: wireSpan > 0 ? Math.min(1, Math.max(0, this.idleTotal / wireSpan)) : 0,
     };
   }
 }

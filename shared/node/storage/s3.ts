@@ -150,8 +150,11 @@ export function createS3Storage(o: S3Options): Storage {
           }),
         );
         if (!res.Body) throw new StorageError('invalid', o.label, `${where} returned no body for ${key}.`);
-        const bytes = await res.Body.transformToByteArray();
-        return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+        return await readBody(
+          res.Body as unknown as AsyncIterable<Uint8Array>,
+          res.ContentLength,
+          `${where}: ${key}`,
+        );
       } catch (err) {
         if (err instanceof StorageError) throw err;
         fail(err, 'download', key);
@@ -204,4 +207,36 @@ export function createS3Storage(o: S3Options): Storage {
       httpsAgent.destroy();
     },
   };
+}
+
+/**
+ * Reads a response body into one buffer sized from Content-Length. The SDK's own collector pipes through
+ * a Writable and, with several responses in flight on one thread, ran at a quarter of this speed
+ * (measured: 1 thread × 6 GETs of 8 MiB, 100 MB/s vs 427 MB/s for one at a time).
+ */
+async function readBody(
+  body: AsyncIterable<Uint8Array>,
+  length: number | undefined,
+  what: string,
+): Promise<Buffer> {
+  if (length === undefined) {
+    const parts: Uint8Array[] = [];
+    for await (const part of body) parts.push(part);
+    return Buffer.concat(parts);
+  }
+  const out = Buffer.allocUnsafe(length);
+  let at = 0;
+  for await (const part of body) {
+    if (at + part.length > length)
+      throw new StorageError('invalid', 'body', `${what}: more bytes than Content-Length.`);
+    out.set(part, at);
+    at += part.length;
+  }
+  if (at !== length)
+    throw new StorageError(
+      'unreachable',
+      'body',
+      `${what}: connection closed after ${at} of ${length} bytes.`,
+    );
+  return out;
 }
