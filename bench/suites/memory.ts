@@ -6,7 +6,7 @@ import { CLI } from '../../test/support/cli.ts';
 import { tempDir } from '../../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../../test/support/versitygw.ts';
 import { Engine } from '../../electron/engine/engine.ts';
-import { dataFile } from '../lib/env.ts';
+import { dataFile, freshS3Target } from '../lib/env.ts';
 import { fmt, repeat, spread } from '../lib/measure.ts';
 import type { SuiteResult } from '../lib/report.ts';
 import type { BenchOptions } from '../run.ts';
@@ -17,20 +17,7 @@ const PASS = 'benchmark passphrase';
 async function peakRss(s3: S3Server, file: string): Promise<number> {
   const home = path.join(tempDir('cairn-bench-mem-'), 'home');
   const engine = await Engine.init(home, PASS);
-  const bucket = await s3.createBucket();
-  await engine.addTarget(
-    's3',
-    {
-      kind: 's3',
-      endpoint: s3.endpoint,
-      bucket,
-      region: 'us-east-1',
-      accessKeyId: s3.accessKeyId,
-      pathStyle: true,
-      checksums: 'when-supported',
-    },
-    s3.secretAccessKey,
-  );
+  await freshS3Target(engine, s3); // the only target: `cairn backup` picks it
   engine.close();
   const child = spawn(process.execPath, [CLI, 'backup', file], {
     env: { ...process.env, CAIRN_HOME: home, CAIRN_PASSPHRASE: PASS },
