@@ -1,13 +1,10 @@
 /** Settings and target schemas shared by the engine, the CLI and the UI. Browser-safe. */
 import { z } from 'zod';
 
-export const KiB = 1024;
-export const MiB = 1024 * KiB;
-export const GiB = 1024 * MiB;
+import { CHUNK_SIZE_MAX, CHUNK_SIZE_MIN, GiB, KiB, MiB } from './limits.ts';
 
-export const CHUNK_SIZE_MIN = 64 * KiB;
-export const CHUNK_SIZE_MAX = GiB;
-export const CHUNK_SIZE_DEFAULT = 8 * MiB;
+export { CHUNK_SIZE_DEFAULT, CHUNK_SIZE_MAX, CHUNK_SIZE_MIN, GiB, KiB, MiB } from './limits.ts';
+
 export const WORKERS_MAX = 64;
 export const UPLOADS_PER_WORKER_DEFAULT = 3;
 export const UPLOADS_PER_WORKER_MAX = 32;

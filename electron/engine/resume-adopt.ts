@@ -1,7 +1,4 @@
-import { inflateRawSync } from 'node:zlib';
-import { CHUNK_MAGIC, COMPRESSION_MASK, Compression } from '../../shared/format/constants.ts';
-import { chunkId } from '../../shared/node/format/chunk-codec.ts';
-import { openObject } from '../../shared/node/format/sealed-object.ts';
+import { openChunk } from '../../shared/node/format/chunk-codec.ts';
 import type { Storage } from '../../shared/node/storage/storage.ts';
 import type { Keystore } from './keystore/keystore.ts';
 
@@ -27,13 +24,8 @@ export async function adoptUnrecordedChunks(
   const check = async (c: (typeof candidates)[number]) => {
     try {
       const obj = await storage.get(c.key);
-      const { flags, payload } = openObject(ks.sodium, obj, {
-        magic: CHUNK_MAGIC,
-        binding: c.id,
-        key: ks.keys.chunkSeal,
-      });
-      const plain = (flags & COMPRESSION_MASK) === Compression.deflateRaw ? inflateRawSync(payload) : payload;
-      if (chunkId(ks.sodium, ks.keys.chunkId, plain).equals(c.id)) adopted.set(c.key, obj.length);
+      openChunk(ks.sodium, obj, { sealKey: ks.keys.chunkSeal, idKey: ks.keys.chunkId, id: c.id });
+      adopted.set(c.key, obj.length);
     } catch {
       // Not provably ours and intact: it will be uploaded again (a PUT replaces it).
     }

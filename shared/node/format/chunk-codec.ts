@@ -1,5 +1,6 @@
 import { constants as zc, deflateRawSync, inflateRawSync } from 'node:zlib';
 import { CHUNK_ID_BYTES, CHUNK_MAGIC, COMPRESSION_MASK, Compression } from '../../format/constants.ts';
+import { CHUNK_SIZE_MAX } from '../../limits.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { ObjectFormatError, openObject, sealObjectInto, sealedLength } from './sealed-object.ts';
 
@@ -47,12 +48,13 @@ export function sealChunkInto(
 
 /**
  * Opens a chunk object and proves it is the chunk it is named after: AEAD with the id in the AAD, then
- * the id recomputed from the plaintext, then the expected length.
+ * the id recomputed from the plaintext, then the expected length when it is known (resume adopts
+ * objects whose length the keystore never recorded; they are bounded by the largest chunk size).
  */
 export function openChunk(
   sodium: SodiumProvider,
   object: Uint8Array,
-  opts: { sealKey: Uint8Array; idKey: Uint8Array; id: Uint8Array; length: number },
+  opts: { sealKey: Uint8Array; idKey: Uint8Array; id: Uint8Array; length?: number },
 ): Buffer {
   const { flags, payload } = openObject(sodium, object, {
     magic: CHUNK_MAGIC,
@@ -62,14 +64,14 @@ export function openChunk(
   let plaintext: Buffer;
   if ((flags & COMPRESSION_MASK) === Compression.deflateRaw) {
     try {
-      plaintext = inflateRawSync(payload, { maxOutputLength: Math.max(1, opts.length) });
+      plaintext = inflateRawSync(payload, { maxOutputLength: Math.max(1, opts.length ?? CHUNK_SIZE_MAX) });
     } catch {
       throw new ObjectFormatError('bad-length', 'compressed payload does not inflate to the recorded length');
     }
   } else {
     plaintext = payload;
   }
-  if (plaintext.length !== opts.length) {
+  if (opts.length !== undefined && plaintext.length !== opts.length) {
     throw new ObjectFormatError(
       'bad-length',
       `plaintext is ${plaintext.length} bytes, expected ${opts.length}`,
