@@ -70,10 +70,11 @@ export async function runBackupJob(
   const main = openMainStorage(handle);
   try {
     await main.check();
-    const entries = cat.listEntries(backupId);
     const present = job.resume ? await adoptUnrecordedChunks(ks, main, target.id) : new Map<string, number>();
-    if (job.resume) await reconcileChangedSources(ks, entries, listener);
-    const pending = cat.listEntries(backupId).filter((e) => e.kind === 'file' && e.status === 'pending');
+    if (job.resume) await reconcileChangedSources(ks, cat.listEntries(backupId), listener);
+    // Read once, after any reset by the reconciliation: a backup can have hundreds of thousands of entries.
+    const entries = cat.listEntries(backupId);
+    const pending = entries.filter((e) => e.kind === 'file' && e.status === 'pending');
     const pendingById = new Map(pending.map((e) => [e.id, e]));
 
     const remaining = new Map<number, number>();
@@ -81,7 +82,7 @@ export async function runBackupJob(
     let alreadyBytes = 0;
     let chunksTotal = 0;
     let alreadyChunks = 0;
-    for (const e of cat.listEntries(backupId)) {
+    for (const e of entries) {
       if (e.kind !== 'file') continue;
       const n = Math.ceil(e.size / settings.chunkSize);
       bytesTotal += e.size;

@@ -150,11 +150,10 @@ export function createS3Storage(o: S3Options): Storage {
           }),
         );
         if (!res.Body) throw new StorageError('invalid', o.label, `${where} returned no body for ${key}.`);
-        return await readBody(
-          res.Body as unknown as AsyncIterable<Uint8Array>,
-          res.ContentLength,
-          `${where}: ${key}`,
-        );
+        return await readBody(res.Body as unknown as AsyncIterable<Uint8Array>, res.ContentLength, {
+          target: o.label,
+          what: `${where}: ${key}`,
+        });
       } catch (err) {
         if (err instanceof StorageError) throw err;
         fail(err, 'download', key);
@@ -217,8 +216,9 @@ export function createS3Storage(o: S3Options): Storage {
 async function readBody(
   body: AsyncIterable<Uint8Array>,
   length: number | undefined,
-  what: string,
+  about: { target: string; what: string },
 ): Promise<Buffer> {
+  const { target, what } = about;
   if (length === undefined) {
     const parts: Uint8Array[] = [];
     for await (const part of body) parts.push(part);
@@ -228,14 +228,14 @@ async function readBody(
   let at = 0;
   for await (const part of body) {
     if (at + part.length > length)
-      throw new StorageError('invalid', 'body', `${what}: more bytes than Content-Length.`);
+      throw new StorageError('invalid', target, `${what}: more bytes than Content-Length.`);
     out.set(part, at);
     at += part.length;
   }
   if (at !== length)
     throw new StorageError(
       'unreachable',
-      'body',
+      target,
       `${what}: connection closed after ${at} of ${length} bytes.`,
     );
   return out;
