@@ -3,4 +3,4 @@
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 const { register } = await import('tsx/esm/api');
 register();
-await import('../electron/cli/main.ts');
+await import('../shared/node/cli/main.ts');

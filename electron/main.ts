@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BrowserWindow, Menu, app, ipcMain, session, shell, type IpcMainInvokeEvent } from 'electron';
 import { isMethod, parseRequest, type EventName } from '../shared/api/contract.ts';
-import { AppService, toApiError } from './app/service.ts';
+import { AppService, toApiError } from '../shared/node/app/service.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const rendererIndex = path.join(here, '..', 'renderer', 'index.html');

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Engine } from '../../electron/engine/engine.ts';
+import { Engine } from '../../shared/node/engine/engine.ts';
 import type { PipelineSettings } from '../../shared/settings.ts';
 import type { ChunkTiming } from '../../shared/stats.ts';
-import type { TransferSummary } from '../../electron/engine/stats-collector.ts';
+import type { TransferSummary } from '../../shared/node/engine/stats-collector.ts';
 import { tempDir, warmPageCache, writeRandomFile } from '../../test/support/fixtures.ts';
 import type { S3Server } from '../../test/support/versitygw.ts';
 

@@ -5,7 +5,7 @@ import { formatSize } from '../../shared/settings.ts';
 import { CLI } from '../../test/support/cli.ts';
 import { tempDir } from '../../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../../test/support/versitygw.ts';
-import { Engine } from '../../electron/engine/engine.ts';
+import { Engine } from '../../shared/node/engine/engine.ts';
 import { dataFile, freshS3Target } from '../lib/env.ts';
 import { fmt, repeat, spread } from '../lib/measure.ts';
 import type { SuiteResult } from '../lib/report.ts';

@@ -1,0 +1,108 @@
+import { EventEmitter } from 'node:events';
+import type { Events, EventName } from '../../api/contract.ts';
+import type { JobKind, JobStatsView, JobView } from '../../api/views.ts';
+import type { ChunkTiming, StatsFrame } from '../../stats.ts';
+import { JobControl } from '../engine/job-control.ts';
+import type { JobListener } from '../engine/job-events.ts';
+
+const MAX_FRAMES = 4 * 60 * 60 * 4; // four hours at 4 Hz
+const MAX_CHUNKS = 4000; // the slot timeline shows the most recent chunks
+
+export interface LiveJob {
+  view: JobView;
+  control: JobControl;
+  frames: StatsFrame[];
+  chunks: ChunkTiming[];
+  pendingChunks: ChunkTiming[];
+}
+
+/** The jobs this process knows about, their live statistics, and the events the UI subscribes to. */
+export class LiveJobs {
+  private readonly jobs = new Map<string, LiveJob>();
+  readonly events = new EventEmitter();
+
+  emit<E extends EventName>(event: E, payload: Events[E]): void {
+    this.events.emit(event, payload);
+  }
+
+  list(): JobView[] {
+    return [...this.jobs.values()].map((j) => j.view).sort((a, b) => b.startedAt - a.startedAt);
+  }
+
+  get(id: string): LiveJob {
+    const j = this.jobs.get(id);
+    if (!j) throw new Error(`No job ${id}.`);
+    return j;
+  }
+
+  has(id: string): boolean {
+    return this.jobs.has(id);
+  }
+
+  /** A job object not yet listed: a backup is listed once the engine has created it (and its id). */
+  create(
+    init: Pick<JobView, 'id' | 'kind' | 'backupId' | 'title' | 'target' | 'state'> & Partial<JobView>,
+  ): LiveJob {
+    return {
+      view: {
+        startedAt: Date.now(),
+        bytesDone: 0,
+        bytesTotal: 0,
+        mbps: 0,
+        meanMbps: 0,
+        etaSeconds: null,
+        error: null,
+        notices: [],
+        ...init,
+      },
+      control: new JobControl(),
+      frames: [],
+      chunks: [],
+      pendingChunks: [],
+    };
+  }
+
+  register(job: LiveJob): LiveJob {
+    this.jobs.set(job.view.id, job);
+    this.emit('job', { ...job.view });
+    return job;
+  }
+
+  add(init: Parameters<LiveJobs['create']>[0]): LiveJob {
+    return this.register(this.create(init));
+  }
+
+  update(job: LiveJob, patch: Partial<JobView>): void {
+    Object.assign(job.view, patch);
+    this.emit('job', { ...job.view });
+  }
+
+  stats(id: string): JobStatsView {
+    const j = this.get(id);
+    return { jobId: id, frames: j.frames, chunks: j.chunks };
+  }
+
+  listenerFor(job: LiveJob, kind: JobKind): JobListener {
+    return {
+      chunk: (t) => job.pendingChunks.push(t),
+      notice: (m) => this.update(job, { notices: [...job.view.notices, m].slice(-20) }),
+      progress: (f) => {
+        if (job.frames.length >= MAX_FRAMES) job.frames.shift();
+        job.frames.push(f);
+        const chunks = job.pendingChunks;
+        job.pendingChunks = [];
+        job.chunks.push(...chunks);
+        if (job.chunks.length > MAX_CHUNKS) job.chunks.splice(0, job.chunks.length - MAX_CHUNKS);
+        const rate = f.meanMbps > 0 ? f.meanMbps : f.mbps;
+        this.update(job, {
+          bytesDone: f.bytesDone,
+          bytesTotal: f.bytesTotal,
+          mbps: f.mbps,
+          meanMbps: f.meanMbps,
+          etaSeconds: rate > 0 && kind ? Math.max(0, (f.bytesTotal - f.bytesDone) / 1e6 / rate) : null,
+        });
+        this.emit('stats', { jobId: job.view.id, frame: f, chunks });
+      },
+    };
+  }
+}

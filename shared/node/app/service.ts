@@ -1,0 +1,270 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ApiCallError, type Method, type Request, type Responses } from '../../api/contract.ts';
+import type { AppStatus, BackupView, JobView, TargetView } from '../../api/views.ts';
+import { StorageError } from '../storage/storage.ts';
+import { Engine, SettingsError, defaultHome, keystorePath } from '../engine/engine.ts';
+import { JobCancelledError } from '../engine/job-control.ts';
+import { defaultWorkerCount } from '../engine/worker-pool.ts';
+import { listDirectory } from './dir-listing.ts';
+import { LiveJobs, type LiveJob } from './live-jobs.ts';
+
+type Handlers = { [M in Method]: (req: Request<M>) => Promise<Responses[M]> | Responses[M] };
+
+/**
+ * The engine as the app sees it: lock state, jobs with pause/resume/cancel, live statistics and events.
+ * Both bridges (Electron IPC and the web-mode server) call `call()` with requests they validated.
+ */
+export class AppService {
+  private engine: Engine | null = null;
+  readonly jobs = new LiveJobs();
+  private readonly handlers: Handlers;
+
+  constructor(
+    readonly shell: 'electron' | 'web',
+    readonly home: string = defaultHome(),
+  ) {
+    this.handlers = {
+      'app.status': () => this.status(),
+      'app.init': async ({ passphrase }) => {
+        this.engine = await Engine.init(this.home, passphrase);
+        return this.status();
+      },
+      'app.unlock': async ({ passphrase }) => {
+        if (!this.engine) this.engine = await Engine.unlock(this.home, passphrase);
+        this.loadInterrupted();
+        return this.status();
+      },
+      'settings.get': () => ({ ...this.e().settings(), cpuCount: defaultWorkerCount() }),
+      'settings.save': (s) => ({ ...this.e().saveSettings(s), cpuCount: defaultWorkerCount() }),
+      'targets.list': () => this.e().listTargets().map(targetView),
+      'targets.test': async ({ draft, name, replacing }) => {
+        try {
+          if (draft) await this.e().testDraft(draft.name, draft.config, draft.secret, replacing);
+          else await this.e().testTarget(name ?? '');
+          return { ok: true } as const;
+        } catch (err) {
+          if (err instanceof StorageError)
+            return { ok: false, problem: err.problem, message: err.message } as const;
+          throw err;
+        }
+      },
+      'targets.save': async ({ draft, replacing }) =>
+        targetView(
+          replacing
+            ? await this.e().replaceTarget(replacing, draft.name, draft.config, draft.secret)
+            : await this.e().addTarget(draft.name, draft.config, draft.secret),
+        ),
+      'targets.remove': ({ name }) => {
+        this.e().removeTarget(name);
+        return { removed: name };
+      },
+      'backup.start': (req) => this.startBackup(req.sources, req.target),
+      'jobs.list': () => this.jobs.list(),
+      'jobs.stats': ({ jobId }) => this.jobs.stats(jobId),
+      'jobs.pause': ({ jobId }) => this.control(jobId, 'pause'),
+      'jobs.resume': ({ jobId }) => this.resumeJob(jobId),
+      'jobs.cancel': ({ jobId }) => this.control(jobId, 'cancel'),
+      'backups.list': () => this.backups(),
+      'backups.entries': ({ backupId }) =>
+        this.e()
+          .listEntries(backupId)
+          .map((e) => ({
+            path: e.path,
+            kind: e.kind,
+            size: e.size,
+            mode: e.mode,
+            mtimeMs: e.mtimeMs,
+            linkTarget: e.linkTarget,
+          })),
+      'restore.start': (req) => this.startRestore(req),
+      'fs.list': ({ path: p }) => listDirectory(p ?? os.homedir()),
+    };
+  }
+
+  async call<M extends Method>(method: M, req: Request<M>): Promise<Responses[M]> {
+    try {
+      return await this.handlers[method](req);
+    } catch (err) {
+      throw toApiError(err);
+    }
+  }
+
+  close(): void {
+    for (const j of this.jobs.list())
+      if (j.state === 'running' || j.state === 'paused') this.jobs.get(j.id).control.cancel();
+    this.engine?.close();
+  }
+
+  private status(): AppStatus {
+    const state = this.engine
+      ? 'unlocked'
+      : fs.existsSync(keystorePath(this.home))
+        ? 'locked'
+        : 'no-keystore';
+    return { state, home: this.home, cpuCount: defaultWorkerCount(), shell: this.shell, version: '0.1.0' };
+  }
+
+  private e(): Engine {
+    if (!this.engine) throw new ApiCallError('The keystore is locked: enter your passphrase first.');
+    return this.engine;
+  }
+
+  private loadInterrupted(): void {
+    const e = this.e();
+    for (const j of e.interruptedJobs()) {
+      if (this.jobs.has(j.id)) continue;
+      const b = e.listBackups().find((x) => x.id === j.backupId);
+      if (!b) continue;
+      this.jobs.add({
+        id: j.id,
+        kind: 'backup',
+        state: 'interrupted',
+        backupId: b.id,
+        title: titleFor(b.sources),
+        target: e.ks.targetById(b.targetId).name,
+        startedAt: b.createdAt,
+        bytesTotal: b.totalBytes,
+        bytesDone: e.ks.catalog.storedBytes(b.id),
+        error: j.error,
+      });
+    }
+  }
+
+  private async startBackup(sources: string[], target?: string): Promise<JobView> {
+    const e = this.e();
+    const targetName = target ?? e.defaultTarget().name;
+    const job = this.jobs.create({
+      id: '',
+      kind: 'backup',
+      state: 'running',
+      backupId: '',
+      title: titleFor(sources),
+      target: targetName,
+    });
+    const started = new Promise<void>((resolve, reject) => {
+      const listener = {
+        ...this.jobs.listenerFor(job, 'backup'),
+        started: (ids: { backupId: string; jobId: string }) => {
+          Object.assign(job.view, { id: ids.jobId, backupId: ids.backupId });
+          this.jobs.register(job);
+          resolve();
+        },
+      };
+      this.track(job, e.backup(sources, { target: targetName }, listener, job.control), reject);
+    });
+    await started;
+    return job.view;
+  }
+
+  private async resumeJob(jobId: string): Promise<JobView> {
+    const job = this.jobs.get(jobId);
+    if (job.view.state === 'paused') return this.control(jobId, 'resume');
+    if (job.view.state !== 'interrupted')
+      throw new ApiCallError(`Job ${jobId} is ${job.view.state}; only paused or interrupted jobs resume.`);
+    this.jobs.update(job, { state: 'running', error: null });
+    this.track(job, this.e().resumeJob(jobId, this.jobs.listenerFor(job, 'backup'), job.control));
+    return job.view;
+  }
+
+  private async startRestore(req: Request<'restore.start'>): Promise<JobView> {
+    const e = this.e();
+    const b = e.listBackups().find((x) => x.id === req.backupId);
+    if (!b) throw new ApiCallError(`No backup with id ${req.backupId}.`);
+    const job = this.jobs.add({
+      id: `r${Date.now().toString(16).slice(-11)}`,
+      kind: 'restore',
+      state: 'running',
+      backupId: b.id,
+      title: `Restore to ${req.to}`,
+      target: e.ks.targetById(b.targetId).name,
+    });
+    const run = e.restore(
+      req.backupId,
+      { to: req.to, paths: req.paths, overwrite: req.existing === 'overwrite' },
+      this.jobs.listenerFor(job, 'restore'),
+      job.control,
+    );
+    this.track(
+      job,
+      run.then((r) => {
+        this.jobs.update(job, {
+          restored: { files: r.restoredFiles, bytes: r.restoredBytes, failed: r.failed, to: req.to },
+        });
+        if (r.failed.length && !job.control.cancelled)
+          throw new Error(`${r.failed.length} of the selected files could not be restored.`);
+      }),
+    );
+    return job.view;
+  }
+
+  private track(job: LiveJob, run: Promise<unknown>, onEarlyError?: (err: Error) => void): void {
+    run.then(
+      () => this.jobs.update(job, { state: job.control.cancelled ? 'cancelled' : 'done', etaSeconds: 0 }),
+      (err: Error) => {
+        onEarlyError?.(toApiError(err));
+        const cancelled = err instanceof JobCancelledError || job.control.cancelled;
+        const resumable = job.view.kind === 'backup' && !cancelled && job.view.backupId !== '';
+        this.jobs.update(job, {
+          state: cancelled ? 'cancelled' : resumable ? 'interrupted' : 'failed',
+          error: cancelled ? null : toApiError(err).message,
+        });
+      },
+    );
+  }
+
+  private control(jobId: string, action: 'pause' | 'resume' | 'cancel'): JobView {
+    const job = this.jobs.get(jobId);
+    if (job.view.state !== 'running' && job.view.state !== 'paused') {
+      if (action === 'cancel' && job.view.state === 'interrupted') {
+        this.e().ks.catalog.cancelBackup(job.view.backupId);
+        this.jobs.update(job, { state: 'cancelled' });
+        return job.view;
+      }
+      throw new ApiCallError(`Job ${jobId} is ${job.view.state}.`);
+    }
+    job.control[action]();
+    if (action !== 'cancel') this.jobs.update(job, { state: action === 'pause' ? 'paused' : 'running' });
+    return job.view;
+  }
+
+  private backups(): BackupView[] {
+    const e = this.e();
+    const names = new Map(e.listTargets().map((t) => [t.id, t.name]));
+    return e.listBackups().map((b) => ({
+      id: b.id,
+      status: b.status,
+      target: names.get(b.targetId) ?? '?',
+      createdAt: b.createdAt,
+      finishedAt: b.finishedAt,
+      sources: b.sources,
+      fileCount: b.fileCount,
+      totalBytes: b.totalBytes,
+      chunkCount: b.chunkCount,
+      newChunks: b.newChunks,
+      uploadedBytes: b.uploadedBytes,
+      dedupedBytes: b.chunkCount > 0 ? Math.round(b.totalBytes * (1 - b.newChunks / b.chunkCount)) : 0,
+      durationMs: b.durationMs,
+      meanMbps: b.durationMs > 0 ? b.totalBytes / 1000 / b.durationMs : 0,
+    }));
+  }
+}
+
+function targetView(t: { name: string; config: TargetView['config']; hasSecret: boolean }): TargetView {
+  return { name: t.name, config: t.config, hasSecret: t.hasSecret };
+}
+
+function titleFor(sources: string[]): string {
+  const names = sources.map((s) => path.basename(s) || s);
+  return names.length <= 2
+    ? names.join(', ')
+    : `${names.slice(0, 2).join(', ')} and ${names.length - 2} more`;
+}
+
+export function toApiError(err: unknown): ApiCallError {
+  if (err instanceof ApiCallError) return err;
+  if (err instanceof SettingsError || err instanceof StorageError) return new ApiCallError(err.message);
+  const e = err as Error;
+  return new ApiCallError((e?.message ?? String(err)).replace(/\s*\n\s*/g, ' '));
+}

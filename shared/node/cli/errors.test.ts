@@ -1,0 +1,166 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, type CliOptions } from '../../../test/support/cli.ts';
+import { initHomeWithTarget, listKeys } from '../../../test/support/cairn-env.ts';
+import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
+import { freePort, startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
+
+let s3: S3Server;
+let bucket: string;
+let home: string;
+let cli: CliOptions;
+let src: string;
+
+beforeAll(async () => {
+  s3 = await startVersitygw();
+  bucket = await s3.createBucket();
+  ({ home, cli } = await initHomeWithTarget(s3, { bucket }));
+  src = path.join(tempDir(), 'src');
+  writeRandomFile(path.join(src, 'ok.bin'), 200_000);
+});
+afterAll(async () => {
+  await s3?.stop();
+});
+
+/** Every row of every keystore table: "nothing changed" means this is identical before and after. */
+function dumpKeystore(): string {
+  const db = new Database(path.join(home, 'keystore.db'), { readonly: true });
+  try {
+    const tables = db
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+      .pluck()
+      .all() as string[];
+    return JSON.stringify(
+      tables.map((t) => [t, db.prepare(`SELECT * FROM "${t}"`).raw().all()]),
+      (_k, v) => (Buffer.isBuffer(v) ? v.toString('hex') : v),
+    );
+  } finally {
+    db.close();
+  }
+}
+
+async function expectNothingChanged(
+  run: () => Promise<{ code: number | null; stderr: string; stdout: string }>,
+  message: RegExp,
+) {
+  const ks = dumpKeystore();
+  const objects = await listKeys(s3, bucket);
+  const r = await run();
+  expect(r.code).toBe(1);
+  expect(r.stderr).toMatch(message);
+  expect(r.stderr.trim().split('\n')).toHaveLength(1); // one clear sentence, no stack
+  expect(r.stdout).toBe('');
+  expect(dumpKeystore()).toBe(ks);
+  expect(await listKeys(s3, bucket)).toEqual(objects);
+}
+
+const s3Args = (over: Record<string, string>) => {
+  const o = { endpoint: s3.endpoint, bucket, secret: s3.secretAccessKey, ...over };
+  return [
+    '--s3',
+    '--endpoint',
+    o.endpoint,
+    '--bucket',
+    o.bucket,
+    '--access-key-id',
+    s3.accessKeyId,
+    '--secret-access-key',
+    o.secret,
+    '--path-style',
+  ];
+};
+
+describe('bad input gets a clear error and changes nothing', () => {
+  it('wrong passphrase', async () => {
+    await expectNothingChanged(
+      () => runCli(['backup', src], { env: { ...cli.env, CAIRN_PASSPHRASE: 'not the passphrase' } }),
+      /^Error: Wrong passphrase: it does not unlock this keystore\.$/m,
+    );
+  });
+
+  it('wrong S3 secret, when adding a target and when backing up to one', async () => {
+    await expectNothingChanged(
+      () => runCli(['target', 'add', 'bad', ...s3Args({ secret: 'wrong-secret' })], cli),
+      /S3 target "bad" \(.*bucket ".*"\) rejected the access key or secret \(SignatureDoesNotMatch\)/,
+    );
+    expect(
+      (await runCli(['target', 'add', 'stale', ...s3Args({ secret: 'wrong-secret' }), '--no-test'], cli))
+        .code,
+    ).toBe(0);
+    await expectNothingChanged(
+      () => runCli(['backup', src, '--target', 'stale'], cli),
+      /S3 target "stale" .* rejected the access key or secret/,
+    );
+  });
+
+  it('missing bucket', async () => {
+    await expectNothingChanged(
+      () => runCli(['target', 'add', 'nob', ...s3Args({ bucket: 'no-such-bucket' })], cli),
+      /S3 target "nob" .*bucket "no-such-bucket"\): the bucket does not exist\./,
+    );
+  });
+
+  it('unreachable endpoint', async () => {
+    const port = await freePort();
+    await expectNothingChanged(
+      () => runCli(['target', 'add', 'far', ...s3Args({ endpoint: `http://127.0.0.1:${port}` })], cli),
+      /S3 target "far" \(http:\/\/127\.0\.0\.1:\d+, .*\) cannot be reached \(ECONNREFUSED\)/,
+    );
+  });
+
+  it('unreadable source file', async () => {
+    const dir = path.join(tempDir(), 'locked');
+    writeRandomFile(path.join(dir, 'readable.bin'), 1000);
+    writeRandomFile(path.join(dir, 'secret.bin'), 1000);
+    fs.chmodSync(path.join(dir, 'secret.bin'), 0o000);
+    await expectNothingChanged(
+      () => runCli(['backup', dir, '--target', 's3'], { ...cli, dropFileCaps: true }),
+      /Cannot read source file .*locked\/secret\.bin \(permission denied\); nothing was backed up\./,
+    );
+  });
+
+  it('missing source', async () => {
+    await expectNothingChanged(
+      () => runCli(['backup', '/no/such/place', '--target', 's3'], cli),
+      /Source "\/no\/such\/place" does not exist\./,
+    );
+  });
+
+  it('chunk size out of range or not a size', async () => {
+    await expectNothingChanged(
+      () => runCli(['backup', src, '--target', 's3', '--chunk-size', '16KiB'], cli),
+      /Chunk size must be at least 64 KiB\./,
+    );
+    await expectNothingChanged(
+      () => runCli(['backup', src, '--target', 's3', '--chunk-size', '2GiB'], cli),
+      /Chunk size must be at most 1 GiB\./,
+    );
+    await expectNothingChanged(
+      () => runCli(['backup', src, '--target', 's3', '--chunk-size', 'banana'], cli),
+      /Chunk size "banana" is not a size/,
+    );
+    await expectNothingChanged(
+      () => runCli(['settings', '--workers', '0'], cli),
+      /Worker count must be at least 1\./,
+    );
+  });
+
+  it('no keystore yet, and a keystore that already exists', async () => {
+    const r = await runCli(['ls'], { env: { ...cli.env, CAIRN_HOME: path.join(tempDir(), 'nothing-here') } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/No keystore at .*keystore\.db: run "cairn init" first\./);
+    await expectNothingChanged(
+      () => runCli(['init'], cli),
+      /A keystore already exists at .*; nothing was changed\./,
+    );
+  });
+
+  it('keeps SDK notices and stack traces out of the terminal', async () => {
+    const r = await runCli(['target', 'test', 's3'], cli);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.stdout.trim()).toBe('Target "s3" works.');
+  });
+});

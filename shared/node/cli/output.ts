@@ -1,0 +1,65 @@
+import { formatSize } from '../../settings.ts';
+import type { StatsFrame } from '../../stats.ts';
+import type { JobListener } from '../engine/job-events.ts';
+
+export interface Output {
+  json: boolean;
+  /** The command's result: JSON on stdout with --json, else the human text. */
+  result(data: unknown, human: string): void;
+  info(line: string): void;
+  listener(): JobListener;
+  endProgress(): void;
+}
+
+export function createOutput(json: boolean): Output {
+  const tty = !json && process.stderr.isTTY === true;
+  let drawn = false;
+  const clear = () => {
+    if (drawn) process.stderr.write('\r\x1b[2K');
+    drawn = false;
+  };
+  return {
+    json,
+    result(data, human) {
+      clear();
+      if (json) process.stdout.write(JSON.stringify(data, null, 2) + '\n');
+      else if (human) process.stdout.write(human + '\n');
+    },
+    info(line) {
+      if (json) return;
+      clear();
+      process.stderr.write(line + '\n');
+    },
+    listener() {
+      return {
+        progress: (f) => {
+          if (!tty) return;
+          process.stderr.write('\r\x1b[2K' + progressLine(f));
+          drawn = true;
+        },
+        notice: (m) => this.info(m),
+      };
+    },
+    endProgress: clear,
+  };
+}
+
+export function progressLine(f: StatsFrame): string {
+  const ratio = f.bytesTotal > 0 ? Math.min(1, f.bytesDone / f.bytesTotal) : 1;
+  const width = 24;
+  const filled = Math.round(ratio * width);
+  const bar = '█'.repeat(filled) + '░'.repeat(width - filled);
+  const rate = f.meanMbps > 0 ? f.meanMbps : f.mbps;
+  const etaS = rate > 0 ? (f.bytesTotal - f.bytesDone) / 1e6 / rate : 0;
+  const eta =
+    rate > 0 ? `ETA ${Math.floor(etaS / 60)}:${String(Math.round(etaS % 60)).padStart(2, '0')}` : '';
+  return `${bar} ${(ratio * 100).toFixed(0).padStart(3)}%  ${formatSize(f.bytesDone)} / ${formatSize(f.bytesTotal)}  ${f.mbps.toFixed(1)} MB/s  ${eta}`;
+}
+
+export function table(rows: string[][]): string {
+  if (rows.length === 0) return '';
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows
+    .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  '))
+    .join('\n');
+}

@@ -1,0 +1,189 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliJson, runCli } from '../../../test/support/cli.ts';
+import { initHomeWithTarget, listKeys } from '../../../test/support/cairn-env.ts';
+import { describeTree, sha256File, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
+import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
+
+const MiB = 1024 * 1024;
+let s3: S3Server;
+beforeAll(async () => {
+  s3 = await startVersitygw();
+});
+afterAll(async () => {
+  await s3?.stop();
+});
+
+interface BackupJson {
+  backupId: string;
+  chunks: number;
+  uploadedChunks: number;
+  dedupedChunks: number;
+}
+
+function buildMixedTree(root: string, chunk: number): void {
+  const t = (s: string) => new Date(s).getTime() / 1000;
+  fs.mkdirSync(path.join(root, 'nested/deeper'), { recursive: true });
+  fs.mkdirSync(path.join(root, 'empty-dir'));
+  fs.writeFileSync(path.join(root, 'empty.txt'), '');
+  writeRandomFile(path.join(root, 'exact.bin'), chunk);
+  writeRandomFile(path.join(root, 'over.bin'), chunk + 1);
+  writeRandomFile(path.join(root, 'nested/deeper/small.bin'), 1234);
+  fs.writeFileSync(path.join(root, 'nested/notes.txt'), 'a compressible line of text\n'.repeat(20_000));
+  fs.copyFileSync(path.join(root, 'exact.bin'), path.join(root, 'nested/exact-copy.bin'));
+  fs.writeFileSync(path.join(root, 'script.sh'), '#!/bin/sh\necho hi\n');
+  fs.chmodSync(path.join(root, 'script.sh'), 0o755);
+  fs.chmodSync(path.join(root, 'nested/deeper/small.bin'), 0o600);
+  fs.symlinkSync('nested/deeper/small.bin', path.join(root, 'link-to-small'));
+  fs.symlinkSync('/nowhere/at/all', path.join(root, 'dangling-link'));
+  let i = 0;
+  for (const rel of [
+    'empty.txt',
+    'exact.bin',
+    'over.bin',
+    'nested/deeper/small.bin',
+    'nested/notes.txt',
+    'script.sh',
+    'nested/exact-copy.bin',
+  ]) {
+    fs.utimesSync(
+      path.join(root, rel),
+      t(`2021-0${1 + (i % 9)}-1${i}T10:20:30.123Z`),
+      t(`2021-0${1 + (i % 9)}-1${i}T10:20:30.123Z`),
+    );
+    i++;
+  }
+  fs.lutimesSync(path.join(root, 'link-to-small'), t('2020-05-05T05:05:05Z'), t('2020-05-05T05:05:05Z'));
+  for (const d of ['nested/deeper', 'nested', 'empty-dir', '.'])
+    fs.utimesSync(path.join(root, d), t('2019-12-31T23:59:59Z'), t('2019-12-31T23:59:59Z'));
+}
+
+describe('backup and restore round trip', () => {
+  it('restores a folder of mixed files byte-identical with modes, mtimes, symlinks and empty entries', async () => {
+    const bucket = await s3.createBucket();
+    const { cli } = await initHomeWithTarget(s3, { bucket });
+    const src = path.join(tempDir(), 'mixed');
+    const chunk = 64 * 1024;
+    buildMixedTree(src, chunk);
+    const before = describeTree(src);
+
+    const b = await cliJson<BackupJson>(['backup', src, '--chunk-size', '64KiB', '--workers', '2'], cli);
+    // exact: 1, over: 2, small: 1, notes: ceil(560000/65536) = 9, script: 1, copy: 1 (deduplicated)
+    expect(b.chunks).toBe(15);
+    expect(b.dedupedChunks).toBeGreaterThanOrEqual(1);
+    const chunkObjects = await listKeys(s3, bucket, 'chunks/');
+    expect(chunkObjects.length).toBe(b.uploadedChunks);
+    expect(await listKeys(s3, bucket, `manifests/${b.backupId}`)).toHaveLength(1);
+    // The compressible text file was stored smaller than its plaintext.
+    expect(chunkObjects.reduce((s, o) => s + o.size, 0)).toBeLessThan(4 * chunk + 1235 + 560_000);
+
+    const dest = tempDir();
+    const r = await runCli(['restore', b.backupId, '--to', dest], cli);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(describeTree(path.join(dest, 'mixed'))).toEqual(before);
+    expect(fs.readdirSync(path.join(dest, 'mixed', 'nested')).filter((n) => n.includes('.cairn-'))).toEqual(
+      [],
+    );
+
+    const v = await runCli(['verify', b.backupId], cli);
+    expect(v.code).toBe(0);
+    expect(v.stdout).toMatch(/intact/);
+  });
+
+  it('restores only the selected paths and refuses to overwrite existing files unless asked', async () => {
+    const bucket = await s3.createBucket();
+    const { cli } = await initHomeWithTarget(s3, { bucket });
+    const src = path.join(tempDir(), 'pick');
+    writeRandomFile(path.join(src, 'a/one.bin'), 10_000);
+    writeRandomFile(path.join(src, 'b/two.bin'), 10_000);
+    const { backupId } = await cliJson<BackupJson>(['backup', src, '--chunk-size', '64KiB'], cli);
+    const dest = tempDir();
+    expect((await runCli(['restore', backupId, '--to', dest, '--path', 'pick/a'], cli)).code).toBe(0);
+    expect(fs.existsSync(path.join(dest, 'pick/a/one.bin'))).toBe(true);
+    expect(fs.existsSync(path.join(dest, 'pick/b'))).toBe(false);
+
+    fs.writeFileSync(path.join(dest, 'pick/a/one.bin'), 'mine');
+    const again = await runCli(['restore', backupId, '--to', dest, '--path', 'pick/a/one.bin'], cli);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/pick\/a\/one\.bin.*already exists/);
+    expect(fs.readFileSync(path.join(dest, 'pick/a/one.bin'), 'utf8')).toBe('mine');
+    const forced = await runCli(
+      ['restore', backupId, '--to', dest, '--path', 'pick/a/one.bin', '--overwrite'],
+      cli,
+    );
+    expect(forced.code).toBe(0);
+    expect(sha256File(path.join(dest, 'pick/a/one.bin'))).toBe(sha256File(path.join(src, 'a/one.bin')));
+
+    const none = await runCli(['restore', backupId, '--to', dest, '--path', 'pick/zzz'], cli);
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/No file or folder "pick\/zzz"/);
+  });
+
+  it('round-trips a 256 MiB random file with default settings', async () => {
+    const bucket = await s3.createBucket();
+    const { cli } = await initHomeWithTarget(s3, { bucket });
+    const dir = tempDir();
+    const file = path.join(dir, 'big.bin');
+    writeRandomFile(file, 256 * MiB);
+    const b = await cliJson<BackupJson>(['backup', file], cli);
+    expect(b.chunks).toBe(32); // 8 MiB default chunks
+    expect((await listKeys(s3, bucket, 'chunks/')).length).toBe(32);
+    const dest = tempDir();
+    const r = await runCli(['restore', b.backupId, '--to', dest], cli);
+    expect(r.code).toBe(0);
+    expect(sha256File(path.join(dest, 'big.bin'))).toBe(sha256File(file));
+    // utimes takes seconds as a double: the restored mtime is exact to well under a microsecond.
+    expect(
+      Math.abs(fs.statSync(path.join(dest, 'big.bin')).mtimeMs - fs.statSync(file).mtimeMs),
+    ).toBeLessThan(0.001);
+    fs.rmSync(dir, { recursive: true });
+    fs.rmSync(dest, { recursive: true });
+  });
+
+  it('works with checksums "when-required" and deduplicates a second backup of the same data', async () => {
+    const bucket = await s3.createBucket();
+    const { cli } = await initHomeWithTarget(s3, { bucket, extra: ['--checksums', 'when-required'] });
+    const src = path.join(tempDir(), 'again');
+    writeRandomFile(path.join(src, 'x.bin'), 3 * MiB);
+    const first = await cliJson<BackupJson>(['backup', src, '--chunk-size', '1MiB'], cli);
+    const second = await cliJson<BackupJson>(['backup', src, '--chunk-size', '1MiB'], cli);
+    expect(first.uploadedChunks).toBe(3);
+    expect(second.uploadedChunks).toBe(0);
+    expect(second.dedupedChunks).toBe(3);
+    const dest = tempDir();
+    expect((await runCli(['restore', second.backupId, '--to', dest], cli)).code).toBe(0);
+    expect(sha256File(path.join(dest, 'again/x.bin'))).toBe(sha256File(path.join(src, 'x.bin')));
+  });
+
+  it('round-trips 1500 small files (more than a process may hold open at once)', async () => {
+    const bucket = await s3.createBucket();
+    const { cli } = await initHomeWithTarget(s3, { bucket });
+    const src = path.join(tempDir(), 'many');
+    for (let i = 0; i < 1500; i++)
+      writeRandomFile(path.join(src, `d${i % 30}`, `f${i}.bin`), 100 + (i % 700));
+    const before = describeTree(src);
+    const b = await cliJson<BackupJson>(['backup', src, '--chunk-size', '64KiB'], cli);
+    expect(b.chunks).toBe(1500);
+    const dest = tempDir();
+    const r = await runCli(['restore', b.backupId, '--to', dest], cli);
+    expect(r.code).toBe(0);
+    expect(describeTree(path.join(dest, 'many'))).toEqual(before);
+  });
+
+  it('backs up to a local folder target', async () => {
+    const home = path.join(tempDir(), 'home');
+    const cli = { env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: 'a passphrase for a folder' } };
+    await cliJson(['init'], cli);
+    const store = tempDir();
+    expect((await runCli(['target', 'add', 'drive', '--dir', store], cli)).code).toBe(0);
+    const src = path.join(tempDir(), 'local');
+    writeRandomFile(path.join(src, 'f.bin'), 300_000);
+    const b = await cliJson<BackupJson>(['backup', src, '--chunk-size', '64KiB'], cli);
+    expect(fs.readdirSync(path.join(store, 'chunks'), { recursive: true }).length).toBeGreaterThan(b.chunks);
+    const dest = tempDir();
+    expect((await runCli(['restore', b.backupId, '--to', dest], cli)).code).toBe(0);
+    expect(sha256File(path.join(dest, 'local/f.bin'))).toBe(sha256File(path.join(src, 'f.bin')));
+  });
+});

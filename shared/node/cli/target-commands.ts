@@ -1,0 +1,96 @@
+import type { Command } from 'commander';
+import { targetWhere, type TargetConfig } from '../../settings.ts';
+import type { Output } from './output.ts';
+import { table } from './output.ts';
+import { withEngine } from './session.ts';
+
+interface AddOpts {
+  s3?: boolean;
+  dir?: string;
+  endpoint?: string;
+  bucket?: string;
+  region?: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  pathStyle?: boolean;
+  checksums?: string;
+  test: boolean;
+}
+
+export function registerTargetCommands(program: Command, out: () => Output): void {
+  const target = program.command('target').description('manage where chunks are stored');
+
+  target
+    .command('add')
+    .description('add an S3 bucket (--s3 …) or a folder (--dir <path>) as a target; it is tested first')
+    .argument('<name>')
+    .option('--s3', 'an S3-compatible bucket')
+    .option('--dir <path>', 'a local folder (a backup drive, a mounted share)')
+    .option('--endpoint <url>', 'S3 endpoint URL')
+    .option('--bucket <b>', 'bucket name')
+    .option('--region <r>', 'region', 'us-east-1')
+    .option('--access-key-id <k>')
+    .option('--secret-access-key <s>', 'secret key (or set CAIRN_S3_SECRET_ACCESS_KEY)')
+    .option('--path-style', 'path-style addressing (MinIO, Garage, versitygw)')
+    .option('--checksums <mode>', 'when-supported (SDK default) or when-required', 'when-supported')
+    .option('--no-test', 'save without testing the connection')
+    .action(async (name: string, o: AddOpts) => {
+      const output = out();
+      const { config, secret } = targetFromOptions(o);
+      const t = await withEngine((e) => e.addTarget(name, config, secret, { test: o.test }));
+      output.result({ id: t.id, name: t.name, config: t.config }, `Added target "${t.name}".`);
+    });
+
+  target
+    .command('ls')
+    .description('list targets')
+    .action(async () => {
+      const output = out();
+      const rows = await withEngine(async (e) => e.listTargets());
+      output.result(
+        rows.map((t) => ({ id: t.id, name: t.name, config: t.config })),
+        table([
+          ['NAME', 'KIND', 'WHERE'],
+          ...rows.map((t) => [t.name, t.config.kind, targetWhere(t.config)]),
+        ]),
+      );
+    });
+
+  target
+    .command('test')
+    .description('check that a target is reachable and accepts the credentials')
+    .argument('<name>')
+    .action(async (name: string) => {
+      const output = out();
+      await withEngine((e) => e.testTarget(name));
+      output.result({ name, ok: true }, `Target "${name}" works.`);
+    });
+}
+
+function targetFromOptions(o: AddOpts): { config: TargetConfig; secret?: string } {
+  if (o.s3 && o.dir) throw new Error('Choose --s3 or --dir, not both.');
+  if (o.dir) return { config: { kind: 'dir', path: o.dir } };
+  if (!o.s3) throw new Error('Say what the target is: --s3 with its options, or --dir <path>.');
+  const missing = (['endpoint', 'bucket', 'accessKeyId'] as const).filter((k) => !o[k]);
+  if (missing.length)
+    throw new Error(
+      `An S3 target needs ${missing.map((m) => '--' + m.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())).join(', ')}.`,
+    );
+  const secret = o.secretAccessKey ?? process.env.CAIRN_S3_SECRET_ACCESS_KEY;
+  if (!secret) throw new Error('An S3 target needs --secret-access-key (or CAIRN_S3_SECRET_ACCESS_KEY).');
+  if (o.checksums !== 'when-supported' && o.checksums !== 'when-required') {
+    throw new Error(`--checksums must be when-supported or when-required, not "${o.checksums}".`);
+  }
+  return {
+    config: {
+      kind: 's3',
+      endpoint: o.endpoint!,
+      bucket: o.bucket!,
+      region: o.region ?? 'us-east-1',
+      accessKeyId: o.accessKeyId!,
+      pathStyle: Boolean(o.pathStyle),
+      checksums: o.checksums,
+    },
+    secret,
+  };
+}

@@ -1,0 +1,54 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { ChunkTiming, StatsFrame } from '../../stats.ts';
+import { StatsCollector } from './stats-collector.ts';
+
+afterEach(() => vi.useRealTimers());
+
+const chunk = (slot: number, start: number, end: number): ChunkTiming => ({
+  slot,
+  bytes: 1_000_000,
+  wireBytes: 1_000_046,
+  readStart: start - 10,
+  readEnd: start - 8,
+  hashEnd: start - 5,
+  sealEnd: start - 2,
+  xferStart: start,
+  xferEnd: end,
+});
+
+describe('StatsCollector', () => {
+  it('measures per-slot gaps, and wire idle only between the first and the last transfer', () => {
+    vi.useFakeTimers({ now: 0 });
+    const frames: StatsFrame[] = [];
+    const c = new StatsCollector(3_000_000, 3, (f) => frames.push(f));
+    vi.setSystemTime(500); // start-up: not the wire's idle time
+    c.transferStarted();
+    vi.setSystemTime(600);
+    c.add(chunk(0, 500, 600), true);
+    vi.setSystemTime(700); // 100 ms with nothing in flight
+    c.transferStarted();
+    vi.setSystemTime(800);
+    c.add(chunk(0, 700, 800), true);
+    c.transferStarted();
+    vi.setSystemTime(900);
+    c.add(chunk(1, 800, 900), true);
+    vi.setSystemTime(2000); // finishing after the last transfer: not counted
+    const s = c.finish(3_000_000, 3);
+    expect(s.gapMedianMs).toBe(100); // slot 0: 600 → 700
+    expect(s.wireIdle).toBeCloseTo(100 / 400); // idle 600–700 of 500–900
+    expect(frames.at(-1)).toMatchObject({ bytesDone: 3_000_000, chunksDone: 3 });
+  });
+
+  it('reports throughput per frame and counts already stored bytes as done, not as speed', () => {
+    vi.useFakeTimers({ now: 0 });
+    const frames: StatsFrame[] = [];
+    const c = new StatsCollector(10_000_000, 10, (f) => frames.push(f));
+    c.addAlreadyDone(5_000_000, 5);
+    vi.setSystemTime(250);
+    c.add(chunk(0, 100, 200), true);
+    const f = c.frame();
+    expect(f.bytesDone).toBe(6_000_000);
+    expect(f.mbps).toBeCloseTo(1_000_000 / 1000 / 250);
+    expect(f.gapsMs).toEqual([]);
+  });
+});

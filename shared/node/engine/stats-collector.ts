@@ -1,0 +1,143 @@
+import { percentile, type ChunkTiming, type StatsFrame } from '../../stats.ts';
+
+export interface TransferSummary {
+  bytes: number;
+  chunks: number;
+  durationMs: number;
+  mbps: number;
+  gapMedianMs: number;
+  gapP95Ms: number;
+  wireIdle: number;
+}
+
+/**
+ * Turns per-chunk timings into 250 ms frames: throughput, per-slot gaps (end of one transfer on a slot to
+ * the start of the next on that slot) and wire idle (time with no transfer in flight on any slot).
+ */
+export class StatsCollector {
+  private readonly start = Date.now();
+  private frameStart = this.start;
+  private bytesDone = 0;
+  private chunksDone = 0;
+  private frameBytes = 0;
+  private frameGaps: number[] = [];
+  private readonly allGaps: number[] = [];
+  private readonly lastEndBySlot = new Map<number, number>();
+  private stage = { read: 0, hash: 0, seal: 0, transfer: 0 };
+  private inFlight = 0;
+  // Wire idle is counted from the first transfer on: start-up (workers, first chunk) is not the wire's.
+  private idleSince: number | null = null;
+  private firstXfer: number | null = null;
+  private lastXferEnd = 0;
+  private idleInFrame = 0;
+  private idleTotal = 0;
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private bytesTotal: number,
+    private chunksTotal: number,
+    private readonly emit: (f: StatsFrame) => void,
+    private readonly intervalMs = 250,
+  ) {}
+
+  startTicking(): void {
+    this.timer = setInterval(() => this.emit(this.frame()), this.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Bytes already stored before this run (a resumed job) count as done, not as throughput. */
+  addAlreadyDone(bytes: number, chunks: number): void {
+    this.bytesDone += bytes;
+    this.chunksDone += chunks;
+  }
+
+  adjustTotals(bytesDelta: number, chunksDelta: number): void {
+    this.bytesTotal += bytesDelta;
+    this.chunksTotal += chunksDelta;
+  }
+
+  transferStarted(): void {
+    const now = Date.now();
+    this.firstXfer ??= now;
+    if (this.inFlight === 0 && this.idleSince !== null) {
+      this.addIdle(now - Math.max(this.idleSince, this.frameStart), now - this.idleSince);
+      this.idleSince = null;
+    }
+    this.inFlight++;
+  }
+
+  add(t: ChunkTiming, transferred: boolean): void {
+    this.bytesDone += t.bytes;
+    this.frameBytes += t.bytes;
+    this.chunksDone++;
+    this.stage.read += t.readEnd - t.readStart;
+    this.stage.hash += t.hashEnd - t.readEnd;
+    this.stage.seal += t.sealEnd - t.hashEnd;
+    this.stage.transfer += t.xferEnd - t.xferStart;
+    if (!transferred) return;
+    const prev = this.lastEndBySlot.get(t.slot);
+    if (prev !== undefined) {
+      const gap = Math.max(0, t.xferStart - prev);
+      this.frameGaps.push(gap);
+      this.allGaps.push(gap);
+    }
+    this.lastEndBySlot.set(t.slot, t.xferEnd);
+    this.inFlight = Math.max(0, this.inFlight - 1);
+    this.lastXferEnd = Date.now();
+    if (this.inFlight === 0) this.idleSince = this.lastXferEnd;
+  }
+
+  private addIdle(inFrame: number, total: number): void {
+    this.idleInFrame += Math.max(0, inFrame);
+    this.idleTotal += Math.max(0, total);
+  }
+
+  frame(): StatsFrame {
+    const now = Date.now();
+    if (this.idleSince !== null) {
+      this.addIdle(now - Math.max(this.idleSince, this.frameStart), now - this.idleSince);
+      this.idleSince = now;
+    }
+    const span = Math.max(1, now - this.frameStart);
+    const f: StatsFrame = {
+      at: now,
+      elapsedMs: now - this.start,
+      bytesDone: this.bytesDone,
+      bytesTotal: this.bytesTotal,
+      chunksDone: this.chunksDone,
+      chunksTotal: this.chunksTotal,
+      mbps: this.frameBytes / 1000 / span,
+      meanMbps: this.bytesDone / 1000 / Math.max(1, now - this.start),
+      gapsMs: this.frameGaps,
+      wireIdle: Math.min(1, this.idleInFrame / span),
+      stageMs: this.stage,
+    };
+    this.frameStart = now;
+    this.frameBytes = 0;
+    this.frameGaps = [];
+    this.idleInFrame = 0;
+    this.stage = { read: 0, hash: 0, seal: 0, transfer: 0 };
+    return f;
+  }
+
+  /** Stops ticking, emits a last frame, and summarises this run (bytes moved in this run only). */
+  finish(bytesThisRun: number, chunksThisRun: number): TransferSummary {
+    if (this.timer) clearInterval(this.timer);
+    this.emit(this.frame());
+    const durationMs = Date.now() - this.start;
+    // Idle after the last transfer (finishing files, the manifest) is not counted either.
+    if (this.idleSince !== null && this.lastXferEnd > 0)
+      this.idleTotal -= Math.max(0, Date.now() - this.lastXferEnd);
+    const wireSpan = this.firstXfer !== null ? this.lastXferEnd - this.firstXfer : 0;
+    const sorted = [...this.allGaps].sort((a, b) => a - b);
+    return {
+      bytes: bytesThisRun,
+      chunks: chunksThisRun,
+      durationMs,
+      mbps: bytesThisRun / 1000 / Math.max(1, durationMs),
+      gapMedianMs: percentile(sorted, 50),
+      gapP95Ms: percentile(sorted, 95),
+      wireIdle: wireSpan > 0 ? Math.min(1, Math.max(0, this.idleTotal / wireSpan)) : 0,
+    };
+  }
+}

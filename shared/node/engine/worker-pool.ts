@@ -1,0 +1,140 @@
+import os from 'node:os';
+import { Worker } from 'node:worker_threads';
+import type { FromWorker, ToWorker, WorkerInit } from '../../../workers/protocol.ts';
+import type { JobControl } from './job-control.ts';
+import { workerEntry } from './worker-bundle.ts';
+
+export function defaultWorkerCount(): number {
+  return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+}
+
+interface Slot {
+  worker: Worker;
+  outstanding: number;
+}
+
+/**
+ * A pool of chunk workers. `run` keeps every worker at `credits` outstanding tasks, pulling tasks lazily
+ * from an iterator, so planning, memory and backpressure follow the pipeline rather than the file size.
+ */
+export class WorkerPool {
+  private readonly slots: Slot[] = [];
+  private crashed: Error | null = null;
+  private closing = false;
+  private onCrash: ((err: Error) => void) | null = null;
+
+  private constructor() {}
+
+  static async start(inits: Omit<WorkerInit, 'index'>, count: number): Promise<WorkerPool> {
+    const pool = new WorkerPool();
+    const entry = workerEntry();
+    await Promise.all(
+      Array.from({ length: count }, (_, index) => {
+        const worker = new Worker(entry, { workerData: { ...inits, index } satisfies WorkerInit });
+        const slot: Slot = { worker, outstanding: 0 };
+        pool.slots.push(slot);
+        worker.on('error', (err) => pool.crash(err as Error));
+        worker.on('exit', (code) => {
+          if (code !== 0) pool.crash(new Error(`a chunk worker exited with code ${code}`));
+        });
+        return new Promise<void>((resolve, reject) => {
+          const onReady = (m: { t: string }) => {
+            if (m.t === 'ready') {
+              worker.off('message', onReady);
+              resolve();
+            }
+          };
+          worker.on('message', onReady);
+          worker.once('error', reject);
+        });
+      }),
+    );
+    return pool;
+  }
+
+  private crash(err: Error): void {
+    if (this.closing) return;
+    this.crashed ??= err;
+    this.onCrash?.(err);
+  }
+
+  /**
+   * Feeds tasks until the iterator is done and every task has answered. `handle` receives each worker
+   * message with a reply function and returns true when the message ends its task. While `control` is
+   * paused no new task is sent; once it is cancelled, or `stop()` says so, feeding ends (tasks already
+   * sent always finish).
+   */
+  run<T extends { tid: number }>(o: {
+    kind: 'backup' | 'restore';
+    tasks: Iterator<T>;
+    credits: number;
+    handle: (m: FromWorker, reply: (msg: ToWorker) => void) => boolean;
+    stop?: () => boolean;
+    control?: JobControl;
+  }): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (this.crashed) return reject(this.crashed);
+      let exhausted = false;
+      let settled = false;
+      const listeners: [Worker, (m: FromWorker) => void][] = [];
+      const unwake = o.control?.onWake(() => feedAll());
+      const finish = (err?: Error) => {
+        if (settled) return;
+        settled = true;
+        for (const [w, l] of listeners) w.off('message', l);
+        this.onCrash = null;
+        unwake?.();
+        if (err) reject(err);
+        else resolve();
+      };
+      this.onCrash = (err) => finish(err);
+      const total = () => this.slots.reduce((s, x) => s + x.outstanding, 0);
+      const feed = (slot: Slot) => {
+        while (!exhausted && slot.outstanding < o.credits) {
+          if (o.stop?.() || o.control?.cancelled) {
+            exhausted = true;
+            break;
+          }
+          if (o.control?.paused) break;
+          const next = o.tasks.next();
+          if (next.done) {
+            exhausted = true;
+            break;
+          }
+          slot.outstanding++;
+          slot.worker.postMessage(
+            o.kind === 'backup' ? { t: 'backup', task: next.value } : { t: 'restore', task: next.value },
+          );
+        }
+        if (exhausted && total() === 0) finish();
+      };
+      const feedAll = () => {
+        try {
+          for (const slot of this.slots) feed(slot);
+        } catch (err) {
+          finish(err as Error);
+        }
+      };
+      for (const slot of this.slots) {
+        const listener = (m: FromWorker) => {
+          try {
+            if (o.handle(m, (msg) => slot.worker.postMessage(msg))) {
+              slot.outstanding--;
+              feed(slot);
+            }
+          } catch (err) {
+            finish(err as Error);
+          }
+        };
+        listeners.push([slot.worker, listener]);
+        slot.worker.on('message', listener);
+      }
+      feedAll();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+  }
+}

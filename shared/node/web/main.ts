@@ -1,0 +1,30 @@
+import '../storage/quiet-sdk.ts';
+import { AppService } from '../app/service.ts';
+import { ensureRendererBuilt } from './renderer-build.ts';
+import { startWebServer } from './server.ts';
+
+/** Web mode: the engine behind a loopback-only, token-protected server; the UI runs in any browser. */
+const log = (line: string) => process.stderr.write(line + '\n');
+const rendererDir = await ensureRendererBuilt(log);
+const service = new AppService('web');
+const port = process.env.CAIRN_PORT ? Number(process.env.CAIRN_PORT) : undefined;
+const server = await startWebServer(service, { rendererDir, port });
+process.stdout.write(
+  `Cairn is running in web mode. Open this address in your browser:\n  ${server.launchUrl}\n`,
+);
+if (process.env.CAIRN_READY_FD === '3') {
+  // Tests read the address from a pipe instead of scraping the terminal.
+  const { createWriteStream } = await import('node:fs');
+  createWriteStream('', { fd: 3 }).end(JSON.stringify({ url: server.url, token: server.token }) + '\n');
+}
+
+let stopping = false;
+const stop = async () => {
+  if (stopping) return;
+  stopping = true;
+  service.close();
+  await server.close();
+  process.exit(0);
+};
+process.on('SIGINT', stop);
+process.on('SIGTERM', stop);
