@@ -1,10 +1,4 @@
-import {
-  deriveSubkeys,
-  openSecret,
-  sealSecret,
-  unwrapMasterKey,
-  wrapMasterKey,
-} from '../../crypto/keys.ts';
+import { deriveSubkeys, openSecret, sealSecret, unwrapMasterKey, wrapMasterKey } from '../../crypto/keys.ts';
 import type { Subkeys, WrappedMasterKey } from '../../crypto/keys.ts';
 import { KEY_BYTES, type SodiumProvider } from '../../crypto/provider.ts';
 import type { TargetHandle } from '../../storage/open-target.ts';
