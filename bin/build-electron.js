@@ -11,6 +11,7 @@ const external = [
   'libsodium-wrappers-sumo',
   '@aws-sdk/*',
   '@smithy/*',
+  '@napi-rs/*',
   'ws',
   'zod',
   'commander',

@@ -1,20 +1,26 @@
-/** Per-chunk timings and the live stats frames built from them. Browser-safe. */
+/** Per-transfer timings and the live stats frames built from them. Browser-safe. */
 
 /** Times are epoch milliseconds with sub-millisecond precision (performance.timeOrigin + now()). */
 export interface ChunkTiming {
-  /** Upload (or download) slot that carried the chunk: worker * slotsPerWorker + slot. -1 if none. */
+  /** Upload (or download) slot that carried the transfer: worker * slotsPerWorker + slot. -1 if none. */
   slot: number;
+  /** Plaintext bytes this timing completes (0 for a pack upload: its chunks were counted when packed). */
   bytes: number;
-  /** Bytes that crossed the wire (sealed object size); 0 for a deduplicated chunk. */
+  /** Bytes that crossed the wire; 0 when nothing was transferred. */
   wireBytes: number;
-  readStart: number;
-  readEnd: number;
-  hashEnd: number;
-  sealEnd: number;
-  /** Transfer start/end; equal to sealEnd when nothing was transferred. */
+  /** Transfer start/end; equal when nothing was transferred. */
   xferStart: number;
   xferEnd: number;
+  /**
+   * Time per stage, ms. Backups: read, hash, seal (compress + seal into a pack), transfer (pack upload).
+   * Restores: transfer (ranged GET), open (authenticate, inflate, re-hash), write.
+   */
+  stages: Partial<Record<StageName, number>>;
 }
+
+export type StageName = 'read' | 'hash' | 'seal' | 'transfer' | 'open' | 'write';
+export const BACKUP_STAGES: StageName[] = ['read', 'hash', 'seal', 'transfer'];
+export const RESTORE_STAGES: StageName[] = ['transfer', 'open', 'write'];
 
 export interface StatsFrame {
   /** Epoch ms at the end of the interval. */
@@ -32,8 +38,8 @@ export interface StatsFrame {
   gapsMs: number[];
   /** Share of the interval with no transfer in flight on any slot, 0..1. */
   wireIdle: number;
-  /** Time spent per stage during the interval, summed over chunks, ms. */
-  stageMs: { read: number; hash: number; seal: number; transfer: number };
+  /** Time spent per stage during the interval, summed over transfers, ms. */
+  stageMs: Partial<Record<StageName, number>>;
 }
 
 export function percentile(sorted: number[], p: number): number {

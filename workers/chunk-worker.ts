@@ -1,33 +1,29 @@
 import '../shared/node/storage/quiet-sdk.ts';
-import { write } from 'node:fs';
+import { writeSync } from 'node:fs';
 import fs from 'node:fs/promises';
-import { promisify } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
-import { loadSodium, type SodiumProviderName } from '../shared/node/crypto/provider.ts';
-import {
-  chunkId,
-  maxSealedChunkLength,
-  maybeCompress,
-  openChunk,
-  sealChunkInto,
-} from '../shared/node/format/chunk-codec.ts';
-import { ObjectFormatError } from '../shared/node/format/sealed-object.ts';
+import { MAX_BLOBS_PER_PACK, ObjectKey } from '../shared/format/constants.ts';
+import { loadSodium, type SodiumProvider, type SodiumProviderName } from '../shared/node/crypto/provider.ts';
+import { blobId, maybeCompress, openBlob, sealBlobInto } from '../shared/node/format/blob-codec.ts';
+import { packTrailerLength, sealPackTrailer } from '../shared/node/format/pack.ts';
+import { ObjectFormatError, sealedLength } from '../shared/node/format/sealed-object.ts';
 import { openTarget } from '../shared/node/storage/open-target.ts';
 import { StorageError, type Storage } from '../shared/node/storage/storage.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
 import { BufferPool, SlotPool } from './pools.ts';
-import type { BackupTask, FromWorker, RestoreTask, ToWorker, WorkerFailure, WorkerInit } from './protocol.ts';
+import type { BackupTask, FromWorker, PackedBlob, RestoreTask, ToWorker, WorkerFailure, WorkerInit } from './protocol.ts';
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
-const sodium = await loadSodium(init.crypto as SodiumProviderName);
+const sodium: SodiumProvider = await loadSodium(init.crypto as SodiumProviderName);
 const idKey = Buffer.from(init.idKey);
 const sealKey = Buffer.from(init.sealKey);
+const metaKey = Buffer.from(init.metaKey);
 const slots = new SlotPool(init.slots);
-const buffers = new BufferPool(init.chunkSize, maxSealedChunkLength(init.chunkSize));
+const plainBuffers = new BufferPool(init.chunkSize);
 const storages = new Map<number, Storage>();
-const decisions = new Map<number, (d: { upload: boolean; objectKey: string }) => void>();
+const decisions = new Map<number, (upload: boolean) => void>();
 
 const now = () => performance.timeOrigin + performance.now();
 const post = (m: FromWorker) => port.postMessage(m);
@@ -57,9 +53,7 @@ async function readExactly(path: string, buf: Buffer, length: number, offset: nu
     while (done < length) {
       const { bytesRead } = await fh.read(buf, done, length - done, offset + done);
       if (bytesRead === 0)
-        throw Object.assign(new Error(`${path} ended early: it changed while being read`), {
-          code: 'ESHRUNK',
-        });
+        throw Object.assign(new Error(`${path} ended early: it changed while being read`), { code: 'ESHRUNK' });
       done += bytesRead;
     }
     return buf.subarray(0, length);
@@ -68,15 +62,81 @@ async function readExactly(path: string, buf: Buffer, length: number, offset: nu
   }
 }
 
+// ---- packs -------------------------------------------------------------------------------------------
+
+interface OpenPack {
+  id: Buffer;
+  buf: Buffer;
+  used: number;
+  blobs: PackedBlob[];
+}
+
+/** A pack closes at packSize; its buffer also fits the largest sealed chunk and the largest trailer. */
+const packBufferBytes = init.packSize + sealedLength(init.chunkSize) + packTrailerLength(MAX_BLOBS_PER_PACK);
+const freePackBuffers: Buffer[] = [];
+let packBuffersMade = 0;
+const packBufferWaiters: ((b: Buffer) => void)[] = [];
+let open: OpenPack | null = null;
+const uploads = new Set<Promise<void>>();
+
+function takePackBuffer(): Promise<Buffer> {
+  const b = freePackBuffers.pop();
+  if (b) return Promise.resolve(b);
+  // One pack being filled plus one per upload slot: memory is bounded whatever the backup's size.
+  if (packBuffersMade < init.slots + 1) {
+    packBuffersMade++;
+    return Promise.resolve(Buffer.allocUnsafeSlow(packBufferBytes));
+  }
+  return new Promise((resolve) => packBufferWaiters.push(resolve));
+}
+
+function giveBackPackBuffer(b: Buffer): void {
+  const w = packBufferWaiters.shift();
+  if (w) w(b);
+  else freePackBuffers.push(b);
+}
+
+function closePack(): void {
+  const p = open;
+  open = null;
+  if (!p || p.blobs.length === 0) {
+    if (p) giveBackPackBuffer(p.buf);
+    return;
+  }
+  const trailer = sealPackTrailer(sodium, metaKey, p.id, p.blobs);
+  trailer.copy(p.buf, p.used);
+  const body = p.buf.subarray(0, p.used + trailer.length);
+  const packId = p.id.toString('hex');
+  const upload = (async () => {
+    const slot = await slots.acquire();
+    const start = now();
+    const timing: ChunkTiming = { slot: init.index * init.slots + slot, bytes: 0, wireBytes: body.length, xferStart: start, xferEnd: start, stages: {} };
+    post({ t: 'xfer-start', slot: timing.slot });
+    try {
+      await storage(init.targetId).put(ObjectKey.pack(packId), body);
+      timing.xferEnd = now();
+      timing.stages = { transfer: timing.xferEnd - start };
+      post({ t: 'pack-stored', packId, size: body.length, blobs: p.blobs, timing });
+    } catch (err) {
+      post({ t: 'pack-failed', packId, error: failure(err) });
+    } finally {
+      slots.release(slot);
+      giveBackPackBuffer(p.buf);
+    }
+  })();
+  uploads.add(upload);
+  void upload.finally(() => uploads.delete(upload));
+}
+
 async function backup(task: BackupTask): Promise<void> {
-  const bufs = buffers.take();
+  const plainBuf = plainBuffers.take();
   try {
     const readStart = now();
-    const plain = await readExactly(task.path, bufs.plain, task.length, task.offset);
+    const plain = await readExactly(task.path, plainBuf, task.length, task.offset);
     const readEnd = now();
-    const id = chunkId(sodium, idKey, plain);
+    const id = blobId(sodium, idKey, plain);
     const hashEnd = now();
-    const decision = await new Promise<{ upload: boolean; objectKey: string }>((resolve) => {
+    const upload = await new Promise<boolean>((resolve) => {
       decisions.set(task.tid, resolve);
       post({ t: 'hashed', tid: task.tid, id });
     });
@@ -84,103 +144,102 @@ async function backup(task: BackupTask): Promise<void> {
       slot: -1,
       bytes: task.length,
       wireBytes: 0,
-      readStart,
-      readEnd,
-      hashEnd,
-      sealEnd: hashEnd,
       xferStart: hashEnd,
       xferEnd: hashEnd,
+      stages: { read: readEnd - readStart, hash: hashEnd - readEnd },
     };
-    if (!decision.upload) {
-      post({ t: 'stored', tid: task.tid, id, flags: 0, storedSize: 0, uploaded: false, timing });
+    if (!upload) {
+      post({ t: 'packed', tid: task.tid, id, packId: null, timing });
       return;
     }
     const { flags, payload } = maybeCompress(plain);
-    const n = sealChunkInto(sodium, bufs.sealed, { sealKey, id, flags, payload });
-    timing.sealEnd = now();
-    const slot = await slots.acquire();
-    timing.slot = init.index * init.slots + slot;
-    timing.xferStart = now();
-    post({ t: 'xfer-start', tid: task.tid, slot: timing.slot });
-    try {
-      await storage(task.targetId).put(decision.objectKey, bufs.sealed.subarray(0, n));
-    } finally {
-      timing.xferEnd = now();
-      slots.release(slot);
+    const need = sealedLength(payload.length);
+    if (open && (open.used + need + packTrailerLength(open.blobs.length + 1) > packBufferBytes || open.blobs.length >= MAX_BLOBS_PER_PACK))
+      closePack();
+    if (!open) {
+      const buf = await takePackBuffer();
+      // Another task may have opened a pack while this one waited for a buffer.
+      if (open) giveBackPackBuffer(buf);
+      else open = { id: sodium.randomBytes(32), buf, used: 0, blobs: [] };
     }
-    timing.wireBytes = n;
-    post({ t: 'stored', tid: task.tid, id, flags, storedSize: n, uploaded: true, timing });
+    const p: OpenPack = open!;
+    const n = sealBlobInto(sodium, p.buf.subarray(p.used), { sealKey, kind: 'data', id, flags, payload });
+    p.blobs.push({ kind: 'data', id, offset: p.used, storedLength: n, plainLength: plain.length });
+    p.used += n;
+    const sealEnd = now();
+    timing.stages.seal = sealEnd - hashEnd;
+    timing.xferStart = timing.xferEnd = sealEnd;
+    post({ t: 'packed', tid: task.tid, id, packId: p.id.toString('hex'), timing });
+    if (p.used >= init.packSize) closePack();
   } catch (err) {
     post({ t: 'failed', tid: task.tid, error: failure(err) });
   } finally {
-    buffers.give(bufs);
+    plainBuffers.give(plainBuf);
   }
 }
+
+async function flush(): Promise<void> {
+  closePack();
+  while (uploads.size > 0) await Promise.all([...uploads]);
+  post({ t: 'flushed' });
+}
+
+// ---- restore -----------------------------------------------------------------------------------------
 
 async function restore(task: RestoreTask): Promise<void> {
-  const queued = now();
-  const problems: WorkerFailure[] = [];
-  for (const loc of task.locations) {
-    const slot = await slots.acquire();
-    const timing: ChunkTiming = {
-      slot: init.index * init.slots + slot,
-      bytes: task.length,
-      wireBytes: 0,
-      readStart: queued,
-      readEnd: queued,
-      hashEnd: queued,
-      sealEnd: queued,
-      xferStart: now(),
-      xferEnd: 0,
-    };
-    post({ t: 'xfer-start', tid: task.tid, slot: timing.slot });
-    let object: Buffer;
+  const slot = await slots.acquire();
+  const start = now();
+  const timing: ChunkTiming = { slot: init.index * init.slots + slot, bytes: 0, wireBytes: 0, xferStart: start, xferEnd: start, stages: {} };
+  post({ t: 'xfer-start', slot: timing.slot });
+  let body: Buffer;
+  try {
+    body = await storage(task.targetId).get(task.packKey, { start: task.start, end: task.end });
+    if (body.length !== task.end - task.start + 1)
+      throw new ObjectFormatError('truncated', `${task.packKey}: got ${body.length} of ${task.end - task.start + 1} bytes`);
+  } catch (err) {
+    const t = init.targets.find((x) => x.id === task.targetId)?.name;
+    post({ t: 'failed', tid: task.tid, error: { ...failure(err), target: failure(err).target ?? t } });
+    return;
+  } finally {
+    timing.xferEnd = now();
+    slots.release(slot);
+  }
+  timing.wireBytes = body.length;
+  const ok: string[] = [];
+  const failed: { id: string; error: WorkerFailure }[] = [];
+  let openMs = 0;
+  let writeMs = 0;
+  for (const b of task.blobs) {
+    const hex = Buffer.from(b.id).toString('hex');
     try {
-      object = await storage(loc.targetId).get(loc.objectKey);
-    } catch (err) {
-      problems.push({ ...failure(err), target: init.targets.find((t) => t.id === loc.targetId)?.name });
-      continue;
-    } finally {
-      timing.xferEnd = now();
-      slots.release(slot);
-    }
-    timing.wireBytes = object.length;
-    try {
-      const plain = openChunk(sodium, object, { sealKey, idKey, id: task.chunkId, length: task.length });
-      timing.sealEnd = timing.hashEnd = now();
-      if (task.fd !== null) {
-        let done = 0;
-        while (done < plain.length) {
-          const { bytesWritten } = await writeAt(task.fd, plain, done, task.offset + done);
-          done += bytesWritten;
-        }
+      const t0 = now();
+      const sealed = body.subarray(b.offset - task.start, b.offset - task.start + b.storedLength);
+      const plain = openBlob(sodium, sealed, { sealKey, idKey, kind: b.kind, id: b.id, length: b.plainLength });
+      const t1 = now();
+      for (const w of b.writes) {
+        for (let done = 0; done < plain.length; ) done += writeSync(w.fd, plain, done, plain.length - done, w.position + done);
+        timing.bytes += plain.length;
       }
-      timing.readEnd = now();
-      post({ t: 'restored', tid: task.tid, id: task.chunkId, timing });
-      return;
+      if (b.writes.length === 0) timing.bytes += plain.length;
+      writeMs += now() - t1;
+      openMs += t1 - t0;
+      ok.push(hex);
     } catch (err) {
-      problems.push({ ...failure(err), target: init.targets.find((t) => t.id === loc.targetId)?.name });
+      failed.push({ id: hex, error: failure(err) });
     }
   }
-  const first = problems[0] ?? { message: 'the chunk has no stored location', problem: 'not-found' };
-  post({
-    t: 'failed',
-    tid: task.tid,
-    error: { ...first, message: problems.map((p) => p.message).join('; ') || first.message },
-  });
+  timing.stages = { transfer: timing.xferEnd - timing.xferStart, open: openMs, write: writeMs };
+  post({ t: 'restored', tid: task.tid, ok, failed, timing });
 }
-
-const writeAsync = promisify(write);
-const writeAt = (fd: number, buf: Buffer, from: number, position: number) =>
-  writeAsync(fd, buf, from, buf.length - from, position);
 
 port.on('message', (m: ToWorker) => {
   if (m.t === 'backup') void backup(m.task);
   else if (m.t === 'restore') void restore(m.task);
+  else if (m.t === 'flush') void flush();
   else if (m.t === 'decide') {
     const resolve = decisions.get(m.tid);
     decisions.delete(m.tid);
-    resolve?.({ upload: m.upload, objectKey: m.objectKey });
+    resolve?.(m.upload);
   }
 });
 port.postMessage({ t: 'ready' });

@@ -21,27 +21,19 @@ export class SlotPool {
 }
 
 /**
- * Reused chunk buffers: the coordinator never gives a worker more tasks than it has buffer sets, so
- * memory stays at workers × (slots + 2) × 2 × chunk size whatever the file size.
+ * Reused plaintext buffers: the coordinator never gives a worker more tasks than its credits, so memory
+ * stays at workers × credits × chunk size for plaintext, whatever the file size.
  */
 export class BufferPool {
-  private readonly free: { plain: Buffer; sealed: Buffer }[] = [];
+  private readonly free: Buffer[] = [];
 
-  constructor(
-    private readonly plainBytes: number,
-    private readonly sealedBytes: number,
-  ) {}
+  constructor(private readonly bytes: number) {}
 
-  take(): { plain: Buffer; sealed: Buffer } {
-    return (
-      this.free.pop() ?? {
-        plain: Buffer.allocUnsafeSlow(this.plainBytes),
-        sealed: Buffer.allocUnsafeSlow(this.sealedBytes),
-      }
-    );
+  take(): Buffer {
+    return this.free.pop() ?? Buffer.allocUnsafeSlow(this.bytes);
   }
 
-  give(set: { plain: Buffer; sealed: Buffer }): void {
-    this.free.push(set);
+  give(b: Buffer): void {
+    this.free.push(b);
   }
 }

@@ -1,3 +1,4 @@
+import type { BlobKind } from '../shared/format/constants.ts';
 import type { TargetHandle } from '../shared/node/storage/open-target.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
 
@@ -5,10 +6,14 @@ export interface WorkerInit {
   index: number;
   slots: number;
   chunkSize: number;
+  packSize: number;
   crypto: string;
   idKey: Uint8Array;
   sealKey: Uint8Array;
+  metaKey: Uint8Array;
   targets: TargetHandle[];
+  /** Backups: the target packs go to. */
+  targetId: number;
 }
 
 export interface BackupTask {
@@ -16,22 +21,31 @@ export interface BackupTask {
   path: string;
   offset: number;
   length: number;
-  targetId: number;
 }
 
+/** One ranged GET of a pack and the blobs in it, each written to zero or more (fd, position). */
 export interface RestoreTask {
   tid: number;
-  /** File descriptor (process-wide) to write at `offset`; null to verify only. */
-  fd: number | null;
-  offset: number;
-  length: number;
-  chunkId: Uint8Array;
-  locations: { targetId: number; objectKey: string }[];
+  targetId: number;
+  packKey: string;
+  /** Byte range of the pack to fetch, inclusive. */
+  start: number;
+  end: number;
+  blobs: {
+    id: Uint8Array;
+    kind: BlobKind;
+    offset: number;
+    storedLength: number;
+    plainLength: number;
+    /** File descriptors (process-wide) and positions to write the plaintext at; none to verify only. */
+    writes: { fd: number; position: number }[];
+  }[];
 }
 
 export type ToWorker =
   | { t: 'backup'; task: BackupTask }
-  | { t: 'decide'; tid: number; upload: boolean; objectKey: string }
+  | { t: 'decide'; tid: number; upload: boolean }
+  | { t: 'flush' }
   | { t: 'restore'; task: RestoreTask };
 
 export interface WorkerFailure {
@@ -41,17 +55,28 @@ export interface WorkerFailure {
   target?: string;
 }
 
+export interface PackedBlob {
+  kind: BlobKind;
+  id: Uint8Array;
+  offset: number;
+  storedLength: number;
+  plainLength: number;
+}
+
 export type FromWorker =
-  | { t: 'xfer-start'; tid: number; slot: number }
+  | { t: 'xfer-start'; slot: number }
   | { t: 'hashed'; tid: number; id: Uint8Array }
+  /** The chunk is sealed into the open pack `packId` (uploaded later), or was already stored. */
+  | { t: 'packed'; tid: number; id: Uint8Array; packId: string | null; timing: ChunkTiming }
+  | { t: 'pack-stored'; packId: string; size: number; blobs: PackedBlob[]; timing: ChunkTiming }
+  | { t: 'pack-failed'; packId: string; error: WorkerFailure }
+  | { t: 'flushed' }
   | {
-      t: 'stored';
+      t: 'restored';
       tid: number;
-      id: Uint8Array;
-      flags: number;
-      storedSize: number;
-      uploaded: boolean;
+      /** Hex ids of blobs opened, verified and written. */
+      ok: string[];
+      failed: { id: string; error: WorkerFailure }[];
       timing: ChunkTiming;
     }
-  | { t: 'restored'; tid: number; id: Uint8Array; timing: ChunkTiming }
   | { t: 'failed'; tid: number; error: WorkerFailure };

@@ -1,36 +1,67 @@
 /**
- * Byte-level constants of the Cairn object format v1 (see docs/FORMAT.md). Browser-safe: no Node imports.
+ * Byte-level constants of the Cairn repository format v2 (see docs/FORMAT.md). Browser-safe: no Node
+ * imports.
  */
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
 
-/** ASCII magic of a sealed chunk object. */
-export const CHUNK_MAGIC = 'CRNC';
-/** ASCII magic of a sealed manifest object. */
-export const MANIFEST_MAGIC = 'CRNM';
+/** ASCII magics of sealed objects. The magic is authenticated (it is part of the AAD). */
+export const Magic = {
+  dataBlob: 'CRND',
+  treeBlob: 'CRNT',
+  packHeader: 'CRNP',
+  index: 'CRNI',
+  snapshot: 'CRNS',
+  config: 'CRNG',
+} as const;
+
+export type BlobKind = 'data' | 'tree';
+/** Blob kinds as stored in pack headers and index files. */
+export const BlobKindCode: Record<BlobKind, number> = { data: 0, tree: 1 };
 
 export const MAGIC_BYTES = 4;
 export const NONCE_BYTES = 24;
 export const TAG_BYTES = 16;
 /** magic (4) + version (1) + flags (1) + nonce (24). */
 export const HEADER_BYTES = MAGIC_BYTES + 1 + 1 + NONCE_BYTES;
-export const CHUNK_ID_BYTES = 32;
+/** Bytes a sealed object adds to its payload. */
+export const SEAL_OVERHEAD = HEADER_BYTES + TAG_BYTES;
+export const BLOB_ID_BYTES = 32;
+export const PACK_ID_BYTES = 32;
 
 /** Low two bits of the flags byte: how the payload was compressed before sealing. */
 export const COMPRESSION_MASK = 0b11;
 export const Compression = { none: 0, deflateRaw: 1 } as const;
-export type CompressionName = keyof typeof Compression;
 
 /** crypto_kdf context (exactly 8 bytes) and the subkey ids derived from the master key. */
-export const KDF_CONTEXT = 'cairn-v1';
-export const Subkey = { chunkId: 1, chunkSeal: 2, manifestSeal: 3, secrets: 4 } as const;
+export const KDF_CONTEXT = 'cairn-v2';
+export const Subkey = { blobId: 1, blobSeal: 2, metaSeal: 3, secrets: 4 } as const;
+/** crypto_kdf context of the key-encryption key derived from a recovery key. */
+export const RECOVERY_KDF_CONTEXT = 'cairn-rk';
 
-/** AAD of the wrapped master key. */
-export const MASTER_KEY_AAD = 'cairn master key v1';
+/** AAD prefix of a wrapped master key in a key slot. */
+export const KEY_SLOT_AAD = 'cairn key slot v2';
 
-export function chunkObjectKey(idHex: string): string {
-  return `chunks/${idHex.slice(0, 2)}/${idHex}`;
+/** Blobs in one pack at most, so a pack header stays small whatever the file sizes. */
+export const MAX_BLOBS_PER_PACK = 10_000;
+/** Bytes of one pack-header entry: kind (1) + id (32) + stored length (4) + plain length (4). */
+export const PACK_ENTRY_BYTES = 1 + BLOB_ID_BYTES + 4 + 4;
+
+export const ObjectKey = {
+  config: 'config',
+  key: (slotId: string) => `keys/${slotId}`,
+  pack: (packIdHex: string) => `data/${packIdHex.slice(0, 2)}/${packIdHex}`,
+  index: (indexIdHex: string) => `index/${indexIdHex}`,
+  snapshot: (snapshotId: string) => `snapshots/${snapshotId}`,
+} as const;
+
+export const Prefix = { keys: 'keys/', data: 'data/', index: 'index/', snapshots: 'snapshots/' } as const;
+
+const HEX64 = /^[0-9a-f]{64}$/;
+/** The pack id hex of a `data/xx/<64 hex>` key, or null for anything else. */
+export function packIdOfKey(key: string): string | null {
+  const m = /^data\/([0-9a-f]{2})\/([0-9a-f]{64})$/.exec(key);
+  return m && m[2]!.startsWith(m[1]!) ? m[2]! : null;
 }
-
-export function manifestObjectKey(backupId: string): string {
-  return `manifests/${backupId}`;
+export function isHex64(s: string): boolean {
+  return HEX64.test(s);
 }

@@ -1,10 +1,16 @@
-import { KDF_CONTEXT, MASTER_KEY_AAD, Subkey } from '../../format/constants.ts';
+import os from 'node:os';
+import {
+  KDF_CONTEXT,
+  KEY_SLOT_AAD,
+  RECOVERY_KDF_CONTEXT,
+  Subkey,
+} from '../../format/constants.ts';
 import { AEAD_NONCE_BYTES, AEAD_TAG_BYTES, KEY_BYTES, type SodiumProvider } from './provider.ts';
 
 export interface Subkeys {
-  chunkId: Buffer;
-  chunkSeal: Buffer;
-  manifestSeal: Buffer;
+  blobId: Buffer;
+  blobSeal: Buffer;
+  metaSeal: Buffer;
   secrets: Buffer;
 }
 
@@ -12,72 +18,207 @@ export function deriveSubkeys(sodium: SodiumProvider, master: Uint8Array): Subke
   if (master.length !== KEY_BYTES) throw new Error(`master key must be ${KEY_BYTES} bytes`);
   const d = (id: number) => sodium.kdfDerive(KEY_BYTES, id, KDF_CONTEXT, master);
   return {
-    chunkId: d(Subkey.chunkId),
-    chunkSeal: d(Subkey.chunkSeal),
-    manifestSeal: d(Subkey.manifestSeal),
+    blobId: d(Subkey.blobId),
+    blobSeal: d(Subkey.blobSeal),
+    metaSeal: d(Subkey.metaSeal),
     secrets: d(Subkey.secrets),
   };
 }
 
-/** Argon2id parameters and the sealed master key, as stored in the keystore (and in docs/FORMAT.md). */
-export interface WrappedMasterKey {
-  alg: 'argon2id13';
-  salt: Buffer;
-  opslimit: number;
-  memlimit: number;
-  nonce: Buffer;
-  sealed: Buffer;
+/** Argon2id cost of new passphrase slots: about 0.6 s and 256 MiB on a 2-core EPYC (docs/FORMAT.md). */
+export const ARGON2_DEFAULT = { opslimit: 4, memlimit: 256 << 20 };
+/** Only for tests (CAIRN_TEST_WEAK_KDF=1): libsodium's INTERACTIVE cost. Stored in the slot like any. */
+const ARGON2_WEAK = { opslimit: 2, memlimit: 64 << 20 };
+
+export type KeyKdf =
+  | { alg: 'argon2id13'; opslimit: number; memlimit: number; salt: string }
+  | { alg: 'recovery-kdf' };
+
+/** A key slot (`keys/<id>` in every target, and copied into the local keystore): plain JSON. */
+export interface KeySlot {
+  version: 2;
+  id: string;
+  repository: string;
+  kind: 'passphrase' | 'recovery';
+  kdf: KeyKdf;
+  nonce: string;
+  sealed: string;
+  createdAt: string;
+  host: string;
 }
 
+export type Unlocker = { passphrase: string } | { recoveryKey: string };
+
 export class WrongPassphraseError extends Error {
-  constructor() {
-    super('Wrong passphrase: it does not unlock this keystore.');
+  constructor(what = 'Wrong passphrase: it does not unlock this repository.') {
+    super(what);
     this.name = 'WrongPassphraseError';
   }
 }
 
-export function wrapMasterKey(
-  sodium: SodiumProvider,
-  master: Uint8Array,
-  passphrase: string,
-  params?: { opslimit: number; memlimit: number; salt?: Buffer; nonce?: Buffer },
-): WrappedMasterKey {
-  const opslimit = params?.opslimit ?? sodium.pwhashLimits.opsInteractive;
-  const memlimit = params?.memlimit ?? sodium.pwhashLimits.memInteractive;
-  const salt = params?.salt ?? sodium.randomBytes(sodium.pwhashLimits.saltBytes);
-  const nonce = params?.nonce ?? sodium.randomBytes(AEAD_NONCE_BYTES);
-  const kek = sodium.pwhash(
-    KEY_BYTES,
-    Buffer.from(passphrase.normalize('NFC'), 'utf8'),
-    salt,
-    opslimit,
-    memlimit,
-  );
-  const sealed = Buffer.alloc(master.length + AEAD_TAG_BYTES);
-  sodium.aeadSealInto(sealed, master, Buffer.from(MASTER_KEY_AAD), nonce, kek);
-  kek.fill(0);
-  return { alg: 'argon2id13', salt, opslimit, memlimit, nonce, sealed };
+function slotAad(id: string, repository: string, kind: KeySlot['kind']): Buffer {
+  return Buffer.from(`${KEY_SLOT_AAD}\0${id}\0${repository}\0${kind}`, 'utf8');
 }
 
-export function unwrapMasterKey(
+function kekFor(sodium: SodiumProvider, kdf: KeyKdf, secret: Unlocker): Buffer | null {
+  if (kdf.alg === 'argon2id13') {
+    if (!('passphrase' in secret)) return null;
+    const pw = Buffer.from(secret.passphrase.normalize('NFC'), 'utf8');
+    return sodium.pwhash(KEY_BYTES, pw, Buffer.from(kdf.salt, 'base64'), kdf.opslimit, kdf.memlimit);
+  }
+  if (!('recoveryKey' in secret)) return null;
+  // A recovery key is 256 random bits: a fast KDF is enough, no password hashing needed.
+  return sodium.kdfDerive(KEY_BYTES, 1, RECOVERY_KDF_CONTEXT, checkRecoveryKey(sodium, secret.recoveryKey));
+}
+
+export function newSlotId(sodium: SodiumProvider): string {
+  return sodium.randomBytes(8).toString('hex');
+}
+
+/** Wraps the master key into a new slot opened by `secret`. */
+export function makeKeySlot(
   sodium: SodiumProvider,
-  wrapped: WrappedMasterKey,
-  passphrase: string,
-): Buffer {
-  const kek = sodium.pwhash(
-    KEY_BYTES,
-    Buffer.from(passphrase.normalize('NFC'), 'utf8'),
-    wrapped.salt,
-    wrapped.opslimit,
-    wrapped.memlimit,
-  );
-  const master = sodium.aeadOpen(wrapped.sealed, Buffer.from(MASTER_KEY_AAD), wrapped.nonce, kek);
+  master: Uint8Array,
+  repository: string,
+  secret: Unlocker,
+  opts: { id?: string; salt?: Buffer; nonce?: Buffer; createdAt?: string; host?: string } = {},
+): KeySlot {
+  const id = opts.id ?? newSlotId(sodium);
+  const kind = 'passphrase' in secret ? 'passphrase' : 'recovery';
+  const cost = process.env.CAIRN_TEST_WEAK_KDF === '1' ? ARGON2_WEAK : ARGON2_DEFAULT;
+  const kdf: KeyKdf =
+    kind === 'passphrase'
+      ? { alg: 'argon2id13', ...cost, salt: (opts.salt ?? sodium.randomBytes(16)).toString('base64') }
+      : { alg: 'recovery-kdf' };
+  const kek = kekFor(sodium, kdf, secret)!;
+  const nonce = opts.nonce ?? sodium.randomBytes(AEAD_NONCE_BYTES);
+  const sealed = Buffer.alloc(master.length + AEAD_TAG_BYTES);
+  sodium.aeadSealInto(sealed, master, slotAad(id, repository, kind), nonce, kek);
   kek.fill(0);
-  if (!master) throw new WrongPassphraseError();
+  return {
+    version: 2,
+    id,
+    repository,
+    kind,
+    kdf,
+    nonce: nonce.toString('base64'),
+    sealed: sealed.toString('base64'),
+    createdAt: opts.createdAt ?? new Date().toISOString(),
+    host: opts.host ?? os.hostname(),
+  };
+}
+
+/** The master key if `secret` opens this slot, else null (wrong secret, or a slot of the other kind). */
+export function openKeySlot(sodium: SodiumProvider, slot: KeySlot, secret: Unlocker): Buffer | null {
+  const kek = kekFor(sodium, slot.kdf, secret);
+  if (!kek) return null;
+  const master = sodium.aeadOpen(
+    Buffer.from(slot.sealed, 'base64'),
+    slotAad(slot.id, slot.repository, slot.kind),
+    Buffer.from(slot.nonce, 'base64'),
+    kek,
+  );
+  kek.fill(0);
   return master;
 }
 
-/** Seals a small secret (an S3 secret key) for the keystore; `label` (e.g. the target id) is the AAD. */
+/** Checks the shape of a slot read from a bucket or the keystore; throws naming `where`. */
+export function parseKeySlot(value: unknown, where: string): KeySlot {
+  const s = value as KeySlot;
+  const b64 = (x: unknown) => typeof x === 'string' && /^[A-Za-z0-9+/=]*$/.test(x);
+  const kdfOk =
+    s?.kdf?.alg === 'recovery-kdf' ||
+    (s?.kdf?.alg === 'argon2id13' &&
+      Number.isInteger(s.kdf.opslimit) &&
+      s.kdf.opslimit >= 1 &&
+      s.kdf.opslimit <= 64 &&
+      Number.isInteger(s.kdf.memlimit) &&
+      s.kdf.memlimit >= 8192 &&
+      s.kdf.memlimit <= 4 << 30 &&
+      b64(s.kdf.salt));
+  const ok =
+    s?.version === 2 &&
+    typeof s.id === 'string' &&
+    /^[0-9a-f]{16}$/.test(s.id) &&
+    typeof s.repository === 'string' &&
+    (s.kind === 'passphrase' || s.kind === 'recovery') &&
+    kdfOk &&
+    b64(s.nonce) &&
+    b64(s.sealed) &&
+    typeof s.createdAt === 'string' &&
+    typeof s.host === 'string';
+  if (!ok) throw new Error(`The key slot ${where} is damaged or not a Cairn v2 key slot.`);
+  return s;
+}
+
+const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+
+function base32(bytes: Uint8Array): string {
+  let out = '';
+  let bits = 0;
+  let acc = 0;
+  for (const b of bytes) {
+    acc = (acc << 8) | b;
+    bits += 8;
+    while (bits >= 5) {
+      out += B32[(acc >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    acc &= (1 << bits) - 1;
+  }
+  if (bits > 0) out += B32[(acc << (5 - bits)) & 31];
+  return out;
+}
+
+/** 52 base32 characters of key and 4 of checksum, in groups of four: typed back, typos are caught. */
+export function encodeRecoveryKey(sodium: SodiumProvider, key: Uint8Array): string {
+  const body = base32(key);
+  const check = base32(sodium.genericHash(16, key)).slice(0, 4);
+  return (body + check).match(/.{4}/g)!.join('-');
+}
+
+export class BadRecoveryKeyError extends Error {
+  constructor(why: string) {
+    super(`That is not a valid recovery key: ${why}.`);
+    this.name = 'BadRecoveryKeyError';
+  }
+}
+
+/** Upper case without separators; digits that look like letters are read as those letters. */
+function normalizeRecoveryKey(text: string): string {
+  return text.toUpperCase().replace(/[\s-]/g, '').replace(/0/g, 'O').replace(/1/g, 'I').replace(/8/g, 'B');
+}
+
+/** The 32 key bytes of a typed recovery key, its checksum proven. */
+export function decodeRecoveryKey(text: string): Buffer {
+  const clean = normalizeRecoveryKey(text);
+  if (clean.length !== 56) throw new BadRecoveryKeyError(`it has ${clean.length} characters, not 56`);
+  let acc = 0;
+  let bits = 0;
+  const out: number[] = [];
+  for (const c of clean.slice(0, 52)) {
+    const v = B32.indexOf(c);
+    if (v < 0) throw new BadRecoveryKeyError(`"${c}" is not one of its letters`);
+    acc = (acc << 5) | v;
+    bits += 5;
+    if (bits >= 8) {
+      out.push((acc >>> (bits - 8)) & 255);
+      bits -= 8;
+    }
+    acc &= (1 << bits) - 1;
+  }
+  return Buffer.from(out.slice(0, 32));
+}
+
+/** Proves the checksum of a typed recovery key and returns its 32 bytes. */
+export function checkRecoveryKey(sodium: SodiumProvider, text: string): Buffer {
+  const key = decodeRecoveryKey(text);
+  if (encodeRecoveryKey(sodium, key).replace(/-/g, '') !== normalizeRecoveryKey(text))
+    throw new BadRecoveryKeyError('its checksum does not match (a character was mistyped)');
+  return key;
+}
+
+/** Seals a small secret (an S3 secret key) for the keystore; `label` is the AAD. */
 export function sealSecret(
   sodium: SodiumProvider,
   secretsKey: Uint8Array,

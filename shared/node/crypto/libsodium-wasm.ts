@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { blake3 } from '@noble/hashes/blake3.js';
 import type LibsodiumWrappers from 'libsodium-wrappers-sumo';
 import type { SodiumProvider } from './provider.ts';
 
@@ -15,6 +16,7 @@ export async function createWasmProvider(): Promise<SodiumProvider> {
     kdfDerive: (length, subkeyId, context, key) =>
       b(s.crypto_kdf_derive_from_key(length, subkeyId, context, key)),
     genericHash: (length, input, key) => b(s.crypto_generichash(length, input, key ?? null)),
+    blake3Keyed: (input, key) => b(blake3(input, { key })),
     aeadSealInto(out, plaintext, aad, nonce, key) {
       const sealed = s.crypto_aead_xchacha20poly1305_ietf_encrypt(plaintext, aad, null, nonce, key);
       out.set(sealed, 0);

@@ -20,6 +20,7 @@ describe('sodium-native and libsodium-wasm', () => {
       expect(wasm.aeadOpen(a, aad, nonce, key)!.equals(pt)).toBe(true);
       expect(native.aeadOpen(b, aad, nonce, key)!.equals(pt)).toBe(true);
       expect(native.genericHash(32, pt, key).equals(wasm.genericHash(32, pt, key))).toBe(true);
+      expect(native.blake3Keyed(pt, key).equals(wasm.blake3Keyed(pt, key))).toBe(true);
       expect(
         native.kdfDerive(32, size, 'cairn-v1', key).equals(wasm.kdfDerive(32, size, 'cairn-v1', key)),
       ).toBe(true);
@@ -27,6 +28,20 @@ describe('sodium-native and libsodium-wasm', () => {
     const salt = randomBytes(16);
     const pw = Buffer.from('passphrase');
     expect(native.pwhash(32, pw, salt, 2, 8 << 20).equals(wasm.pwhash(32, pw, salt, 2, 8 << 20))).toBe(true);
+  });
+
+  it('compute keyed BLAKE3 as its reference test vectors say', async () => {
+    // From the BLAKE3 team's test_vectors.json: key "whats the Elvish word for friend", empty input.
+    const key = Buffer.from('whats the Elvish word for friend');
+    for (const s of [await loadSodium('sodium-native'), await loadSodium('libsodium-wasm')]) {
+      expect(s.blake3Keyed(Buffer.alloc(0), key).toString('hex')).toBe(
+        '92b2b75604ed3c761f9d6f62392c8a9227ad0ea3f09573e783f1498a4ed60d26',
+      );
+      // A reused hasher must not carry state from one input to the next.
+      const a = s.blake3Keyed(Buffer.from('abc'), key);
+      s.blake3Keyed(randomBytes(5000), key);
+      expect(s.blake3Keyed(Buffer.from('abc'), key).equals(a)).toBe(true);
+    }
   });
 
   it('refuse altered ciphertext, aad, nonce or key', async () => {

@@ -10,6 +10,11 @@ export interface SodiumProvider {
   /** crypto_generichash (BLAKE2b), optionally keyed. */
   genericHash(length: number, input: Uint8Array, key?: Uint8Array): Buffer;
   /**
+   * Keyed BLAKE3 (32-byte key, 32-byte output): blob ids. Not libsodium, but it travels with the
+   * provider so that one switch selects native or portable code for every primitive.
+   */
+  blake3Keyed(input: Uint8Array, key: Uint8Array): Buffer;
+  /**
    * XChaCha20-Poly1305 (IETF) encrypt `plaintext` into `out` (ciphertext followed by the 16-byte tag).
    * Returns the number of bytes written (plaintext.length + 16).
    */

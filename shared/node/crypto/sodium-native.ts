@@ -1,11 +1,16 @@
 import { createRequire } from 'node:module';
+import type * as BlakeHash from '@napi-rs/blake-hash';
 import type SodiumNative from 'sodium-native';
 import type { SodiumProvider } from './provider.ts';
 
 type Native = typeof SodiumNative;
 
 export function createNativeProvider(): SodiumProvider {
-  const s = createRequire(import.meta.url)('sodium-native') as Native;
+  const require = createRequire(import.meta.url);
+  const s = require('sodium-native') as Native;
+  const { Blake3Hasher } = require('@napi-rs/blake-hash') as typeof BlakeHash;
+  // One keyed hasher per key, reset between inputs: creating one per call costs more than hashing 4 KiB.
+  const hashers = new Map<string, InstanceType<typeof Blake3Hasher>>();
   const buf = (u: Uint8Array): Buffer =>
     Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
   return {
@@ -25,6 +30,14 @@ export function createNativeProvider(): SodiumProvider {
       if (key) s.crypto_generichash(out, buf(input), buf(key));
       else s.crypto_generichash(out, buf(input));
       return out;
+    },
+    blake3Keyed(input, key) {
+      const k = buf(key);
+      const id = k.toString('latin1');
+      let h = hashers.get(id);
+      if (!h) hashers.set(id, (h = Blake3Hasher.newKeyed(Buffer.from(k))));
+      else h.reset();
+      return h.update(input).digestBuffer();
     },
     aeadSealInto(out, plaintext, aad, nonce, key) {
       return (s.crypto_aead_xchacha20poly1305_ietf_encrypt as unknown as (...a: unknown[]) => number)(

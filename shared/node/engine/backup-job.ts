@@ -1,34 +1,40 @@
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs/promises';
-import { chunkObjectKey, manifestObjectKey } from '../../format/constants.ts';
-import { fileHash } from '../format/file-hash.ts';
-import { sealManifest } from '../format/manifest.ts';
+import fsSync from 'node:fs';
+import os from 'node:os';
 import { PREPARED_PER_WORKER, type PipelineSettings } from '../../settings.ts';
+import type { ChunkTiming } from '../../stats.ts';
+import type { FromWorker, BackupTask, WorkerFailure } from '../../../workers/protocol.ts';
+import type { Repository } from '../repository/repository.ts';
+import type { SnapshotDoc, SnapshotSummary } from '../repository/snapshot.ts';
 import { JobCancelledError, type JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
-import type { EntryRow, StoredChunk } from './keystore/catalog.ts';
-import type { Keystore, TargetRow } from './keystore/keystore.ts';
-import { buildManifest } from './manifest-builder.ts';
-import { adoptUnrecordedChunks } from './resume-adopt.ts';
+import type { JobFile } from './keystore/job-table.ts';
+import type { TargetRow } from './keystore/keystore.ts';
+import { buildTrees, snapshotEntries } from './snapshot-tree.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
-import { openMainStorage, startPool } from './storage-access.ts';
-import type { BackupTask, FromWorker, WorkerFailure } from '../../../workers/protocol.ts';
+import { startPool } from './storage-access.ts';
+import { checkReadable, walkSources, type SourceEntry } from './walk.ts';
 
 export interface BackupResult {
+  snapshotId: string;
+  /** The same id, under the name the app and older scripts use. */
   backupId: string;
-  files: number;
-  bytes: number;
-  chunks: number;
-  uploadedChunks: number;
-  dedupedChunks: number;
-  uploadedBytes: number;
+  jobId: string;
+  parent: string | null;
+  files: { new: number; changed: number; unchanged: number };
+  totalBytes: number;
+  bytesRead: number;
+  bytesUploaded: number;
+  blobsNew: number;
+  packsWritten: number;
+  warnings: string[];
   transfer: TransferSummary;
 }
 
 export class BackupFailedError extends Error {
   constructor(
     message: string,
-    readonly backupId: string,
+    readonly jobId: string,
     readonly resumable: boolean,
   ) {
     super(message);
@@ -40,261 +46,284 @@ export function newId(): string {
   return randomBytes(6).toString('hex');
 }
 
-interface TaskInfo {
-  entry: EntryRow;
-  idx: number;
-  length: number;
-  id?: Buffer;
+interface FileState {
+  entry: SourceEntry;
+  chunks: number;
+  ids: (Buffer | undefined)[];
+  hashed: number;
+  /** Blob ids this file needs that are not yet in a stored pack. */
+  unstored: Set<string>;
+  attempt: number;
+  done: boolean;
 }
 
+const sameFile = (a: { size: number; mtimeMs: number; ctimeMs: number; inode: number }, e: SourceEntry) =>
+  a.size === e.size && a.mtimeMs === e.mtimeMs && a.ctimeMs === e.ctimeMs && a.inode === e.inode;
+
 /**
- * Runs (or resumes) the backup job: feeds the worker pool with the chunks not yet recorded, decides per
- * chunk id whether it must be uploaded, records stored chunks in batched transactions, then finishes
- * files and uploads the sealed manifest.
+ * Runs (or resumes) a backup job: walks the sources, reuses the content of files unchanged since the
+ * parent snapshot (or since the interrupted run), reads the rest through the worker pool into packs,
+ * then writes trees, the index and the snapshot.
  */
 export async function runBackupJob(
-  ks: Keystore,
-  job: {
-    backupId: string;
-    jobId: string;
-    target: TargetRow;
-    settings: PipelineSettings;
-    resume: boolean;
-    control?: JobControl;
-  },
+  repo: Repository,
+  job: { jobId: string; target: TargetRow; sources: string[]; settings: PipelineSettings; forceRead: boolean; control?: JobControl },
   listener: JobListener,
 ): Promise<BackupResult> {
-  const { backupId, target, settings } = job;
-  const cat = ks.catalog;
-  const handle = ks.targetHandle(target);
-  const main = openMainStorage(handle);
+  const ks = repo.ks;
+  const { target, settings, jobId } = job;
+  const started = Date.now();
+  await repo.refresh(target);
+  await repo.reconcilePacks(target);
+  const host = os.hostname();
+  const parent = job.forceRead ? undefined : ks.snapshots.latestFor(host, job.sources);
+  const { entries, skipped } = await walkSources(job.sources);
+  const warnings: string[] = skipped.map((s) => `Skipped ${s}.`);
+  for (const w of warnings) listener.notice?.(w);
+
+  const previous = new Map<string, { size: number; mtimeMs: number; ctimeMs: number; inode: number; content: Buffer[] }>();
+  if (parent)
+    for (const { path, node } of await snapshotEntries(repo, parent.doc.tree))
+      if (node.type === 'file') previous.set(path, { ...node, content: (node.content ?? []).map((h) => Buffer.from(h, 'hex')) });
+  const resumed = ks.jobs.files(jobId);
+
+  const contents = new Map<string, Buffer[]>();
+  const toRead: FileState[] = [];
+  const counts = { new: 0, changed: 0, unchanged: 0 };
+  let totalBytes = 0;
+  for (const e of entries) {
+    if (e.kind !== 'file') continue;
+    totalBytes += e.size;
+    const prior = [resumed.get(e.path), previous.get(e.path)].find(
+      (p) => p && sameFile(p, e) && p.content.every((id) => ks.index.has(id)),
+    );
+    if (prior) {
+      contents.set(e.path, prior.content);
+      if (previous.has(e.path)) counts.unchanged++;
+      else counts.new++;
+      continue;
+    }
+    if (previous.has(e.path)) counts.changed++;
+    else counts.new++;
+    const chunks = Math.ceil(e.size / settings.chunkSize);
+    toRead.push({ entry: e, chunks, ids: new Array(chunks), hashed: 0, unstored: new Set(), attempt: 0, done: false });
+  }
+  await checkReadable(toRead.map((f) => f.entry.source));
+
+  const readBytesPlanned = toRead.reduce((s, f) => s + f.entry.size, 0);
+  const stats = new StatsCollector(readBytesPlanned, toRead.reduce((s, f) => s + f.chunks, 0), (f) => listener.progress?.(f));
+  stats.startTicking();
+
+  let bytesRead = 0;
+  let bytesUploaded = 0;
+  let blobsNew = 0;
+  let packsWritten = 0;
+  let failure: string | null = null;
+  const decided = new Set<string>(); // ids this run decided to upload (in a pack, stored or not yet)
+  const blobWaiters = new Map<string, Set<FileState>>();
+  const finished: JobFile[] = [];
+  const reread: FileState[] = [];
+  let indexing: Promise<unknown> = Promise.resolve();
+  let unindexed = 0;
+
+  const flushFinished = () => {
+    if (finished.length) ks.jobs.recordFiles(jobId, finished.splice(0));
+  };
+  const maybeDone = (f: FileState) => {
+    if (f.done || f.hashed < f.chunks || f.unstored.size > 0) return;
+    f.done = true;
+    const content = f.ids as Buffer[];
+    contents.set(f.entry.path, content);
+    finished.push({ ...f.entry, content });
+    if (finished.length >= 256) flushFinished();
+  };
+  const fileHashed = (f: FileState) => {
+    // A file that changed while it was read is read once more; if it changes again it is kept as read,
+    // with a warning naming it: never silently torn.
+    const st = fsSync.statSync(f.entry.source, { throwIfNoEntry: false });
+    if (st && st.size === f.entry.size && st.mtimeMs === f.entry.mtimeMs) return maybeDone(f);
+    if (f.attempt === 0 && st) {
+      f.attempt = 1;
+      Object.assign(f.entry, { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, inode: st.ino });
+      f.chunks = Math.ceil(st.size / settings.chunkSize);
+      f.ids = new Array(f.chunks);
+      f.hashed = 0;
+      f.unstored.clear();
+      reread.push(f);
+      return;
+    }
+    const w = `${f.entry.source} changed while it was being read; the stored copy may mix old and new contents.`;
+    warnings.push(w);
+    listener.notice?.(w);
+    maybeDone(f);
+  };
+
+  const tasks = new Map<number, { file: FileState; idx: number }>();
+  let nextTid = 1;
+  function* plan(files: FileState[]): Generator<BackupTask> {
+    for (const f of files)
+      for (let idx = 0; idx < f.chunks; idx++) {
+        const offset = idx * settings.chunkSize;
+        const tid = nextTid++;
+        tasks.set(tid, { file: f, idx });
+        yield { tid, path: f.entry.source, offset, length: Math.min(settings.chunkSize, f.entry.size - offset) };
+      }
+  }
+
+  const pool = await startPool(ks, [ks.targetHandle(target)], settings, target.id);
   try {
-    await main.check();
-    const present = job.resume ? await adoptUnrecordedChunks(ks, main, target.id) : new Map<string, number>();
-    if (job.resume) await reconcileChangedSources(ks, cat.listEntries(backupId), listener);
-    // Read once, after any reset by the reconciliation: a backup can have hundreds of thousands of entries.
-    const entries = cat.listEntries(backupId);
-    const pending = entries.filter((e) => e.kind === 'file' && e.status === 'pending');
-    const pendingById = new Map(pending.map((e) => [e.id, e]));
-
-    const remaining = new Map<number, number>();
-    let bytesTotal = 0;
-    let alreadyBytes = 0;
-    let chunksTotal = 0;
-    let alreadyChunks = 0;
-    for (const e of entries) {
-      if (e.kind !== 'file') continue;
-      const n = Math.ceil(e.size / settings.chunkSize);
-      bytesTotal += e.size;
-      chunksTotal += n;
-      if (e.status === 'done') {
-        alreadyBytes += e.size;
-        alreadyChunks += n;
-      }
-    }
-    const done = new Map<number, Set<number>>();
-    for (const e of pending) {
-      const d = cat.doneChunkIdxs(e.id);
-      done.set(e.id, d);
-      remaining.set(e.id, Math.ceil(e.size / settings.chunkSize) - d.size);
-      alreadyChunks += d.size;
-      for (const idx of d) alreadyBytes += Math.min(settings.chunkSize, e.size - idx * settings.chunkSize);
-    }
-
-    const stats = new StatsCollector(bytesTotal, chunksTotal, (f) => listener.progress?.(f));
-    stats.addAlreadyDone(alreadyBytes, alreadyChunks);
-    stats.startTicking();
-
-    // Files with nothing left to store (empty, or every chunk recorded before an interruption).
-    const finishEntry = (e: EntryRow) => {
-      const ids = cat.entryChunks(e.id).map((c) => c.chunkId);
-      cat.finishEntry(e.id, fileHash(ks.sodium, ks.keys.chunkId, e.size, ids));
-    };
-    for (const e of pending) if (remaining.get(e.id) === 0) finishEntry(e);
-
-    const tasks = new Map<number, TaskInfo>();
-    let nextTid = 1;
-    function* plan(): Generator<BackupTask> {
-      for (const e of pending) {
-        const d = done.get(e.id)!;
-        const n = Math.ceil(e.size / settings.chunkSize);
-        for (let idx = 0; idx < n; idx++) {
-          if (d.has(idx)) continue;
-          const offset = idx * settings.chunkSize;
-          const length = Math.min(settings.chunkSize, e.size - offset);
-          const tid = nextTid++;
-          tasks.set(tid, { entry: e, idx, length });
-          yield { tid, path: e.source, offset, length, targetId: target.id };
-        }
-      }
-    }
-
-    let batch: StoredChunk[] = [];
-    const waitingOn = new Map<string, StoredChunk[]>(); // id hex → duplicates waiting for its upload
-    const storedThisRun = new Set<string>(); // ids stored by this run, flushed to the keystore or not yet
-    let uploadedChunks = 0;
-    let uploadedBytes = 0;
-    let dedupedChunks = 0;
-    let bytesThisRun = 0;
-    let chunksThisRun = 0;
-    let failure: { info: TaskInfo; error: WorkerFailure } | null = null;
-
-    const flush = () => {
-      const b = batch;
-      batch = [];
-      cat.recordChunks(b);
-      for (const c of b) {
-        const left = remaining.get(c.entryId)! - 1;
-        remaining.set(c.entryId, left);
-        if (left === 0) finishEntry(pendingById.get(c.entryId)!);
-      }
-    };
-    const flushTimer = setInterval(flush, 200);
-
-    const pool = await startPool(ks, [handle], settings);
-    try {
+    for (let round: FileState[] = toRead; round.length > 0 && !failure; round = reread.splice(0)) {
+      for (const f of round) if (f.chunks === 0) fileHashed(f);
       await pool.run({
         kind: 'backup',
-        tasks: plan(),
+        tasks: plan(round.filter((f) => f.chunks > 0)),
         credits: settings.uploadsPerWorker + (settings.preparedPerWorker ?? PREPARED_PER_WORKER),
         control: job.control,
+        flushAtEnd: true,
         stop: () => failure !== null,
         handle: (m: FromWorker, reply) => {
           if (m.t === 'xfer-start') {
             stats.transferStarted();
             return false;
           }
-          const info = tasks.get(m.tid)!;
-          if (m.t === 'hashed') {
-            const id = Buffer.from(m.id);
-            const hex = id.toString('hex');
-            info.id = id;
-            const objectKey = chunkObjectKey(hex);
-            if (storedThisRun.has(hex) || cat.isStoredOn(id, target.id)) {
-              reply({ t: 'decide', tid: m.tid, upload: false, objectKey });
-            } else if (present.has(objectKey)) {
-              // Uploaded by the interrupted run, never recorded, proven intact: adopt it, don't resend it.
-              reply({ t: 'decide', tid: m.tid, upload: false, objectKey });
-            } else if (waitingOn.has(hex)) {
-              reply({ t: 'decide', tid: m.tid, upload: false, objectKey });
-            } else {
-              waitingOn.set(hex, []);
-              reply({ t: 'decide', tid: m.tid, upload: true, objectKey });
-            }
+          if (m.t === 'pack-stored') {
+            onPackStored(m);
             return false;
           }
+          if (m.t === 'pack-failed') {
+            failure ??= `storing pack ${m.packId.slice(0, 12)}… on target "${m.error.target ?? target.name}" failed: ${m.error.message}`;
+            return false;
+          }
+          if (m.t === 'hashed') {
+            const hex = Buffer.from(m.id).toString('hex');
+            const upload = !decided.has(hex) && !ks.index.has(m.id);
+            if (upload) decided.add(hex);
+            reply({ t: 'decide', tid: m.tid, upload });
+            return false;
+          }
+          if (m.t !== 'packed' && m.t !== 'failed') return false;
+          const { file: f, idx } = tasks.get(m.tid)!;
           tasks.delete(m.tid);
           if (m.t === 'failed') {
-            failure ??= { info, error: m.error };
+            if (m.error.problem === 'ESHRUNK' && f.attempt === 0) {
+              f.hashed = f.chunks; // counted as read; the stat check sends it round again
+              fileHashed(f);
+            } else failure ??= describeFailure(f, idx, m.error, target.name);
             return true;
           }
-          if (m.t !== 'stored') return true;
-          const id = Buffer.from(m.id);
-          const hex = id.toString('hex');
-          const objectKey = chunkObjectKey(hex);
-          const rec: StoredChunk = {
-            entryId: info.entry.id,
-            idx: info.idx,
-            chunkId: id,
-            plainSize: info.length,
-            targetId: target.id,
-            objectKey,
-            storedSize: m.uploaded ? m.storedSize : (present.get(objectKey) ?? 0),
-            flags: m.uploaded ? m.flags : null,
-            isNew: m.uploaded,
-          };
-          bytesThisRun += info.length;
-          chunksThisRun++;
-          stats.add(m.timing, m.uploaded);
+          const hex = Buffer.from(m.id).toString('hex');
+          f.ids[idx] = Buffer.from(m.id);
+          bytesRead += m.timing.bytes;
+          stats.add(m.timing, false);
           listener.chunk?.(m.timing);
-          if (m.uploaded) {
-            storedThisRun.add(hex);
-            uploadedChunks++;
-            uploadedBytes += m.storedSize;
-            batch.push(rec);
-            for (const dup of waitingOn.get(hex) ?? [])
-              batch.push({ ...dup, storedSize: m.storedSize, flags: m.flags });
-            waitingOn.delete(hex);
-          } else if (waitingOn.has(hex)) {
-            dedupedChunks++;
-            waitingOn.get(hex)!.push(rec); // recorded once the in-flight upload of the same id lands
-          } else {
-            if (!present.has(objectKey)) dedupedChunks++;
-            batch.push(rec);
+          if (m.packId !== null || (decided.has(hex) && !ks.index.has(m.id))) {
+            if (m.packId !== null) blobsNew++;
+            f.unstored.add(hex);
+            let w = blobWaiters.get(hex);
+            if (!w) blobWaiters.set(hex, (w = new Set()));
+            w.add(f);
           }
-          if (batch.length >= 256) flush();
+          if (++f.hashed === f.chunks) fileHashed(f);
           return true;
         },
       });
-    } finally {
-      clearInterval(flushTimer);
-      flush();
-      await pool.close();
     }
-
-    const transfer = stats.finish(bytesThisRun, chunksThisRun);
-    cat.addTransferStats(backupId, uploadedChunks, uploadedBytes, transfer.durationMs);
-    if (job.control?.cancelled) {
-      cat.cancelBackup(backupId);
-      throw new JobCancelledError(`Backup ${backupId}`);
-    }
-    if (failure)
-      throw describeFailure(backupId, failure as { info: TaskInfo; error: WorkerFailure }, target.name);
-
-    const manifest = buildManifest(ks, backupId);
-    await main.put(manifestObjectKey(backupId), sealManifest(ks.sodium, ks.keys.manifestSeal, manifest));
-    cat.completeBackup(backupId, 0);
-    const b = cat.getBackup(backupId)!;
-    return {
-      backupId,
-      files: b.fileCount,
-      bytes: b.totalBytes,
-      chunks: b.chunkCount,
-      uploadedChunks,
-      dedupedChunks,
-      uploadedBytes,
-      transfer,
-    };
   } finally {
-    main.close();
+    await pool.close();
+    flushFinished();
   }
-}
 
-function describeFailure(
-  backupId: string,
-  f: { info: TaskInfo; error: WorkerFailure },
-  target: string,
-): BackupFailedError {
-  const { info, error } = f;
-  const where = `chunk ${info.idx} of ${info.entry.source}`;
-  const msg =
-    error.problem === 'source' || error.problem === 'ESHRUNK'
-      ? `Backup ${backupId} stopped: reading ${where} failed (${error.message}).`
-      : `Backup ${backupId} stopped: storing ${where} on target "${error.target ?? target}" failed: ${error.message}`;
-  return new BackupFailedError(`${msg} Fix the cause and run "cairn resume" to continue.`, backupId, true);
-}
-
-/** On resume, a source file whose size or mtime changed is read again from the start. */
-async function reconcileChangedSources(
-  ks: Keystore,
-  entries: EntryRow[],
-  listener: JobListener,
-): Promise<void> {
-  for (const e of entries) {
-    if (e.kind !== 'file' || e.status !== 'pending') continue;
-    const st = await fs.stat(e.source).catch(() => null);
-    if (!st) {
-      throw new BackupFailedError(
-        `Source file ${e.source} has disappeared since backup ${e.backupId} started; restore it to resume.`,
-        e.backupId,
-        true,
-      );
+  function onPackStored(m: Extract<FromWorker, { t: 'pack-stored' }>): void {
+    const blobs = m.blobs.map((b) => ({ ...b, id: Buffer.from(b.id) }));
+    ks.index.addPack({ id: Buffer.from(m.packId, 'hex'), targetId: target.id, kind: 'data', size: m.size, jobId, state: 'stored' }, blobs);
+    packsWritten++;
+    bytesUploaded += m.size;
+    stats.add(m.timing as ChunkTiming, true);
+    listener.chunk?.(m.timing);
+    for (const b of blobs) {
+      const hex = b.id.toString('hex');
+      for (const f of blobWaiters.get(hex) ?? []) {
+        f.unstored.delete(hex);
+        maybeDone(f);
+      }
+      blobWaiters.delete(hex);
     }
-    if (st.size !== e.size || st.mtimeMs !== e.mtimeMs) {
-      ks.catalog.resetEntry(e.id, st.size, st.mtimeMs);
-      listener.notice?.(
-        `${e.source} changed since the backup was interrupted; reading it again from the start.`,
-      );
+    flushFinished();
+    // Index files as packs complete, so another machine (or this one after a crash) sees them soon.
+    if (++unindexed >= 32) {
+      unindexed = 0;
+      indexing = indexing.then(() => repo.writePendingIndex(target)).then((n) => (bytesUploaded += n));
     }
   }
+  await indexing;
+
+  const transfer = stats.finish(bytesRead, 0);
+  if (job.control?.cancelled) {
+    await repo.writePendingIndex(target);
+    ks.jobs.cancel(jobId);
+    throw new JobCancelledError('The backup');
+  }
+  if (failure)
+    throw new BackupFailedError(`Backup stopped: ${failure} Fix the cause and run "cairn resume" to continue.`, jobId, true);
+  const incomplete = toRead.filter((f) => !f.done);
+  if (incomplete.length)
+    throw new BackupFailedError(`Backup stopped: ${incomplete.length} files were not fully stored (first: ${incomplete[0]!.entry.source}).`, jobId, true);
+
+  const { root, trees } = buildTrees(repo, entries, (p) => (contents.get(p) ?? []).map((b) => b.toString('hex')));
+  const saved = await repo.saveTrees(target, trees, jobId);
+  bytesUploaded += saved.bytes;
+  packsWritten += saved.packs;
+  bytesUploaded += await repo.writePendingIndex(target);
+
+  const snapshotId = newId();
+  const summary: SnapshotSummary = {
+    files: counts,
+    dirs: entries.filter((e) => e.kind === 'dir').length,
+    symlinks: entries.filter((e) => e.kind === 'symlink').length,
+    totalBytes,
+    bytesRead,
+    bytesUploaded,
+    blobsNew,
+    blobsTotal: [...contents.values()].reduce((s, c) => s + c.length, 0),
+    packsWritten,
+    durationMs: Date.now() - started,
+    warnings,
+  };
+  const doc: SnapshotDoc = {
+    version: 2,
+    id: snapshotId,
+    time: new Date(started).toISOString(),
+    host,
+    user: os.userInfo().username,
+    sources: job.sources,
+    tags: [],
+    parent: parent?.id ?? null,
+    tree: root,
+    chunkSize: settings.chunkSize,
+    summary,
+  };
+  summary.bytesUploaded += await repo.writeSnapshot(target, doc);
+  ks.snapshots.put(target.id, doc);
+  ks.jobs.finish(jobId, snapshotId);
+  return {
+    snapshotId,
+    backupId: snapshotId,
+    jobId,
+    parent: doc.parent,
+    files: counts,
+    totalBytes,
+    bytesRead,
+    bytesUploaded: summary.bytesUploaded,
+    blobsNew,
+    packsWritten,
+    warnings,
+    transfer,
+  };
+}
+
+function describeFailure(f: FileState, idx: number, error: WorkerFailure, target: string): string {
+  const where = `chunk ${idx} of ${f.entry.source}`;
+  return error.problem === 'source' || error.problem === 'ESHRUNK'
+    ? `reading ${where} failed (${error.message}).`
+    : `storing ${where} on target "${error.target ?? target}" failed: ${error.message}`;
 }

@@ -1,5 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
+import { encodeRecoveryKey, makeKeySlot, type KeySlot, type Unlocker } from '../crypto/keys.ts';
+import { KEY_BYTES } from '../crypto/provider.ts';
 import { loadSodium } from '../crypto/provider.ts';
 import {
   CHUNK_SIZE_DEFAULT,
@@ -12,28 +14,30 @@ import {
   type PipelineSettings,
   type TargetConfig,
 } from '../../settings.ts';
+import { openTarget, type TargetHandle } from '../storage/open-target.ts';
+import { newRepoConfig } from '../repository/config.ts';
+import { Repository, unlockFromTarget } from '../repository/repository.ts';
+import type { SnapshotDoc } from '../repository/snapshot.ts';
 import { runBackupJob, newId, BackupFailedError, type BackupResult } from './backup-job.ts';
 import type { JobListener } from './job-events.ts';
-import type { JobControl } from './job-control.ts';
-import type { BackupRow, EntryRow, JobRow } from './keystore/catalog.ts';
+import { JobCancelledError, type JobControl } from './job-control.ts';
+import type { JobRow } from './keystore/job-table.ts';
 import { KeystoreError } from './keystore/db.ts';
 import { Keystore, type TargetRow } from './keystore/keystore.ts';
 import { runRestoreJob, type RestoreResult } from './restore-job.ts';
-import { openMainStorage } from './storage-access.ts';
+import { snapshotChildren, snapshotEntries } from './snapshot-tree.ts';
 import { runVerifyJob, type VerifyResult } from './verify-job.ts';
-import { walkSources } from './walk.ts';
 import { defaultWorkerCount } from './worker-pool.ts';
 
 export { BackupFailedError, KeystoreError };
-export type { BackupResult, RestoreResult, VerifyResult, BackupRow, EntryRow, TargetRow };
+export type { BackupResult, RestoreResult, VerifyResult, TargetRow, JobRow };
 
 /** CAIRN_HOME, else the OS's per-user application data folder. */
 export function defaultHome(): string {
   if (process.env.CAIRN_HOME) return path.resolve(process.env.CAIRN_HOME);
   const home = os.homedir();
   if (process.platform === 'darwin') return path.join(home, 'Library', 'Application Support', 'Cairn');
-  if (process.platform === 'win32')
-    return path.join(process.env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), 'Cairn');
+  if (process.platform === 'win32') return path.join(process.env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), 'Cairn');
   return path.join(process.env.XDG_DATA_HOME ?? path.join(home, '.local', 'share'), 'cairn');
 }
 
@@ -49,11 +53,7 @@ export class SettingsError extends Error {
 }
 
 function check<T>(
-  schema: {
-    safeParse(
-      v: unknown,
-    ): { success: true; data: T } | { success: false; error: { issues: { message: string }[] } };
-  },
+  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: { message: string }[] } } },
   v: unknown,
 ): T {
   const r = schema.safeParse(v);
@@ -61,19 +61,69 @@ function check<T>(
   return r.data;
 }
 
-/** The headless engine: one unlocked keystore and the jobs that run against it. */
-export class Engine {
-  private constructor(readonly ks: Keystore) {}
+export interface EntryInfo {
+  path: string;
+  kind: 'file' | 'dir' | 'symlink';
+  size: number;
+  mode: number;
+  mtimeMs: number;
+  linkTarget: string | null;
+}
 
-  static async init(home: string, passphrase: string): Promise<Engine> {
-    return new Engine(Keystore.create(keystorePath(home), passphrase, await loadSodium()));
+export interface SnapshotInfo extends SnapshotDoc {
+  target: string;
+}
+
+/** The headless engine: one unlocked keystore, its repository, and the jobs that run against it. */
+export class Engine {
+  readonly repo: Repository;
+
+  private constructor(readonly ks: Keystore) {
+    this.repo = new Repository(ks);
   }
 
-  static async unlock(home: string, passphrase: string): Promise<Engine> {
-    return new Engine(Keystore.open(keystorePath(home), passphrase, await loadSodium()));
+  /** A new repository: random master key and config, one passphrase key slot. Targets come next. */
+  static async init(home: string, passphrase: string): Promise<Engine> {
+    if (passphrase.length < 8) throw new KeystoreError('The passphrase must have at least 8 characters.');
+    const sodium = await loadSodium();
+    const master = sodium.randomBytes(KEY_BYTES);
+    const config = newRepoConfig(sodium);
+    const slot = makeKeySlot(sodium, master, config.id, { passphrase });
+    const ks = Keystore.create(keystorePath(home), sodium, { master, repoId: config.id, config, slots: [slot], slotId: slot.id });
+    master.fill(0);
+    return new Engine(ks);
+  }
+
+  static async unlock(home: string, secret: Unlocker): Promise<Engine> {
+    return new Engine(Keystore.open(keystorePath(home), secret, await loadSodium()));
+  }
+
+  /**
+   * Builds a fresh keystore from a target that holds a repository: key slots, config, index and the
+   * snapshot list all come from the bucket.
+   */
+  static async connect(home: string, name: string, config: TargetConfig, secret: string | undefined, unlocker: Unlocker): Promise<Engine> {
+    check(targetNameSchema, name);
+    const parsed = check(targetConfigSchema, config);
+    if (parsed.kind === 's3' && !secret) throw new SettingsError('An S3 target needs a secret access key.');
+    const sodium = await loadSodium();
+    const handle: TargetHandle = { id: 0, name, config: parsed, secret };
+    const found = await unlockFromTarget(sodium, handle, unlocker);
+    const ks = Keystore.create(keystorePath(home), sodium, { ...found, repoId: found.config.id });
+    found.master.fill(0);
+    const engine = new Engine(ks);
+    try {
+      ks.addTarget(name, parsed, secret);
+      await engine.refresh();
+      return engine;
+    } catch (err) {
+      engine.close();
+      throw err;
+    }
   }
 
   close(): void {
+    this.repo.close();
     this.ks.close();
   }
 
@@ -82,10 +132,7 @@ export class Engine {
     return {
       chunkSize: check(chunkSizeSchema, overrides.chunkSize ?? saved.chunkSize ?? CHUNK_SIZE_DEFAULT),
       workers: check(workersSchema, overrides.workers ?? saved.workers ?? defaultWorkerCount()),
-      uploadsPerWorker: check(
-        uploadsPerWorkerSchema,
-        overrides.uploadsPerWorker ?? saved.uploadsPerWorker ?? UPLOADS_PER_WORKER_DEFAULT,
-      ),
+      uploadsPerWorker: check(uploadsPerWorkerSchema, overrides.uploadsPerWorker ?? saved.uploadsPerWorker ?? UPLOADS_PER_WORKER_DEFAULT),
       // Not a user setting: benchmarks set 0 to reproduce a wait-for-reply upload loop.
       ...(overrides.preparedPerWorker !== undefined
         ? { preparedPerWorker: Math.max(0, Math.min(8, Math.floor(overrides.preparedPerWorker))) }
@@ -99,19 +146,24 @@ export class Engine {
     return next;
   }
 
-  /** Adds a target after proving it works (unless `test` is false); nothing is saved on failure. */
-  async addTarget(
-    name: string,
-    config: TargetConfig,
-    secret?: string,
-    opts: { test?: boolean } = {},
-  ): Promise<TargetRow> {
+  /** Adds a target after proving it works and holds this repository (or is empty: then it is set up). */
+  async addTarget(name: string, config: TargetConfig, secret?: string, opts: { test?: boolean } = {}): Promise<TargetRow> {
     check(targetNameSchema, name);
     const parsed = check(targetConfigSchema, config);
     if (this.ks.findTarget(name)) throw new SettingsError(`A target named "${name}" already exists.`);
     if (parsed.kind === 's3' && !secret) throw new SettingsError('An S3 target needs a secret access key.');
     if (opts.test !== false) await this.testHandle({ id: 0, name, config: parsed, secret });
-    return this.ks.addTarget(name, parsed, secret);
+    const t = this.ks.addTarget(name, parsed, secret);
+    if (opts.test === false) return t;
+    try {
+      await this.repo.attach(t);
+      await this.repo.refresh(t);
+    } catch (err) {
+      this.repo.close();
+      this.ks.removeTarget(t.id);
+      throw err;
+    }
+    return t;
   }
 
   listTargets(): TargetRow[] {
@@ -135,8 +187,8 @@ export class Engine {
     await this.testHandle({ id: 0, name, config: parsed, secret: secret || saved });
   }
 
-  private async testHandle(h: Parameters<typeof openMainStorage>[0]): Promise<void> {
-    const s = openMainStorage(h);
+  private async testHandle(h: TargetHandle): Promise<void> {
+    const s = openTarget(h, { concurrency: 1 });
     try {
       await s.check();
     } finally {
@@ -147,50 +199,58 @@ export class Engine {
   defaultTarget(): TargetRow {
     const targets = this.ks.listTargets();
     if (targets.length === 0) throw new SettingsError('No target yet: add one with "cairn target add".');
-    if (targets.length > 1) {
-      throw new SettingsError(`There are ${targets.length} targets: choose one with --target <name>.`);
-    }
+    if (targets.length > 1) throw new SettingsError(`There are ${targets.length} targets: choose one with --target <name>.`);
     return targets[0]!;
+  }
+
+  /** Loads snapshots and index files other machines (or an earlier keystore) wrote, from every target. */
+  async refresh(): Promise<void> {
+    for (const t of this.ks.listTargets()) await this.repo.refresh(t);
   }
 
   async backup(
     sources: string[],
-    opts: { target?: string; settings?: Partial<PipelineSettings> },
+    opts: { target?: string; settings?: Partial<PipelineSettings>; forceRead?: boolean },
     listener: JobListener = {},
     control?: JobControl,
   ): Promise<BackupResult> {
     const settings = this.settings(opts.settings);
     const target = opts.target ? this.target(opts.target) : this.defaultTarget();
-    await this.testTarget(target.name);
-    const { entries, skipped } = await walkSources(sources);
-    for (const s of skipped) listener.notice?.(`Skipped ${s}.`);
-    const backupId = newId();
+    const abs = sources.map((s) => path.resolve(s));
     const jobId = newId();
-    this.ks.catalog.createBackup({
-      id: backupId,
-      jobId,
-      targetId: target.id,
-      chunkSize: settings.chunkSize,
-      sources: sources.map((s) => path.resolve(s)),
-      settings: JSON.stringify(settings),
-      entries,
-    });
-    listener.started?.({ backupId, jobId });
-    listener.notice?.(`Backup ${backupId} started.`);
-    return runBackupJob(this.ks, { backupId, jobId, target, settings, resume: false, control }, listener);
+    this.ks.jobs.create({ id: jobId, targetId: target.id, sources: abs, settings: JSON.stringify(settings) });
+    listener.started?.({ backupId: jobId, jobId });
+    return this.runJob(jobId, target, abs, settings, Boolean(opts.forceRead), listener, control);
+  }
+
+  private async runJob(
+    jobId: string,
+    target: TargetRow,
+    sources: string[],
+    settings: PipelineSettings,
+    forceRead: boolean,
+    listener: JobListener,
+    control?: JobControl,
+  ): Promise<BackupResult> {
+    try {
+      return await runBackupJob(this.repo, { jobId, target, sources, settings, forceRead, control }, listener);
+    } catch (err) {
+      if (!(err instanceof JobCancelledError)) this.ks.jobs.fail(jobId, (err as Error).message);
+      throw err;
+    }
   }
 
   /** Unfinished backup jobs that no live process is running (this process's own jobs included). */
   interruptedJobs(): JobRow[] {
-    return this.ks.catalog.unfinishedJobs().filter((j) => !j.pid || j.pid === process.pid || !isAlive(j.pid));
+    return this.ks.jobs.unfinished().filter((j) => !j.pid || j.pid === process.pid || !isAlive(j.pid));
   }
 
   /** Continues every interrupted backup job; a job still running in another live process is left alone. */
   async resume(listener: JobListener = {}): Promise<BackupResult[]> {
     const results: BackupResult[] = [];
-    for (const job of this.ks.catalog.unfinishedJobs()) {
+    for (const job of this.ks.jobs.unfinished()) {
       if (job.pid && job.pid !== process.pid && isAlive(job.pid)) {
-        listener.notice?.(`Backup ${job.backupId} is still running in process ${job.pid}; leaving it alone.`);
+        listener.notice?.(`Backup job ${job.id} is still running in process ${job.pid}; leaving it alone.`);
         continue;
       }
       results.push(await this.resumeJob(job.id, listener));
@@ -199,82 +259,76 @@ export class Engine {
   }
 
   async resumeJob(jobId: string, listener: JobListener = {}, control?: JobControl): Promise<BackupResult> {
-    const job = this.ks.catalog.unfinishedJobs().find((j) => j.id === jobId);
-    if (!job) throw new SettingsError(`No interrupted job ${jobId}.`);
-    const backup = this.ks.catalog.getBackup(job.backupId)!;
-    const settings = { ...(JSON.parse(job.settings) as PipelineSettings), chunkSize: backup.chunkSize };
-    this.ks.catalog.claimJob(job.id);
-    listener.started?.({ backupId: job.backupId, jobId: job.id });
-    listener.notice?.(`Resuming backup ${job.backupId}.`);
-    const target = this.ks.targetById(backup.targetId);
-    try {
-      return await runBackupJob(
-        this.ks,
-        { backupId: job.backupId, jobId: job.id, target, settings, resume: true, control },
-        listener,
-      );
-    } catch (err) {
-      this.ks.catalog.failJob(job.id, (err as Error).message);
-      throw err;
-    }
+    const job = this.ks.jobs.get(jobId);
+    if (!job || job.state === 'done') throw new SettingsError(`No interrupted job ${jobId}.`);
+    this.ks.jobs.claim(job.id);
+    listener.started?.({ backupId: job.id, jobId: job.id });
+    listener.notice?.(`Resuming backup job ${job.id}.`);
+    const settings = JSON.parse(job.settings) as PipelineSettings;
+    return this.runJob(job.id, this.ks.targetById(job.targetId), job.sources, settings, false, listener, control);
   }
 
-  /** Changes a target in place (name, endpoint, keys…); it is tested first unless `test` is false. */
-  async replaceTarget(
-    current: string,
-    name: string,
-    config: TargetConfig,
-    secret?: string,
-    opts: { test?: boolean } = {},
-  ): Promise<TargetRow> {
+  /** Changes a target in place (name, endpoint, keys…); it is tested and its repository checked first. */
+  async replaceTarget(current: string, name: string, config: TargetConfig, secret?: string, opts: { test?: boolean } = {}): Promise<TargetRow> {
     const existing = this.target(current);
     check(targetNameSchema, name);
     const parsed = check(targetConfigSchema, config);
-    if (name !== current && this.ks.findTarget(name))
-      throw new SettingsError(`A target named "${name}" already exists.`);
+    if (name !== current && this.ks.findTarget(name)) throw new SettingsError(`A target named "${name}" already exists.`);
     const keepSecret = secret === undefined || secret === '';
     const effective = keepSecret ? this.ks.targetHandle(existing).secret : secret;
-    if (parsed.kind === 's3' && !effective)
-      throw new SettingsError('An S3 target needs a secret access key.');
-    if (opts.test !== false)
-      await this.testHandle({ id: existing.id, name, config: parsed, secret: effective });
-    return this.ks.updateTarget(existing.id, name, parsed, effective);
+    if (parsed.kind === 's3' && !effective) throw new SettingsError('An S3 target needs a secret access key.');
+    if (opts.test !== false) await this.testHandle({ id: existing.id, name, config: parsed, secret: effective });
+    const updated = this.ks.updateTarget(existing.id, name, parsed, effective);
+    this.repo.close();
+    return updated;
   }
 
   removeTarget(name: string): void {
     const t = this.target(name);
-    const used = this.ks.catalog.backupsOnTarget(t.id);
-    if (used > 0) {
-      throw new SettingsError(
-        `Target "${name}" holds ${used} backup${used === 1 ? '' : 's'}; it cannot be removed.`,
-      );
-    }
+    const used = this.ks.snapshots.list().filter((s) => s.targetId === t.id).length;
+    if (used > 0) throw new SettingsError(`Target "${name}" holds ${used} snapshot${used === 1 ? '' : 's'}; it cannot be removed.`);
     this.ks.removeTarget(t.id);
   }
 
-  listBackups(): BackupRow[] {
-    return this.ks.catalog.listBackups();
+  listSnapshots(): SnapshotInfo[] {
+    const names = new Map(this.ks.listTargets().map((t) => [t.id, t.name]));
+    return this.ks.snapshots.list().map((s) => ({ ...s.doc, target: names.get(s.targetId) ?? '?' }));
   }
 
-  listEntries(backupId: string): EntryRow[] {
-    if (!this.ks.catalog.getBackup(backupId))
-      throw new SettingsError(`No backup with id ${backupId}: "cairn ls" lists them.`);
-    return this.ks.catalog.listEntries(backupId);
+  snapshot(id: string): SnapshotInfo {
+    const s = this.listSnapshots().find((x) => x.id === id);
+    if (!s) throw new SettingsError(`No snapshot with id ${id}: "cairn ls" lists them.`);
+    return s;
+  }
+
+  async listEntries(snapshotId: string, dir?: string): Promise<EntryInfo[]> {
+    const snap = this.snapshot(snapshotId);
+    const list = dir === undefined ? await snapshotEntries(this.repo, snap.tree) : await snapshotChildren(this.repo, snap.tree, dir);
+    return list.map(({ path: p, node }) => ({
+      path: p,
+      kind: node.type,
+      size: node.size,
+      mode: node.mode,
+      mtimeMs: node.mtimeMs,
+      linkTarget: node.linkTarget ?? null,
+    }));
   }
 
   restore(
-    backupId: string,
-    opts: { to: string; paths?: string[]; overwrite?: boolean; settings?: Partial<PipelineSettings> },
+    snapshotId: string,
+    opts: { to: string; paths?: string[]; overwrite?: boolean; fsync?: boolean; settings?: Partial<PipelineSettings> },
     listener: JobListener = {},
     control?: JobControl,
   ): Promise<RestoreResult> {
+    this.snapshot(snapshotId);
     return runRestoreJob(
-      this.ks,
+      this.repo,
       {
-        backupId,
+        snapshotId,
         to: opts.to,
         paths: opts.paths ?? [],
         overwrite: opts.overwrite ?? false,
+        fsync: opts.fsync,
         settings: this.settings(opts.settings),
         control,
       },
@@ -282,8 +336,46 @@ export class Engine {
     );
   }
 
-  verify(backupId: string, listener: JobListener = {}): Promise<VerifyResult> {
-    return runVerifyJob(this.ks, { backupId, settings: this.settings() }, listener);
+  verify(snapshotId: string, listener: JobListener = {}): Promise<VerifyResult> {
+    this.snapshot(snapshotId);
+    return runVerifyJob(this.repo, { snapshotId, settings: this.settings() }, listener);
+  }
+
+  keySlots(): (KeySlot & { current: boolean })[] {
+    return this.ks.keySlots().map((s) => ({ ...s, current: s.id === this.ks.slotId }));
+  }
+
+  async addKey(secret: Unlocker): Promise<KeySlot> {
+    if ('passphrase' in secret && secret.passphrase.length < 8)
+      throw new SettingsError('The passphrase must have at least 8 characters.');
+    const slot = makeKeySlot(this.ks.sodium, this.ks.masterKey(), this.ks.repoId, secret);
+    await this.repo.putKeySlot(slot);
+    return slot;
+  }
+
+  async removeKey(id: string): Promise<void> {
+    const slots = this.ks.keySlots();
+    const slot = slots.find((s) => s.id === id);
+    if (!slot) throw new SettingsError(`No key slot ${id}: "cairn key ls" lists them.`);
+    if (id === this.ks.slotId) throw new SettingsError(`Key slot ${id} is the one unlocking this session; remove it from another.`);
+    if (slot.kind === 'passphrase' && slots.filter((s) => s.kind === 'passphrase').length === 1)
+      throw new SettingsError('That is the last passphrase slot: add another first.');
+    await this.repo.removeKeySlot(id);
+  }
+
+  /** A new passphrase slot replaces the one that unlocked this session; no data is rewritten. */
+  async changePassphrase(passphrase: string): Promise<KeySlot> {
+    const slot = await this.addKey({ passphrase });
+    const old = this.ks.keySlots().find((s) => s.id === this.ks.slotId);
+    if (old?.kind === 'passphrase') await this.repo.removeKeySlot(old.id);
+    return slot;
+  }
+
+  /** Creates a recovery key slot and returns the key, to be shown once. */
+  async createRecoveryKey(): Promise<{ slot: KeySlot; recoveryKey: string }> {
+    const recoveryKey = encodeRecoveryKey(this.ks.sodium, this.ks.sodium.randomBytes(KEY_BYTES));
+    const slot = await this.addKey({ recoveryKey });
+    return { slot, recoveryKey };
   }
 }
 

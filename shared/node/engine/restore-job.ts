@@ -1,18 +1,15 @@
-import { randomBytes } from 'node:crypto';
 import fsSync from 'node:fs';
-import fs from 'node:fs/promises';
-import path from 'node:path';
-import { promisify } from 'node:util';
-import { fileHash } from '../format/file-hash.ts';
 import type { PipelineSettings } from '../../settings.ts';
-import type { RestoreTask } from '../../../workers/protocol.ts';
+import { blobId } from '../format/blob-codec.ts';
+import type { Repository } from '../repository/repository.ts';
+import { runFetches, planFetches, type BlobNeed } from './blob-fetch.ts';
 import type { JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
-import type { ChunkRef, EntryRow } from './keystore/catalog.ts';
-import type { Keystore } from './keystore/keystore.ts';
+import type { BlobLocation } from './keystore/index-cache.ts';
+import { RestoreDestination } from './restore-dest.ts';
 import { selectEntries } from './select-entries.ts';
+import { snapshotEntries, type SnapshotEntry } from './snapshot-tree.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
-import { runFetchTasks } from './storage-access.ts';
 
 export interface RestoreFailure {
   path: string;
@@ -20,262 +17,228 @@ export interface RestoreFailure {
 }
 
 export interface RestoreResult {
+  snapshotId: string;
   backupId: string;
   restoredFiles: number;
   restoredBytes: number;
+  /** Files already at the destination with identical content: left as they are. */
+  alreadyPresent: number;
   failed: RestoreFailure[];
   transfer: TransferSummary;
 }
 
 interface FileState {
-  entry: EntryRow;
-  final: string;
-  temp: string;
-  fd: number;
-  chunks: ChunkRef[];
-  ids: (Uint8Array | undefined)[];
-  outstanding: number;
-  planned: number;
+  e: SnapshotEntry;
+  locs: BlobLocation[];
+  fd: number | null;
+  temp: string | null;
+  remaining: number;
   failed: string | null;
   settled: boolean;
 }
 
 /**
- * Restores a backup (or the entries under `paths`) into `to`. Each file is written at chunk offsets into a
- * temporary file beside its destination, fsynced, checked against its file hash, then renamed into place
- * with its mode and mtime. A file that fails leaves nothing at its final path; the others carry on.
+ * Restores a snapshot (or the entries under `paths`) into `to`. Each file is written into a temporary
+ * beside its destination, every blob authenticated and re-hashed, then renamed into place with its mode
+ * and mtime. Nothing below the destination is followed if it is a link Cairn did not create. A file that
+ * fails leaves nothing at its path; the others carry on. Files already there and identical are kept.
  */
 export async function runRestoreJob(
-  ks: Keystore,
+  repo: Repository,
   opts: {
-    backupId: string;
+    snapshotId: string;
     to: string;
     paths: string[];
     overwrite: boolean;
     settings: PipelineSettings;
+    fsync?: boolean;
     control?: JobControl;
   },
   listener: JobListener,
 ): Promise<RestoreResult> {
-  const cat = ks.catalog;
-  const backup = cat.getBackup(opts.backupId);
-  if (!backup) throw new Error(`No backup with id ${opts.backupId}: "cairn ls" lists them.`);
-  if (backup.status !== 'complete') {
-    throw new Error(`Backup ${opts.backupId} is not complete (${backup.status}): run "cairn resume" first.`);
-  }
-  const entries = selectEntries(cat.listEntries(opts.backupId), opts.paths, opts.backupId);
-  const root = path.resolve(opts.to);
-  await fs.mkdir(root, { recursive: true });
+  const ks = repo.ks;
+  const snap = ks.snapshots.get(opts.snapshotId);
+  if (!snap) throw new Error(`No snapshot with id ${opts.snapshotId}: "cairn ls" lists them.`);
+  const entries = selectEntries(await snapshotEntries(repo, snap.doc.tree), opts.paths, opts.snapshotId);
+  const dest = RestoreDestination.open(opts.to);
   const failed: RestoreFailure[] = [];
-  const files = entries.filter((e) => e.kind === 'file');
+  const dirs = entries.filter((x) => x.node.type === 'dir');
+  const touched = new Set<string>(['']);
+  for (const e of entries) touched.add(e.path.includes('/') ? e.path.slice(0, e.path.lastIndexOf('/')) : '');
+  const badDirs = new Set<string>();
+  for (const d of dirs) {
+    try {
+      dest.ensureDir(d.path);
+    } catch (err) {
+      badDirs.add(d.path);
+      failed.push({ path: d.path, message: (err as Error).message });
+    }
+  }
+  for (const d of touched) if (!badDirs.has(d) && dest.exists(d) === 'dir') dest.removeStaleTemps(d);
+  const underBad = (p: string) => [...badDirs].some((d) => p.startsWith(d + '/'));
+
+  const files: FileState[] = [];
+  let alreadyPresent = 0;
+  let restoredFiles = 0;
+  let restoredBytes = 0;
+  for (const e of entries) {
+    if (e.node.type !== 'file' || underBad(e.path)) continue;
+    const ids = e.node.content ?? [];
+    const locs = ids.map((h) => ks.index.lookup(Buffer.from(h, 'hex')));
+    const lost = locs.findIndex((l) => !l);
+    if (lost >= 0) {
+      failed.push({ path: e.path, message: `blob ${lost} (${ids[lost]!.slice(0, 12)}…) is not in the repository: its pack is missing` });
+      continue;
+    }
+    const kind = dest.exists(e.path);
+    if (kind === 'file' && sameContent(repo, dest.abs(e.path), e, locs as BlobLocation[])) {
+      alreadyPresent++;
+      continue;
+    }
+    if (kind === 'dir') {
+      failed.push({ path: e.path, message: `${dest.abs(e.path)} is a folder; a file cannot replace it` });
+      continue;
+    }
+    if (kind && !opts.overwrite) {
+      failed.push({ path: e.path, message: `${dest.abs(e.path)} already exists (restore with --overwrite to replace it)` });
+      continue;
+    }
+    files.push({ e, locs: locs as BlobLocation[], fd: null, temp: null, remaining: ids.length, failed: null, settled: false });
+  }
+
   const stats = new StatsCollector(
-    files.reduce((s, e) => s + e.size, 0),
-    files.reduce((s, e) => s + Math.ceil(e.size / backup.chunkSize), 0),
+    files.reduce((s, f) => s + f.e.node.size, 0),
+    files.reduce((s, f) => s + f.locs.length, 0),
     (f) => listener.progress?.(f),
   );
   stats.startTicking();
 
-  for (const e of entries.filter((x) => x.kind === 'dir'))
-    await fs.mkdir(dest(root, e.path), { recursive: true, mode: 0o700 });
-
-  const states = new Map<number, FileState>();
-  const taskFile = new Map<number, { state: FileState; idx: number }>();
-  const finalizing: Promise<void>[] = [];
-  let restoredFiles = 0;
-  let restoredBytes = 0;
-  let tid = 1;
-
-  const fail = (s: FileState, message: string) => {
-    s.failed ??= message;
-  };
-  const settle = (s: FileState) => {
-    if (s.settled || s.outstanding > 0 || (s.planned < s.chunks.length && !s.failed)) return;
-    s.settled = true;
-    states.delete(s.entry.id);
-    finalizing.push(
-      finalizeFile(ks, s).then(
-        () => {
-          restoredFiles++;
-          restoredBytes += s.entry.size;
-        },
-        (err: Error) => {
-          failed.push({ path: s.entry.path, message: err.message });
-        },
-      ),
-    );
-  };
-
-  // Files are prepared as the plan reaches them, so only files with chunks in flight hold a descriptor.
-  function prepare(e: EntryRow): FileState | null {
-    const final = dest(root, e.path);
-    if (!opts.overwrite && fsSync.existsSync(final)) {
-      failed.push({
-        path: e.path,
-        message: `${final} already exists (restore with --overwrite to replace it)`,
-      });
-      return null;
-    }
-    const chunks = cat.entryChunks(e.id);
-    const expected = Math.ceil(e.size / backup!.chunkSize);
-    if (chunks.length !== expected || chunks.some((c, i) => c.idx !== i)) {
-      failed.push({ path: e.path, message: `the keystore lists ${chunks.length} of its ${expected} chunks` });
-      return null;
-    }
-    const temp = path.join(
-      path.dirname(final),
-      `.${path.basename(final)}.cairn-${randomBytes(4).toString('hex')}`,
-    );
-    let fd: number;
+  const settle = (f: FileState) => {
+    if (f.settled || (f.remaining > 0 && !f.failed)) return;
+    f.settled = true;
     try {
-      fsSync.mkdirSync(path.dirname(final), { recursive: true });
-      fd = fsSync.openSync(temp, 'wx', 0o600);
-    } catch (err) {
-      failed.push({ path: e.path, message: `cannot create ${temp}: ${(err as Error).message}` });
-      return null;
-    }
-    try {
-      fsSync.ftruncateSync(fd, e.size);
-    } catch (err) {
+      if (f.failed) throw new Error(f.failed);
+      if (f.fd === null) prepare(f);
+      const fd = f.fd!;
+      if (opts.fsync) fsSync.fsyncSync(fd);
+      fsSync.fchmodSync(fd, f.e.node.mode);
+      fsSync.futimesSync(fd, f.e.node.mtimeMs / 1000, f.e.node.mtimeMs / 1000);
       fsSync.closeSync(fd);
-      fsSync.rmSync(temp, { force: true });
-      failed.push({ path: e.path, message: `cannot size ${temp}: ${(err as Error).message}` });
-      return null;
+      f.fd = null;
+      dest.commit(f.temp!, f.e.path, { overwrite: true });
+      restoredFiles++;
+      restoredBytes += f.e.node.size;
+    } catch (err) {
+      if (f.fd !== null) fsSync.closeSync(f.fd);
+      if (f.temp) fsSync.rmSync(f.temp, { force: true });
+      failed.push({ path: f.e.path, message: (err as Error).message });
     }
-    return {
-      entry: e,
-      final,
-      temp,
-      fd,
-      chunks,
-      ids: new Array(chunks.length),
-      outstanding: 0,
-      planned: 0,
-      failed: null,
-      settled: false,
-    };
-  }
+  };
+  const prepare = (f: FileState) => {
+    const { fd, temp } = dest.createTemp(f.e.path);
+    f.fd = fd;
+    f.temp = temp;
+    fsSync.ftruncateSync(fd, f.e.node.size);
+  };
 
-  function* plan(): Generator<RestoreTask> {
-    for (const e of files) {
-      const s = prepare(e);
-      if (!s) continue;
-      states.set(s.entry.id, s);
-      for (const c of s.chunks) {
-        if (s.failed) break;
-        const t = tid++;
-        taskFile.set(t, { state: s, idx: c.idx });
-        s.outstanding++;
-        s.planned++;
-        yield {
-          tid: t,
-          fd: s.fd,
-          offset: c.idx * backup!.chunkSize,
-          length: c.plainSize,
-          chunkId: c.chunkId,
-          locations: c.locations,
-        };
-      }
-      s.planned = s.chunks.length;
-      settle(s);
+  const needs: BlobNeed[] = [];
+  const owner = new Map<BlobNeed, FileState>();
+  for (const [i, f] of files.entries()) {
+    if (f.locs.length === 0) settle(f);
+    let position = 0;
+    for (const loc of f.locs) {
+      const n: BlobNeed = { loc, writes: [{ file: i, position }] };
+      owner.set(n, f);
+      needs.push(n);
+      position += loc.plainLength;
     }
   }
-
-  await runFetchTasks(
+  await runFetches(
     ks,
     opts.settings,
-    plan(),
+    planFetches(needs),
     stats,
-    (m) => {
-      const { state, idx } = taskFile.get(m.tid)!;
-      taskFile.delete(m.tid);
-      state.outstanding--;
+    (n) => {
+      const f = owner.get(n)!;
+      if (f.failed) return [];
+      try {
+        if (f.fd === null) prepare(f);
+      } catch (err) {
+        f.failed = (err as Error).message;
+        return [];
+      }
+      return n.writes.map((w) => ({ fd: f.fd!, position: w.position }));
+    },
+    (m, carried) => {
+      const ok = new Set(m.t === 'restored' ? m.ok : []);
+      const why = new Map(m.t === 'restored' ? m.failed.map((x) => [x.id, x.error.message]) : []);
       if (m.t === 'restored') {
-        state.ids[idx] = m.id;
         stats.add(m.timing, true);
         listener.chunk?.(m.timing);
-      } else {
-        const where = m.error.target ? ` from target "${m.error.target}"` : '';
-        fail(state, `chunk ${idx}${where}: ${m.error.message}`);
       }
-      settle(state);
+      for (const n of carried) {
+        const f = owner.get(n)!;
+        const hex = n.loc.id.toString('hex');
+        if (!ok.has(hex)) {
+          const where = ks.targetById(n.loc.targetId).name;
+          f.failed ??= `blob ${hex.slice(0, 12)}… from target "${where}": ${m.t === 'failed' ? m.error.message : (why.get(hex) ?? 'not written')}`;
+        }
+        f.remaining--;
+        settle(f);
+      }
     },
     opts.control,
   );
-  // Cancelled: files whose chunks were not all planned fail (their temporaries are removed).
-  for (const s of states.values()) {
-    fail(s, 'the restore was cancelled');
-    settle(s);
+  for (const f of files) {
+    if (!f.settled) {
+      f.failed ??= opts.control?.cancelled ? 'the restore was cancelled' : 'not every blob was fetched';
+      settle(f);
+    }
   }
-  await Promise.all(finalizing);
-  await restoreLinksAndDirs(root, entries, opts.overwrite, failed);
-  const transfer = stats.finish(restoredBytes, 0);
-  failed.sort((a, b) => a.path.localeCompare(b.path));
-  return { backupId: opts.backupId, restoredFiles, restoredBytes, failed, transfer };
-}
 
-function dest(root: string, rel: string): string {
-  const p = path.resolve(root, ...rel.split('/'));
-  if (p !== root && !p.startsWith(root + path.sep))
-    throw new Error(`Entry path "${rel}" escapes the destination.`);
-  return p;
-}
-
-const fsync = promisify(fsSync.fsync);
-const fchmod = promisify(fsSync.fchmod);
-const futimes = promisify(fsSync.futimes);
-const close = promisify(fsSync.close);
-
-async function finalizeFile(ks: Keystore, s: FileState): Promise<void> {
-  let open = true;
-  try {
-    if (s.failed) throw new Error(s.failed);
-    await fsync(s.fd);
-    const ids = s.ids.map((id, i) => {
-      if (!id) throw new Error(`chunk ${i} was never written`);
-      return id;
-    });
-    const hash = fileHash(ks.sodium, ks.keys.chunkId, s.entry.size, ids);
-    if (!s.entry.hash || !hash.equals(s.entry.hash))
-      throw new Error('the restored file does not match its recorded hash');
-    await fchmod(s.fd, s.entry.mode);
-    await futimes(s.fd, s.entry.mtimeMs / 1000, s.entry.mtimeMs / 1000);
-    open = false;
-    await close(s.fd);
-    await fs.rename(s.temp, s.final);
-  } catch (err) {
-    if (open) await close(s.fd).catch(() => {});
-    await fs.rm(s.temp, { force: true });
-    throw err;
-  }
-}
-
-async function restoreLinksAndDirs(
-  root: string,
-  entries: EntryRow[],
-  overwrite: boolean,
-  failed: RestoreFailure[],
-): Promise<void> {
-  for (const e of entries.filter((x) => x.kind === 'symlink')) {
-    const final = dest(root, e.path);
+  for (const e of entries) {
+    if (e.node.type !== 'symlink' || underBad(e.path)) continue;
     try {
-      await fs.mkdir(path.dirname(final), { recursive: true });
-      if (await fs.lstat(final).catch(() => null)) {
-        if (!overwrite) throw new Error(`${final} already exists (restore with --overwrite to replace it)`);
-        await fs.rm(final, { force: true });
-      }
-      await fs.symlink(e.linkTarget ?? '', final);
-      await fs.lutimes(final, e.mtimeMs / 1000, e.mtimeMs / 1000);
+      dest.symlink(e.path, e.node.linkTarget ?? '', { overwrite: opts.overwrite });
+      dest.setLinkTime(e.path, e.node.mtimeMs);
     } catch (err) {
       failed.push({ path: e.path, message: (err as Error).message });
     }
   }
   // Deepest first, so setting a folder's mtime is not undone by writing into it.
-  const dirs = entries
-    .filter((x) => x.kind === 'dir')
-    .sort((a, b) => b.path.split('/').length - a.path.split('/').length);
-  for (const e of dirs) {
-    const d = dest(root, e.path);
-    await fs.chmod(d, e.mode);
-    await fs.utimes(d, e.mtimeMs / 1000, e.mtimeMs / 1000);
+  for (const d of [...dirs].sort((a, b) => b.path.split('/').length - a.path.split('/').length)) {
+    if (badDirs.has(d.path)) continue;
+    try {
+      dest.setMeta(d.path, { mode: d.node.mode, mtimeMs: d.node.mtimeMs, kind: 'dir' });
+    } catch (err) {
+      failed.push({ path: d.path, message: (err as Error).message });
+    }
+  }
+  const transfer = stats.finish(restoredBytes, 0);
+  failed.sort((a, b) => a.path.localeCompare(b.path));
+  return { snapshotId: opts.snapshotId, backupId: opts.snapshotId, restoredFiles, restoredBytes, alreadyPresent, failed, transfer };
+}
+
+/** True when the file at `abs` has the snapshot's size and every piece hashes to its blob id. */
+function sameContent(repo: Repository, abs: string, e: SnapshotEntry, locs: BlobLocation[]): boolean {
+  let fd: number;
+  try {
+    fd = fsSync.openSync(abs, fsSync.constants.O_RDONLY | fsSync.constants.O_NOFOLLOW);
+  } catch {
+    return false;
+  }
+  try {
+    if (fsSync.fstatSync(fd).size !== e.node.size) return false;
+    let position = 0;
+    const buf = Buffer.allocUnsafe(Math.max(0, ...locs.map((l) => l.plainLength)));
+    for (const loc of locs) {
+      const piece = buf.subarray(0, loc.plainLength);
+      if (fsSync.readSync(fd, piece, 0, piece.length, position) !== piece.length) return false;
+      if (!blobId(repo.sodium, repo.ks.keys.blobId, piece).equals(loc.id)) return false;
+      position += piece.length;
+    }
+    return true;
+  } finally {
+    fsSync.closeSync(fd);
   }
 }

@@ -1,4 +1,4 @@
-import { percentile, type ChunkTiming, type StatsFrame } from '../../stats.ts';
+import { percentile, type ChunkTiming, type StageName, type StatsFrame } from '../../stats.ts';
 
 export interface TransferSummary {
   bytes: number;
@@ -23,7 +23,7 @@ export class StatsCollector {
   private frameGaps: number[] = [];
   private readonly allGaps: number[] = [];
   private readonly lastEndBySlot = new Map<number, number>();
-  private stage = { read: 0, hash: 0, seal: 0, transfer: 0 };
+  private stage: Partial<Record<StageName, number>> = {};
   private inFlight = 0;
   // Wire idle is counted from the first transfer on: start-up (workers, first chunk) is not the wire's.
   private idleSince: number | null = null;
@@ -69,11 +69,9 @@ export class StatsCollector {
   add(t: ChunkTiming, transferred: boolean): void {
     this.bytesDone += t.bytes;
     this.frameBytes += t.bytes;
-    this.chunksDone++;
-    this.stage.read += t.readEnd - t.readStart;
-    this.stage.hash += t.hashEnd - t.readEnd;
-    this.stage.seal += t.sealEnd - t.hashEnd;
-    this.stage.transfer += t.xferEnd - t.xferStart;
+    if (t.bytes > 0 || !transferred) this.chunksDone++;
+    for (const [k, v] of Object.entries(t.stages) as [StageName, number][])
+      this.stage[k] = (this.stage[k] ?? 0) + Math.max(0, v);
     if (!transferred) return;
     const prev = this.lastEndBySlot.get(t.slot);
     if (prev !== undefined) {
@@ -116,7 +114,7 @@ export class StatsCollector {
     this.frameBytes = 0;
     this.frameGaps = [];
     this.idleInFrame = 0;
-    this.stage = { read: 0, hash: 0, seal: 0, transfer: 0 };
+    this.stage = {};
     return f;
   }
 

@@ -1,112 +1,81 @@
 import type { PipelineSettings } from '../../settings.ts';
-import type { RestoreTask } from '../../../workers/protocol.ts';
+import type { Repository } from '../repository/repository.ts';
+import { planFetches, runFetches, type BlobNeed } from './blob-fetch.ts';
 import type { JobListener } from './job-events.ts';
-import type { ChunkRef, EntryRow } from './keystore/catalog.ts';
-import type { Keystore } from './keystore/keystore.ts';
+import { snapshotEntries } from './snapshot-tree.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
-import { runFetchTasks } from './storage-access.ts';
 
 export interface VerifyProblem {
   path: string;
-  chunk: number;
+  blob: number;
   target?: string;
   message: string;
 }
 
 export interface VerifyResult {
+  snapshotId: string;
   backupId: string;
-  chunks: number;
+  blobs: number;
   bytes: number;
   problems: VerifyProblem[];
   transfer: TransferSummary;
 }
 
 /**
- * Downloads every distinct chunk of a backup from every location and proves it (AEAD, chunk id, length).
- * A bad chunk is reported once for each file and index that uses it.
+ * Downloads every distinct blob a snapshot needs and proves it (AEAD, blob id, length). A bad or missing
+ * blob is reported once for each file that uses it. Trees were proven while the snapshot was walked.
  */
 export async function runVerifyJob(
-  ks: Keystore,
-  opts: { backupId: string; settings: PipelineSettings },
+  repo: Repository,
+  opts: { snapshotId: string; settings: PipelineSettings },
   listener: JobListener,
 ): Promise<VerifyResult> {
-  const cat = ks.catalog;
-  const backup = cat.getBackup(opts.backupId);
-  if (!backup) throw new Error(`No backup with id ${opts.backupId}: "cairn ls" lists them.`);
-  const users = new Map<string, { entry: EntryRow; ref: ChunkRef }[]>();
-  const unique: ChunkRef[] = [];
+  const ks = repo.ks;
+  const snap = ks.snapshots.get(opts.snapshotId);
+  if (!snap) throw new Error(`No snapshot with id ${opts.snapshotId}: "cairn ls" lists them.`);
   const problems: VerifyProblem[] = [];
-  for (const e of cat.listEntries(opts.backupId)) {
-    if (e.kind !== 'file') continue;
-    const refs = cat.entryChunks(e.id);
-    const expected = Math.ceil(e.size / backup.chunkSize);
-    if (refs.length !== expected) {
-      problems.push({
-        path: e.path,
-        chunk: refs.length,
-        message: `the keystore lists ${refs.length} of ${expected} chunks`,
-      });
-    }
-    for (const ref of refs) {
-      const hex = ref.chunkId.toString('hex');
+  const users = new Map<string, { path: string; blob: number }[]>();
+  const needs: BlobNeed[] = [];
+  let bytes = 0;
+  for (const { path, node } of await snapshotEntries(repo, snap.doc.tree)) {
+    for (const [i, hex] of (node.content ?? []).entries()) {
       let u = users.get(hex);
       if (!u) {
         users.set(hex, (u = []));
-        unique.push(ref);
+        const loc = ks.index.lookup(Buffer.from(hex, 'hex'));
+        if (loc) {
+          needs.push({ loc, writes: [] });
+          bytes += loc.plainLength;
+        } else u.push({ path, blob: -1 });
       }
-      u.push({ entry: e, ref });
+      u.push({ path, blob: i });
     }
   }
-
-  const jobs: { ref: ChunkRef; location: ChunkRef['locations'][number] }[] = unique.flatMap((ref) =>
-    ref.locations.length > 0 ? ref.locations.map((location) => ({ ref, location })) : [],
-  );
-  for (const ref of unique.filter((r) => r.locations.length === 0)) {
-    for (const u of users.get(ref.chunkId.toString('hex'))!) {
-      problems.push({ path: u.entry.path, chunk: u.ref.idx, message: 'the chunk has no recorded location' });
-    }
-  }
-  const stats = new StatsCollector(
-    jobs.reduce((s, j) => s + j.ref.plainSize, 0),
-    jobs.length,
-    (f) => listener.progress?.(f),
-  );
+  for (const [hex, u] of users)
+    if (u[0]?.blob === -1)
+      for (const x of u.slice(1)) problems.push({ ...x, message: `blob ${hex.slice(0, 12)}… is not in the repository (its pack is missing)` });
+  const stats = new StatsCollector(bytes, needs.length, (f) => listener.progress?.(f));
   stats.startTicking();
-  const byTid = new Map<number, (typeof jobs)[number]>();
-  let bytes = 0;
-  function* plan(): Generator<RestoreTask> {
-    let tid = 1;
-    for (const j of jobs) {
-      byTid.set(tid, j);
-      yield {
-        tid: tid++,
-        fd: null,
-        offset: 0,
-        length: j.ref.plainSize,
-        chunkId: j.ref.chunkId,
-        locations: [j.location],
-      };
-    }
-  }
-  const targets = ks.listTargets();
-  await runFetchTasks(ks, opts.settings, plan(), stats, (m) => {
-    const j = byTid.get(m.tid)!;
-    if (m.t === 'restored') {
-      bytes += j.ref.plainSize;
-      stats.add(m.timing, true);
-    } else {
-      const target = targets.find((t) => t.id === j.location.targetId)?.name;
-      for (const u of users.get(j.ref.chunkId.toString('hex'))!) {
-        problems.push({ path: u.entry.path, chunk: u.ref.idx, target, message: m.error.message });
+  await runFetches(
+    ks,
+    opts.settings,
+    planFetches(needs),
+    stats,
+    () => [],
+    (m, carried) => {
+      if (m.t === 'restored') stats.add(m.timing, true);
+      const ok = new Set(m.t === 'restored' ? m.ok : []);
+      const why = new Map(m.t === 'restored' ? m.failed.map((x) => [x.id, x.error.message]) : []);
+      for (const n of carried) {
+        const hex = n.loc.id.toString('hex');
+        if (ok.has(hex)) continue;
+        const message = m.t === 'failed' ? m.error.message : (why.get(hex) ?? 'not checked');
+        const target = ks.targetById(n.loc.targetId).name;
+        for (const x of users.get(hex) ?? []) problems.push({ ...x, target, message });
       }
-    }
-  });
-  problems.sort((a, b) => a.path.localeCompare(b.path) || a.chunk - b.chunk);
-  return {
-    backupId: opts.backupId,
-    chunks: jobs.length,
-    bytes,
-    problems,
-    transfer: stats.finish(bytes, jobs.length),
-  };
+    },
+  );
+  const transfer = stats.finish(bytes, needs.length);
+  problems.sort((a, b) => a.path.localeCompare(b.path) || a.blob - b.blob);
+  return { snapshotId: opts.snapshotId, backupId: opts.snapshotId, blobs: needs.length, bytes, problems, transfer };
 }

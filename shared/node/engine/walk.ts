@@ -1,7 +1,26 @@
 import type { Stats } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { EntryInput } from './keystore/catalog.ts';
+
+export type EntryKind = 'file' | 'dir' | 'symlink';
+
+/** One thing found under the sources, with what incremental runs compare and restores bring back. */
+export interface SourceEntry {
+  /** "/"-separated, relative; the first segment is the source's own name. */
+  path: string;
+  /** Absolute path it is read from. */
+  source: string;
+  kind: EntryKind;
+  size: number;
+  mode: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  inode: number;
+  device: number;
+  uid: number;
+  gid: number;
+  linkTarget: string | null;
+}
 
 export class SourceError extends Error {
   constructor(message: string) {
@@ -12,13 +31,13 @@ export class SourceError extends Error {
 
 /**
  * Walks the sources (files and folders, recursively), recording symlinks rather than following them and
- * keeping empty files and folders. Every regular file is opened once to prove it is readable, so a backup
- * never starts only to fail on a file it cannot read. Entry paths are "/"-separated and begin with the
- * source's own name. Special files (sockets, FIFOs, devices) are reported through `skipped`.
+ * keeping empty files and folders. Entry paths are "/"-separated and begin with the source's own name.
+ * Special files (sockets, FIFOs, devices) are reported through `skipped`; folders that cannot be listed
+ * stop the backup before anything is written (so do unreadable files: see `checkReadable`).
  */
-export async function walkSources(sources: string[]): Promise<{ entries: EntryInput[]; skipped: string[] }> {
+export async function walkSources(sources: string[]): Promise<{ entries: SourceEntry[]; skipped: string[] }> {
   if (sources.length === 0) throw new SourceError('Nothing to back up: name at least one file or folder.');
-  const entries: EntryInput[] = [];
+  const entries: SourceEntry[] = [];
   const skipped: string[] = [];
   const unreadable: string[] = [];
   const names = new Map<string, string>();
@@ -45,17 +64,21 @@ export async function walkSources(sources: string[]): Promise<{ entries: EntryIn
   }
 
   async function visit(abs: string, rel: string, st: Stats): Promise<void> {
-    const base = { path: rel, source: abs, mode: st.mode & 0o7777, mtimeMs: st.mtimeMs };
+    const base = {
+      path: rel,
+      source: abs,
+      mode: st.mode & 0o7777,
+      mtimeMs: st.mtimeMs,
+      ctimeMs: st.ctimeMs,
+      inode: st.ino,
+      device: st.dev,
+      uid: st.uid,
+      gid: st.gid,
+    };
     if (st.isSymbolicLink()) {
       entries.push({ ...base, kind: 'symlink', size: 0, linkTarget: await fs.readlink(abs) });
     } else if (st.isFile()) {
-      try {
-        const fh = await fs.open(abs, 'r');
-        await fh.close();
-        entries.push({ ...base, kind: 'file', size: st.size, linkTarget: null });
-      } catch (err) {
-        unreadable.push(`${abs} (${describe(err as NodeJS.ErrnoException)})`);
-      }
+      entries.push({ ...base, kind: 'file', size: st.size, linkTarget: null });
     } else if (st.isDirectory()) {
       entries.push({ ...base, kind: 'dir', size: 0, linkTarget: null });
       let names: string[];
@@ -76,6 +99,28 @@ export async function walkSources(sources: string[]): Promise<{ entries: EntryIn
     }
   }
 
+  failIfUnreadable(unreadable);
+  return { entries, skipped };
+}
+
+/**
+ * Opens every file that will be read, so a backup never starts only to fail on a file it cannot read.
+ * Files matched unchanged by metadata are not opened.
+ */
+export async function checkReadable(paths: string[]): Promise<void> {
+  const unreadable: string[] = [];
+  for (const p of paths) {
+    try {
+      const fh = await fs.open(p, 'r');
+      await fh.close();
+    } catch (err) {
+      unreadable.push(`${p} (${describe(err as NodeJS.ErrnoException)})`);
+    }
+  }
+  failIfUnreadable(unreadable);
+}
+
+function failIfUnreadable(unreadable: string[]): void {
   if (unreadable.length > 0) {
     const list =
       unreadable.slice(0, 5).join(', ') +
@@ -86,7 +131,6 @@ export async function walkSources(sources: string[]): Promise<{ entries: EntryIn
         : `Cannot read ${unreadable.length} source files: ${list}; nothing was backed up.`,
     );
   }
-  return { entries, skipped };
 }
 
 function describe(err: NodeJS.ErrnoException): string {

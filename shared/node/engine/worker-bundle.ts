@@ -14,6 +14,7 @@ export const WORKER_EXTERNALS = [
   'libsodium-wrappers-sumo',
   '@aws-sdk/*',
   '@smithy/*',
+  '@napi-rs/*',
 ];
 
 function newest(dir: string): number {

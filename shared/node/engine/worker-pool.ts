@@ -71,11 +71,15 @@ export class WorkerPool {
     handle: (m: FromWorker, reply: (msg: ToWorker) => void) => boolean;
     stop?: () => boolean;
     control?: JobControl;
+    /** Backups: once every task has answered, have each worker close and upload its open pack. */
+    flushAtEnd?: boolean;
   }): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (this.crashed) return reject(this.crashed);
       let exhausted = false;
       let settled = false;
+      let flushing = false;
+      let flushed = 0;
       const listeners: [Worker, (m: FromWorker) => void][] = [];
       const unwake = o.control?.onWake(() => feedAll());
       const finish = (err?: Error) => {
@@ -106,7 +110,13 @@ export class WorkerPool {
             o.kind === 'backup' ? { t: 'backup', task: next.value } : { t: 'restore', task: next.value },
           );
         }
-        if (exhausted && total() === 0) finish();
+        if (exhausted && total() === 0) drain();
+      };
+      const drain = () => {
+        if (!o.flushAtEnd) return finish();
+        if (flushing) return;
+        flushing = true;
+        for (const s of this.slots) s.worker.postMessage({ t: 'flush' } satisfies ToWorker);
       };
       const feedAll = () => {
         try {
@@ -117,6 +127,10 @@ export class WorkerPool {
       };
       for (const slot of this.slots) {
         const listener = (m: FromWorker) => {
+          if (m.t === 'flushed') {
+            if (++flushed === this.slots.length) finish();
+            return;
+          }
           try {
             if (o.handle(m, (msg) => slot.worker.postMessage(msg))) {
               slot.outstanding--;

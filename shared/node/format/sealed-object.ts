@@ -1,15 +1,22 @@
 import {
-  CHUNK_MAGIC,
   COMPRESSION_MASK,
+  Compression,
   FORMAT_VERSION,
   HEADER_BYTES,
   MAGIC_BYTES,
   NONCE_BYTES,
-  TAG_BYTES,
+  SEAL_OVERHEAD,
 } from '../../format/constants.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
 
-export type ObjectProblem = 'truncated' | 'bad-magic' | 'unsupported-version' | 'auth-failed' | 'bad-length';
+export type ObjectProblem =
+  | 'truncated'
+  | 'bad-magic'
+  | 'unsupported-version'
+  | 'unsupported-compression'
+  | 'auth-failed'
+  | 'bad-length'
+  | 'bad-content';
 
 /** A stored object that is not what its name promises. `problem` says how. */
 export class ObjectFormatError extends Error {
@@ -35,7 +42,7 @@ export function objectAad(magic: string, flags: number, binding: Uint8Array): Bu
 export interface SealOptions {
   magic: string;
   flags: number;
-  /** What the object claims to be (chunk id, backup id): authenticated, not stored. */
+  /** What the object claims to be (blob id, pack id, snapshot id…): authenticated, not stored. */
   binding: Uint8Array;
   payload: Uint8Array;
   key: Uint8Array;
@@ -44,21 +51,22 @@ export interface SealOptions {
 }
 
 export function sealedLength(payloadLength: number): number {
-  return HEADER_BYTES + payloadLength + TAG_BYTES;
+  return payloadLength + SEAL_OVERHEAD;
 }
 
 /**
  * Writes header + ciphertext + tag into `out` (which must hold sealedLength(payload.length) bytes)
  * and returns the number of bytes written.
  */
-export function sealObjectInto(sodium: SodiumProvider, out: Buffer, opts: SealOptions): number {
+export function sealObjectInto(sodium: SodiumProvider, out: Uint8Array, opts: SealOptions): number {
   const nonce = opts.nonce ?? sodium.randomBytes(NONCE_BYTES);
-  out.write(opts.magic, 0, 'ascii');
-  out[MAGIC_BYTES] = FORMAT_VERSION;
-  out[MAGIC_BYTES + 1] = opts.flags;
-  out.set(nonce, MAGIC_BYTES + 2);
+  const o = Buffer.from(out.buffer, out.byteOffset, out.byteLength);
+  o.write(opts.magic, 0, 'ascii');
+  o[MAGIC_BYTES] = FORMAT_VERSION;
+  o[MAGIC_BYTES + 1] = opts.flags;
+  o.set(nonce, MAGIC_BYTES + 2);
   const aad = objectAad(opts.magic, opts.flags, opts.binding);
-  const n = sodium.aeadSealInto(out.subarray(HEADER_BYTES), opts.payload, aad, nonce, opts.key);
+  const n = sodium.aeadSealInto(o.subarray(HEADER_BYTES), opts.payload, aad, nonce, opts.key);
   return HEADER_BYTES + n;
 }
 
@@ -74,7 +82,7 @@ export function openObject(
   object: Uint8Array,
   opts: { magic: string; binding: Uint8Array; key: Uint8Array },
 ): { flags: number; payload: Buffer } {
-  if (object.length < HEADER_BYTES + TAG_BYTES) {
+  if (object.length < SEAL_OVERHEAD) {
     throw new ObjectFormatError(
       'truncated',
       `object is ${object.length} bytes, shorter than a header and tag`,
@@ -99,7 +107,11 @@ export function openObject(
       'authentication failed (object altered, truncated or misplaced)',
     );
   }
+  // Checked after authentication: a genuine object from a newer Cairn says "unsupported", a damaged one
+  // has already failed above.
+  const compression = flags & COMPRESSION_MASK;
+  if (compression !== Compression.none && compression !== Compression.deflateRaw) {
+    throw new ObjectFormatError('unsupported-compression', `compression ${compression} is not supported`);
+  }
   return { flags, payload };
 }
-
-export { CHUNK_MAGIC };

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { migrations } from './schema.ts';
+import { FIRST_V2_VERSION, migrations } from './schema.ts';
 
 export type Db = Database.Database;
 
@@ -37,21 +37,43 @@ export function openDb(file: string, opts: { create: boolean }): Db {
     migrate(db, file);
   } catch (err) {
     db.close();
-    throw err;
+    throw describeDbError(err, file);
   }
   return db;
 }
 
 function migrate(db: Db, file: string): void {
   const current = db.pragma('user_version', { simple: true }) as number;
-  if (current > migrations.length) {
+  const latest = FIRST_V2_VERSION - 1 + migrations.length;
+  if (current > 0 && current < FIRST_V2_VERSION) {
     throw new KeystoreError(
-      `The keystore at ${file} is schema version ${current}, newer than this Cairn understands (${migrations.length}).`,
+      `The keystore at ${file} is from a development version of Cairn (repository format 1), which this version cannot read. Move it away, then "cairn init" a new repository or "cairn connect" to one.`,
     );
   }
-  if (current === migrations.length) return;
+  if (current > latest) {
+    throw new KeystoreError(
+      `The keystore at ${file} is schema version ${current}, newer than this Cairn understands (${latest}).`,
+    );
+  }
+  if (current === latest) return;
   db.transaction(() => {
-    for (let v = current; v < migrations.length; v++) db.exec(migrations[v]!);
-    db.pragma(`user_version = ${migrations.length}`);
+    for (let v = Math.max(current, FIRST_V2_VERSION - 1); v < latest; v++)
+      db.exec(migrations[v - FIRST_V2_VERSION + 1]!);
+    db.pragma(`user_version = ${latest}`);
   }).immediate();
+}
+
+/** SQLite's own words for a damaged file are not a sentence a person can act on: name the file. */
+export function describeDbError(err: unknown, file: string): Error {
+  const code = (err as { code?: string }).code ?? '';
+  if (code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CORRUPT'))
+    return new KeystoreError(
+      `The keystore at ${file} is damaged (${code}): restore it from a copy, or move it away and "cairn connect" to rebuild it from the bucket.`,
+      { cause: err },
+    );
+  if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED')
+    return new KeystoreError(`The keystore at ${file} is locked by another process (${code}).`, { cause: err });
+  if (code.startsWith('SQLITE_'))
+    return new KeystoreError(`The keystore at ${file} failed: ${(err as Error).message} (${code}).`, { cause: err });
+  return err as Error;
 }

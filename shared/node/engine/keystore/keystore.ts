@@ -1,10 +1,22 @@
-import { deriveSubkeys, openSecret, sealSecret, unwrapMasterKey, wrapMasterKey } from '../../crypto/keys.ts';
-import type { Subkeys, WrappedMasterKey } from '../../crypto/keys.ts';
-import { KEY_BYTES, type SodiumProvider } from '../../crypto/provider.ts';
+import {
+  deriveSubkeys,
+  openKeySlot,
+  openSecret,
+  parseKeySlot,
+  sealSecret,
+  WrongPassphraseError,
+  type KeySlot,
+  type Subkeys,
+  type Unlocker,
+} from '../../crypto/keys.ts';
+import type { SodiumProvider } from '../../crypto/provider.ts';
 import type { TargetHandle } from '../../storage/open-target.ts';
 import { targetConfigSchema, type TargetConfig } from '../../../settings.ts';
-import { Catalog } from './catalog.ts';
-import { KeystoreError, openDb, type Db } from './db.ts';
+import type { RepoConfig } from '../../repository/config.ts';
+import { KeystoreError, describeDbError, openDb, type Db } from './db.ts';
+import { IndexCache } from './index-cache.ts';
+import { JobTable } from './job-table.ts';
+import { SnapshotCache } from './snapshot-cache.ts';
 
 export interface TargetRow {
   id: number;
@@ -12,112 +24,163 @@ export interface TargetRow {
   config: TargetConfig;
   hasSecret: boolean;
   createdAt: number;
+  listedAt: number | null;
 }
 
-/** The unlocked keystore: subkeys in memory, targets, settings, and the backup catalog. */
+/**
+ * The unlocked local keystore: the repository's id, config and key slots, the targets (secrets sealed),
+ * settings, and caches of what the bucket holds (index, snapshots, trees) plus job state.
+ */
 export class Keystore {
-  readonly catalog: Catalog;
+  readonly index: IndexCache;
+  readonly snapshots: SnapshotCache;
+  readonly jobs: JobTable;
 
   private constructor(
     readonly db: Db,
     readonly file: string,
     readonly sodium: SodiumProvider,
     readonly keys: Subkeys,
+    /** The master key, kept only while the keystore is open (new key slots wrap it). */
+    private readonly master: Buffer,
+    readonly repoId: string,
+    readonly config: RepoConfig,
+    /** The slot that unlocked this session. */
+    readonly slotId: string,
   ) {
-    this.catalog = new Catalog(db);
+    this.index = new IndexCache(db);
+    this.snapshots = new SnapshotCache(db);
+    this.jobs = new JobTable(db);
   }
 
-  /** Creates a new keystore with a fresh random master key wrapped by the passphrase. */
-  static create(file: string, passphrase: string, sodium: SodiumProvider): Keystore {
-    if (passphrase.length < 8) throw new KeystoreError('The passphrase must have at least 8 characters.');
+  /** Creates a keystore for a repository whose master key is already known (init or connect). */
+  static create(
+    file: string,
+    sodium: SodiumProvider,
+    repo: { master: Buffer; repoId: string; config: RepoConfig; slots: KeySlot[]; slotId: string },
+  ): Keystore {
     const db = openDb(file, { create: true });
     try {
-      if (db.prepare('SELECT 1 FROM master_key').get()) {
+      if (db.prepare('SELECT 1 FROM repository').get()) {
         throw new KeystoreError(`A keystore already exists at ${file}; nothing was changed.`);
       }
-      const master = sodium.randomBytes(KEY_BYTES);
-      const w = wrapMasterKey(sodium, master, passphrase);
-      db.prepare(
-        `INSERT INTO master_key (id, alg, salt, opslimit, memlimit, nonce, sealed, created_at)
-         VALUES (1, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(w.alg, w.salt, w.opslimit, w.memlimit, w.nonce, w.sealed, Date.now());
-      const keys = deriveSubkeys(sodium, master);
-      master.fill(0);
-      return new Keystore(db, file, sodium, keys);
+      db.transaction(() => {
+        db.prepare('INSERT INTO repository (id, repo_id, config, created_at) VALUES (1, ?, ?, ?)').run(
+          repo.repoId,
+          JSON.stringify(repo.config),
+          Date.now(),
+        );
+        for (const s of repo.slots)
+          db.prepare('INSERT INTO key_slots (id, slot) VALUES (?, ?)').run(s.id, JSON.stringify(s));
+      })();
+      const master = Buffer.from(repo.master);
+      return new Keystore(db, file, sodium, deriveSubkeys(sodium, master), master, repo.repoId, repo.config, repo.slotId);
     } catch (err) {
       db.close();
-      throw err;
+      throw describeDbError(err, file);
     }
   }
 
-  static open(file: string, passphrase: string, sodium: SodiumProvider): Keystore {
+  static open(file: string, secret: Unlocker, sodium: SodiumProvider): Keystore {
     const db = openDb(file, { create: false });
     try {
-      const row = db.prepare('SELECT * FROM master_key WHERE id = 1').get() as
-        (Omit<WrappedMasterKey, 'alg'> & { alg: string }) | undefined;
-      if (!row) throw new KeystoreError(`The keystore at ${file} has no master key: run "cairn init".`);
-      if (row.alg !== 'argon2id13') throw new KeystoreError(`Unknown key wrapping "${row.alg}" in ${file}.`);
-      const master = unwrapMasterKey(sodium, { ...row, alg: 'argon2id13' }, passphrase);
-      const keys = deriveSubkeys(sodium, master);
-      master.fill(0);
-      return new Keystore(db, file, sodium, keys);
+      const row = db.prepare('SELECT repo_id, config FROM repository WHERE id = 1').get() as
+        | { repo_id: string; config: string }
+        | undefined;
+      if (!row) throw new KeystoreError(`The keystore at ${file} holds no repository: run "cairn init" or "cairn connect".`);
+      const slots = (db.prepare('SELECT id, slot FROM key_slots').all() as { id: string; slot: string }[]).map(
+        (r) => parseKeySlot(JSON.parse(r.slot), `${r.id} in ${file}`),
+      );
+      for (const slot of slots) {
+        const master = openKeySlot(sodium, slot, secret);
+        if (master)
+          return new Keystore(db, file, sodium, deriveSubkeys(sodium, master), master, row.repo_id, JSON.parse(row.config) as RepoConfig, slot.id);
+      }
+      throw new WrongPassphraseError(
+        'passphrase' in secret
+          ? 'Wrong passphrase: it does not unlock this repository.'
+          : 'Wrong recovery key: it does not unlock this repository.',
+      );
     } catch (err) {
       db.close();
-      throw err;
+      throw describeDbError(err, file);
     }
   }
 
   close(): void {
     for (const k of Object.values(this.keys)) k.fill(0);
+    this.master.fill(0);
     this.db.close();
   }
 
+  /** The master key, for wrapping it into a new key slot. Never stored unwrapped. */
+  masterKey(): Buffer {
+    return this.master;
+  }
+
+  keySlots(): KeySlot[] {
+    return (this.db.prepare('SELECT id, slot FROM key_slots ORDER BY id').all() as { id: string; slot: string }[]).map(
+      (r) => parseKeySlot(JSON.parse(r.slot), `${r.id} in ${this.file}`),
+    );
+  }
+
+  putKeySlot(slot: KeySlot): void {
+    this.db
+      .prepare('INSERT INTO key_slots (id, slot) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET slot = excluded.slot')
+      .run(slot.id, JSON.stringify(slot));
+  }
+
+  removeKeySlot(id: string): void {
+    this.db.prepare('DELETE FROM key_slots WHERE id = ?').run(id);
+  }
+
   getSetting<T>(key: string): T | undefined {
-    const row = this.db.prepare('SELECT value FROM settings WHERE key = ?').get(key) as
-      { value: string } | undefined;
+    const row = this.db.prepare('SELECT value FROM settings WHERE key = ?').get(key) as { value: string } | undefined;
     return row ? (JSON.parse(row.value) as T) : undefined;
   }
 
   setSetting(key: string, value: unknown): void {
     this.db
-      .prepare(
-        'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
-      )
+      .prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value')
       .run(key, JSON.stringify(value));
   }
 
   addTarget(name: string, config: TargetConfig, secret?: string): TargetRow {
     const parsed = targetConfigSchema.parse(config);
     if (this.findTarget(name)) throw new KeystoreError(`A target named "${name}" already exists.`);
-    const sealed =
-      secret === undefined ? null : sealSecret(this.sodium, this.keys.secrets, `target:${name}`, secret);
+    const sealed = secret === undefined ? null : sealSecret(this.sodium, this.keys.secrets, `target:${name}`, secret);
     const info = this.db
       .prepare('INSERT INTO targets (name, config, secret, created_at) VALUES (?, ?, ?, ?)')
       .run(name, JSON.stringify(parsed), sealed, Date.now());
     return this.targetById(Number(info.lastInsertRowid));
   }
 
+  /**
+   * Changes a target in place. What it holds is decided by the repository id in its config, not by this
+   * row: the next job re-reads the config and re-lists data/, so an edited target is never trusted blind.
+   */
   updateTarget(id: number, name: string, config: TargetConfig, secret?: string): TargetRow {
     const parsed = targetConfigSchema.parse(config);
-    const sealed =
-      secret === undefined ? null : sealSecret(this.sodium, this.keys.secrets, `target:${name}`, secret);
+    const sealed = secret === undefined ? null : sealSecret(this.sodium, this.keys.secrets, `target:${name}`, secret);
     this.db
-      .prepare('UPDATE targets SET name = ?, config = ?, secret = ? WHERE id = ?')
+      .prepare('UPDATE targets SET name = ?, config = ?, secret = ?, listed_at = NULL WHERE id = ?')
       .run(name, JSON.stringify(parsed), sealed, id);
     return this.targetById(id);
   }
 
-  /** Removes a target that no chunk location refers to (the engine checks backups first). */
   removeTarget(id: number): void {
     this.db.transaction(() => {
-      this.db.prepare('DELETE FROM chunk_locations WHERE target_id = ?').run(id);
+      this.db.prepare('DELETE FROM index_files WHERE target_id = ?').run(id);
       this.db.prepare('DELETE FROM targets WHERE id = ?').run(id);
     })();
   }
 
+  markListed(id: number, at: number): void {
+    this.db.prepare('UPDATE targets SET listed_at = ? WHERE id = ?').run(at, id);
+  }
+
   listTargets(): TargetRow[] {
-    const rows = this.db.prepare('SELECT * FROM targets ORDER BY id').all() as RawTarget[];
-    return rows.map(toTargetRow);
+    return (this.db.prepare('SELECT * FROM targets ORDER BY id').all() as RawTarget[]).map(toTargetRow);
   }
 
   findTarget(name: string): TargetRow | undefined {
@@ -133,12 +196,8 @@ export class Keystore {
 
   /** The target with its secret decrypted, ready to hand to a storage backend (memory only). */
   targetHandle(t: TargetRow): TargetHandle {
-    const row = this.db.prepare('SELECT secret FROM targets WHERE id = ?').get(t.id) as {
-      secret: Buffer | null;
-    };
-    const secret = row.secret
-      ? openSecret(this.sodium, this.keys.secrets, `target:${t.name}`, row.secret)
-      : undefined;
+    const row = this.db.prepare('SELECT secret FROM targets WHERE id = ?').get(t.id) as { secret: Buffer | null };
+    const secret = row.secret ? openSecret(this.sodium, this.keys.secrets, `target:${t.name}`, row.secret) : undefined;
     return { id: t.id, name: t.name, config: t.config, secret };
   }
 }
@@ -149,6 +208,7 @@ interface RawTarget {
   config: string;
   secret: Buffer | null;
   created_at: number;
+  listed_at: number | null;
 }
 
 function toTargetRow(r: RawTarget): TargetRow {
@@ -158,5 +218,6 @@ function toTargetRow(r: RawTarget): TargetRow {
     config: targetConfigSchema.parse(JSON.parse(r.config)),
     hasSecret: r.secret !== null,
     createdAt: r.created_at,
+    listedAt: r.listed_at,
   };
 }

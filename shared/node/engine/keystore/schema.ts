@@ -1,18 +1,24 @@
 /**
- * Keystore migrations, applied in order; PRAGMA user_version records how many ran. Never edit a shipped
- * migration: append a new one.
+ * Keystore migrations (format v2), applied in order; PRAGMA user_version records 1 + how many ran.
+ * user_version 1 was the format-v1 keystore, which this version refuses (see db.ts). Never edit a
+ * shipped migration: append a new one.
+ *
+ * The keystore is a cache of the repository in the bucket plus local settings: every table but
+ * `settings`, `targets` and `jobs` can be rebuilt from the bucket with `cairn connect`.
  */
+export const FIRST_V2_VERSION = 2;
+
 export const migrations: string[] = [
   `
-  CREATE TABLE master_key (
+  CREATE TABLE repository (
     id INTEGER PRIMARY KEY CHECK (id = 1),
-    alg TEXT NOT NULL,
-    salt BLOB NOT NULL,
-    opslimit INTEGER NOT NULL,
-    memlimit INTEGER NOT NULL,
-    nonce BLOB NOT NULL,
-    sealed BLOB NOT NULL,
+    repo_id TEXT NOT NULL,         -- random, hex; the same in every target's config
+    config TEXT NOT NULL,          -- JSON of the repository config
     created_at INTEGER NOT NULL
+  );
+  CREATE TABLE key_slots (
+    id TEXT PRIMARY KEY,           -- slot id, as in keys/<id>
+    slot TEXT NOT NULL             -- JSON KeySlot (the master key wrapped; no secret in clear)
   );
   CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
   CREATE TABLE targets (
@@ -20,70 +26,69 @@ export const migrations: string[] = [
     name TEXT NOT NULL UNIQUE,
     config TEXT NOT NULL,          -- JSON, no secrets
     secret BLOB,                   -- nonce || XChaCha20-Poly1305(secrets subkey, aad = "target:" || name)
-    created_at INTEGER NOT NULL
+    created_at INTEGER NOT NULL,
+    listed_at INTEGER              -- when data/ was last listed and reconciled with the index
   );
-  CREATE TABLE chunks (
-    id BLOB PRIMARY KEY,           -- keyed BLAKE2b-256 of the plaintext
-    plain_size INTEGER NOT NULL,
+  CREATE TABLE packs (
+    id BLOB PRIMARY KEY,           -- 32 random bytes; object data/xx/<hex>
+    target_id INTEGER NOT NULL REFERENCES targets(id),
+    kind TEXT NOT NULL CHECK (kind IN ('data', 'tree')),
+    size INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('stored', 'indexed', 'missing')),
+    job_id TEXT,                   -- the job that wrote it (NULL when learnt from an index file)
     created_at INTEGER NOT NULL
   ) WITHOUT ROWID;
-  CREATE TABLE chunk_locations (
-    chunk_id BLOB NOT NULL REFERENCES chunks(id),
-    target_id INTEGER NOT NULL REFERENCES targets(id),
-    object_key TEXT NOT NULL,
-    stored_size INTEGER NOT NULL,
-    flags INTEGER,                 -- header flags when known (NULL for objects adopted from a listing)
-    stored_at INTEGER NOT NULL,
-    PRIMARY KEY (chunk_id, target_id)
+  CREATE TABLE blobs (
+    id BLOB PRIMARY KEY,           -- keyed BLAKE3 of the plaintext
+    kind TEXT NOT NULL CHECK (kind IN ('data', 'tree')),
+    pack_id BLOB NOT NULL REFERENCES packs(id) ON DELETE CASCADE,
+    offset INTEGER NOT NULL,
+    stored_length INTEGER NOT NULL,
+    plain_length INTEGER NOT NULL
   ) WITHOUT ROWID;
-  CREATE TABLE backups (
+  CREATE INDEX blobs_by_pack ON blobs(pack_id);
+  CREATE TABLE index_files (
+    id TEXT NOT NULL,              -- hex; object index/<id>
+    target_id INTEGER NOT NULL REFERENCES targets(id),
+    loaded_at INTEGER NOT NULL,
+    PRIMARY KEY (id, target_id)
+  ) WITHOUT ROWID;
+  CREATE TABLE snapshots (
     id TEXT PRIMARY KEY,
     target_id INTEGER NOT NULL REFERENCES targets(id),
-    status TEXT NOT NULL CHECK (status IN ('running', 'complete', 'failed')),
-    created_at INTEGER NOT NULL,
-    finished_at INTEGER,
-    chunk_size INTEGER NOT NULL,
-    sources TEXT NOT NULL,         -- JSON array of absolute source paths
-    file_count INTEGER NOT NULL DEFAULT 0,
-    total_bytes INTEGER NOT NULL DEFAULT 0,
-    chunk_count INTEGER NOT NULL DEFAULT 0,
-    new_chunks INTEGER NOT NULL DEFAULT 0,
-    uploaded_bytes INTEGER NOT NULL DEFAULT 0,
-    duration_ms INTEGER NOT NULL DEFAULT 0
+    time INTEGER NOT NULL,         -- epoch ms
+    host TEXT NOT NULL,
+    doc TEXT NOT NULL              -- JSON of the snapshot object
   );
-  CREATE TABLE entries (
-    id INTEGER PRIMARY KEY,
-    backup_id TEXT NOT NULL REFERENCES backups(id) ON DELETE CASCADE,
-    path TEXT NOT NULL,            -- relative, "/"-separated, first segment = source name
-    source TEXT NOT NULL,          -- absolute path it was read from
-    kind TEXT NOT NULL CHECK (kind IN ('file', 'dir', 'symlink')),
-    size INTEGER NOT NULL,
-    mode INTEGER NOT NULL,
-    mtime_ms REAL NOT NULL,
-    link_target TEXT,
-    hash BLOB,                     -- file hash (docs/FORMAT.md), set when every chunk is stored
-    status TEXT NOT NULL CHECK (status IN ('pending', 'done')),
-    UNIQUE (backup_id, path)
-  );
-  CREATE TABLE entry_chunks (
-    entry_id INTEGER NOT NULL REFERENCES entries(id) ON DELETE CASCADE,
-    idx INTEGER NOT NULL,
-    chunk_id BLOB NOT NULL REFERENCES chunks(id),
-    PRIMARY KEY (entry_id, idx)
+  CREATE INDEX snapshots_by_time ON snapshots(time);
+  CREATE TABLE tree_cache (
+    id BLOB PRIMARY KEY,           -- tree blob id
+    plain BLOB NOT NULL            -- decrypted, verified tree bytes
   ) WITHOUT ROWID;
   CREATE TABLE jobs (
     id TEXT PRIMARY KEY,
     kind TEXT NOT NULL CHECK (kind IN ('backup')),
-    backup_id TEXT NOT NULL REFERENCES backups(id) ON DELETE CASCADE,
-    state TEXT NOT NULL CHECK (state IN ('running', 'done', 'failed')),
+    target_id INTEGER NOT NULL REFERENCES targets(id),
+    state TEXT NOT NULL CHECK (state IN ('running', 'done', 'failed', 'cancelled')),
+    sources TEXT NOT NULL,         -- JSON array of absolute paths
     settings TEXT NOT NULL,        -- JSON PipelineSettings
+    snapshot_id TEXT,              -- the snapshot it wrote, once done
     pid INTEGER,
     host TEXT,
     error TEXT,
+    stats TEXT,                    -- JSON counters carried across resumes
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL
   );
-  CREATE INDEX entries_by_backup ON entries(backup_id, status);
-  CREATE INDEX locations_by_target ON chunk_locations(target_id);
+  CREATE TABLE job_files (
+    job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+    path TEXT NOT NULL,            -- entry path, "/"-separated
+    size INTEGER NOT NULL,
+    mtime_ms REAL NOT NULL,
+    ctime_ms REAL NOT NULL,
+    inode INTEGER NOT NULL,
+    content BLOB NOT NULL,         -- the data blob ids, 32 bytes each, in order
+    PRIMARY KEY (job_id, path)
+  ) WITHOUT ROWID;
   `,
 ];

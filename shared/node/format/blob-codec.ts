@@ -1,20 +1,20 @@
 import { constants as zc, deflateRawSync, inflateRawSync } from 'node:zlib';
-import { CHUNK_ID_BYTES, CHUNK_MAGIC, COMPRESSION_MASK, Compression } from '../../format/constants.ts';
+import { COMPRESSION_MASK, Compression, Magic, type BlobKind } from '../../format/constants.ts';
 import { CHUNK_SIZE_MAX } from '../../limits.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
-import { ObjectFormatError, openObject, sealObjectInto, sealedLength } from './sealed-object.ts';
+import { ObjectFormatError, openObject, sealObjectInto } from './sealed-object.ts';
 
-/** Chunk id: keyed BLAKE2b-256 of the plaintext. Equal plaintexts share an id (and one stored object). */
-export function chunkId(sodium: SodiumProvider, idKey: Uint8Array, plaintext: Uint8Array): Buffer {
-  return sodium.genericHash(CHUNK_ID_BYTES, plaintext, idKey);
+/** Blob id: keyed BLAKE3-256 of the plaintext. Equal plaintexts share an id (and one stored copy). */
+export function blobId(sodium: SodiumProvider, idKey: Uint8Array, plaintext: Uint8Array): Buffer {
+  return sodium.blake3Keyed(plaintext, idKey);
 }
 
 const SAMPLE_BYTES = 64 * 1024;
 
 /**
- * Compresses only where it pays: a 64 KiB sample must shrink by 10% before the whole chunk is tried,
- * and the result is kept only if it saves at least 1/16 of the chunk. Random or already compressed data
- * costs one small trial instead of a full pass.
+ * Compresses only where it pays: a 64 KiB sample must shrink by 10% before the whole blob is tried,
+ * and the result is kept only if it saves at least 1/16. Random or already compressed data costs one
+ * small trial instead of a full pass.
  */
 export function maybeCompress(plaintext: Buffer): { flags: number; payload: Buffer } {
   const none = { flags: Compression.none, payload: plaintext };
@@ -27,17 +27,24 @@ export function maybeCompress(plaintext: Buffer): { flags: number; payload: Buff
   return { flags: Compression.deflateRaw, payload: packed };
 }
 
-export function maxSealedChunkLength(chunkSize: number): number {
-  return sealedLength(chunkSize);
+export function blobMagic(kind: BlobKind): string {
+  return kind === 'tree' ? Magic.treeBlob : Magic.dataBlob;
 }
 
-export function sealChunkInto(
+export function sealBlobInto(
   sodium: SodiumProvider,
-  out: Buffer,
-  opts: { sealKey: Uint8Array; id: Uint8Array; flags: number; payload: Uint8Array; nonce?: Uint8Array },
+  out: Uint8Array,
+  opts: {
+    sealKey: Uint8Array;
+    kind: BlobKind;
+    id: Uint8Array;
+    flags: number;
+    payload: Uint8Array;
+    nonce?: Uint8Array;
+  },
 ): number {
   return sealObjectInto(sodium, out, {
-    magic: CHUNK_MAGIC,
+    magic: blobMagic(opts.kind),
     flags: opts.flags,
     binding: opts.id,
     payload: opts.payload,
@@ -47,17 +54,16 @@ export function sealChunkInto(
 }
 
 /**
- * Opens a chunk object and proves it is the chunk it is named after: AEAD with the id in the AAD, then
- * the id recomputed from the plaintext, then the expected length when it is known (resume adopts
- * objects whose length the keystore never recorded; they are bounded by the largest chunk size).
+ * Opens a sealed blob and proves it is the blob it is named after: AEAD with kind and id in the AAD,
+ * then the id recomputed from the plaintext, then the expected plaintext length when it is known.
  */
-export function openChunk(
+export function openBlob(
   sodium: SodiumProvider,
-  object: Uint8Array,
-  opts: { sealKey: Uint8Array; idKey: Uint8Array; id: Uint8Array; length?: number },
+  sealed: Uint8Array,
+  opts: { sealKey: Uint8Array; idKey: Uint8Array; kind: BlobKind; id: Uint8Array; length?: number },
 ): Buffer {
-  const { flags, payload } = openObject(sodium, object, {
-    magic: CHUNK_MAGIC,
+  const { flags, payload } = openObject(sodium, sealed, {
+    magic: blobMagic(opts.kind),
     binding: opts.id,
     key: opts.sealKey,
   });
@@ -77,8 +83,8 @@ export function openChunk(
       `plaintext is ${plaintext.length} bytes, expected ${opts.length}`,
     );
   }
-  if (!chunkId(sodium, opts.idKey, plaintext).equals(Buffer.from(opts.id))) {
-    throw new ObjectFormatError('auth-failed', 'plaintext does not hash to the chunk id');
+  if (!blobId(sodium, opts.idKey, plaintext).equals(Buffer.from(opts.id))) {
+    throw new ObjectFormatError('auth-failed', 'plaintext does not hash to the blob id');
   }
   return plaintext;
 }

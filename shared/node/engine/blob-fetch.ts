@@ -1,0 +1,120 @@
+import { ObjectKey } from '../../format/constants.ts';
+import type { PipelineSettings } from '../../settings.ts';
+import type { FromWorker, RestoreTask } from '../../../workers/protocol.ts';
+import type { JobControl } from './job-control.ts';
+import type { BlobLocation } from './keystore/index-cache.ts';
+import type { Keystore } from './keystore/keystore.ts';
+import type { StatsCollector } from './stats-collector.ts';
+import { startPool } from './storage-access.ts';
+
+/** Neighbouring blobs closer than this are fetched in one ranged GET (the gap is read and dropped). */
+const COALESCE_GAP = 256 * 1024;
+/** A ranged GET stops growing at this size, so one request never holds much memory. */
+const MAX_RANGE = 16 * 1024 * 1024;
+
+export interface BlobNeed {
+  loc: BlobLocation;
+  /** Where its plaintext goes; `prepare` opens files lazily and returns the fd, or null to skip. */
+  writes: { file: number; position: number }[];
+}
+
+export type FetchOutcome = Extract<FromWorker, { t: 'restored' } | { t: 'failed' }>;
+
+/**
+ * Groups blobs by pack, sorts them by offset and cuts ranged GETs that coalesce neighbours. Packs are
+ * visited in the order they are first needed, so a restore of a fresh backup opens few files at once.
+ */
+export function planFetches(needs: BlobNeed[]): { pack: BlobLocation; blobs: BlobNeed[] }[][] {
+  const byPack = new Map<string, BlobNeed[]>();
+  for (const n of needs) {
+    const k = n.loc.packId.toString('hex');
+    let l = byPack.get(k);
+    if (!l) byPack.set(k, (l = []));
+    l.push(n);
+  }
+  const out: { pack: BlobLocation; blobs: BlobNeed[] }[][] = [];
+  for (const list of byPack.values()) {
+    list.sort((a, b) => a.loc.offset - b.loc.offset);
+    let range: BlobNeed[] = [];
+    const ranges: { pack: BlobLocation; blobs: BlobNeed[] }[] = [];
+    for (const n of list) {
+      const first = range[0];
+      const last = range[range.length - 1];
+      if (
+        first &&
+        last &&
+        (n.loc.offset - (last.loc.offset + last.loc.storedLength) > COALESCE_GAP ||
+          n.loc.offset + n.loc.storedLength - first.loc.offset > MAX_RANGE)
+      ) {
+        ranges.push({ pack: first.loc, blobs: range });
+        range = [];
+      }
+      range.push(n);
+    }
+    if (range.length) ranges.push({ pack: range[0]!.loc, blobs: range });
+    out.push(ranges);
+  }
+  return out;
+}
+
+/**
+ * Runs the fetches on a worker pool. `resolveWrites` turns a need's abstract writes into (fd, position)
+ * just before its task is sent (opening files lazily); `onOutcome` gets each task's result with the needs
+ * it carried.
+ */
+export async function runFetches(
+  ks: Keystore,
+  settings: PipelineSettings,
+  plan: { pack: BlobLocation; blobs: BlobNeed[] }[][],
+  stats: StatsCollector,
+  resolveWrites: (n: BlobNeed) => { fd: number; position: number }[],
+  onOutcome: (m: FetchOutcome, needs: BlobNeed[]) => void,
+  control?: JobControl,
+): Promise<void> {
+  const targets = ks.listTargets().map((t) => ks.targetHandle(t));
+  const pool = await startPool(ks, targets, settings);
+  const sent = new Map<number, BlobNeed[]>();
+  let tid = 1;
+  function* tasks(): Generator<RestoreTask> {
+    for (const ranges of plan)
+      for (const r of ranges) {
+        const first = r.blobs[0]!.loc;
+        const last = r.blobs[r.blobs.length - 1]!.loc;
+        const t = tid++;
+        sent.set(t, r.blobs);
+        yield {
+          tid: t,
+          targetId: first.targetId,
+          packKey: ObjectKey.pack(first.packId.toString('hex')),
+          start: first.offset,
+          end: last.offset + last.storedLength - 1,
+          blobs: r.blobs.map((n) => ({
+            id: n.loc.id,
+            kind: n.loc.kind,
+            offset: n.loc.offset,
+            storedLength: n.loc.storedLength,
+            plainLength: n.loc.plainLength,
+            writes: resolveWrites(n),
+          })),
+        };
+      }
+  }
+  try {
+    await pool.run({
+      kind: 'restore',
+      tasks: tasks(),
+      credits: settings.uploadsPerWorker,
+      control,
+      handle: (m) => {
+        if (m.t === 'xfer-start') stats.transferStarted();
+        if (m.t !== 'restored' && m.t !== 'failed') return false;
+        const needs = sent.get(m.tid)!;
+        sent.delete(m.tid);
+        onOutcome(m, needs);
+        return true;
+      },
+    });
+  } finally {
+    await pool.close();
+  }
+}

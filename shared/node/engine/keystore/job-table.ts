@@ -1,0 +1,147 @@
+import os from 'node:os';
+import type { Db } from './db.ts';
+
+export type JobState = 'running' | 'done' | 'failed' | 'cancelled';
+
+export interface JobRow {
+  id: string;
+  kind: 'backup';
+  targetId: number;
+  state: JobState;
+  sources: string[];
+  settings: string;
+  snapshotId: string | null;
+  pid: number | null;
+  host: string | null;
+  error: string | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A file a job has fully stored: reused by its resume without reading the file again. */
+export interface JobFile {
+  path: string;
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  inode: number;
+  content: Buffer[];
+}
+
+/** Backup jobs and their resume state (files whose every blob is in a stored pack). */
+export class JobTable {
+  constructor(private readonly db: Db) {}
+
+  create(j: { id: string; targetId: number; sources: string[]; settings: string }): void {
+    const now = Date.now();
+    this.db
+      .prepare(
+        `INSERT INTO jobs (id, kind, target_id, state, sources, settings, pid, host, created_at, updated_at)
+         VALUES (?, 'backup', ?, 'running', ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(j.id, j.targetId, JSON.stringify(j.sources), j.settings, process.pid, os.hostname(), now, now);
+  }
+
+  get(id: string): JobRow | undefined {
+    const r = this.db.prepare('SELECT * FROM jobs WHERE id = ?').get(id) as Raw | undefined;
+    return r && toRow(r);
+  }
+
+  list(): JobRow[] {
+    return (this.db.prepare('SELECT * FROM jobs ORDER BY created_at').all() as Raw[]).map(toRow);
+  }
+
+  unfinished(): JobRow[] {
+    return (this.db.prepare(`SELECT * FROM jobs WHERE state IN ('running', 'failed') ORDER BY created_at`).all() as Raw[]).map(toRow);
+  }
+
+  claim(id: string): void {
+    this.db.prepare(`UPDATE jobs SET state = 'running', pid = ?, error = NULL, updated_at = ? WHERE id = ?`).run(process.pid, Date.now(), id);
+  }
+
+  finish(id: string, snapshotId: string): void {
+    this.db.transaction(() => {
+      this.db.prepare(`UPDATE jobs SET state = 'done', snapshot_id = ?, pid = NULL, updated_at = ? WHERE id = ?`).run(snapshotId, Date.now(), id);
+      this.db.prepare('DELETE FROM job_files WHERE job_id = ?').run(id);
+    })();
+  }
+
+  fail(id: string, error: string): void {
+    this.db.prepare(`UPDATE jobs SET state = 'failed', error = ?, pid = NULL, updated_at = ? WHERE id = ?`).run(error, Date.now(), id);
+  }
+
+  cancel(id: string): void {
+    this.db.prepare(`UPDATE jobs SET state = 'cancelled', pid = NULL, updated_at = ? WHERE id = ?`).run(Date.now(), id);
+  }
+
+  /** Drops a job that will never be resumed; its packs stay (a later prune decides about them). */
+  discard(id: string): void {
+    this.db.prepare('DELETE FROM jobs WHERE id = ?').run(id);
+  }
+
+  getStats<T>(id: string): T | undefined {
+    const r = this.db.prepare('SELECT stats FROM jobs WHERE id = ?').get(id) as { stats: string | null } | undefined;
+    return r?.stats ? (JSON.parse(r.stats) as T) : undefined;
+  }
+
+  setStats(id: string, stats: unknown): void {
+    this.db.prepare('UPDATE jobs SET stats = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(stats), Date.now(), id);
+  }
+
+  recordFiles(jobId: string, files: readonly JobFile[]): void {
+    const st = this.db.prepare(
+      `INSERT OR REPLACE INTO job_files (job_id, path, size, mtime_ms, ctime_ms, inode, content) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.db.transaction(() => {
+      for (const f of files) st.run(jobId, f.path, f.size, f.mtimeMs, f.ctimeMs, f.inode, Buffer.concat(f.content));
+    })();
+  }
+
+  files(jobId: string): Map<string, JobFile> {
+    const rows = this.db.prepare('SELECT * FROM job_files WHERE job_id = ?').all(jobId) as {
+      path: string;
+      size: number;
+      mtime_ms: number;
+      ctime_ms: number;
+      inode: number;
+      content: Buffer;
+    }[];
+    const out = new Map<string, JobFile>();
+    for (const r of rows) {
+      const content: Buffer[] = [];
+      for (let i = 0; i < r.content.length; i += 32) content.push(r.content.subarray(i, i + 32));
+      out.set(r.path, { path: r.path, size: r.size, mtimeMs: r.mtime_ms, ctimeMs: r.ctime_ms, inode: r.inode, content });
+    }
+    return out;
+  }
+}
+
+interface Raw {
+  id: string;
+  kind: 'backup';
+  target_id: number;
+  state: JobState;
+  sources: string;
+  settings: string;
+  snapshot_id: string | null;
+  pid: number | null;
+  host: string | null;
+  error: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+const toRow = (r: Raw): JobRow => ({
+  id: r.id,
+  kind: r.kind,
+  targetId: r.target_id,
+  state: r.state,
+  sources: JSON.parse(r.sources) as string[],
+  settings: r.settings,
+  snapshotId: r.snapshot_id,
+  pid: r.pid,
+  host: r.host,
+  error: r.error,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});

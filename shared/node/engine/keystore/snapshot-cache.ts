@@ -1,0 +1,58 @@
+import type { SnapshotDoc } from '../../repository/snapshot.ts';
+import type { Db } from './db.ts';
+
+export interface SnapshotRow {
+  id: string;
+  targetId: number;
+  doc: SnapshotDoc;
+}
+
+/** The snapshots of the repository as last read from the bucket (plus those written here). */
+export class SnapshotCache {
+  constructor(private readonly db: Db) {}
+
+  list(): SnapshotRow[] {
+    return (this.db.prepare('SELECT id, target_id, doc FROM snapshots ORDER BY time, id').all() as Raw[]).map(toRow);
+  }
+
+  get(id: string): SnapshotRow | undefined {
+    const r = this.db.prepare('SELECT id, target_id, doc FROM snapshots WHERE id = ?').get(id) as Raw | undefined;
+    return r && toRow(r);
+  }
+
+  idsOnTarget(targetId: number): Set<string> {
+    return new Set(
+      (this.db.prepare('SELECT id FROM snapshots WHERE target_id = ?').all(targetId) as { id: string }[]).map((r) => r.id),
+    );
+  }
+
+  put(targetId: number, doc: SnapshotDoc): void {
+    this.db
+      .prepare('INSERT OR REPLACE INTO snapshots (id, target_id, time, host, doc) VALUES (?, ?, ?, ?, ?)')
+      .run(doc.id, targetId, Date.parse(doc.time), doc.host, JSON.stringify(doc));
+  }
+
+  remove(ids: readonly string[]): void {
+    const st = this.db.prepare('DELETE FROM snapshots WHERE id = ?');
+    this.db.transaction(() => {
+      for (const id of ids) st.run(id);
+    })();
+  }
+
+  /** The newest snapshot of exactly these sources from this host: the parent of an incremental run. */
+  latestFor(host: string, sources: readonly string[]): SnapshotRow | undefined {
+    const key = JSON.stringify([...sources].sort());
+    const rows = (
+      this.db.prepare('SELECT id, target_id, doc FROM snapshots WHERE host = ? ORDER BY time DESC, id DESC').all(host) as Raw[]
+    ).map(toRow);
+    return rows.find((r) => JSON.stringify([...r.doc.sources].sort()) === key);
+  }
+}
+
+interface Raw {
+  id: string;
+  target_id: number;
+  doc: string;
+}
+
+const toRow = (r: Raw): SnapshotRow => ({ id: r.id, targetId: r.target_id, doc: JSON.parse(r.doc) as SnapshotDoc });

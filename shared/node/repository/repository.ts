@@ -1,0 +1,331 @@
+import { Magic, ObjectKey, Prefix, packIdOfKey, type BlobKind } from '../../format/constants.ts';
+import { openKeySlot, parseKeySlot, type KeySlot, type Unlocker, WrongPassphraseError } from '../crypto/keys.ts';
+import type { SodiumProvider } from '../crypto/provider.ts';
+import { blobId, maybeCompress, openBlob, sealBlobInto } from '../format/blob-codec.ts';
+import { openIndexFile, sealIndexFile, type IndexedPack } from '../format/index-file.ts';
+import { openJson, sealJson } from '../format/json-object.ts';
+import { sealPackTrailer, type PackEntry } from '../format/pack.ts';
+import { ObjectFormatError, sealedLength } from '../format/sealed-object.ts';
+import { openTarget, type TargetHandle } from '../storage/open-target.ts';
+import { StorageError, type Storage } from '../storage/storage.ts';
+import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
+import { openConfig, sealConfig, type RepoConfig } from './config.ts';
+import { parseSnapshotDoc, type SnapshotDoc } from './snapshot.ts';
+
+export class RepositoryError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RepositoryError';
+  }
+}
+
+/** The coordinator's own connection to a target: config, keys, index, snapshots, trees; never data packs. */
+export function openMetaStorage(handle: TargetHandle): Storage {
+  return openTarget(handle, { concurrency: 4 });
+}
+
+async function readJsonSlot(s: Storage, key: string): Promise<KeySlot> {
+  const body = await s.get(key);
+  let v: unknown;
+  try {
+    v = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new RepositoryError(`The key slot ${key} on target "${s.label}" is not valid JSON.`);
+  }
+  return parseKeySlot(v, `${key} on target "${s.label}"`);
+}
+
+/**
+ * Opens a repository from a bare target with a passphrase or recovery key: the basis of `cairn connect`.
+ * Tries every key slot in keys/ and proves the master key against the target's config.
+ */
+export async function unlockFromTarget(
+  sodium: SodiumProvider,
+  handle: TargetHandle,
+  secret: Unlocker,
+): Promise<{ master: Buffer; config: RepoConfig; slots: KeySlot[]; slotId: string }> {
+  const s = openMetaStorage(handle);
+  try {
+    await s.check();
+    const sealedConfig = await s.get(ObjectKey.config).catch((err: unknown) => {
+      if (err instanceof StorageError && err.problem === 'not-found')
+        throw new RepositoryError(`Target "${handle.name}" holds no Cairn repository (no config object).`);
+      throw err;
+    });
+    const slots: KeySlot[] = [];
+    for await (const o of s.list(Prefix.keys)) slots.push(await readJsonSlot(s, o.key));
+    if (slots.length === 0) throw new RepositoryError(`Target "${handle.name}" has a config but no key slots.`);
+    for (const slot of slots) {
+      const master = openKeySlot(sodium, slot, secret);
+      if (!master) continue;
+      const { deriveSubkeys } = await import('../crypto/keys.ts');
+      const keys = deriveSubkeys(sodium, master);
+      let config: RepoConfig;
+      try {
+        config = openConfig(sodium, keys.metaSeal, sealedConfig);
+      } catch (err) {
+        throw new RepositoryError(`The config on target "${handle.name}" does not match its key slot ${slot.id}: ${(err as Error).message}`);
+      }
+      if (slot.repository !== config.id)
+        throw new RepositoryError(`Key slot ${slot.id} on target "${handle.name}" belongs to another repository.`);
+      return { master, config, slots, slotId: slot.id };
+    }
+    throw new WrongPassphraseError(
+      'passphrase' in secret
+        ? `Wrong passphrase: it opens none of the ${slots.length} key slots on target "${handle.name}".`
+        : `Wrong recovery key: it opens none of the ${slots.length} key slots on target "${handle.name}".`,
+    );
+  } finally {
+    s.close();
+  }
+}
+
+/**
+ * The repository as the engine uses it: one per unlocked keystore, with a metadata connection per target.
+ * Owns everything in the bucket except the data packs' bytes, which worker threads write and read:
+ * config and key slots, index files, snapshots, tree blobs, and reconciling the local index with the
+ * bucket (the bucket wins).
+ */
+export class Repository {
+  private readonly storages = new Map<number, Storage>();
+  private readonly verified = new Set<number>();
+
+  constructor(readonly ks: Keystore) {}
+
+  get sodium(): SodiumProvider {
+    return this.ks.sodium;
+  }
+
+  close(): void {
+    for (const s of this.storages.values()) s.close();
+    this.storages.clear();
+  }
+
+  storage(t: TargetRow): Storage {
+    let s = this.storages.get(t.id);
+    if (!s) this.storages.set(t.id, (s = openMetaStorage(this.ks.targetHandle(t))));
+    return s;
+  }
+
+  /**
+   * Proves a target holds this repository, initialising an empty one (config and every key slot). A
+   * target holding another repository, or a config this key cannot open, is refused by name.
+   */
+  async attach(t: TargetRow, opts: { force?: boolean } = {}): Promise<'initialised' | 'member'> {
+    if (this.verified.has(t.id) && !opts.force) return 'member';
+    const s = this.storage(t);
+    await s.check();
+    const sealed = await s.get(ObjectKey.config).catch((err: unknown) => {
+      if (err instanceof StorageError && err.problem === 'not-found') return null;
+      throw err;
+    });
+    let result: 'initialised' | 'member';
+    if (!sealed) {
+      const foreign = await firstKey(s, '');
+      if (foreign)
+        throw new RepositoryError(
+          `Target "${t.name}" is not empty and holds no Cairn repository (found ${foreign}): choose an empty bucket or folder.`,
+        );
+      for (const slot of this.ks.keySlots()) await s.put(ObjectKey.key(slot.id), Buffer.from(JSON.stringify(slot, null, 2)));
+      await s.put(ObjectKey.config, sealConfig(this.sodium, this.ks.keys.metaSeal, this.ks.config));
+      result = 'initialised';
+    } else {
+      let config: RepoConfig;
+      try {
+        config = openConfig(this.sodium, this.ks.keys.metaSeal, sealed);
+      } catch (err) {
+        if (err instanceof ObjectFormatError && err.problem === 'auth-failed')
+          throw new RepositoryError(
+            `Target "${t.name}" holds another Cairn repository (its config does not open with this repository's key): use "cairn connect" to open it, or choose another bucket.`,
+          );
+        throw err;
+      }
+      if (config.id !== this.ks.repoId)
+        throw new RepositoryError(
+          `Target "${t.name}" holds another Cairn repository (${config.id.slice(0, 12)}…, this one is ${this.ks.repoId.slice(0, 12)}…).`,
+        );
+      const present = new Set<string>();
+      for await (const o of s.list(Prefix.keys)) present.add(o.key);
+      for (const slot of this.ks.keySlots())
+        if (!present.has(ObjectKey.key(slot.id)))
+          await s.put(ObjectKey.key(slot.id), Buffer.from(JSON.stringify(slot, null, 2)));
+      result = 'member';
+    }
+    this.verified.add(t.id);
+    return result;
+  }
+
+  /** Writes a key slot to every target and the keystore. */
+  async putKeySlot(slot: KeySlot): Promise<void> {
+    for (const t of this.ks.listTargets()) {
+      await this.attach(t);
+      await this.storage(t).put(ObjectKey.key(slot.id), Buffer.from(JSON.stringify(slot, null, 2)));
+    }
+    this.ks.putKeySlot(slot);
+  }
+
+  async removeKeySlot(id: string): Promise<void> {
+    for (const t of this.ks.listTargets()) {
+      await this.attach(t);
+      await this.storage(t).delete(ObjectKey.key(id));
+    }
+    this.ks.removeKeySlot(id);
+  }
+
+  /**
+   * Brings the local caches up to date with a target: snapshots and index files written by any machine
+   * are loaded; snapshots that vanished from the bucket are dropped. Cheap when nothing changed (two
+   * listings).
+   */
+  async refresh(t: TargetRow): Promise<{ snapshots: number; indexFiles: number }> {
+    await this.attach(t);
+    const s = this.storage(t);
+    const loaded = this.ks.index.loadedIndexFiles(t.id);
+    let indexFiles = 0;
+    for await (const o of s.list(Prefix.index)) {
+      const id = o.key.slice(Prefix.index.length);
+      if (loaded.has(id) || !/^[0-9a-f]{64}$/.test(id)) continue;
+      const file = openIndexFile(this.sodium, this.ks.keys.metaSeal, Buffer.from(id, 'hex'), await s.get(o.key));
+      this.ks.index.addPacks(
+        file.packs.map((p) => ({
+          pack: { id: p.id, targetId: t.id, kind: p.blobs[0]?.kind ?? 'data', size: p.size, jobId: null, state: 'indexed' as const },
+          blobs: p.blobs,
+        })),
+      );
+      this.ks.index.addIndexFile(id, t.id);
+      indexFiles++;
+    }
+    const known = this.ks.snapshots.idsOnTarget(t.id);
+    const seen = new Set<string>();
+    let snapshots = 0;
+    for await (const o of s.list(Prefix.snapshots)) {
+      const id = o.key.slice(Prefix.snapshots.length);
+      if (!/^[0-9a-f]{12}$/.test(id)) continue;
+      seen.add(id);
+      if (known.has(id)) continue;
+      const doc = parseSnapshotDoc(openJson(this.sodium, this.ks.keys.metaSeal, Magic.snapshot, id, await s.get(o.key)), id);
+      this.ks.snapshots.put(t.id, doc);
+      snapshots++;
+    }
+    this.ks.snapshots.remove([...known].filter((id) => !seen.has(id)));
+    return { snapshots, indexFiles };
+  }
+
+  /**
+   * Lists data/ and marks every indexed pack that is absent (or has another size) as missing, so no new
+   * snapshot references a blob the bucket lost; packs that came back are restored to the index.
+   */
+  async reconcilePacks(t: TargetRow): Promise<{ missing: number; present: number }> {
+    const s = this.storage(t);
+    const known = this.ks.index.packsOnTarget(t.id);
+    const listed = new Map<string, number>();
+    const started = Date.now();
+    for await (const o of s.list(Prefix.data)) {
+      const id = packIdOfKey(o.key);
+      if (id) listed.set(id, o.size);
+    }
+    const changes: { id: Buffer; state: 'missing' | 'indexed' }[] = [];
+    let missing = 0;
+    for (const [hex, p] of known) {
+      const ok = listed.get(hex) === p.size;
+      if (!ok && p.state !== 'missing') changes.push({ id: Buffer.from(hex, 'hex'), state: 'missing' });
+      if (ok && p.state === 'missing') changes.push({ id: Buffer.from(hex, 'hex'), state: 'indexed' });
+      if (!ok) missing++;
+    }
+    this.ks.index.setPackStates(changes);
+    this.ks.markListed(t.id, started);
+    return { missing, present: known.size - missing };
+  }
+
+  /** Writes one index file describing `packs` (all on `t`), then marks them indexed. */
+  async writeIndex(t: TargetRow, packs: IndexedPack[]): Promise<number> {
+    if (packs.length === 0) return 0;
+    const id = this.sodium.randomBytes(32);
+    const body = sealIndexFile(this.sodium, this.ks.keys.metaSeal, id, { supersedes: [], packs });
+    await this.storage(t).put(ObjectKey.index(id.toString('hex')), body);
+    this.ks.index.addIndexFile(id.toString('hex'), t.id);
+    this.ks.index.markIndexed(packs.map((p) => p.id));
+    return body.length;
+  }
+
+  /** Index files for every pack of `t` this machine stored and no index file describes yet. */
+  async writePendingIndex(t: TargetRow): Promise<number> {
+    const packs = this.ks.index.unindexedPacks(t.id).map((p) => ({ id: p.id, size: p.size, blobs: this.ks.index.blobsOfPack(p.id) }));
+    return this.writeIndex(t, packs);
+  }
+
+  async writeSnapshot(t: TargetRow, doc: SnapshotDoc): Promise<number> {
+    const body = sealJson(this.sodium, this.ks.keys.metaSeal, Magic.snapshot, doc.id, doc);
+    await this.storage(t).put(ObjectKey.snapshot(doc.id), body);
+    this.ks.snapshots.put(t.id, doc);
+    return body.length;
+  }
+
+  /** A tree blob's plaintext, from the local cache or the bucket (authenticated, then cached). */
+  async loadTree(idHex: string): Promise<Buffer> {
+    const id = Buffer.from(idHex, 'hex');
+    const cached = this.ks.index.getTree(id);
+    if (cached) return cached;
+    const loc = this.ks.index.lookup(id);
+    if (!loc) throw new RepositoryError(`Tree ${idHex} is not in the index (its pack is missing or was never indexed).`);
+    const t = this.ks.targetById(loc.targetId);
+    const sealed = await this.storage(t).get(ObjectKey.pack(loc.packId.toString('hex')), {
+      start: loc.offset,
+      end: loc.offset + loc.storedLength - 1,
+    });
+    const plain = openBlob(this.sodium, sealed, {
+      sealKey: this.ks.keys.blobSeal,
+      idKey: this.ks.keys.blobId,
+      kind: 'tree',
+      id,
+      length: loc.plainLength,
+    });
+    this.ks.index.putTree(id, plain);
+    return plain;
+  }
+
+  /**
+   * Stores tree blobs (already encoded) that the index does not have, in packs of their own, and records
+   * them. Returns the bytes uploaded.
+   */
+  async saveTrees(t: TargetRow, trees: { id: Buffer; plain: Buffer }[], jobId: string): Promise<{ bytes: number; packs: number }> {
+    const fresh = trees.filter((x) => !this.ks.index.has(x.id));
+    let bytes = 0;
+    let packs = 0;
+    const limit = this.ks.config.packSize;
+    for (let i = 0; i < fresh.length; ) {
+      const parts: Buffer[] = [];
+      const entries: PackEntry[] = [];
+      let size = 0;
+      for (; i < fresh.length && (entries.length === 0 || size < limit) && entries.length < 10_000; i++) {
+        const tr = fresh[i]!;
+        const { flags, payload } = maybeCompress(tr.plain);
+        const out = Buffer.alloc(sealedLength(payload.length));
+        sealBlobInto(this.sodium, out, { sealKey: this.ks.keys.blobSeal, kind: 'tree', id: tr.id, flags, payload });
+        entries.push({ kind: 'tree', id: tr.id, offset: size, storedLength: out.length, plainLength: tr.plain.length });
+        parts.push(out);
+        size += out.length;
+      }
+      const packId = this.sodium.randomBytes(32);
+      parts.push(sealPackTrailer(this.sodium, this.ks.keys.metaSeal, packId, entries));
+      const body = Buffer.concat(parts);
+      await this.storage(t).put(ObjectKey.pack(packId.toString('hex')), body);
+      this.ks.index.addPack({ id: packId, targetId: t.id, kind: 'tree', size: body.length, jobId, state: 'stored' }, entries);
+      for (const e of entries) this.ks.index.putTree(e.id, fresh.find((x) => x.id.equals(e.id))!.plain);
+      bytes += body.length;
+      packs++;
+    }
+    return { bytes, packs };
+  }
+
+  treeId(plain: Uint8Array): Buffer {
+    return blobId(this.sodium, this.ks.keys.blobId, plain);
+  }
+}
+
+async function firstKey(s: Storage, prefix: string): Promise<string | null> {
+  for await (const o of s.list(prefix)) return o.key;
+  return null;
+}
+
+export type { BlobKind };
