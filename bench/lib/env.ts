@@ -82,14 +82,14 @@ export async function timedBackup(
   let first = Infinity;
   let last = 0;
   const chunk = (t: ChunkTiming) => {
-    first = Math.min(first, t.readStart);
+    first = Math.min(first, t.xferStart - (t.stages.read ?? 0) - (t.stages.hash ?? 0) - (t.stages.seal ?? 0));
     last = Math.max(last, t.xferEnd);
   };
   const t0 = performance.now();
   const r = await engine.backup([file], { target, settings }, { chunk });
   return {
     backupId: r.backupId,
-    bytes: r.bytes,
+    bytes: r.totalBytes,
     wallMs: performance.now() - t0,
     pipelineMs: last - first,
     summary: r.transfer,
@@ -106,7 +106,7 @@ export async function timedRestore(
   let last = 0;
   const chunk = (t: ChunkTiming) => {
     first = Math.min(first, t.xferStart);
-    last = Math.max(last, t.readEnd);
+    last = Math.max(last, t.xferEnd + (t.stages.open ?? 0) + (t.stages.write ?? 0));
   };
   const t0 = performance.now();
   const r = await engine.restore(backupId, { to, settings }, { chunk });

@@ -2,7 +2,14 @@ import { useMemo } from 'react';
 import type { StatsFrame } from '../../../shared/stats.ts';
 import { stageShares } from './chart-data.ts';
 
-const NAMES = { read: 'read', hash: 'hash', seal: 'compress + seal', transfer: 'transfer' } as const;
+const NAMES = {
+  read: 'read',
+  hash: 'hash',
+  seal: 'compress + seal',
+  transfer: 'transfer',
+  open: 'open + verify',
+  write: 'write',
+} as const;
 
 /** Where the time of the chunks went, summed over all workers. */
 export function StageSplit({ frames, version }: { frames: StatsFrame[]; version: number }) {

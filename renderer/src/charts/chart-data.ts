@@ -1,4 +1,4 @@
-import { percentile, type ChunkTiming, type StatsFrame } from '../../../shared/stats.ts';
+import { percentile, type ChunkTiming, type StageName, type StatsFrame } from '../../../shared/stats.ts';
 
 /** Seconds since the first frame, and MB/s per 250 ms frame. */
 export function throughputSeries(frames: StatsFrame[]): [number[], number[]] {
@@ -79,16 +79,11 @@ export function slotBars(
   return { bars, slots, span };
 }
 
-/** Time per stage summed over all frames, as shares of their total. */
-export function stageShares(
-  frames: StatsFrame[],
-): { stage: 'read' | 'hash' | 'seal' | 'transfer'; ms: number; share: number }[] {
-  const sum = { read: 0, hash: 0, seal: 0, transfer: 0 };
-  for (const f of frames) for (const k of Object.keys(sum) as (keyof typeof sum)[]) sum[k] += f.stageMs[k];
-  const total = sum.read + sum.hash + sum.seal + sum.transfer;
-  return (Object.keys(sum) as (keyof typeof sum)[]).map((stage) => ({
-    stage,
-    ms: sum[stage],
-    share: total > 0 ? sum[stage] / total : 0,
-  }));
+/** Time per stage summed over all frames, as shares of their total (stages in the order first seen). */
+export function stageShares(frames: StatsFrame[]): { stage: StageName; ms: number; share: number }[] {
+  const sum = new Map<StageName, number>();
+  for (const f of frames)
+    for (const [k, v] of Object.entries(f.stageMs) as [StageName, number][]) sum.set(k, (sum.get(k) ?? 0) + v);
+  const total = [...sum.values()].reduce((a, b) => a + b, 0);
+  return [...sum].map(([stage, ms]) => ({ stage, ms, share: total > 0 ? ms / total : 0 }));
 }

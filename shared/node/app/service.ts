@@ -32,7 +32,7 @@ export class AppService {
         return this.status();
       },
       'app.unlock': async ({ passphrase }) => {
-        if (!this.engine) this.engine = await Engine.unlock(this.home, passphrase);
+        if (!this.engine) this.engine = await Engine.unlock(this.home, { passphrase });
         this.loadInterrupted();
         return this.status();
       },
@@ -67,10 +67,8 @@ export class AppService {
       'jobs.resume': ({ jobId }) => this.resumeJob(jobId),
       'jobs.cancel': ({ jobId }) => this.control(jobId, 'cancel'),
       'backups.list': () => this.backups(),
-      'backups.entries': ({ backupId }) =>
-        this.e()
-          .listEntries(backupId)
-          .map((e) => ({
+      'backups.entries': async ({ backupId }) =>
+        (await this.e().listEntries(backupId)).map((e) => ({
             path: e.path,
             kind: e.kind,
             size: e.size,
@@ -115,18 +113,16 @@ export class AppService {
     const e = this.e();
     for (const j of e.interruptedJobs()) {
       if (this.jobs.has(j.id)) continue;
-      const b = e.listBackups().find((x) => x.id === j.backupId);
-      if (!b) continue;
       this.jobs.add({
         id: j.id,
         kind: 'backup',
         state: 'interrupted',
-        backupId: b.id,
-        title: titleFor(b.sources),
-        target: e.ks.targetById(b.targetId).name,
-        startedAt: b.createdAt,
-        bytesTotal: b.totalBytes,
-        bytesDone: e.ks.catalog.storedBytes(b.id),
+        backupId: j.id,
+        title: titleFor(j.sources),
+        target: e.ks.targetById(j.targetId).name,
+        startedAt: j.createdAt,
+        bytesTotal: 0,
+        bytesDone: 0,
         error: j.error,
       });
     }
@@ -170,7 +166,7 @@ export class AppService {
 
   private async startRestore(req: Request<'restore.start'>): Promise<JobView> {
     const e = this.e();
-    const b = e.listBackups().find((x) => x.id === req.backupId);
+    const b = e.listSnapshots().find((x) => x.id === req.backupId);
     if (!b) throw new ApiCallError(`No backup with id ${req.backupId}.`);
     const job = this.jobs.add({
       id: `r${Date.now().toString(16).slice(-11)}`,
@@ -178,7 +174,7 @@ export class AppService {
       state: 'running',
       backupId: b.id,
       title: `Restore to ${req.to}`,
-      target: e.ks.targetById(b.targetId).name,
+      target: b.target,
     });
     const run = e.restore(
       req.backupId,
@@ -218,7 +214,7 @@ export class AppService {
     const job = this.jobs.get(jobId);
     if (job.view.state !== 'running' && job.view.state !== 'paused') {
       if (action === 'cancel' && job.view.state === 'interrupted') {
-        this.e().ks.catalog.cancelBackup(job.view.backupId);
+        this.e().ks.jobs.cancel(job.view.id);
         this.jobs.update(job, { state: 'cancelled' });
         return job.view;
       }
@@ -230,24 +226,27 @@ export class AppService {
   }
 
   private backups(): BackupView[] {
-    const e = this.e();
-    const names = new Map(e.listTargets().map((t) => [t.id, t.name]));
-    return e.listBackups().map((b) => ({
-      id: b.id,
-      status: b.status,
-      target: names.get(b.targetId) ?? '?',
-      createdAt: b.createdAt,
-      finishedAt: b.finishedAt,
-      sources: b.sources,
-      fileCount: b.fileCount,
-      totalBytes: b.totalBytes,
-      chunkCount: b.chunkCount,
-      newChunks: b.newChunks,
-      uploadedBytes: b.uploadedBytes,
-      dedupedBytes: b.chunkCount > 0 ? Math.round(b.totalBytes * (1 - b.newChunks / b.chunkCount)) : 0,
-      durationMs: b.durationMs,
-      meanMbps: b.durationMs > 0 ? b.totalBytes / 1000 / b.durationMs : 0,
-    }));
+    return this.e()
+      .listSnapshots()
+      .map((b) => {
+        const s = b.summary;
+        return {
+          id: b.id,
+          status: 'complete' as const,
+          target: b.target,
+          createdAt: Date.parse(b.time),
+          finishedAt: Date.parse(b.time) + s.durationMs,
+          sources: b.sources,
+          fileCount: s.files.new + s.files.changed + s.files.unchanged,
+          totalBytes: s.totalBytes,
+          chunkCount: s.blobsTotal,
+          newChunks: s.blobsNew,
+          uploadedBytes: s.bytesUploaded,
+          dedupedBytes: Math.max(0, s.totalBytes - s.bytesRead),
+          durationMs: s.durationMs,
+          meanMbps: s.durationMs > 0 ? s.totalBytes / 1000 / s.durationMs : 0,
+        };
+      });
   }
 }
 

@@ -5,6 +5,7 @@ import { Engine, defaultHome } from '../engine/engine.ts';
 import { createOutput, table, type Output } from './output.ts';
 import { readPassphrase } from './passphrase.ts';
 import { withEngine } from './session.ts';
+import { registerKeyCommands } from './key-commands.ts';
 import { registerTargetCommands } from './target-commands.ts';
 
 /** Thrown when a command ran but did not fully succeed; its report was already printed. */
@@ -49,15 +50,20 @@ program
     const o = out();
     const home = defaultHome();
     const engine = await Engine.init(home, await readPassphrase({ confirm: true }));
+    const repository = engine.ks.repoId;
     engine.close();
-    o.result({ home }, `Created a keystore in ${home}.`);
+    o.result(
+      { home, repository },
+      `Created repository ${repository.slice(0, 12)}… with its keystore in ${home}. Add a target next ("cairn target add"), and make a recovery key ("cairn key recovery").`,
+    );
   });
 
 registerTargetCommands(program, out);
+registerKeyCommands(program, out);
 
 program
   .command('backup')
-  .description('back up files and folders; prints the backup id')
+  .description('back up files and folders; prints the snapshot id')
   .argument('<path...>', 'files or folders')
   .option('--target <name>', 'target to store the chunks on')
   .addOption(
@@ -71,45 +77,52 @@ program
       intOption('Uploads per worker'),
     ),
   )
+  .option('--force-read', 'read every file, even those unchanged since the last snapshot')
   .action(async (paths: string[], opts) => {
     const o = out();
     const r = await withEngine((e) =>
-      e.backup(paths, { target: opts.target, settings: pipelineOverrides(opts) }, o.listener()),
+      e.backup(
+        paths,
+        { target: opts.target, settings: pipelineOverrides(opts), forceRead: Boolean(opts.forceRead) },
+        o.listener(),
+      ),
     );
     o.endProgress();
+    for (const w of r.warnings) o.info(`Warning: ${w}`);
     o.info(
-      `${r.files} files, ${formatSize(r.bytes)} in ${r.chunks} chunks (${r.uploadedChunks} uploaded, ${r.dedupedChunks} already stored), ${r.transfer.mbps.toFixed(1)} MB/s.`,
+      `Files: ${r.files.new} new, ${r.files.changed} changed, ${r.files.unchanged} unchanged (${formatSize(r.totalBytes)}); read ${formatSize(r.bytesRead)}, uploaded ${formatSize(r.bytesUploaded)} in ${r.packsWritten} packs${r.parent ? `; parent ${r.parent}` : ''}.`,
     );
-    o.result(r, r.backupId);
+    o.result(r, r.snapshotId);
   });
 
 program
   .command('ls')
-  .description('list backups, or the files of one backup')
-  .argument('[backup-id]')
+  .description('list snapshots (from every machine), or the files of one snapshot')
+  .argument('[snapshot-id]')
   .action(async (id?: string) => {
     const o = out();
     await withEngine(async (e) => {
+      await e.refresh();
       if (!id) {
-        const rows = e.listBackups();
+        const rows = e.listSnapshots();
         o.result(
           rows,
           table([
-            ['ID', 'CREATED', 'STATUS', 'FILES', 'SIZE', 'CHUNKS'],
-            ...rows.map((b) => [
-              b.id,
-              new Date(b.createdAt).toISOString(),
-              b.status,
-              String(b.fileCount),
-              formatSize(b.totalBytes),
-              String(b.chunkCount),
+            ['ID', 'TIME', 'HOST', 'FILES', 'SIZE', 'SOURCES'],
+            ...rows.map((s) => [
+              s.id,
+              s.time,
+              s.host,
+              String(s.summary.files.new + s.summary.files.changed + s.summary.files.unchanged),
+              formatSize(s.summary.totalBytes),
+              s.sources.join(' '),
             ]),
           ]),
         );
       } else {
-        const rows = e.listEntries(id);
+        const rows = await e.listEntries(id);
         o.result(
-          rows.map(({ hash, ...r }) => ({ ...r, hash: hash?.toString('hex') ?? null })),
+          rows,
           table([
             ['KIND', 'MODE', 'SIZE', 'MODIFIED', 'PATH'],
             ...rows.map((r) => [
@@ -127,8 +140,8 @@ program
 
 program
   .command('restore')
-  .description('restore a backup (or some of its paths) into a folder, verified byte for byte')
-  .argument('<backup-id>')
+  .description('restore a snapshot (or some of its paths) into a folder, verified byte for byte')
+  .argument('<snapshot-id>')
   .requiredOption('--to <dir>', 'destination folder')
   .option(
     '--path <p>',
@@ -137,16 +150,18 @@ program
     [] as string[],
   )
   .option('--overwrite', 'replace files that already exist at the destination')
-  .action(async (id: string, opts: { to: string; path: string[]; overwrite?: boolean }) => {
+  .option('--fsync', 'flush every restored file to disk before it is renamed into place (slower)')
+  .action(async (id: string, opts: { to: string; path: string[]; overwrite?: boolean; fsync?: boolean }) => {
     const o = out();
-    const r = await withEngine((e) =>
-      e.restore(id, { to: opts.to, paths: opts.path, overwrite: opts.overwrite }, o.listener()),
-    );
+    const r = await withEngine(async (e) => {
+      await e.refresh();
+      return e.restore(id, { to: opts.to, paths: opts.path, overwrite: opts.overwrite, fsync: opts.fsync }, o.listener());
+    });
     o.endProgress();
     for (const f of r.failed) o.info(`Failed: ${f.path}: ${f.message}`);
     o.result(
       r,
-      `Restored ${r.restoredFiles} files (${formatSize(r.restoredBytes)}) to ${opts.to}${r.failed.length ? `; ${r.failed.length} failed` : ''}.`,
+      `Restored ${r.restoredFiles} files (${formatSize(r.restoredBytes)}) to ${opts.to}${r.alreadyPresent ? `; ${r.alreadyPresent} already there and identical` : ''}${r.failed.length ? `; ${r.failed.length} failed` : ''}.`,
     );
     if (r.failed.length)
       throw new PartialFailure(`${r.failed.length} of the selected files could not be restored.`);
@@ -154,22 +169,22 @@ program
 
 program
   .command('verify')
-  .description('download and check every chunk of a backup')
-  .argument('<backup-id>')
+  .description('download and check every blob of a snapshot')
+  .argument('<snapshot-id>')
   .action(async (id: string) => {
     const o = out();
     const r = await withEngine((e) => e.verify(id, o.listener()));
     o.endProgress();
     for (const p of r.problems)
-      o.info(`Bad: ${p.path} chunk ${p.chunk}${p.target ? ` on target "${p.target}"` : ''}: ${p.message}`);
+      o.info(`Bad: ${p.path} blob ${p.blob}${p.target ? ` on target "${p.target}"` : ''}: ${p.message}`);
     o.result(
       r,
       r.problems.length
-        ? `${r.problems.length} problems in backup ${id}.`
-        : `All ${r.chunks} chunks of backup ${id} are intact.`,
+        ? `${r.problems.length} problems in snapshot ${id}.`
+        : `All ${r.blobs} blobs of snapshot ${id} are intact.`,
     );
     if (r.problems.length)
-      throw new PartialFailure(`Backup ${id} has ${r.problems.length} damaged or missing chunks.`);
+      throw new PartialFailure(`Snapshot ${id} has ${r.problems.length} damaged or missing blobs.`);
   });
 
 program
@@ -182,7 +197,7 @@ program
     o.result(
       rs,
       rs.length
-        ? rs.map((r) => `Completed backup ${r.backupId} (${r.uploadedChunks} chunks uploaded).`).join('\n')
+        ? rs.map((r) => `Completed snapshot ${r.snapshotId} (${formatSize(r.bytesUploaded)} uploaded).`).join('\n')
         : 'Nothing to resume.',
     );
   });

@@ -13,6 +13,21 @@ export async function readPassphrase(opts: { confirm: boolean }): Promise<string
   return first;
 }
 
+/** A hidden prompt on the terminal. */
+export function askHidden(prompt: string): Promise<string> {
+  if (!process.stdin.isTTY) throw new Error(`No terminal to ask "${prompt.trim()}"; set it in the environment instead.`);
+  return ask(prompt);
+}
+
+/** CAIRN_NEW_PASSPHRASE, else asked twice on the terminal. */
+export async function readNewPassphrase(): Promise<string> {
+  const fromEnv = process.env.CAIRN_NEW_PASSPHRASE;
+  if (fromEnv) return fromEnv;
+  const first = await askHidden('New passphrase: ');
+  if ((await ask('Repeat new passphrase: ')) !== first) throw new Error('The passphrases do not match.');
+  return first;
+}
+
 function ask(prompt: string): Promise<string> {
   return new Promise((resolve) => {
     const rl = readline.createInterface({ input: process.stdin, output: process.stderr, terminal: true });

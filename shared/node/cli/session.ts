@@ -1,9 +1,21 @@
+import type { Unlocker } from '../crypto/keys.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
 import { readPassphrase } from './passphrase.ts';
 
+/** CAIRN_RECOVERY_KEY when set, else the passphrase (CAIRN_PASSPHRASE or the prompt). */
+export async function readUnlocker(opts: { recoveryKey?: boolean } = {}): Promise<Unlocker> {
+  const rk = process.env.CAIRN_RECOVERY_KEY;
+  if (rk) return { recoveryKey: rk };
+  if (opts.recoveryKey) {
+    const { askHidden } = await import('./passphrase.ts');
+    return { recoveryKey: await askHidden('Recovery key: ') };
+  }
+  return { passphrase: await readPassphrase({ confirm: false }) };
+}
+
 /** Unlocks the keystore for one command and always closes it. */
 export async function withEngine<T>(fn: (e: Engine) => Promise<T>): Promise<T> {
-  const engine = await Engine.unlock(defaultHome(), await readPassphrase({ confirm: false }));
+  const engine = await Engine.unlock(defaultHome(), await readUnlocker());
   try {
     return await fn(engine);
   } finally {

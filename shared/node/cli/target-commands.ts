@@ -2,7 +2,8 @@ import type { Command } from 'commander';
 import { targetWhere, type TargetConfig } from '../../settings.ts';
 import type { Output } from './output.ts';
 import { table } from './output.ts';
-import { withEngine } from './session.ts';
+import { Engine, defaultHome } from '../engine/engine.ts';
+import { readUnlocker, withEngine } from './session.ts';
 
 interface AddOpts {
   s3?: boolean;
@@ -17,26 +18,53 @@ interface AddOpts {
   test: boolean;
 }
 
-export function registerTargetCommands(program: Command, out: () => Output): void {
-  const target = program.command('target').description('manage where chunks are stored');
-
-  target
-    .command('add')
-    .description('add an S3 bucket (--s3 …) or a folder (--dir <path>) as a target; it is tested first')
-    .argument('<name>')
+function targetOptions(c: Command): Command {
+  return c
     .option('--s3', 'an S3-compatible bucket')
     .option('--dir <path>', 'a local folder (a backup drive, a mounted share)')
     .option('--endpoint <url>', 'S3 endpoint URL')
     .option('--bucket <b>', 'bucket name')
     .option('--region <r>', 'region', 'us-east-1')
     .option('--access-key-id <k>')
-    .option('--secret-access-key <s>', 'secret key (or set CAIRN_S3_SECRET_ACCESS_KEY)')
+    .option('--secret-access-key <s>', 'secret key: "-" reads it from standard input (or set CAIRN_S3_SECRET_ACCESS_KEY)')
     .option('--path-style', 'path-style addressing (MinIO, Garage, versitygw)')
-    .option('--checksums <mode>', 'when-supported (SDK default) or when-required', 'when-supported')
+    .option('--checksums <mode>', 'when-supported (SDK default) or when-required', 'when-supported');
+}
+
+export function registerTargetCommands(program: Command, out: () => Output): void {
+  targetOptions(
+    program
+      .command('connect')
+      .description('open an existing repository from a target on a new machine (builds a fresh keystore)')
+      .argument('<name>'),
+  )
+    .option('--recovery-key', 'unlock with a recovery key (CAIRN_RECOVERY_KEY or asked) instead of the passphrase')
+    .action(async (name: string, o: AddOpts & { recoveryKey?: boolean }) => {
+      const output = out();
+      const { config, secret } = await targetFromOptions(o);
+      const unlocker = await readUnlocker({ recoveryKey: Boolean(o.recoveryKey) });
+      const engine = await Engine.connect(defaultHome(), name, config, secret, unlocker);
+      const snapshots = engine.listSnapshots().length;
+      const repository = engine.ks.repoId;
+      engine.close();
+      output.result(
+        { name, repository, snapshots },
+        `Connected to repository ${repository.slice(0, 12)}… on target "${name}": ${snapshots} snapshot${snapshots === 1 ? '' : 's'}.`,
+      );
+    });
+
+  const target = program.command('target').description('manage where packs are stored');
+
+  targetOptions(
+    target
+      .command('add')
+      .description('add an S3 bucket (--s3 …) or a folder (--dir <path>) as a target; it is tested first')
+      .argument('<name>'),
+  )
     .option('--no-test', 'save without testing the connection')
     .action(async (name: string, o: AddOpts) => {
       const output = out();
-      const { config, secret } = targetFromOptions(o);
+      const { config, secret } = await targetFromOptions(o);
       const t = await withEngine((e) => e.addTarget(name, config, secret, { test: o.test }));
       output.result({ id: t.id, name: t.name, config: t.config }, `Added target "${t.name}".`);
     });
@@ -67,7 +95,13 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
     });
 }
 
-function targetFromOptions(o: AddOpts): { config: TargetConfig; secret?: string } {
+async function readStdin(): Promise<string> {
+  let data = '';
+  for await (const chunk of process.stdin) data += String(chunk);
+  return data.replace(/\r?\n$/, '');
+}
+
+async function targetFromOptions(o: AddOpts): Promise<{ config: TargetConfig; secret?: string }> {
   if (o.s3 && o.dir) throw new Error('Choose --s3 or --dir, not both.');
   if (o.dir) return { config: { kind: 'dir', path: o.dir } };
   if (!o.s3) throw new Error('Say what the target is: --s3 with its options, or --dir <path>.');
@@ -76,7 +110,8 @@ function targetFromOptions(o: AddOpts): { config: TargetConfig; secret?: string 
     throw new Error(
       `An S3 target needs ${missing.map((m) => '--' + m.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())).join(', ')}.`,
     );
-  const secret = o.secretAccessKey ?? process.env.CAIRN_S3_SECRET_ACCESS_KEY;
+  const secret =
+    o.secretAccessKey === '-' ? await readStdin() : (o.secretAccessKey ?? process.env.CAIRN_S3_SECRET_ACCESS_KEY);
   if (!secret) throw new Error('An S3 target needs --secret-access-key (or CAIRN_S3_SECRET_ACCESS_KEY).');
   if (o.checksums !== 'when-supported' && o.checksums !== 'when-required') {
     throw new Error(`--checksums must be when-supported or when-required, not "${o.checksums}".`);

@@ -134,7 +134,7 @@ export function parseKeySlot(value: unknown, where: string): KeySlot {
       s.kdf.opslimit <= 64 &&
       Number.isInteger(s.kdf.memlimit) &&
       s.kdf.memlimit >= 8192 &&
-      s.kdf.memlimit <= 4 << 30 &&
+      s.kdf.memlimit <= 4 * 2 ** 30 &&
       b64(s.kdf.salt));
   const ok =
     s?.version === 2 &&

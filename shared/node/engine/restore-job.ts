@@ -199,6 +199,7 @@ export async function runRestoreJob(
   for (const e of entries) {
     if (e.node.type !== 'symlink' || underBad(e.path)) continue;
     try {
+      if (dest.exists(e.path) === 'symlink' && fsSync.readlinkSync(dest.abs(e.path)) === (e.node.linkTarget ?? '')) continue;
       dest.symlink(e.path, e.node.linkTarget ?? '', { overwrite: opts.overwrite });
       dest.setLinkTime(e.path, e.node.mtimeMs);
     } catch (err) {

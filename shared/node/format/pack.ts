@@ -40,7 +40,7 @@ export function sealPackTrailer(
   sodium: SodiumProvider,
   metaKey: Uint8Array,
   packId: Uint8Array,
-  entries: readonly Omit<PackEntry, 'offset'>[],
+  entries: readonly { kind: BlobKind; id: Uint8Array; storedLength: number; plainLength: number }[],
   nonce?: Uint8Array,
 ): Buffer {
   if (entries.length > MAX_BLOBS_PER_PACK) throw new Error(`a pack holds at most ${MAX_BLOBS_PER_PACK} blobs`);

@@ -1,0 +1,131 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+
+export class DestinationError extends Error {
+  constructor(
+    readonly path: string,
+    why: string,
+  ) {
+    super(`${path} ${why}`);
+    this.name = 'DestinationError';
+  }
+}
+
+const { O_CREAT, O_EXCL, O_WRONLY, O_RDONLY, O_NOFOLLOW = 0, O_DIRECTORY = 0 } = fs.constants;
+const TEMP = /^\..+\.cairn-[0-9a-f]{8}$/;
+
+/**
+ * A restore destination. The root is what the user chose (reached through links if they chose so); below
+ * it every path is created one component at a time and nothing is followed that Cairn did not create: a
+ * symlink where a folder should be is refused, files are opened with O_NOFOLLOW, metadata is set through
+ * descriptors opened with O_NOFOLLOW. Node has no openat(), so a link swapped in between a check and the
+ * next call is caught by the check after creating (lstat), not prevented; nothing is written through it.
+ */
+export class RestoreDestination {
+  private readonly dirsOk = new Set<string>(['']);
+
+  private constructor(readonly root: string) {}
+
+  static open(root: string): RestoreDestination {
+    fs.mkdirSync(root, { recursive: true });
+    return new RestoreDestination(fs.realpathSync(root));
+  }
+
+  abs(rel: string): string {
+    const parts = rel.split('/');
+    if (rel === '' || rel.includes('\0') || parts.some((p) => p === '' || p === '.' || p === '..') || path.isAbsolute(rel))
+      throw new DestinationError(rel, 'is not a safe relative path');
+    return path.join(this.root, ...parts);
+  }
+
+  exists(rel: string): 'file' | 'dir' | 'symlink' | 'other' | null {
+    const st = fs.lstatSync(rel === '' ? this.root : this.abs(rel), { throwIfNoEntry: false });
+    if (!st) return null;
+    return st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : st.isDirectory() ? 'dir' : 'other';
+  }
+
+  ensureDir(rel: string): void {
+    if (this.dirsOk.has(rel)) return;
+    const parent = rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '';
+    this.ensureDir(parent);
+    const abs = this.abs(rel);
+    let st = fs.lstatSync(abs, { throwIfNoEntry: false });
+    if (!st) {
+      try {
+        fs.mkdirSync(abs, { mode: 0o700 });
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+      st = fs.lstatSync(abs);
+    }
+    if (st.isSymbolicLink())
+      throw new DestinationError(abs, 'is a symbolic link; a restore never writes through links it did not create');
+    if (!st.isDirectory()) throw new DestinationError(abs, 'is not a folder');
+    this.dirsOk.add(rel);
+  }
+
+  private parentOf(rel: string): string {
+    return rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '';
+  }
+
+  createTemp(rel: string): { fd: number; temp: string } {
+    this.ensureDir(this.parentOf(rel));
+    const final = this.abs(rel);
+    const temp = path.join(path.dirname(final), `.${path.basename(final)}.cairn-${randomBytes(4).toString('hex')}`);
+    const fd = fs.openSync(temp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW, 0o600);
+    return { fd, temp };
+  }
+
+  commit(temp: string, rel: string, opts: { overwrite: boolean }): void {
+    const kind = this.exists(rel);
+    if (kind === 'dir') throw new DestinationError(this.abs(rel), 'is a folder; a file cannot replace it');
+    if (kind && !opts.overwrite) throw new DestinationError(this.abs(rel), 'already exists (restore with --overwrite to replace it)');
+    // rename() replaces a link itself, never what it points at.
+    fs.renameSync(temp, this.abs(rel));
+  }
+
+  symlink(rel: string, target: string, opts: { overwrite: boolean }): void {
+    this.ensureDir(this.parentOf(rel));
+    const abs = this.abs(rel);
+    const kind = this.exists(rel);
+    if (kind === 'dir') throw new DestinationError(abs, 'is a folder; a link cannot replace it');
+    if (kind && !opts.overwrite) throw new DestinationError(abs, 'already exists (restore with --overwrite to replace it)');
+    if (kind) fs.rmSync(abs, { force: true });
+    fs.symlinkSync(target, abs);
+  }
+
+  setMeta(rel: string, meta: { mode: number; mtimeMs: number; kind: 'file' | 'dir' }): void {
+    const abs = rel === '' ? this.root : this.abs(rel);
+    let fd: number;
+    try {
+      fd = fs.openSync(abs, O_RDONLY | O_NOFOLLOW | (meta.kind === 'dir' ? O_DIRECTORY : 0));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ELOOP')
+        throw new DestinationError(abs, 'is a symbolic link; a restore never changes what links point at');
+      throw err;
+    }
+    try {
+      fs.fchmodSync(fd, meta.mode);
+      fs.futimesSync(fd, meta.mtimeMs / 1000, meta.mtimeMs / 1000);
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+
+  setLinkTime(rel: string, mtimeMs: number): void {
+    fs.lutimesSync(this.abs(rel), mtimeMs / 1000, mtimeMs / 1000);
+  }
+
+  /** Removes temporaries an interrupted restore left in a folder (regular files only). */
+  removeStaleTemps(relDir: string): number {
+    const dir = relDir === '' ? this.root : this.abs(relDir);
+    let n = 0;
+    for (const e of fs.readdirSync(dir, { withFileTypes: true }))
+      if (e.isFile() && TEMP.test(e.name)) {
+        fs.rmSync(path.join(dir, e.name), { force: true });
+        n++;
+      }
+    return n;
+  }
+}
