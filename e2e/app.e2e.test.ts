@@ -127,7 +127,7 @@ for (const shellKind of shells) {
       );
       expect(await attr(page, '[data-testid=throughput-chart]', 'data-points')).toBeGreaterThan(0);
       expect(await attr(page, '[data-testid=gap-chart]', 'data-bars')).toBeGreaterThan(0);
-      expect(await attr(page, '[data-testid=slot-timeline]', 'data-bars')).toBe(8); // 64 MiB in 8 MiB chunks
+      expect(await attr(page, '[data-testid=slot-timeline]', 'data-bars')).toBe(4); // 64 MiB in 16 MiB packs
       await screenshot(page, `${tag}-backup`, { doc: tag === 'web' });
       backupDone = true;
     });

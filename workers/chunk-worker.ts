@@ -12,7 +12,15 @@ import { openTarget } from '../shared/node/storage/open-target.ts';
 import { StorageError, type Storage } from '../shared/node/storage/storage.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
 import { BufferPool, SlotPool } from './pools.ts';
-import type { BackupTask, FromWorker, PackedBlob, RestoreTask, ToWorker, WorkerFailure, WorkerInit } from './protocol.ts';
+import type {
+  BackupTask,
+  FromWorker,
+  PackedBlob,
+  RestoreTask,
+  ToWorker,
+  WorkerFailure,
+  WorkerInit,
+} from './protocol.ts';
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -53,7 +61,9 @@ async function readExactly(path: string, buf: Buffer, length: number, offset: nu
     while (done < length) {
       const { bytesRead } = await fh.read(buf, done, length - done, offset + done);
       if (bytesRead === 0)
-        throw Object.assign(new Error(`${path} ended early: it changed while being read`), { code: 'ESHRUNK' });
+        throw Object.assign(new Error(`${path} ended early: it changed while being read`), {
+          code: 'ESHRUNK',
+        });
       done += bytesRead;
     }
     return buf.subarray(0, length);
@@ -110,7 +120,14 @@ function closePack(): void {
   const upload = (async () => {
     const slot = await slots.acquire();
     const start = now();
-    const timing: ChunkTiming = { slot: init.index * init.slots + slot, bytes: 0, wireBytes: body.length, xferStart: start, xferEnd: start, stages: {} };
+    const timing: ChunkTiming = {
+      slot: init.index * init.slots + slot,
+      bytes: 0,
+      wireBytes: body.length,
+      xferStart: start,
+      xferEnd: start,
+      stages: {},
+    };
     post({ t: 'xfer-start', slot: timing.slot });
     try {
       await storage(init.targetId).put(ObjectKey.pack(packId), body);
@@ -154,7 +171,11 @@ async function backup(task: BackupTask): Promise<void> {
     }
     const { flags, payload } = maybeCompress(plain);
     const need = sealedLength(payload.length);
-    if (open && (open.used + need + packTrailerLength(open.blobs.length + 1) > packBufferBytes || open.blobs.length >= MAX_BLOBS_PER_PACK))
+    if (
+      open &&
+      (open.used + need + packTrailerLength(open.blobs.length + 1) > packBufferBytes ||
+        open.blobs.length >= MAX_BLOBS_PER_PACK)
+    )
       closePack();
     if (!open) {
       const buf = await takePackBuffer();
@@ -189,13 +210,23 @@ async function flush(): Promise<void> {
 async function restore(task: RestoreTask): Promise<void> {
   const slot = await slots.acquire();
   const start = now();
-  const timing: ChunkTiming = { slot: init.index * init.slots + slot, bytes: 0, wireBytes: 0, xferStart: start, xferEnd: start, stages: {} };
+  const timing: ChunkTiming = {
+    slot: init.index * init.slots + slot,
+    bytes: 0,
+    wireBytes: 0,
+    xferStart: start,
+    xferEnd: start,
+    stages: {},
+  };
   post({ t: 'xfer-start', slot: timing.slot });
   let body: Buffer;
   try {
     body = await storage(task.targetId).get(task.packKey, { start: task.start, end: task.end });
     if (body.length !== task.end - task.start + 1)
-      throw new ObjectFormatError('truncated', `${task.packKey}: got ${body.length} of ${task.end - task.start + 1} bytes`);
+      throw new ObjectFormatError(
+        'truncated',
+        `${task.packKey}: got ${body.length} of ${task.end - task.start + 1} bytes`,
+      );
   } catch (err) {
     const t = init.targets.find((x) => x.id === task.targetId)?.name;
     post({ t: 'failed', tid: task.tid, error: { ...failure(err), target: failure(err).target ?? t } });
@@ -214,10 +245,17 @@ async function restore(task: RestoreTask): Promise<void> {
     try {
       const t0 = now();
       const sealed = body.subarray(b.offset - task.start, b.offset - task.start + b.storedLength);
-      const plain = openBlob(sodium, sealed, { sealKey, idKey, kind: b.kind, id: b.id, length: b.plainLength });
+      const plain = openBlob(sodium, sealed, {
+        sealKey,
+        idKey,
+        kind: b.kind,
+        id: b.id,
+        length: b.plainLength,
+      });
       const t1 = now();
       for (const w of b.writes) {
-        for (let done = 0; done < plain.length; ) done += writeSync(w.fd, plain, done, plain.length - done, w.position + done);
+        for (let done = 0; done < plain.length;)
+          done += writeSync(w.fd, plain, done, plain.length - done, w.position + done);
         timing.bytes += plain.length;
       }
       if (b.writes.length === 0) timing.bytes += plain.length;

@@ -74,6 +74,21 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
       if (!res.headersSent) res.writeHead(502);
       res.end();
     });
+    // A client killed mid-body (kill -9 during a PUT) must not leave the upstream request waiting for
+    // bytes that will never come: that request did not happen, and settled() must not wait for it.
+    req.on('close', () => {
+      if (!req.complete) {
+        fwd.destroy();
+        done();
+      }
+    });
+    // Likewise a client killed while a response streams to it (kill -9 during a GET).
+    res.on('close', () => {
+      if (!res.writableFinished) {
+        fwd.destroy();
+        done();
+      }
+    });
     req.pipe(fwd);
   });
   server.keepAliveTimeout = 30_000;

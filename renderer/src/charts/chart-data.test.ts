@@ -43,10 +43,7 @@ describe('chart data', () => {
       slot,
       bytes: 1,
       wireBytes: 1,
-      readStart: 0,
-      readEnd: 0,
-      hashEnd: 0,
-      sealEnd: 0,
+      stages: {},
       xferStart: start,
       xferEnd: end,
     });

@@ -83,7 +83,8 @@ export function slotBars(
 export function stageShares(frames: StatsFrame[]): { stage: StageName; ms: number; share: number }[] {
   const sum = new Map<StageName, number>();
   for (const f of frames)
-    for (const [k, v] of Object.entries(f.stageMs) as [StageName, number][]) sum.set(k, (sum.get(k) ?? 0) + v);
+    for (const [k, v] of Object.entries(f.stageMs) as [StageName, number][])
+      sum.set(k, (sum.get(k) ?? 0) + v);
   const total = [...sum.values()].reduce((a, b) => a + b, 0);
   return [...sum].map(([stage, ms]) => ({ stage, ms, share: total > 0 ? ms / total : 0 }));
 }

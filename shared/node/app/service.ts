@@ -69,13 +69,13 @@ export class AppService {
       'backups.list': () => this.backups(),
       'backups.entries': async ({ backupId }) =>
         (await this.e().listEntries(backupId)).map((e) => ({
-            path: e.path,
-            kind: e.kind,
-            size: e.size,
-            mode: e.mode,
-            mtimeMs: e.mtimeMs,
-            linkTarget: e.linkTarget,
-          })),
+          path: e.path,
+          kind: e.kind,
+          size: e.size,
+          mode: e.mode,
+          mtimeMs: e.mtimeMs,
+          linkTarget: e.linkTarget,
+        })),
       'restore.start': (req) => this.startRestore(req),
       'fs.list': ({ path: p }) => listDirectory(p ?? os.homedir()),
     };

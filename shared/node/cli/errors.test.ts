@@ -76,7 +76,7 @@ describe('bad input gets a clear error and changes nothing', () => {
   it('wrong passphrase', async () => {
     await expectNothingChanged(
       () => runCli(['backup', src], { env: { ...cli.env, CAIRN_PASSPHRASE: 'not the passphrase' } }),
-      /^Error: Wrong passphrase: it does not unlock this keystore\.$/m,
+      /^Error: Wrong passphrase: it does not unlock this repository\.$/m,
     );
   });
 

@@ -14,7 +14,13 @@ export function registerKeyCommands(program: Command, out: () => Output): void {
       const o = out();
       const rows = await withEngine(async (e) => e.keySlots());
       o.result(
-        rows.map((s) => ({ id: s.id, kind: s.kind, createdAt: s.createdAt, host: s.host, current: s.current })),
+        rows.map((s) => ({
+          id: s.id,
+          kind: s.kind,
+          createdAt: s.createdAt,
+          host: s.host,
+          current: s.current,
+        })),
         table([
           ['ID', 'KIND', 'CREATED', 'HOST', ''],
           ...rows.map((s) => [s.id, s.kind, s.createdAt, s.host, s.current ? '(this session)' : '']),

@@ -155,7 +155,11 @@ program
     const o = out();
     const r = await withEngine(async (e) => {
       await e.refresh();
-      return e.restore(id, { to: opts.to, paths: opts.path, overwrite: opts.overwrite, fsync: opts.fsync }, o.listener());
+      return e.restore(
+        id,
+        { to: opts.to, paths: opts.path, overwrite: opts.overwrite, fsync: opts.fsync },
+        o.listener(),
+      );
     });
     o.endProgress();
     for (const f of r.failed) o.info(`Failed: ${f.path}: ${f.message}`);
@@ -197,7 +201,9 @@ program
     o.result(
       rs,
       rs.length
-        ? rs.map((r) => `Completed snapshot ${r.snapshotId} (${formatSize(r.bytesUploaded)} uploaded).`).join('\n')
+        ? rs
+            .map((r) => `Completed snapshot ${r.snapshotId} (${formatSize(r.bytesUploaded)} uploaded).`)
+            .join('\n')
         : 'Nothing to resume.',
     );
   });

@@ -15,7 +15,8 @@ export async function readPassphrase(opts: { confirm: boolean }): Promise<string
 
 /** A hidden prompt on the terminal. */
 export function askHidden(prompt: string): Promise<string> {
-  if (!process.stdin.isTTY) throw new Error(`No terminal to ask "${prompt.trim()}"; set it in the environment instead.`);
+  if (!process.stdin.isTTY)
+    throw new Error(`No terminal to ask "${prompt.trim()}"; set it in the environment instead.`);
   return ask(prompt);
 }
 

@@ -16,10 +16,13 @@ afterAll(async () => {
 });
 
 interface BackupJson {
-  backupId: string;
-  chunks: number;
-  uploadedChunks: number;
-  dedupedChunks: number;
+  snapshotId: string;
+  files: { new: number; changed: number; unchanged: number };
+  totalBytes: number;
+  bytesRead: number;
+  bytesUploaded: number;
+  blobsNew: number;
+  packsWritten: number;
 }
 
 function buildMixedTree(root: string, chunk: number): void {
@@ -69,17 +72,22 @@ describe('backup and restore round trip', () => {
     const before = describeTree(src);
 
     const b = await cliJson<BackupJson>(['backup', src, '--chunk-size', '64KiB', '--workers', '2'], cli);
-    // exact: 1, over: 2, small: 1, notes: ceil(560000/65536) = 9, script: 1, copy: 1 (deduplicated)
-    expect(b.chunks).toBe(15);
-    expect(b.dedupedChunks).toBeGreaterThanOrEqual(1);
-    const chunkObjects = await listKeys(s3, bucket, 'chunks/');
-    expect(chunkObjects.length).toBe(b.uploadedChunks);
-    expect(await listKeys(s3, bucket, `manifests/${b.backupId}`)).toHaveLength(1);
+    // exact: 1, over: 2, small: 1, notes: ceil(560000/65536) = 9 of which chunk 7 repeats chunk 0 (the
+    // 28-byte line and 65536 bytes realign after 7 chunks), script: 1; the copy is deduplicated.
+    expect(b.blobsNew).toBe(13);
+    expect(b.files).toEqual({ new: 7, changed: 0, unchanged: 0 });
+    const packs = await listKeys(s3, bucket, 'data/');
+    expect(packs.length).toBe(b.packsWritten);
+    expect(packs.length).toBeLessThanOrEqual(3); // a data pack per worker, one tree pack
+    expect(await listKeys(s3, bucket, `snapshots/${b.snapshotId}`)).toHaveLength(1);
+    expect(await listKeys(s3, bucket, 'config')).toHaveLength(1);
+    expect((await listKeys(s3, bucket, 'keys/')).length).toBe(1);
+    expect((await listKeys(s3, bucket, 'index/')).length).toBeGreaterThanOrEqual(1);
     // The compressible text file was stored smaller than its plaintext.
-    expect(chunkObjects.reduce((s, o) => s + o.size, 0)).toBeLessThan(4 * chunk + 1235 + 560_000);
+    expect(packs.reduce((s, o) => s + o.size, 0)).toBeLessThan(4 * chunk + 1235 + 560_000);
 
     const dest = tempDir();
-    const r = await runCli(['restore', b.backupId, '--to', dest], cli);
+    const r = await runCli(['restore', b.snapshotId, '--to', dest], cli);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(describeTree(path.join(dest, 'mixed'))).toEqual(before);
@@ -87,7 +95,7 @@ describe('backup and restore round trip', () => {
       [],
     );
 
-    const v = await runCli(['verify', b.backupId], cli);
+    const v = await runCli(['verify', b.snapshotId], cli);
     expect(v.code).toBe(0);
     expect(v.stdout).toMatch(/intact/);
   });
@@ -98,7 +106,7 @@ describe('backup and restore round trip', () => {
     const src = path.join(tempDir(), 'pick');
     writeRandomFile(path.join(src, 'a/one.bin'), 10_000);
     writeRandomFile(path.join(src, 'b/two.bin'), 10_000);
-    const { backupId } = await cliJson<BackupJson>(['backup', src, '--chunk-size', '64KiB'], cli);
+    const { snapshotId: backupId } = await cliJson<BackupJson>(['backup', src, '--chunk-size', '64KiB'], cli);
     const dest = tempDir();
     expect((await runCli(['restore', backupId, '--to', dest, '--path', 'pick/a'], cli)).code).toBe(0);
     expect(fs.existsSync(path.join(dest, 'pick/a/one.bin'))).toBe(true);
@@ -128,10 +136,13 @@ describe('backup and restore round trip', () => {
     const file = path.join(dir, 'big.bin');
     writeRandomFile(file, 256 * MiB);
     const b = await cliJson<BackupJson>(['backup', file], cli);
-    expect(b.chunks).toBe(32); // 8 MiB default chunks
-    expect((await listKeys(s3, bucket, 'chunks/')).length).toBe(32);
+    expect(b.blobsNew).toBe(32); // 8 MiB default chunks
+    // 16 MiB packs hold two 8 MiB chunks; each worker may close one last pack with one chunk; one tree pack.
+    const packs = await listKeys(s3, bucket, 'data/');
+    expect(packs.length).toBeGreaterThanOrEqual(17);
+    expect(packs.length).toBeLessThanOrEqual(19);
     const dest = tempDir();
-    const r = await runCli(['restore', b.backupId, '--to', dest], cli);
+    const r = await runCli(['restore', b.snapshotId, '--to', dest], cli);
     expect(r.code).toBe(0);
     expect(sha256File(path.join(dest, 'big.bin'))).toBe(sha256File(file));
     // utimes takes seconds as a double: the restored mtime is exact to well under a microsecond.
@@ -149,11 +160,12 @@ describe('backup and restore round trip', () => {
     writeRandomFile(path.join(src, 'x.bin'), 3 * MiB);
     const first = await cliJson<BackupJson>(['backup', src, '--chunk-size', '1MiB'], cli);
     const second = await cliJson<BackupJson>(['backup', src, '--chunk-size', '1MiB'], cli);
-    expect(first.uploadedChunks).toBe(3);
-    expect(second.uploadedChunks).toBe(0);
-    expect(second.dedupedChunks).toBe(3);
+    const forced = await cliJson<BackupJson>(['backup', src, '--chunk-size', '1MiB', '--force-read'], cli);
+    expect(first.blobsNew).toBe(3);
+    expect(second).toMatchObject({ bytesRead: 0, blobsNew: 0, packsWritten: 0, files: { unchanged: 1 } });
+    expect(forced).toMatchObject({ bytesRead: 3 * MiB, blobsNew: 0, packsWritten: 0 });
     const dest = tempDir();
-    expect((await runCli(['restore', second.backupId, '--to', dest], cli)).code).toBe(0);
+    expect((await runCli(['restore', second.snapshotId, '--to', dest], cli)).code).toBe(0);
     expect(sha256File(path.join(dest, 'again/x.bin'))).toBe(sha256File(path.join(src, 'x.bin')));
   });
 
@@ -165,25 +177,30 @@ describe('backup and restore round trip', () => {
       writeRandomFile(path.join(src, `d${i % 30}`, `f${i}.bin`), 100 + (i % 700));
     const before = describeTree(src);
     const b = await cliJson<BackupJson>(['backup', src, '--chunk-size', '64KiB'], cli);
-    expect(b.chunks).toBe(1500);
+    expect(b.blobsNew).toBe(1500);
+    expect(b.packsWritten).toBeLessThanOrEqual(3);
     const dest = tempDir();
-    const r = await runCli(['restore', b.backupId, '--to', dest], cli);
+    const r = await runCli(['restore', b.snapshotId, '--to', dest], cli);
     expect(r.code).toBe(0);
     expect(describeTree(path.join(dest, 'many'))).toEqual(before);
   });
 
   it('backs up to a local folder target', async () => {
     const home = path.join(tempDir(), 'home');
-    const cli = { env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: 'a passphrase for a folder' } };
+    const cli = {
+      env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: 'a passphrase for a folder', CAIRN_TEST_WEAK_KDF: '1' },
+    };
     await cliJson(['init'], cli);
     const store = tempDir();
     expect((await runCli(['target', 'add', 'drive', '--dir', store], cli)).code).toBe(0);
     const src = path.join(tempDir(), 'local');
     writeRandomFile(path.join(src, 'f.bin'), 300_000);
     const b = await cliJson<BackupJson>(['backup', src, '--chunk-size', '64KiB'], cli);
-    expect(fs.readdirSync(path.join(store, 'chunks'), { recursive: true }).length).toBeGreaterThan(b.chunks);
+    expect(fs.readdirSync(path.join(store, 'data'), { recursive: true }).length).toBeGreaterThan(
+      b.packsWritten,
+    );
     const dest = tempDir();
-    expect((await runCli(['restore', b.backupId, '--to', dest], cli)).code).toBe(0);
+    expect((await runCli(['restore', b.snapshotId, '--to', dest], cli)).code).toBe(0);
     expect(sha256File(path.join(dest, 'local/f.bin'))).toBe(sha256File(path.join(src, 'f.bin')));
   });
 });

@@ -23,68 +23,97 @@ async function getObject(bucket: string, key: string): Promise<Buffer> {
 const putObject = (bucket: string, key: string, body: Buffer) =>
   s3.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
 
-function chunkKeys(home: string, entryPath: string): string[] {
+interface BlobAt {
+  pack: string;
+  offset: number;
+  length: number;
+}
+
+/** Where the blobs of one file sit, found as Cairn finds them: its tree node, then the index. */
+function blobsOf(home: string, name: string): BlobAt[] {
   const db = new Database(path.join(home, 'keystore.db'), { readonly: true });
   try {
-    return (
-      db
-        .prepare(
-          `SELECT l.object_key AS k FROM entries e JOIN entry_chunks ec ON ec.entry_id = e.id
-           JOIN chunk_locations l ON l.chunk_id = ec.chunk_id WHERE e.path = ? ORDER BY ec.idx`,
-        )
-        .all(entryPath) as { k: string }[]
-    ).map((r) => r.k);
+    for (const { plain } of db.prepare('SELECT plain FROM tree_cache').all() as { plain: Buffer }[]) {
+      const node = (
+        JSON.parse(plain.toString()) as { nodes: { name: string; content?: string[] }[] }
+      ).nodes.find((n) => n.name === name);
+      if (!node?.content) continue;
+      return node.content.map((hex) => {
+        const r = db
+          .prepare('SELECT pack_id, offset, stored_length FROM blobs WHERE id = ?')
+          .get(Buffer.from(hex, 'hex')) as {
+          pack_id: Buffer;
+          offset: number;
+          stored_length: number;
+        };
+        const id = r.pack_id.toString('hex');
+        return { pack: `data/${id.slice(0, 2)}/${id}`, offset: r.offset, length: r.stored_length };
+      });
+    }
+    throw new Error(`no tree lists ${name}`);
   } finally {
     db.close();
   }
 }
 
-type Damage = (bucket: string, keys: string[]) => Promise<number>;
+type Damage = (bucket: string, blobs: BlobAt[]) => Promise<number>;
 
 const damages: Record<string, Damage> = {
-  'a flipped byte': async (bucket, keys) => {
-    const obj = await getObject(bucket, keys[1]!);
-    obj[obj.length >> 1]! ^= 0x01;
-    await putObject(bucket, keys[1]!, obj);
+  'a flipped byte in a blob': async (bucket, blobs) => {
+    const b = blobs[1]!;
+    const obj = await getObject(bucket, b.pack);
+    obj[b.offset + (b.length >> 1)]! ^= 0x01;
+    await putObject(bucket, b.pack, obj);
     return 1;
   },
-  'a truncated object': async (bucket, keys) => {
-    const obj = await getObject(bucket, keys[2]!);
-    await putObject(bucket, keys[2]!, obj.subarray(0, obj.length - 100));
-    return 2;
+  'a truncated pack': async (bucket, blobs) => {
+    const b = blobs[3]!;
+    const obj = await getObject(bucket, b.pack);
+    await putObject(bucket, b.pack, obj.subarray(0, b.offset + 10));
+    return 3;
   },
-  'a deleted object': async (bucket, keys) => {
-    await s3.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: keys[0]! }));
+  'a deleted pack': async (bucket, blobs) => {
+    await s3.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: blobs[0]!.pack }));
     return 0;
   },
-  'two swapped objects': async (bucket, keys) => {
-    const [a, b] = [await getObject(bucket, keys[0]!), await getObject(bucket, keys[1]!)];
-    await putObject(bucket, keys[0]!, b);
-    await putObject(bucket, keys[1]!, a);
+  'two swapped blobs': async (bucket, blobs) => {
+    const [a, b] = [blobs[0]!, blobs[1]!];
+    expect(a.pack).toBe(b.pack);
+    expect(a.length).toBe(b.length);
+    const obj = await getObject(bucket, a.pack);
+    const first = Buffer.from(obj.subarray(a.offset, a.offset + a.length));
+    obj.copy(obj, a.offset, b.offset, b.offset + b.length);
+    first.copy(obj, b.offset);
+    await putObject(bucket, a.pack, obj);
     return 0;
   },
 };
 
-describe('damaged chunk objects are detected on restore and on verify', () => {
+describe('damaged packs are detected on restore and on verify', () => {
   for (const [name, damage] of Object.entries(damages)) {
     it(`detects ${name}`, async () => {
       const bucket = await s3.createBucket();
       const { home, cli } = await initHomeWithTarget(s3, { bucket, target: 'vault' });
       const src = path.join(tempDir(), 'data');
-      writeRandomFile(path.join(src, 'victim.bin'), 3 * 65536 + 10);
+      // fine.bin goes first, on its own, so its blobs sit in another pack than victim.bin's.
       writeRandomFile(path.join(src, 'fine.bin'), 100_000);
-      const { backupId } = await cliJson<{ backupId: string }>(['backup', src, '--chunk-size', '64KiB'], cli);
-      const badIdx = await damage(bucket, chunkKeys(home, 'data/victim.bin'));
+      await cliJson(['backup', src, '--chunk-size', '64KiB'], cli);
+      writeRandomFile(path.join(src, 'victim.bin'), 3 * 65536 + 10);
+      const { snapshotId } = await cliJson<{ snapshotId: string }>(
+        ['backup', src, '--chunk-size', '64KiB'],
+        cli,
+      );
+      const badIdx = await damage(bucket, blobsOf(home, 'victim.bin'));
 
-      const v = await runCli(['verify', backupId], cli);
+      const v = await runCli(['verify', snapshotId], cli);
       expect(v.code).toBe(1);
-      expect(v.stderr).toMatch(new RegExp(`data/victim\\.bin chunk ${badIdx} on target "vault"`));
+      expect(v.stderr).toMatch(new RegExp(`data/victim\\.bin blob ${badIdx} on target "vault"`));
       expect(v.stderr).not.toMatch(/fine\.bin/);
 
       const dest = tempDir();
-      const r = await runCli(['restore', backupId, '--to', dest], cli);
+      const r = await runCli(['restore', snapshotId, '--to', dest], cli);
       expect(r.code).toBe(1);
-      expect(r.stderr).toMatch(new RegExp(`Failed: data/victim\\.bin: chunk \\d+ from target "vault"`));
+      expect(r.stderr).toMatch(/Failed: data\/victim\.bin: blob [0-9a-f]{12}… from target "vault"/);
       expect(r.stderr).toMatch(/1 of the selected files could not be restored/);
       // Nothing at the final path, no temporary left behind; the intact file is restored.
       expect(listFiles(path.join(dest, 'data'))).toEqual(['fine.bin']);

@@ -26,7 +26,10 @@ function targetOptions(c: Command): Command {
     .option('--bucket <b>', 'bucket name')
     .option('--region <r>', 'region', 'us-east-1')
     .option('--access-key-id <k>')
-    .option('--secret-access-key <s>', 'secret key: "-" reads it from standard input (or set CAIRN_S3_SECRET_ACCESS_KEY)')
+    .option(
+      '--secret-access-key <s>',
+      'secret key: "-" reads it from standard input (or set CAIRN_S3_SECRET_ACCESS_KEY)',
+    )
     .option('--path-style', 'path-style addressing (MinIO, Garage, versitygw)')
     .option('--checksums <mode>', 'when-supported (SDK default) or when-required', 'when-supported');
 }
@@ -38,7 +41,10 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
       .description('open an existing repository from a target on a new machine (builds a fresh keystore)')
       .argument('<name>'),
   )
-    .option('--recovery-key', 'unlock with a recovery key (CAIRN_RECOVERY_KEY or asked) instead of the passphrase')
+    .option(
+      '--recovery-key',
+      'unlock with a recovery key (CAIRN_RECOVERY_KEY or asked) instead of the passphrase',
+    )
     .action(async (name: string, o: AddOpts & { recoveryKey?: boolean }) => {
       const output = out();
       const { config, secret } = await targetFromOptions(o);
@@ -111,7 +117,9 @@ async function targetFromOptions(o: AddOpts): Promise<{ config: TargetConfig; se
       `An S3 target needs ${missing.map((m) => '--' + m.replace(/[A-Z]/g, (c) => '-' + c.toLowerCase())).join(', ')}.`,
     );
   const secret =
-    o.secretAccessKey === '-' ? await readStdin() : (o.secretAccessKey ?? process.env.CAIRN_S3_SECRET_ACCESS_KEY);
+    o.secretAccessKey === '-'
+      ? await readStdin()
+      : (o.secretAccessKey ?? process.env.CAIRN_S3_SECRET_ACCESS_KEY);
   if (!secret) throw new Error('An S3 target needs --secret-access-key (or CAIRN_S3_SECRET_ACCESS_KEY).');
   if (o.checksums !== 'when-supported' && o.checksums !== 'when-required') {
     throw new Error(`--checksums must be when-supported or when-required, not "${o.checksums}".`);

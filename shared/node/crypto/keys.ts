@@ -1,10 +1,5 @@
 import os from 'node:os';
-import {
-  KDF_CONTEXT,
-  KEY_SLOT_AAD,
-  RECOVERY_KDF_CONTEXT,
-  Subkey,
-} from '../../format/constants.ts';
+import { KDF_CONTEXT, KEY_SLOT_AAD, RECOVERY_KDF_CONTEXT, Subkey } from '../../format/constants.ts';
 import { AEAD_NONCE_BYTES, AEAD_TAG_BYTES, KEY_BYTES, type SodiumProvider } from './provider.ts';
 
 export interface Subkeys {
@@ -31,8 +26,7 @@ export const ARGON2_DEFAULT = { opslimit: 4, memlimit: 256 << 20 };
 const ARGON2_WEAK = { opslimit: 2, memlimit: 64 << 20 };
 
 export type KeyKdf =
-  | { alg: 'argon2id13'; opslimit: number; memlimit: number; salt: string }
-  | { alg: 'recovery-kdf' };
+  { alg: 'argon2id13'; opslimit: number; memlimit: number; salt: string } | { alg: 'recovery-kdf' };
 
 /** A key slot (`keys/<id>` in every target, and copied into the local keystore): plain JSON. */
 export interface KeySlot {

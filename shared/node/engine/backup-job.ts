@@ -67,37 +67,59 @@ const sameFile = (a: { size: number; mtimeMs: number; ctimeMs: number; inode: nu
  */
 export async function runBackupJob(
   repo: Repository,
-  job: { jobId: string; target: TargetRow; sources: string[]; settings: PipelineSettings; forceRead: boolean; control?: JobControl },
+  job: {
+    jobId: string;
+    target: TargetRow;
+    sources: string[];
+    settings: PipelineSettings;
+    forceRead: boolean;
+    control?: JobControl;
+    /** Records the job: called once the sources are proven readable, before anything is written. */
+    begin?: () => void;
+  },
   listener: JobListener,
 ): Promise<BackupResult> {
   const ks = repo.ks;
   const { target, settings, jobId } = job;
   const started = Date.now();
+  const { entries, skipped } = await walkSources(job.sources);
   await repo.refresh(target);
-  await repo.reconcilePacks(target);
   const host = os.hostname();
   const parent = job.forceRead ? undefined : ks.snapshots.latestFor(host, job.sources);
-  const { entries, skipped } = await walkSources(job.sources);
   const warnings: string[] = skipped.map((s) => `Skipped ${s}.`);
   for (const w of warnings) listener.notice?.(w);
 
-  const previous = new Map<string, { size: number; mtimeMs: number; ctimeMs: number; inode: number; content: Buffer[] }>();
+  const previous = new Map<
+    string,
+    { size: number; mtimeMs: number; ctimeMs: number; inode: number; content: Buffer[] }
+  >();
   if (parent)
     for (const { path, node } of await snapshotEntries(repo, parent.doc.tree))
-      if (node.type === 'file') previous.set(path, { ...node, content: (node.content ?? []).map((h) => Buffer.from(h, 'hex')) });
+      if (node.type === 'file')
+        previous.set(path, { ...node, content: (node.content ?? []).map((h) => Buffer.from(h, 'hex')) });
   const resumed = ks.jobs.files(jobId);
+
+  const priorOf = (e: SourceEntry) =>
+    [resumed.get(e.path), previous.get(e.path)].find((p) => p && sameFile(p, e));
+  const files = entries.filter((e) => e.kind === 'file');
+  await checkReadable(files.filter((e) => !priorOf(e)).map((e) => e.source));
+  job.begin?.();
+  // The bucket wins: packs it lost are not trusted for deduplication (their blobs are stored again).
+  const lost = await repo.reconcilePacks(target);
+  if (lost.missing > 0) {
+    const w = `${lost.missing} pack${lost.missing === 1 ? ' is' : 's are'} missing from target "${target.name}"; their blobs are stored again where the files still exist.`;
+    warnings.push(w);
+    listener.notice?.(w);
+  }
 
   const contents = new Map<string, Buffer[]>();
   const toRead: FileState[] = [];
   const counts = { new: 0, changed: 0, unchanged: 0 };
   let totalBytes = 0;
-  for (const e of entries) {
-    if (e.kind !== 'file') continue;
+  for (const e of files) {
     totalBytes += e.size;
-    const prior = [resumed.get(e.path), previous.get(e.path)].find(
-      (p) => p && sameFile(p, e) && p.content.every((id) => ks.index.has(id)),
-    );
-    if (prior) {
+    const prior = priorOf(e);
+    if (prior && prior.content.every((id) => ks.index.has(id))) {
       contents.set(e.path, prior.content);
       if (previous.has(e.path)) counts.unchanged++;
       else counts.new++;
@@ -106,12 +128,25 @@ export async function runBackupJob(
     if (previous.has(e.path)) counts.changed++;
     else counts.new++;
     const chunks = Math.ceil(e.size / settings.chunkSize);
-    toRead.push({ entry: e, chunks, ids: new Array(chunks), hashed: 0, unstored: new Set(), attempt: 0, done: false });
+    toRead.push({
+      entry: e,
+      chunks,
+      ids: new Array(chunks),
+      hashed: 0,
+      unstored: new Set(),
+      attempt: 0,
+      done: false,
+    });
   }
-  await checkReadable(toRead.map((f) => f.entry.source));
+  // A file whose content was matched but whose blobs went missing is read now: prove it readable too.
+  await checkReadable(toRead.filter((f) => priorOf(f.entry)).map((f) => f.entry.source));
 
   const readBytesPlanned = toRead.reduce((s, f) => s + f.entry.size, 0);
-  const stats = new StatsCollector(readBytesPlanned, toRead.reduce((s, f) => s + f.chunks, 0), (f) => listener.progress?.(f));
+  const stats = new StatsCollector(
+    readBytesPlanned,
+    toRead.reduce((s, f) => s + f.chunks, 0),
+    (f) => listener.progress?.(f),
+  );
   stats.startTicking();
 
   let bytesRead = 0;
@@ -166,7 +201,12 @@ export async function runBackupJob(
         const offset = idx * settings.chunkSize;
         const tid = nextTid++;
         tasks.set(tid, { file: f, idx });
-        yield { tid, path: f.entry.source, offset, length: Math.min(settings.chunkSize, f.entry.size - offset) };
+        yield {
+          tid,
+          path: f.entry.source,
+          offset,
+          length: Math.min(settings.chunkSize, f.entry.size - offset),
+        };
       }
   }
 
@@ -235,7 +275,17 @@ export async function runBackupJob(
 
   function onPackStored(m: Extract<FromWorker, { t: 'pack-stored' }>): void {
     const blobs = m.blobs.map((b) => ({ ...b, id: Buffer.from(b.id) }));
-    ks.index.addPack({ id: Buffer.from(m.packId, 'hex'), targetId: target.id, kind: 'data', size: m.size, jobId, state: 'stored' }, blobs);
+    ks.index.addPack(
+      {
+        id: Buffer.from(m.packId, 'hex'),
+        targetId: target.id,
+        kind: 'data',
+        size: m.size,
+        jobId,
+        state: 'stored',
+      },
+      blobs,
+    );
     packsWritten++;
     bytesUploaded += m.size;
     stats.add(m.timing as ChunkTiming, true);
@@ -264,12 +314,22 @@ export async function runBackupJob(
     throw new JobCancelledError('The backup');
   }
   if (failure)
-    throw new BackupFailedError(`Backup stopped: ${failure} Fix the cause and run "cairn resume" to continue.`, jobId, true);
+    throw new BackupFailedError(
+      `Backup stopped: ${failure} Fix the cause and run "cairn resume" to continue.`,
+      jobId,
+      true,
+    );
   const incomplete = toRead.filter((f) => !f.done);
   if (incomplete.length)
-    throw new BackupFailedError(`Backup stopped: ${incomplete.length} files were not fully stored (first: ${incomplete[0]!.entry.source}).`, jobId, true);
+    throw new BackupFailedError(
+      `Backup stopped: ${incomplete.length} files were not fully stored (first: ${incomplete[0]!.entry.source}).`,
+      jobId,
+      true,
+    );
 
-  const { root, trees } = buildTrees(repo, entries, (p) => (contents.get(p) ?? []).map((b) => b.toString('hex')));
+  const { root, trees } = buildTrees(repo, entries, (p) =>
+    (contents.get(p) ?? []).map((b) => b.toString('hex')),
+  );
   const saved = await repo.saveTrees(target, trees, jobId);
   bytesUploaded += saved.bytes;
   packsWritten += saved.packs;

@@ -37,7 +37,8 @@ export function defaultHome(): string {
   if (process.env.CAIRN_HOME) return path.resolve(process.env.CAIRN_HOME);
   const home = os.homedir();
   if (process.platform === 'darwin') return path.join(home, 'Library', 'Application Support', 'Cairn');
-  if (process.platform === 'win32') return path.join(process.env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), 'Cairn');
+  if (process.platform === 'win32')
+    return path.join(process.env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), 'Cairn');
   return path.join(process.env.XDG_DATA_HOME ?? path.join(home, '.local', 'share'), 'cairn');
 }
 
@@ -53,7 +54,11 @@ export class SettingsError extends Error {
 }
 
 function check<T>(
-  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false; error: { issues: { message: string }[] } } },
+  schema: {
+    safeParse(
+      v: unknown,
+    ): { success: true; data: T } | { success: false; error: { issues: { message: string }[] } };
+  },
   v: unknown,
 ): T {
   const r = schema.safeParse(v);
@@ -89,7 +94,13 @@ export class Engine {
     const master = sodium.randomBytes(KEY_BYTES);
     const config = newRepoConfig(sodium);
     const slot = makeKeySlot(sodium, master, config.id, { passphrase });
-    const ks = Keystore.create(keystorePath(home), sodium, { master, repoId: config.id, config, slots: [slot], slotId: slot.id });
+    const ks = Keystore.create(keystorePath(home), sodium, {
+      master,
+      repoId: config.id,
+      config,
+      slots: [slot],
+      slotId: slot.id,
+    });
     master.fill(0);
     return new Engine(ks);
   }
@@ -102,7 +113,13 @@ export class Engine {
    * Builds a fresh keystore from a target that holds a repository: key slots, config, index and the
    * snapshot list all come from the bucket.
    */
-  static async connect(home: string, name: string, config: TargetConfig, secret: string | undefined, unlocker: Unlocker): Promise<Engine> {
+  static async connect(
+    home: string,
+    name: string,
+    config: TargetConfig,
+    secret: string | undefined,
+    unlocker: Unlocker,
+  ): Promise<Engine> {
     check(targetNameSchema, name);
     const parsed = check(targetConfigSchema, config);
     if (parsed.kind === 's3' && !secret) throw new SettingsError('An S3 target needs a secret access key.');
@@ -132,7 +149,10 @@ export class Engine {
     return {
       chunkSize: check(chunkSizeSchema, overrides.chunkSize ?? saved.chunkSize ?? CHUNK_SIZE_DEFAULT),
       workers: check(workersSchema, overrides.workers ?? saved.workers ?? defaultWorkerCount()),
-      uploadsPerWorker: check(uploadsPerWorkerSchema, overrides.uploadsPerWorker ?? saved.uploadsPerWorker ?? UPLOADS_PER_WORKER_DEFAULT),
+      uploadsPerWorker: check(
+        uploadsPerWorkerSchema,
+        overrides.uploadsPerWorker ?? saved.uploadsPerWorker ?? UPLOADS_PER_WORKER_DEFAULT,
+      ),
       // Not a user setting: benchmarks set 0 to reproduce a wait-for-reply upload loop.
       ...(overrides.preparedPerWorker !== undefined
         ? { preparedPerWorker: Math.max(0, Math.min(8, Math.floor(overrides.preparedPerWorker))) }
@@ -147,7 +167,12 @@ export class Engine {
   }
 
   /** Adds a target after proving it works and holds this repository (or is empty: then it is set up). */
-  async addTarget(name: string, config: TargetConfig, secret?: string, opts: { test?: boolean } = {}): Promise<TargetRow> {
+  async addTarget(
+    name: string,
+    config: TargetConfig,
+    secret?: string,
+    opts: { test?: boolean } = {},
+  ): Promise<TargetRow> {
     check(targetNameSchema, name);
     const parsed = check(targetConfigSchema, config);
     if (this.ks.findTarget(name)) throw new SettingsError(`A target named "${name}" already exists.`);
@@ -199,7 +224,8 @@ export class Engine {
   defaultTarget(): TargetRow {
     const targets = this.ks.listTargets();
     if (targets.length === 0) throw new SettingsError('No target yet: add one with "cairn target add".');
-    if (targets.length > 1) throw new SettingsError(`There are ${targets.length} targets: choose one with --target <name>.`);
+    if (targets.length > 1)
+      throw new SettingsError(`There are ${targets.length} targets: choose one with --target <name>.`);
     return targets[0]!;
   }
 
@@ -218,9 +244,27 @@ export class Engine {
     const target = opts.target ? this.target(opts.target) : this.defaultTarget();
     const abs = sources.map((s) => path.resolve(s));
     const jobId = newId();
-    this.ks.jobs.create({ id: jobId, targetId: target.id, sources: abs, settings: JSON.stringify(settings) });
-    listener.started?.({ backupId: jobId, jobId });
-    return this.runJob(jobId, target, abs, settings, Boolean(opts.forceRead), listener, control);
+    let begun = false;
+    const begin = () => {
+      this.ks.jobs.create({
+        id: jobId,
+        targetId: target.id,
+        sources: abs,
+        settings: JSON.stringify(settings),
+      });
+      begun = true;
+      listener.started?.({ backupId: jobId, jobId });
+    };
+    try {
+      return await runBackupJob(
+        this.repo,
+        { jobId, target, sources: abs, settings, forceRead: Boolean(opts.forceRead), control, begin },
+        listener,
+      );
+    } catch (err) {
+      if (begun && !(err instanceof JobCancelledError)) this.ks.jobs.fail(jobId, (err as Error).message);
+      throw err;
+    }
   }
 
   private async runJob(
@@ -233,7 +277,11 @@ export class Engine {
     control?: JobControl,
   ): Promise<BackupResult> {
     try {
-      return await runBackupJob(this.repo, { jobId, target, sources, settings, forceRead, control }, listener);
+      return await runBackupJob(
+        this.repo,
+        { jobId, target, sources, settings, forceRead, control },
+        listener,
+      );
     } catch (err) {
       if (!(err instanceof JobCancelledError)) this.ks.jobs.fail(jobId, (err as Error).message);
       throw err;
@@ -265,19 +313,36 @@ export class Engine {
     listener.started?.({ backupId: job.id, jobId: job.id });
     listener.notice?.(`Resuming backup job ${job.id}.`);
     const settings = JSON.parse(job.settings) as PipelineSettings;
-    return this.runJob(job.id, this.ks.targetById(job.targetId), job.sources, settings, false, listener, control);
+    return this.runJob(
+      job.id,
+      this.ks.targetById(job.targetId),
+      job.sources,
+      settings,
+      false,
+      listener,
+      control,
+    );
   }
 
   /** Changes a target in place (name, endpoint, keys…); it is tested and its repository checked first. */
-  async replaceTarget(current: string, name: string, config: TargetConfig, secret?: string, opts: { test?: boolean } = {}): Promise<TargetRow> {
+  async replaceTarget(
+    current: string,
+    name: string,
+    config: TargetConfig,
+    secret?: string,
+    opts: { test?: boolean } = {},
+  ): Promise<TargetRow> {
     const existing = this.target(current);
     check(targetNameSchema, name);
     const parsed = check(targetConfigSchema, config);
-    if (name !== current && this.ks.findTarget(name)) throw new SettingsError(`A target named "${name}" already exists.`);
+    if (name !== current && this.ks.findTarget(name))
+      throw new SettingsError(`A target named "${name}" already exists.`);
     const keepSecret = secret === undefined || secret === '';
     const effective = keepSecret ? this.ks.targetHandle(existing).secret : secret;
-    if (parsed.kind === 's3' && !effective) throw new SettingsError('An S3 target needs a secret access key.');
-    if (opts.test !== false) await this.testHandle({ id: existing.id, name, config: parsed, secret: effective });
+    if (parsed.kind === 's3' && !effective)
+      throw new SettingsError('An S3 target needs a secret access key.');
+    if (opts.test !== false)
+      await this.testHandle({ id: existing.id, name, config: parsed, secret: effective });
     const updated = this.ks.updateTarget(existing.id, name, parsed, effective);
     this.repo.close();
     return updated;
@@ -286,7 +351,10 @@ export class Engine {
   removeTarget(name: string): void {
     const t = this.target(name);
     const used = this.ks.snapshots.list().filter((s) => s.targetId === t.id).length;
-    if (used > 0) throw new SettingsError(`Target "${name}" holds ${used} snapshot${used === 1 ? '' : 's'}; it cannot be removed.`);
+    if (used > 0)
+      throw new SettingsError(
+        `Target "${name}" holds ${used} snapshot${used === 1 ? '' : 's'}; it cannot be removed.`,
+      );
     this.ks.removeTarget(t.id);
   }
 
@@ -303,7 +371,10 @@ export class Engine {
 
   async listEntries(snapshotId: string, dir?: string): Promise<EntryInfo[]> {
     const snap = this.snapshot(snapshotId);
-    const list = dir === undefined ? await snapshotEntries(this.repo, snap.tree) : await snapshotChildren(this.repo, snap.tree, dir);
+    const list =
+      dir === undefined
+        ? await snapshotEntries(this.repo, snap.tree)
+        : await snapshotChildren(this.repo, snap.tree, dir);
     return list.map(({ path: p, node }) => ({
       path: p,
       kind: node.type,
@@ -316,7 +387,13 @@ export class Engine {
 
   restore(
     snapshotId: string,
-    opts: { to: string; paths?: string[]; overwrite?: boolean; fsync?: boolean; settings?: Partial<PipelineSettings> },
+    opts: {
+      to: string;
+      paths?: string[];
+      overwrite?: boolean;
+      fsync?: boolean;
+      settings?: Partial<PipelineSettings>;
+    },
     listener: JobListener = {},
     control?: JobControl,
   ): Promise<RestoreResult> {
@@ -357,7 +434,8 @@ export class Engine {
     const slots = this.ks.keySlots();
     const slot = slots.find((s) => s.id === id);
     if (!slot) throw new SettingsError(`No key slot ${id}: "cairn key ls" lists them.`);
-    if (id === this.ks.slotId) throw new SettingsError(`Key slot ${id} is the one unlocking this session; remove it from another.`);
+    if (id === this.ks.slotId)
+      throw new SettingsError(`Key slot ${id} is the one unlocking this session; remove it from another.`);
     if (slot.kind === 'passphrase' && slots.filter((s) => s.kind === 'passphrase').length === 1)
       throw new SettingsError('That is the last passphrase slot: add another first.');
     await this.repo.removeKeySlot(id);

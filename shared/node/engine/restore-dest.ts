@@ -34,7 +34,12 @@ export class RestoreDestination {
 
   abs(rel: string): string {
     const parts = rel.split('/');
-    if (rel === '' || rel.includes('\0') || parts.some((p) => p === '' || p === '.' || p === '..') || path.isAbsolute(rel))
+    if (
+      rel === '' ||
+      rel.includes('\0') ||
+      parts.some((p) => p === '' || p === '.' || p === '..') ||
+      path.isAbsolute(rel)
+    )
       throw new DestinationError(rel, 'is not a safe relative path');
     return path.join(this.root, ...parts);
   }
@@ -60,7 +65,10 @@ export class RestoreDestination {
       st = fs.lstatSync(abs);
     }
     if (st.isSymbolicLink())
-      throw new DestinationError(abs, 'is a symbolic link; a restore never writes through links it did not create');
+      throw new DestinationError(
+        abs,
+        'is a symbolic link; a restore never writes through links it did not create',
+      );
     if (!st.isDirectory()) throw new DestinationError(abs, 'is not a folder');
     this.dirsOk.add(rel);
   }
@@ -72,7 +80,10 @@ export class RestoreDestination {
   createTemp(rel: string): { fd: number; temp: string } {
     this.ensureDir(this.parentOf(rel));
     const final = this.abs(rel);
-    const temp = path.join(path.dirname(final), `.${path.basename(final)}.cairn-${randomBytes(4).toString('hex')}`);
+    const temp = path.join(
+      path.dirname(final),
+      `.${path.basename(final)}.cairn-${randomBytes(4).toString('hex')}`,
+    );
     const fd = fs.openSync(temp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW, 0o600);
     return { fd, temp };
   }
@@ -80,7 +91,8 @@ export class RestoreDestination {
   commit(temp: string, rel: string, opts: { overwrite: boolean }): void {
     const kind = this.exists(rel);
     if (kind === 'dir') throw new DestinationError(this.abs(rel), 'is a folder; a file cannot replace it');
-    if (kind && !opts.overwrite) throw new DestinationError(this.abs(rel), 'already exists (restore with --overwrite to replace it)');
+    if (kind && !opts.overwrite)
+      throw new DestinationError(this.abs(rel), 'already exists (restore with --overwrite to replace it)');
     // rename() replaces a link itself, never what it points at.
     fs.renameSync(temp, this.abs(rel));
   }
@@ -90,7 +102,8 @@ export class RestoreDestination {
     const abs = this.abs(rel);
     const kind = this.exists(rel);
     if (kind === 'dir') throw new DestinationError(abs, 'is a folder; a link cannot replace it');
-    if (kind && !opts.overwrite) throw new DestinationError(abs, 'already exists (restore with --overwrite to replace it)');
+    if (kind && !opts.overwrite)
+      throw new DestinationError(abs, 'already exists (restore with --overwrite to replace it)');
     if (kind) fs.rmSync(abs, { force: true });
     fs.symlinkSync(target, abs);
   }

@@ -87,7 +87,10 @@ export async function runRestoreJob(
     const locs = ids.map((h) => ks.index.lookup(Buffer.from(h, 'hex')));
     const lost = locs.findIndex((l) => !l);
     if (lost >= 0) {
-      failed.push({ path: e.path, message: `blob ${lost} (${ids[lost]!.slice(0, 12)}…) is not in the repository: its pack is missing` });
+      failed.push({
+        path: e.path,
+        message: `blob ${lost} (${ids[lost]!.slice(0, 12)}…) is not in the repository: its pack is missing`,
+      });
       continue;
     }
     const kind = dest.exists(e.path);
@@ -100,10 +103,21 @@ export async function runRestoreJob(
       continue;
     }
     if (kind && !opts.overwrite) {
-      failed.push({ path: e.path, message: `${dest.abs(e.path)} already exists (restore with --overwrite to replace it)` });
+      failed.push({
+        path: e.path,
+        message: `${dest.abs(e.path)} already exists (restore with --overwrite to replace it)`,
+      });
       continue;
     }
-    files.push({ e, locs: locs as BlobLocation[], fd: null, temp: null, remaining: ids.length, failed: null, settled: false });
+    files.push({
+      e,
+      locs: locs as BlobLocation[],
+      fd: null,
+      temp: null,
+      remaining: ids.length,
+      failed: null,
+      settled: false,
+    });
   }
 
   const stats = new StatsCollector(
@@ -199,7 +213,11 @@ export async function runRestoreJob(
   for (const e of entries) {
     if (e.node.type !== 'symlink' || underBad(e.path)) continue;
     try {
-      if (dest.exists(e.path) === 'symlink' && fsSync.readlinkSync(dest.abs(e.path)) === (e.node.linkTarget ?? '')) continue;
+      if (
+        dest.exists(e.path) === 'symlink' &&
+        fsSync.readlinkSync(dest.abs(e.path)) === (e.node.linkTarget ?? '')
+      )
+        continue;
       dest.symlink(e.path, e.node.linkTarget ?? '', { overwrite: opts.overwrite });
       dest.setLinkTime(e.path, e.node.mtimeMs);
     } catch (err) {
@@ -217,7 +235,15 @@ export async function runRestoreJob(
   }
   const transfer = stats.finish(restoredBytes, 0);
   failed.sort((a, b) => a.path.localeCompare(b.path));
-  return { snapshotId: opts.snapshotId, backupId: opts.snapshotId, restoredFiles, restoredBytes, alreadyPresent, failed, transfer };
+  return {
+    snapshotId: opts.snapshotId,
+    backupId: opts.snapshotId,
+    restoredFiles,
+    restoredBytes,
+    alreadyPresent,
+    failed,
+    transfer,
+  };
 }
 
 /** True when the file at `abs` has the snapshot's size and every piece hashes to its blob id. */

@@ -27,7 +27,11 @@ export async function snapshotEntries(repo: Repository, rootTree: string): Promi
 }
 
 /** The direct children of one folder of a snapshot ('' for the top level), loading only the trees on the way. */
-export async function snapshotChildren(repo: Repository, rootTree: string, dir: string): Promise<SnapshotEntry[]> {
+export async function snapshotChildren(
+  repo: Repository,
+  rootTree: string,
+  dir: string,
+): Promise<SnapshotEntry[]> {
   let treeHex = rootTree;
   let prefix = '';
   for (const name of dir ? dir.split('/') : []) {

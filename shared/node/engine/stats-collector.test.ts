@@ -8,12 +8,9 @@ const chunk = (slot: number, start: number, end: number): ChunkTiming => ({
   slot,
   bytes: 1_000_000,
   wireBytes: 1_000_046,
-  readStart: start - 10,
-  readEnd: start - 8,
-  hashEnd: start - 5,
-  sealEnd: start - 2,
   xferStart: start,
   xferEnd: end,
+  stages: { read: 2, hash: 3, seal: 3, transfer: end - start },
 });
 
 describe('StatsCollector', () => {
@@ -50,5 +47,26 @@ describe('StatsCollector', () => {
     expect(f.bytesDone).toBe(6_000_000);
     expect(f.mbps).toBeCloseTo(1_000_000 / 1000 / 250);
     expect(f.gapsMs).toEqual([]);
+  });
+
+  it('sums restore timings under their own stages, never negative', () => {
+    vi.useFakeTimers({ now: 0 });
+    const c = new StatsCollector(2_000_000, 2, () => {});
+    c.transferStarted();
+    vi.setSystemTime(100);
+    c.add(
+      {
+        slot: 0,
+        bytes: 1_000_000,
+        wireBytes: 1_000_046,
+        xferStart: 0,
+        xferEnd: 80,
+        stages: { transfer: 80, open: 12, write: 5 },
+      },
+      true,
+    );
+    const f = c.frame();
+    expect(f.stageMs).toEqual({ transfer: 80, open: 12, write: 5 });
+    expect(Object.keys(f.stageMs)).not.toContain('hash');
   });
 });

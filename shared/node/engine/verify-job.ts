@@ -53,7 +53,11 @@ export async function runVerifyJob(
   }
   for (const [hex, u] of users)
     if (u[0]?.blob === -1)
-      for (const x of u.slice(1)) problems.push({ ...x, message: `blob ${hex.slice(0, 12)}… is not in the repository (its pack is missing)` });
+      for (const x of u.slice(1))
+        problems.push({
+          ...x,
+          message: `blob ${hex.slice(0, 12)}… is not in the repository (its pack is missing)`,
+        });
   const stats = new StatsCollector(bytes, needs.length, (f) => listener.progress?.(f));
   stats.startTicking();
   await runFetches(
@@ -77,5 +81,12 @@ export async function runVerifyJob(
   );
   const transfer = stats.finish(bytes, needs.length);
   problems.sort((a, b) => a.path.localeCompare(b.path) || a.blob - b.blob);
-  return { snapshotId: opts.snapshotId, backupId: opts.snapshotId, blobs: needs.length, bytes, problems, transfer };
+  return {
+    snapshotId: opts.snapshotId,
+    backupId: opts.snapshotId,
+    blobs: needs.length,
+    bytes,
+    problems,
+    transfer,
+  };
 }

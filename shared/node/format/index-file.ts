@@ -52,7 +52,14 @@ export function sealIndexFile(
       at = b.writeUInt32LE(e.plainLength, at);
     }
   }
-  return sealObject(sodium, { magic: Magic.index, flags: 0, binding: indexId, payload: b, key: metaKey, nonce });
+  return sealObject(sodium, {
+    magic: Magic.index,
+    flags: 0,
+    binding: indexId,
+    payload: b,
+    key: metaKey,
+    nonce,
+  });
 }
 
 export function openIndexFile(

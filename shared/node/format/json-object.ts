@@ -32,7 +32,11 @@ export function openJson(
   binding: string,
   sealed: Uint8Array,
 ): unknown {
-  const { flags, payload } = openObject(sodium, sealed, { magic, binding: Buffer.from(binding, 'utf8'), key });
+  const { flags, payload } = openObject(sodium, sealed, {
+    magic,
+    binding: Buffer.from(binding, 'utf8'),
+    key,
+  });
   let text: Buffer;
   try {
     text =

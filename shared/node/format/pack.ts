@@ -43,7 +43,8 @@ export function sealPackTrailer(
   entries: readonly { kind: BlobKind; id: Uint8Array; storedLength: number; plainLength: number }[],
   nonce?: Uint8Array,
 ): Buffer {
-  if (entries.length > MAX_BLOBS_PER_PACK) throw new Error(`a pack holds at most ${MAX_BLOBS_PER_PACK} blobs`);
+  if (entries.length > MAX_BLOBS_PER_PACK)
+    throw new Error(`a pack holds at most ${MAX_BLOBS_PER_PACK} blobs`);
   const payload = Buffer.alloc(4 + entries.length * PACK_ENTRY_BYTES);
   payload.writeUInt32LE(entries.length, 0);
   let at = 4;
@@ -54,7 +55,14 @@ export function sealPackTrailer(
     payload.writeUInt32LE(e.plainLength, at + 5 + BLOB_ID_BYTES);
     at += PACK_ENTRY_BYTES;
   }
-  const sealed = sealObject(sodium, { magic: Magic.packHeader, flags: 0, binding: packId, payload, key: metaKey, nonce });
+  const sealed = sealObject(sodium, {
+    magic: Magic.packHeader,
+    flags: 0,
+    binding: packId,
+    payload,
+    key: metaKey,
+    nonce,
+  });
   const out = Buffer.alloc(sealed.length + 4);
   sealed.copy(out);
   out.writeUInt32LE(sealed.length, sealed.length);
@@ -100,6 +108,9 @@ export function openPackTrailer(
     offset += storedLength;
   }
   if (offset + headerLength + 4 !== packSize)
-    throw new ObjectFormatError('bad-length', `${what}: blobs and header do not add up to its ${packSize} bytes`);
+    throw new ObjectFormatError(
+      'bad-length',
+      `${what}: blobs and header do not add up to its ${packSize} bytes`,
+    );
   return { entries };
 }

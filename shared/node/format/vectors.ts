@@ -1,165 +1,184 @@
-import { deflateRawSync } from 'node:zlib';
-import {
-  CHUNK_MAGIC,
-  Compression,
-  KDF_CONTEXT,
-  MANIFEST_MAGIC,
-  MASTER_KEY_AAD,
-  Subkey,
-  chunkObjectKey,
-} from '../../format/constants.ts';
-import { deriveSubkeys, wrapMasterKey } from '../crypto/keys.ts';
-import type { SodiumProvider } from '../crypto/provider.ts';
-import { chunkId, sealChunkInto } from './chunk-codec.ts';
-import { fileHash } from './file-hash.ts';
-import { objectAad, sealedLength, sealObject } from './sealed-object.ts';
-
 /**
- * Test vectors for docs/FORMAT.md, built from fixed inputs so that any libsodium implementation can
- * recompute every output. Regenerate with: node --import tsx shared/node/format/vectors.ts
+ * Test vectors of the repository format v2 (docs/vectors/format-v2.json), made with Cairn's own code and
+ * fixed keys, nonces and salts. vectors.test.ts recomputes every one from bare primitives.
+ * Regenerate: `node --import tsx shared/node/format/vectors.ts` (then review the diff: it is the format).
  */
-export interface FormatVectors {
-  format: 1;
-  note: string;
-  master_key: string;
-  kdf: { context: string; subkeys: Record<keyof typeof Subkey, { id: number; key: string }> };
-  chunks: {
-    plaintext: string;
-    chunk_id: string;
-    object_key: string;
-    flags: number;
-    payload: string;
-    nonce: string;
-    aad: string;
-    sealed_object: string;
-  }[];
-  file_hash: { size: number; chunk_ids: string[]; hash: string };
-  master_key_wrap: {
-    passphrase: string;
-    alg: 'argon2id13';
-    salt: string;
-    opslimit: number;
-    memlimit: number;
-    nonce: string;
-    aad: string;
-    kek: string;
-    sealed: string;
-  };
-  manifest: {
-    backup_id: string;
-    json: string;
-    flags: number;
-    payload: string;
-    nonce: string;
-    aad: string;
-    sealed_object: string;
-  };
-}
+import fs from 'node:fs';
+import { deriveSubkeys, encodeRecoveryKey, makeKeySlot } from '../crypto/keys.ts';
+import type { SodiumProvider } from '../crypto/provider.ts';
+import { loadSodium } from '../crypto/provider.ts';
+import { sealConfig, type RepoConfig } from '../../node/repository/config.ts';
+import { blobId, sealBlobInto } from './blob-codec.ts';
+import { sealIndexFile } from './index-file.ts';
+import { sealJson } from './json-object.ts';
+import { sealPackTrailer } from './pack.ts';
+import { sealedLength } from './sealed-object.ts';
+import { encodeTree } from './tree.ts';
+import { deflateRawSync } from 'node:zlib';
+import { Magic } from '../../format/constants.ts';
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
-const bytes = (n: number, f: (i: number) => number) =>
-  Buffer.from(Array.from({ length: n }, (_, i) => f(i) & 0xff));
+const fill = (n: number, v: number) => Buffer.alloc(n, v);
 
-export function buildVectors(sodium: SodiumProvider): FormatVectors {
-  const master = bytes(32, (i) => i);
+export function makeVectors(sodium: SodiumProvider) {
+  const master = Buffer.from('000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f', 'hex');
   const keys = deriveSubkeys(sodium, master);
-  const plaintexts = [
-    Buffer.from('Cairn format v1 test chunk.\n', 'utf8'),
-    Buffer.from('abc'.repeat(400), 'utf8'),
-    Buffer.alloc(0),
-  ];
-  const chunks = plaintexts.map((pt, n) => {
-    const id = chunkId(sodium, keys.chunkId, pt);
-    const compressed = n === 1;
-    const payload = compressed ? deflateRawSync(pt, { level: 1 }) : pt;
-    const flags = compressed ? Compression.deflateRaw : Compression.none;
-    const nonce = bytes(24, (i) => 0xa0 + i + n);
-    const out = Buffer.alloc(sealedLength(payload.length));
-    sealChunkInto(sodium, out, { sealKey: keys.chunkSeal, id, flags, payload, nonce });
-    return {
-      plaintext: hex(pt),
-      chunk_id: hex(id),
-      object_key: chunkObjectKey(hex(id)),
-      flags,
-      payload: hex(payload),
-      nonce: hex(nonce),
-      aad: hex(objectAad(CHUNK_MAGIC, flags, id)),
-      sealed_object: hex(out),
-    };
-  });
-  const ids = [Buffer.from(chunks[0]!.chunk_id, 'hex'), Buffer.from(chunks[1]!.chunk_id, 'hex')];
-  const size = plaintexts[0]!.length + plaintexts[1]!.length;
+  const repoId = 'aa'.repeat(32);
 
-  const passphrase = 'correct horse battery staple';
-  const salt = bytes(16, (i) => 0x10 + i);
-  const wrapNonce = bytes(24, (i) => 0x40 + i);
-  const { opsInteractive: opslimit, memInteractive: memlimit } = sodium.pwhashLimits;
-  const w = wrapMasterKey(sodium, master, passphrase, { opslimit, memlimit, salt, nonce: wrapNonce });
-  const kek = sodium.pwhash(32, Buffer.from(passphrase, 'utf8'), salt, opslimit, memlimit);
+  const plain = Buffer.from('Cairn test vector: a small data blob.\n'.repeat(3));
+  const id = blobId(sodium, keys.blobId, plain);
+  const nonce = fill(24, 0x11);
+  const raw = Buffer.alloc(sealedLength(plain.length));
+  sealBlobInto(sodium, raw, { sealKey: keys.blobSeal, kind: 'data', id, flags: 0, payload: plain, nonce });
+  const packed = deflateRawSync(plain, { level: 1 });
+  const compressed = Buffer.alloc(sealedLength(packed.length));
+  sealBlobInto(sodium, compressed, {
+    sealKey: keys.blobSeal,
+    kind: 'data',
+    id,
+    flags: 1,
+    payload: packed,
+    nonce,
+  });
 
-  const backupId = '0123456789ab';
-  const json = JSON.stringify({
-    format: 1,
-    id: backupId,
-    createdAt: '2026-01-01T00:00:00.000Z',
-    chunkSize: 65536,
-    sources: ['/home/u/docs'],
-    entries: [{ path: 'docs', kind: 'dir', size: 0, mode: 493, mtimeMs: 1767225600000 }],
-  });
-  const mPayload = deflateRawSync(Buffer.from(json, 'utf8'));
-  const mNonce = bytes(24, (i) => 0x70 + i);
-  const mBinding = Buffer.from(backupId, 'utf8');
-  const mSealed = sealObject(sodium, {
-    magic: MANIFEST_MAGIC,
-    flags: Compression.deflateRaw,
-    binding: mBinding,
-    payload: mPayload,
-    key: keys.manifestSeal,
-    nonce: mNonce,
-  });
+  const packId = fill(32, 0x22);
+  const trailer = sealPackTrailer(
+    sodium,
+    keys.metaSeal,
+    packId,
+    [{ kind: 'data', id, storedLength: raw.length, plainLength: plain.length }],
+    fill(24, 0x33),
+  );
+  const indexId = fill(32, 0x44);
+  const index = sealIndexFile(
+    sodium,
+    keys.metaSeal,
+    indexId,
+    {
+      supersedes: [],
+      packs: [
+        {
+          id: packId,
+          size: raw.length + trailer.length,
+          blobs: [{ kind: 'data', id, offset: 0, storedLength: raw.length, plainLength: plain.length }],
+        },
+      ],
+    },
+    fill(24, 0x55),
+  );
+  const tree = encodeTree([
+    {
+      name: 'a.txt',
+      type: 'file',
+      mode: 0o644,
+      mtimeMs: 1767225600000.5,
+      ctimeMs: 1767225600000.5,
+      size: plain.length,
+      inode: 42,
+      device: 2049,
+      uid: 1000,
+      gid: 1000,
+      content: [hex(id)],
+    },
+    {
+      name: 'link',
+      type: 'symlink',
+      mode: 0o777,
+      mtimeMs: 1767225600000,
+      ctimeMs: 1767225600000,
+      size: 0,
+      inode: 43,
+      device: 2049,
+      uid: 1000,
+      gid: 1000,
+      linkTarget: 'a.txt',
+    },
+  ]);
+  const treeId = blobId(sodium, keys.blobId, tree);
+  const config: RepoConfig = {
+    version: 2,
+    id: repoId,
+    createdAt: '2026-11-22T00:00:00.000Z',
+    chunker: 'fixed',
+    packSize: 16 << 20,
+    blobId: 'blake3-keyed-256',
+    cipher: 'xchacha20poly1305-ietf',
+  };
+  const snapshot = {
+    version: 2,
+    id: '0123456789ab',
+    time: '2026-11-22T00:00:00.000Z',
+    host: 'vector-host',
+    user: 'ada',
+    sources: ['/home/ada/docs'],
+    tags: [],
+    parent: null,
+    tree: hex(treeId),
+    chunkSize: 8 << 20,
+    summary: { files: { new: 1, changed: 0, unchanged: 0 } },
+  };
+  const slot = makeKeySlot(
+    sodium,
+    master,
+    repoId,
+    { passphrase: 'correct horse battery staple' },
+    {
+      id: '0011223344556677',
+      salt: fill(16, 0x66),
+      nonce: fill(24, 0x77),
+      createdAt: '2026-11-22T00:00:00.000Z',
+      host: 'vector-host',
+    },
+  );
+  const recoveryBytes = fill(32, 0x88);
+  const recoveryKey = encodeRecoveryKey(sodium, recoveryBytes);
+  const recoverySlot = makeKeySlot(
+    sodium,
+    master,
+    repoId,
+    { recoveryKey },
+    {
+      id: '8899aabbccddeeff',
+      nonce: fill(24, 0x99),
+      createdAt: '2026-11-22T00:00:00.000Z',
+      host: 'vector-host',
+    },
+  );
 
   return {
-    format: 1,
-    note: 'All byte strings are lowercase hex. See docs/FORMAT.md for how each output is computed.',
-    master_key: hex(master),
-    kdf: {
-      context: KDF_CONTEXT,
-      subkeys: {
-        chunkId: { id: Subkey.chunkId, key: hex(keys.chunkId) },
-        chunkSeal: { id: Subkey.chunkSeal, key: hex(keys.chunkSeal) },
-        manifestSeal: { id: Subkey.manifestSeal, key: hex(keys.manifestSeal) },
-        secrets: { id: Subkey.secrets, key: hex(keys.secrets) },
-      },
+    format: 2,
+    masterKey: hex(master),
+    subkeys: Object.fromEntries(Object.entries(keys).map(([k, v]) => [k, hex(v)])),
+    blob: {
+      plaintext: hex(plain),
+      id: hex(id),
+      nonce: hex(nonce),
+      sealed: hex(raw),
+      deflated: hex(packed),
+      sealedCompressed: hex(compressed),
     },
-    chunks,
-    file_hash: { size, chunk_ids: ids.map(hex), hash: hex(fileHash(sodium, keys.chunkId, size, ids)) },
-    master_key_wrap: {
-      passphrase,
-      alg: 'argon2id13',
-      salt: hex(salt),
-      opslimit,
-      memlimit,
-      nonce: hex(wrapNonce),
-      aad: hex(Buffer.from(MASTER_KEY_AAD, 'utf8')),
-      kek: hex(kek),
-      sealed: hex(w.sealed),
+    pack: { id: hex(packId), headerNonce: hex(fill(24, 0x33)), object: hex(Buffer.concat([raw, trailer])) },
+    index: { id: hex(indexId), nonce: hex(fill(24, 0x55)), object: hex(index) },
+    tree: { plaintext: tree.toString('utf8'), id: hex(treeId) },
+    config: {
+      value: config,
+      nonce: hex(fill(24, 0xab)),
+      object: hex(sealConfig(sodium, keys.metaSeal, config, fill(24, 0xab))),
     },
-    manifest: {
-      backup_id: backupId,
-      json,
-      flags: Compression.deflateRaw,
-      payload: hex(mPayload),
-      nonce: hex(mNonce),
-      aad: hex(objectAad(MANIFEST_MAGIC, Compression.deflateRaw, mBinding)),
-      sealed_object: hex(mSealed),
+    snapshot: {
+      value: snapshot,
+      nonce: hex(fill(24, 0xcd)),
+      object: hex(sealJson(sodium, keys.metaSeal, Magic.snapshot, snapshot.id, snapshot, fill(24, 0xcd))),
     },
+    keySlot: { passphrase: 'correct horse battery staple', slot },
+    recovery: { bytes: hex(recoveryBytes), text: recoveryKey, slot: recoverySlot },
   };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { loadSodium } = await import('../crypto/provider.ts');
-  const fs = await import('node:fs');
-  const out = new URL('../../../docs/vectors/format-v1.json', import.meta.url);
-  fs.writeFileSync(out, JSON.stringify(buildVectors(await loadSodium('sodium-native')), null, 2) + '\n');
+  process.env.CAIRN_TEST_WEAK_KDF = '1';
+  const v = makeVectors(await loadSodium());
+  const out = new URL('../../../docs/vectors/format-v2.json', import.meta.url);
+  fs.writeFileSync(out, JSON.stringify(v, null, 2) + '\n');
   console.log(`wrote ${out.pathname}`);
 }

@@ -31,7 +31,12 @@ export function newRepoConfig(sodium: SodiumProvider): RepoConfig {
   };
 }
 
-export function sealConfig(sodium: SodiumProvider, metaKey: Uint8Array, c: RepoConfig, nonce?: Uint8Array): Buffer {
+export function sealConfig(
+  sodium: SodiumProvider,
+  metaKey: Uint8Array,
+  c: RepoConfig,
+  nonce?: Uint8Array,
+): Buffer {
   return sealJson(sodium, metaKey, Magic.config, 'config', c, nonce);
 }
 

@@ -1,5 +1,11 @@
 import { Magic, ObjectKey, Prefix, packIdOfKey, type BlobKind } from '../../format/constants.ts';
-import { openKeySlot, parseKeySlot, type KeySlot, type Unlocker, WrongPassphraseError } from '../crypto/keys.ts';
+import {
+  openKeySlot,
+  parseKeySlot,
+  type KeySlot,
+  type Unlocker,
+  WrongPassphraseError,
+} from '../crypto/keys.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { blobId, maybeCompress, openBlob, sealBlobInto } from '../format/blob-codec.ts';
 import { openIndexFile, sealIndexFile, type IndexedPack } from '../format/index-file.ts';
@@ -54,7 +60,8 @@ export async function unlockFromTarget(
     });
     const slots: KeySlot[] = [];
     for await (const o of s.list(Prefix.keys)) slots.push(await readJsonSlot(s, o.key));
-    if (slots.length === 0) throw new RepositoryError(`Target "${handle.name}" has a config but no key slots.`);
+    if (slots.length === 0)
+      throw new RepositoryError(`Target "${handle.name}" has a config but no key slots.`);
     for (const slot of slots) {
       const master = openKeySlot(sodium, slot, secret);
       if (!master) continue;
@@ -64,10 +71,14 @@ export async function unlockFromTarget(
       try {
         config = openConfig(sodium, keys.metaSeal, sealedConfig);
       } catch (err) {
-        throw new RepositoryError(`The config on target "${handle.name}" does not match its key slot ${slot.id}: ${(err as Error).message}`);
+        throw new RepositoryError(
+          `The config on target "${handle.name}" does not match its key slot ${slot.id}: ${(err as Error).message}`,
+        );
       }
       if (slot.repository !== config.id)
-        throw new RepositoryError(`Key slot ${slot.id} on target "${handle.name}" belongs to another repository.`);
+        throw new RepositoryError(
+          `Key slot ${slot.id} on target "${handle.name}" belongs to another repository.`,
+        );
       return { master, config, slots, slotId: slot.id };
     }
     throw new WrongPassphraseError(
@@ -126,7 +137,8 @@ export class Repository {
         throw new RepositoryError(
           `Target "${t.name}" is not empty and holds no Cairn repository (found ${foreign}): choose an empty bucket or folder.`,
         );
-      for (const slot of this.ks.keySlots()) await s.put(ObjectKey.key(slot.id), Buffer.from(JSON.stringify(slot, null, 2)));
+      for (const slot of this.ks.keySlots())
+        await s.put(ObjectKey.key(slot.id), Buffer.from(JSON.stringify(slot, null, 2)));
       await s.put(ObjectKey.config, sealConfig(this.sodium, this.ks.keys.metaSeal, this.ks.config));
       result = 'initialised';
     } else {
@@ -185,10 +197,22 @@ export class Repository {
     for await (const o of s.list(Prefix.index)) {
       const id = o.key.slice(Prefix.index.length);
       if (loaded.has(id) || !/^[0-9a-f]{64}$/.test(id)) continue;
-      const file = openIndexFile(this.sodium, this.ks.keys.metaSeal, Buffer.from(id, 'hex'), await s.get(o.key));
+      const file = openIndexFile(
+        this.sodium,
+        this.ks.keys.metaSeal,
+        Buffer.from(id, 'hex'),
+        await s.get(o.key),
+      );
       this.ks.index.addPacks(
         file.packs.map((p) => ({
-          pack: { id: p.id, targetId: t.id, kind: p.blobs[0]?.kind ?? 'data', size: p.size, jobId: null, state: 'indexed' as const },
+          pack: {
+            id: p.id,
+            targetId: t.id,
+            kind: p.blobs[0]?.kind ?? 'data',
+            size: p.size,
+            jobId: null,
+            state: 'indexed' as const,
+          },
           blobs: p.blobs,
         })),
       );
@@ -203,7 +227,10 @@ export class Repository {
       if (!/^[0-9a-f]{12}$/.test(id)) continue;
       seen.add(id);
       if (known.has(id)) continue;
-      const doc = parseSnapshotDoc(openJson(this.sodium, this.ks.keys.metaSeal, Magic.snapshot, id, await s.get(o.key)), id);
+      const doc = parseSnapshotDoc(
+        openJson(this.sodium, this.ks.keys.metaSeal, Magic.snapshot, id, await s.get(o.key)),
+        id,
+      );
       this.ks.snapshots.put(t.id, doc);
       snapshots++;
     }
@@ -250,7 +277,9 @@ export class Repository {
 
   /** Index files for every pack of `t` this machine stored and no index file describes yet. */
   async writePendingIndex(t: TargetRow): Promise<number> {
-    const packs = this.ks.index.unindexedPacks(t.id).map((p) => ({ id: p.id, size: p.size, blobs: this.ks.index.blobsOfPack(p.id) }));
+    const packs = this.ks.index
+      .unindexedPacks(t.id)
+      .map((p) => ({ id: p.id, size: p.size, blobs: this.ks.index.blobsOfPack(p.id) }));
     return this.writeIndex(t, packs);
   }
 
@@ -267,7 +296,10 @@ export class Repository {
     const cached = this.ks.index.getTree(id);
     if (cached) return cached;
     const loc = this.ks.index.lookup(id);
-    if (!loc) throw new RepositoryError(`Tree ${idHex} is not in the index (its pack is missing or was never indexed).`);
+    if (!loc)
+      throw new RepositoryError(
+        `Tree ${idHex} is not in the index (its pack is missing or was never indexed).`,
+      );
     const t = this.ks.targetById(loc.targetId);
     const sealed = await this.storage(t).get(ObjectKey.pack(loc.packId.toString('hex')), {
       start: loc.offset,
@@ -288,12 +320,16 @@ export class Repository {
    * Stores tree blobs (already encoded) that the index does not have, in packs of their own, and records
    * them. Returns the bytes uploaded.
    */
-  async saveTrees(t: TargetRow, trees: { id: Buffer; plain: Buffer }[], jobId: string): Promise<{ bytes: number; packs: number }> {
+  async saveTrees(
+    t: TargetRow,
+    trees: { id: Buffer; plain: Buffer }[],
+    jobId: string,
+  ): Promise<{ bytes: number; packs: number }> {
     const fresh = trees.filter((x) => !this.ks.index.has(x.id));
     let bytes = 0;
     let packs = 0;
     const limit = this.ks.config.packSize;
-    for (let i = 0; i < fresh.length; ) {
+    for (let i = 0; i < fresh.length;) {
       const parts: Buffer[] = [];
       const entries: PackEntry[] = [];
       let size = 0;
@@ -301,8 +337,20 @@ export class Repository {
         const tr = fresh[i]!;
         const { flags, payload } = maybeCompress(tr.plain);
         const out = Buffer.alloc(sealedLength(payload.length));
-        sealBlobInto(this.sodium, out, { sealKey: this.ks.keys.blobSeal, kind: 'tree', id: tr.id, flags, payload });
-        entries.push({ kind: 'tree', id: tr.id, offset: size, storedLength: out.length, plainLength: tr.plain.length });
+        sealBlobInto(this.sodium, out, {
+          sealKey: this.ks.keys.blobSeal,
+          kind: 'tree',
+          id: tr.id,
+          flags,
+          payload,
+        });
+        entries.push({
+          kind: 'tree',
+          id: tr.id,
+          offset: size,
+          storedLength: out.length,
+          plainLength: tr.plain.length,
+        });
         parts.push(out);
         size += out.length;
       }
@@ -310,7 +358,10 @@ export class Repository {
       parts.push(sealPackTrailer(this.sodium, this.ks.keys.metaSeal, packId, entries));
       const body = Buffer.concat(parts);
       await this.storage(t).put(ObjectKey.pack(packId.toString('hex')), body);
-      this.ks.index.addPack({ id: packId, targetId: t.id, kind: 'tree', size: body.length, jobId, state: 'stored' }, entries);
+      this.ks.index.addPack(
+        { id: packId, targetId: t.id, kind: 'tree', size: body.length, jobId, state: 'stored' },
+        entries,
+      );
       for (const e of entries) this.ks.index.putTree(e.id, fresh.find((x) => x.id.equals(e.id))!.plain);
       bytes += body.length;
       packs++;

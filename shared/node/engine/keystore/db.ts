@@ -72,8 +72,12 @@ export function describeDbError(err: unknown, file: string): Error {
       { cause: err },
     );
   if (code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED')
-    return new KeystoreError(`The keystore at ${file} is locked by another process (${code}).`, { cause: err });
+    return new KeystoreError(`The keystore at ${file} is locked by another process (${code}).`, {
+      cause: err,
+    });
   if (code.startsWith('SQLITE_'))
-    return new KeystoreError(`The keystore at ${file} failed: ${(err as Error).message} (${code}).`, { cause: err });
+    return new KeystoreError(`The keystore at ${file} failed: ${(err as Error).message} (${code}).`, {
+      cause: err,
+    });
   return err as Error;
 }

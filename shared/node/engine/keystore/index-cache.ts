@@ -71,12 +71,15 @@ export class IndexCache {
     this.addPacks([{ pack: p, blobs }]);
   }
 
-  addPacks(list: { pack: Omit<PackRow, 'state'> & { state: 'stored' | 'indexed' }; blobs: readonly PackEntry[] }[]): void {
+  addPacks(
+    list: { pack: Omit<PackRow, 'state'> & { state: 'stored' | 'indexed' }; blobs: readonly PackEntry[] }[],
+  ): void {
     const now = Date.now();
     this.db.transaction(() => {
       for (const { pack: p, blobs } of list) {
         this.insertPack.run(p.id, p.targetId, p.kind, p.size, p.state, p.jobId, now);
-        for (const b of blobs) this.insertBlob.run(b.id, b.kind, p.id, b.offset, b.storedLength, b.plainLength);
+        for (const b of blobs)
+          this.insertBlob.run(b.id, b.kind, p.id, b.offset, b.storedLength, b.plainLength);
       }
     })();
   }
@@ -84,20 +87,32 @@ export class IndexCache {
   /** Packs written by this machine that no index file in the bucket describes yet. */
   unindexedPacks(targetId: number): PackRow[] {
     return (
-      this.db.prepare(`SELECT * FROM packs WHERE target_id = ? AND state = 'stored' ORDER BY created_at`).all(targetId) as RawPack[]
+      this.db
+        .prepare(`SELECT * FROM packs WHERE target_id = ? AND state = 'stored' ORDER BY created_at`)
+        .all(targetId) as RawPack[]
     ).map(toPack);
   }
 
   blobsOfPack(packId: Uint8Array): PackEntry[] {
     return (
-      this.db.prepare('SELECT id, kind, offset, stored_length, plain_length FROM blobs WHERE pack_id = ? ORDER BY offset').all(packId) as {
+      this.db
+        .prepare(
+          'SELECT id, kind, offset, stored_length, plain_length FROM blobs WHERE pack_id = ? ORDER BY offset',
+        )
+        .all(packId) as {
         id: Buffer;
         kind: BlobKind;
         offset: number;
         stored_length: number;
         plain_length: number;
       }[]
-    ).map((b) => ({ id: b.id, kind: b.kind, offset: b.offset, storedLength: b.stored_length, plainLength: b.plain_length }));
+    ).map((b) => ({
+      id: b.id,
+      kind: b.kind,
+      offset: b.offset,
+      storedLength: b.stored_length,
+      plainLength: b.plain_length,
+    }));
   }
 
   markIndexed(packIds: readonly Uint8Array[]): void {
@@ -125,16 +140,22 @@ export class IndexCache {
   }
 
   loadedIndexFiles(targetId: number): Set<string> {
-    const rows = this.db.prepare('SELECT id FROM index_files WHERE target_id = ?').all(targetId) as { id: string }[];
+    const rows = this.db.prepare('SELECT id FROM index_files WHERE target_id = ?').all(targetId) as {
+      id: string;
+    }[];
     return new Set(rows.map((r) => r.id));
   }
 
   addIndexFile(id: string, targetId: number): void {
-    this.db.prepare('INSERT OR IGNORE INTO index_files (id, target_id, loaded_at) VALUES (?, ?, ?)').run(id, targetId, Date.now());
+    this.db
+      .prepare('INSERT OR IGNORE INTO index_files (id, target_id, loaded_at) VALUES (?, ?, ?)')
+      .run(id, targetId, Date.now());
   }
 
   getTree(id: Uint8Array): Buffer | undefined {
-    return (this.db.prepare('SELECT plain FROM tree_cache WHERE id = ?').get(id) as { plain: Buffer } | undefined)?.plain;
+    return (
+      this.db.prepare('SELECT plain FROM tree_cache WHERE id = ?').get(id) as { plain: Buffer } | undefined
+    )?.plain;
   }
 
   putTree(id: Uint8Array, plain: Uint8Array): void {

@@ -52,26 +52,38 @@ export class JobTable {
   }
 
   unfinished(): JobRow[] {
-    return (this.db.prepare(`SELECT * FROM jobs WHERE state IN ('running', 'failed') ORDER BY created_at`).all() as Raw[]).map(toRow);
+    return (
+      this.db
+        .prepare(`SELECT * FROM jobs WHERE state IN ('running', 'failed') ORDER BY created_at`)
+        .all() as Raw[]
+    ).map(toRow);
   }
 
   claim(id: string): void {
-    this.db.prepare(`UPDATE jobs SET state = 'running', pid = ?, error = NULL, updated_at = ? WHERE id = ?`).run(process.pid, Date.now(), id);
+    this.db
+      .prepare(`UPDATE jobs SET state = 'running', pid = ?, error = NULL, updated_at = ? WHERE id = ?`)
+      .run(process.pid, Date.now(), id);
   }
 
   finish(id: string, snapshotId: string): void {
     this.db.transaction(() => {
-      this.db.prepare(`UPDATE jobs SET state = 'done', snapshot_id = ?, pid = NULL, updated_at = ? WHERE id = ?`).run(snapshotId, Date.now(), id);
+      this.db
+        .prepare(`UPDATE jobs SET state = 'done', snapshot_id = ?, pid = NULL, updated_at = ? WHERE id = ?`)
+        .run(snapshotId, Date.now(), id);
       this.db.prepare('DELETE FROM job_files WHERE job_id = ?').run(id);
     })();
   }
 
   fail(id: string, error: string): void {
-    this.db.prepare(`UPDATE jobs SET state = 'failed', error = ?, pid = NULL, updated_at = ? WHERE id = ?`).run(error, Date.now(), id);
+    this.db
+      .prepare(`UPDATE jobs SET state = 'failed', error = ?, pid = NULL, updated_at = ? WHERE id = ?`)
+      .run(error, Date.now(), id);
   }
 
   cancel(id: string): void {
-    this.db.prepare(`UPDATE jobs SET state = 'cancelled', pid = NULL, updated_at = ? WHERE id = ?`).run(Date.now(), id);
+    this.db
+      .prepare(`UPDATE jobs SET state = 'cancelled', pid = NULL, updated_at = ? WHERE id = ?`)
+      .run(Date.now(), id);
   }
 
   /** Drops a job that will never be resumed; its packs stay (a later prune decides about them). */
@@ -80,12 +92,15 @@ export class JobTable {
   }
 
   getStats<T>(id: string): T | undefined {
-    const r = this.db.prepare('SELECT stats FROM jobs WHERE id = ?').get(id) as { stats: string | null } | undefined;
+    const r = this.db.prepare('SELECT stats FROM jobs WHERE id = ?').get(id) as
+      { stats: string | null } | undefined;
     return r?.stats ? (JSON.parse(r.stats) as T) : undefined;
   }
 
   setStats(id: string, stats: unknown): void {
-    this.db.prepare('UPDATE jobs SET stats = ?, updated_at = ? WHERE id = ?').run(JSON.stringify(stats), Date.now(), id);
+    this.db
+      .prepare('UPDATE jobs SET stats = ?, updated_at = ? WHERE id = ?')
+      .run(JSON.stringify(stats), Date.now(), id);
   }
 
   recordFiles(jobId: string, files: readonly JobFile[]): void {
@@ -93,7 +108,8 @@ export class JobTable {
       `INSERT OR REPLACE INTO job_files (job_id, path, size, mtime_ms, ctime_ms, inode, content) VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
     this.db.transaction(() => {
-      for (const f of files) st.run(jobId, f.path, f.size, f.mtimeMs, f.ctimeMs, f.inode, Buffer.concat(f.content));
+      for (const f of files)
+        st.run(jobId, f.path, f.size, f.mtimeMs, f.ctimeMs, f.inode, Buffer.concat(f.content));
     })();
   }
 
@@ -110,7 +126,14 @@ export class JobTable {
     for (const r of rows) {
       const content: Buffer[] = [];
       for (let i = 0; i < r.content.length; i += 32) content.push(r.content.subarray(i, i + 32));
-      out.set(r.path, { path: r.path, size: r.size, mtimeMs: r.mtime_ms, ctimeMs: r.ctime_ms, inode: r.inode, content });
+      out.set(r.path, {
+        path: r.path,
+        size: r.size,
+        mtimeMs: r.mtime_ms,
+        ctimeMs: r.ctime_ms,
+        inode: r.inode,
+        content,
+      });
     }
     return out;
   }

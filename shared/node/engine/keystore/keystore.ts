@@ -74,7 +74,16 @@ export class Keystore {
           db.prepare('INSERT INTO key_slots (id, slot) VALUES (?, ?)').run(s.id, JSON.stringify(s));
       })();
       const master = Buffer.from(repo.master);
-      return new Keystore(db, file, sodium, deriveSubkeys(sodium, master), master, repo.repoId, repo.config, repo.slotId);
+      return new Keystore(
+        db,
+        file,
+        sodium,
+        deriveSubkeys(sodium, master),
+        master,
+        repo.repoId,
+        repo.config,
+        repo.slotId,
+      );
     } catch (err) {
       db.close();
       throw describeDbError(err, file);
@@ -85,16 +94,27 @@ export class Keystore {
     const db = openDb(file, { create: false });
     try {
       const row = db.prepare('SELECT repo_id, config FROM repository WHERE id = 1').get() as
-        | { repo_id: string; config: string }
-        | undefined;
-      if (!row) throw new KeystoreError(`The keystore at ${file} holds no repository: run "cairn init" or "cairn connect".`);
-      const slots = (db.prepare('SELECT id, slot FROM key_slots').all() as { id: string; slot: string }[]).map(
-        (r) => parseKeySlot(JSON.parse(r.slot), `${r.id} in ${file}`),
-      );
+        { repo_id: string; config: string } | undefined;
+      if (!row)
+        throw new KeystoreError(
+          `The keystore at ${file} holds no repository: run "cairn init" or "cairn connect".`,
+        );
+      const slots = (
+        db.prepare('SELECT id, slot FROM key_slots').all() as { id: string; slot: string }[]
+      ).map((r) => parseKeySlot(JSON.parse(r.slot), `${r.id} in ${file}`));
       for (const slot of slots) {
         const master = openKeySlot(sodium, slot, secret);
         if (master)
-          return new Keystore(db, file, sodium, deriveSubkeys(sodium, master), master, row.repo_id, JSON.parse(row.config) as RepoConfig, slot.id);
+          return new Keystore(
+            db,
+            file,
+            sodium,
+            deriveSubkeys(sodium, master),
+            master,
+            row.repo_id,
+            JSON.parse(row.config) as RepoConfig,
+            slot.id,
+          );
       }
       throw new WrongPassphraseError(
         'passphrase' in secret
@@ -119,14 +139,16 @@ export class Keystore {
   }
 
   keySlots(): KeySlot[] {
-    return (this.db.prepare('SELECT id, slot FROM key_slots ORDER BY id').all() as { id: string; slot: string }[]).map(
-      (r) => parseKeySlot(JSON.parse(r.slot), `${r.id} in ${this.file}`),
-    );
+    return (
+      this.db.prepare('SELECT id, slot FROM key_slots ORDER BY id').all() as { id: string; slot: string }[]
+    ).map((r) => parseKeySlot(JSON.parse(r.slot), `${r.id} in ${this.file}`));
   }
 
   putKeySlot(slot: KeySlot): void {
     this.db
-      .prepare('INSERT INTO key_slots (id, slot) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET slot = excluded.slot')
+      .prepare(
+        'INSERT INTO key_slots (id, slot) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET slot = excluded.slot',
+      )
       .run(slot.id, JSON.stringify(slot));
   }
 
@@ -135,20 +157,24 @@ export class Keystore {
   }
 
   getSetting<T>(key: string): T | undefined {
-    const row = this.db.prepare('SELECT value FROM settings WHERE key = ?').get(key) as { value: string } | undefined;
+    const row = this.db.prepare('SELECT value FROM settings WHERE key = ?').get(key) as
+      { value: string } | undefined;
     return row ? (JSON.parse(row.value) as T) : undefined;
   }
 
   setSetting(key: string, value: unknown): void {
     this.db
-      .prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value')
+      .prepare(
+        'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+      )
       .run(key, JSON.stringify(value));
   }
 
   addTarget(name: string, config: TargetConfig, secret?: string): TargetRow {
     const parsed = targetConfigSchema.parse(config);
     if (this.findTarget(name)) throw new KeystoreError(`A target named "${name}" already exists.`);
-    const sealed = secret === undefined ? null : sealSecret(this.sodium, this.keys.secrets, `target:${name}`, secret);
+    const sealed =
+      secret === undefined ? null : sealSecret(this.sodium, this.keys.secrets, `target:${name}`, secret);
     const info = this.db
       .prepare('INSERT INTO targets (name, config, secret, created_at) VALUES (?, ?, ?, ?)')
       .run(name, JSON.stringify(parsed), sealed, Date.now());
@@ -161,7 +187,8 @@ export class Keystore {
    */
   updateTarget(id: number, name: string, config: TargetConfig, secret?: string): TargetRow {
     const parsed = targetConfigSchema.parse(config);
-    const sealed = secret === undefined ? null : sealSecret(this.sodium, this.keys.secrets, `target:${name}`, secret);
+    const sealed =
+      secret === undefined ? null : sealSecret(this.sodium, this.keys.secrets, `target:${name}`, secret);
     this.db
       .prepare('UPDATE targets SET name = ?, config = ?, secret = ?, listed_at = NULL WHERE id = ?')
       .run(name, JSON.stringify(parsed), sealed, id);
@@ -196,8 +223,12 @@ export class Keystore {
 
   /** The target with its secret decrypted, ready to hand to a storage backend (memory only). */
   targetHandle(t: TargetRow): TargetHandle {
-    const row = this.db.prepare('SELECT secret FROM targets WHERE id = ?').get(t.id) as { secret: Buffer | null };
-    const secret = row.secret ? openSecret(this.sodium, this.keys.secrets, `target:${t.name}`, row.secret) : undefined;
+    const row = this.db.prepare('SELECT secret FROM targets WHERE id = ?').get(t.id) as {
+      secret: Buffer | null;
+    };
+    const secret = row.secret
+      ? openSecret(this.sodium, this.keys.secrets, `target:${t.name}`, row.secret)
+      : undefined;
     return { id: t.id, name: t.name, config: t.config, secret };
   }
 }

@@ -12,17 +12,22 @@ export class SnapshotCache {
   constructor(private readonly db: Db) {}
 
   list(): SnapshotRow[] {
-    return (this.db.prepare('SELECT id, target_id, doc FROM snapshots ORDER BY time, id').all() as Raw[]).map(toRow);
+    return (this.db.prepare('SELECT id, target_id, doc FROM snapshots ORDER BY time, id').all() as Raw[]).map(
+      toRow,
+    );
   }
 
   get(id: string): SnapshotRow | undefined {
-    const r = this.db.prepare('SELECT id, target_id, doc FROM snapshots WHERE id = ?').get(id) as Raw | undefined;
+    const r = this.db.prepare('SELECT id, target_id, doc FROM snapshots WHERE id = ?').get(id) as
+      Raw | undefined;
     return r && toRow(r);
   }
 
   idsOnTarget(targetId: number): Set<string> {
     return new Set(
-      (this.db.prepare('SELECT id FROM snapshots WHERE target_id = ?').all(targetId) as { id: string }[]).map((r) => r.id),
+      (this.db.prepare('SELECT id FROM snapshots WHERE target_id = ?').all(targetId) as { id: string }[]).map(
+        (r) => r.id,
+      ),
     );
   }
 
@@ -43,7 +48,9 @@ export class SnapshotCache {
   latestFor(host: string, sources: readonly string[]): SnapshotRow | undefined {
     const key = JSON.stringify([...sources].sort());
     const rows = (
-      this.db.prepare('SELECT id, target_id, doc FROM snapshots WHERE host = ? ORDER BY time DESC, id DESC').all(host) as Raw[]
+      this.db
+        .prepare('SELECT id, target_id, doc FROM snapshots WHERE host = ? ORDER BY time DESC, id DESC')
+        .all(host) as Raw[]
     ).map(toRow);
     return rows.find((r) => JSON.stringify([...r.doc.sources].sort()) === key);
   }
@@ -55,4 +62,8 @@ interface Raw {
   doc: string;
 }
 
-const toRow = (r: Raw): SnapshotRow => ({ id: r.id, targetId: r.target_id, doc: JSON.parse(r.doc) as SnapshotDoc });
+const toRow = (r: Raw): SnapshotRow => ({
+  id: r.id,
+  targetId: r.target_id,
+  doc: JSON.parse(r.doc) as SnapshotDoc,
+});
