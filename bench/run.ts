@@ -7,6 +7,8 @@ import { markdown, type SuiteResult } from './lib/report.ts';
 import { chunksSuite } from './suites/chunks.ts';
 import { cipherSuite } from './suites/cipher.ts';
 import { encryptSuite } from './suites/encrypt.ts';
+import { filesSuite } from './suites/files.ts';
+import { hashSuite } from './suites/hash.ts';
 import { gapsSuite } from './suites/gaps.ts';
 import { memorySuite } from './suites/memory.ts';
 import { restoreSuite } from './suites/restore.ts';
@@ -15,21 +17,30 @@ import { uploadSuite } from './suites/upload.ts';
 export interface BenchOptions {
   runs: number;
   quick: boolean;
+  /** files suite: how many files (default 10,000; 1,000 with --quick). */
+  files?: number;
 }
 
 const suites: Record<string, (o: BenchOptions) => Promise<SuiteResult>> = {
   cipher: cipherSuite,
+  hash: hashSuite,
   encrypt: encryptSuite,
   upload: uploadSuite,
   chunks: chunksSuite,
   gaps: gapsSuite,
   restore: restoreSuite,
   memory: memorySuite,
+  files: filesSuite,
 };
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { quick: { type: 'boolean' }, runs: { type: 'string' }, out: { type: 'string' } },
+  options: {
+    quick: { type: 'boolean' },
+    runs: { type: 'string' },
+    out: { type: 'string' },
+    files: { type: 'string' },
+  },
 });
 const wanted = positionals[0] === 'all' ? Object.keys(suites) : positionals;
 if (wanted.length === 0 || wanted.some((s) => !suites[s])) {
@@ -39,7 +50,11 @@ if (wanted.length === 0 || wanted.some((s) => !suites[s])) {
   process.exit(2);
 }
 const quick = Boolean(values.quick);
-const opts: BenchOptions = { quick, runs: Number(values.runs ?? (quick ? 1 : 3)) };
+const opts: BenchOptions = {
+  quick,
+  runs: Number(values.runs ?? (quick ? 1 : 3)),
+  ...(values.files ? { files: Number(values.files) } : {}),
+};
 const outDir = path.resolve(values.out ?? new URL('./results/', import.meta.url).pathname);
 fs.mkdirSync(outDir, { recursive: true });
 const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
@@ -48,7 +63,7 @@ const machine = `${os.availableParallelism()} cores (${cpu}), ${Math.round(os.to
 for (const name of wanted) {
   const started = Date.now();
   const date = new Date().toISOString();
-  const command = `npm run bench -- ${name}${quick ? ' --quick' : ''}${values.runs ? ` --runs ${values.runs}` : ''}`;
+  const command = `npm run bench -- ${name}${quick ? ' --quick' : ''}${values.runs ? ` --runs ${values.runs}` : ''}${values.files ? ` --files ${values.files}` : ''}`;
   const r = await suites[name]!(opts);
   const header = `Machine: ${machine}. Date: ${date.slice(0, 10)}. Command: \`${command}\`. Runs per case: ${opts.runs}${quick ? ' (quick sizes)' : ''}.`;
   const base = path.join(outDir, `${name}-${date.slice(0, 10)}`);

@@ -193,6 +193,7 @@ export async function runBackupJob(
     maybeDone(f);
   };
 
+  const packBytes = new Map<string, number>();
   const tasks = new Map<number, { file: FileState; idx: number }>();
   let nextTid = 1;
   function* plan(files: FileState[]): Generator<BackupTask> {
@@ -254,7 +255,10 @@ export async function runBackupJob(
           const hex = Buffer.from(m.id).toString('hex');
           f.ids[idx] = Buffer.from(m.id);
           bytesRead += m.timing.bytes;
-          stats.add(m.timing, false);
+          // Progress counts a chunk's bytes once they are stored: at once when deduplicated, else when
+          // its pack has been uploaded.
+          if (m.packId !== null) packBytes.set(m.packId, (packBytes.get(m.packId) ?? 0) + m.timing.bytes);
+          stats.add(m.packId !== null ? { ...m.timing, bytes: 0 } : m.timing, false);
           listener.chunk?.(m.timing);
           if (m.packId !== null || (decided.has(hex) && !ks.index.has(m.id))) {
             if (m.packId !== null) blobsNew++;
@@ -288,7 +292,8 @@ export async function runBackupJob(
     );
     packsWritten++;
     bytesUploaded += m.size;
-    stats.add(m.timing as ChunkTiming, true);
+    stats.add({ ...m.timing, bytes: packBytes.get(m.packId) ?? 0 } as ChunkTiming, true, false);
+    packBytes.delete(m.packId);
     listener.chunk?.(m.timing);
     for (const b of blobs) {
       const hex = b.id.toString('hex');

@@ -66,10 +66,11 @@ export class StatsCollector {
     this.inFlight++;
   }
 
-  add(t: ChunkTiming, transferred: boolean): void {
+  /** `countsChunk`: false for a pack upload, whose chunks were counted when they were packed. */
+  add(t: ChunkTiming, transferred: boolean, countsChunk = true): void {
     this.bytesDone += t.bytes;
     this.frameBytes += t.bytes;
-    if (t.bytes > 0 || !transferred) this.chunksDone++;
+    if (countsChunk) this.chunksDone++;
     for (const [k, v] of Object.entries(t.stages) as [StageName, number][])
       this.stage[k] = (this.stage[k] ?? 0) + Math.max(0, v);
     if (!transferred) return;
