@@ -28,6 +28,7 @@ const sodium: SodiumProvider = await loadSodium(init.crypto as SodiumProviderNam
 const idKey = Buffer.from(init.idKey);
 const sealKey = Buffer.from(init.sealKey);
 const metaKey = Buffer.from(init.metaKey);
+await sodium.prepareKeyedHash(idKey);
 const slots = new SlotPool(init.slots);
 const plainBuffers = new BufferPool(init.chunkSize);
 const storages = new Map<number, Storage>();

@@ -11,9 +11,11 @@ export interface SodiumProvider {
   genericHash(length: number, input: Uint8Array, key?: Uint8Array): Buffer;
   /**
    * Keyed BLAKE3 (32-byte key, 32-byte output): blob ids. Not libsodium, but it travels with the
-   * provider so that one switch selects native or portable code for every primitive.
+   * provider so that one switch selects native or portable code for every primitive. The portable
+   * build needs each key prepared once (asynchronously) before use.
    */
   blake3Keyed(input: Uint8Array, key: Uint8Array): Buffer;
+  prepareKeyedHash(key: Uint8Array): Promise<void>;
   /**
    * XChaCha20-Poly1305 (IETF) encrypt `plaintext` into `out` (ciphertext followed by the 16-byte tag).
    * Returns the number of bytes written (plaintext.length + 16).

@@ -39,6 +39,7 @@ export function createNativeProvider(): SodiumProvider {
       else h.reset();
       return h.update(input).digestBuffer();
     },
+    prepareKeyedHash: async () => {},
     aeadSealInto(out, plaintext, aad, nonce, key) {
       return (s.crypto_aead_xchacha20poly1305_ietf_encrypt as unknown as (...a: unknown[]) => number)(
         buf(out).subarray(0, plaintext.length + s.crypto_aead_xchacha20poly1305_ietf_ABYTES),

@@ -87,6 +87,11 @@ export class Engine {
     this.repo = new Repository(ks);
   }
 
+  private static async ready(ks: Keystore): Promise<Engine> {
+    await ks.sodium.prepareKeyedHash(ks.keys.blobId);
+    return new Engine(ks);
+  }
+
   /** A new repository: random master key and config, one passphrase key slot. Targets come next. */
   static async init(home: string, passphrase: string): Promise<Engine> {
     if (passphrase.length < 8) throw new KeystoreError('The passphrase must have at least 8 characters.');
@@ -102,11 +107,11 @@ export class Engine {
       slotId: slot.id,
     });
     master.fill(0);
-    return new Engine(ks);
+    return Engine.ready(ks);
   }
 
   static async unlock(home: string, secret: Unlocker): Promise<Engine> {
-    return new Engine(Keystore.open(keystorePath(home), secret, await loadSodium()));
+    return Engine.ready(Keystore.open(keystorePath(home), secret, await loadSodium()));
   }
 
   /**
@@ -128,7 +133,7 @@ export class Engine {
     const found = await unlockFromTarget(sodium, handle, unlocker);
     const ks = Keystore.create(keystorePath(home), sodium, { ...found, repoId: found.config.id });
     found.master.fill(0);
-    const engine = new Engine(ks);
+    const engine = await Engine.ready(ks);
     try {
       ks.addTarget(name, parsed, secret);
       await engine.refresh();
