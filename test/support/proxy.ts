@@ -15,6 +15,8 @@ export interface Proxy {
   clearFaults(): void;
   /** Change the added delay for requests from now on. */
   setDelay(ms: number): void;
+  /** For `ms` from now every request fails: a 503 answer, or the connection dropped. */
+  outage(ms: number, kind: 503 | 'reset'): void;
   /** Resolves once no forwarded request is still in progress upstream. */
   settled(): Promise<void>;
   close(): Promise<void>;
@@ -31,11 +33,22 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
   const stats: ProxyStats = { requests: [] };
   let inFlight = 0;
   const faults: { n: number; status: number; match: (m: string, p: string) => boolean }[] = [];
+  let down: { until: number; kind: 503 | 'reset' } | null = null;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const wait = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
 
   const server = http.createServer(async (req, res) => {
     const pathOnly = (req.url ?? '/').split('?')[0]!;
+    if (down && Date.now() < down.until) {
+      stats.requests.push({ method: req.method ?? '', path: pathOnly, status: down.kind === 503 ? 503 : 0 });
+      if (down.kind === 'reset') return void req.socket.destroy();
+      req.resume();
+      res.writeHead(503, { 'content-type': 'application/xml' });
+      res.end(
+        '<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>outage</Message></Error>',
+      );
+      return;
+    }
     const fault = faults.find((f) => f.n > 0 && f.match(req.method ?? '', pathOnly));
     if (fault) {
       fault.n--;
@@ -105,6 +118,7 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
     },
     clearFaults: () => (faults.length = 0),
     setDelay: (ms) => (delay = ms),
+    outage: (ms, kind) => (down = { until: Date.now() + ms, kind }),
     async settled() {
       while (inFlight > 0) await wait(10);
     },

@@ -210,3 +210,47 @@ describe('the bucket wins over the keystore', () => {
     expect((await cliJson<unknown[]>(['ls'], a.cli)).length).toBe(2); // A sees B's snapshot too
   });
 });
+
+describe('outages', () => {
+  it('rides out 8 s of a 503-ing server mid-backup; past the retry window it stops resumably, naming the target', async () => {
+    const bucket = await s3.createBucket();
+    const { cli } = await initHomeWithTarget(s3, { bucket, endpoint: proxy.endpoint });
+    const src = path.join(tempDir(), 'o');
+    writeRandomFile(path.join(src, 'big.bin'), 96 * MiB);
+    proxy.setDelay(20);
+    proxy.reset();
+    const child = spawnCli(['--json', 'backup', src, '--chunk-size', '4MiB'], cli);
+    let out = '';
+    child.stdout!.on('data', (d: Buffer) => (out += d));
+    const exited = new Promise<number | null>((r) => child.once('exit', r));
+    await until(() => proxy.count('PUT', '/data/') >= 1);
+    proxy.outage(8000, 503);
+    expect(await exited).toBe(0);
+    const { snapshotId } = JSON.parse(out) as { snapshotId: string };
+    const dest = tempDir();
+    expect((await runCli(['restore', snapshotId, '--to', dest], cli)).code).toBe(0);
+    expect(sha256File(path.join(dest, 'o/big.bin'))).toBe(sha256File(path.join(src, 'big.bin')));
+
+    writeRandomFile(path.join(src, 'more.bin'), 64 * MiB);
+    const short = { env: { ...cli.env, CAIRN_RETRY_WINDOW_MS: '1500' } };
+    proxy.reset();
+    const second = spawnCli(['backup', src, '--chunk-size', '4MiB'], short);
+    let err = '';
+    second.stderr!.on('data', (d: Buffer) => (err += d));
+    const ended = new Promise<number | null>((r) => second.once('exit', r));
+    await until(() => proxy.count('PUT', '/data/') >= 1);
+    proxy.outage(6000, 'reset');
+    expect(await ended).toBe(1);
+    expect(err).toMatch(
+      /Backup stopped: .*S3 target "s3" .* cannot be reached .* run "cairn resume"/,
+    );
+    await new Promise((r) => setTimeout(r, 6000));
+    const resumed = await runCli(['--json', 'resume'], cli);
+    expect(resumed.code).toBe(0);
+    const again = (JSON.parse(resumed.stdout) as { snapshotId: string }[])[0]!.snapshotId;
+    const dest2 = tempDir();
+    expect((await runCli(['restore', again, '--to', dest2], cli)).code).toBe(0);
+    expect(sha256File(path.join(dest2, 'o/more.bin'))).toBe(sha256File(path.join(src, 'more.bin')));
+    proxy.setDelay(20);
+  });
+});

@@ -22,7 +22,7 @@ import { runBackupJob, newId, BackupFailedError, type BackupResult } from './bac
 import type { JobListener } from './job-events.ts';
 import { JobCancelledError, type JobControl } from './job-control.ts';
 import type { JobRow } from './keystore/job-table.ts';
-import { KeystoreError } from './keystore/db.ts';
+import { KeystoreError, describeDbError } from './keystore/db.ts';
 import { Keystore, type TargetRow } from './keystore/keystore.ts';
 import { runRestoreJob, type RestoreResult } from './restore-job.ts';
 import { snapshotChildren, snapshotEntries } from './snapshot-tree.ts';
@@ -267,9 +267,26 @@ export class Engine {
         listener,
       );
     } catch (err) {
-      if (begun && !(err instanceof JobCancelledError)) this.ks.jobs.fail(jobId, (err as Error).message);
-      throw err;
+      throw begun ? this.jobFailed(jobId, err) : err;
     }
+  }
+
+  /** Records why a started job stopped and says how to continue; the keystore's own errors name it. */
+  private jobFailed(jobId: string, err: unknown): Error {
+    if (err instanceof JobCancelledError) return err;
+    let e = describeDbError(err, this.ks.file);
+    if (!(e instanceof BackupFailedError))
+      e = new BackupFailedError(
+        `Backup stopped: ${e.message} Fix the cause and run "cairn resume" to continue.`,
+        jobId,
+        true,
+      );
+    try {
+      this.ks.jobs.fail(jobId, e.message);
+    } catch {
+      // The keystore itself failed: the message already says so.
+    }
+    return e;
   }
 
   private async runJob(
@@ -288,8 +305,7 @@ export class Engine {
         listener,
       );
     } catch (err) {
-      if (!(err instanceof JobCancelledError)) this.ks.jobs.fail(jobId, (err as Error).message);
-      throw err;
+      throw this.jobFailed(jobId, err);
     }
   }
 

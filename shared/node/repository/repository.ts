@@ -125,7 +125,8 @@ export class Repository {
   async attach(t: TargetRow, opts: { force?: boolean } = {}): Promise<'initialised' | 'member'> {
     if (this.verified.has(t.id) && !opts.force) return 'member';
     const s = this.storage(t);
-    await s.check();
+    // No separate check(): this GET retries through an outage and names rejected credentials or a missing
+    // bucket at once.
     const sealed = await s.get(ObjectKey.config).catch((err: unknown) => {
       if (err instanceof StorageError && err.problem === 'not-found') return null;
       throw err;

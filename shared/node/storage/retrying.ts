@@ -2,26 +2,45 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { StorageError, type Storage } from './storage.ts';
 
 export interface RetryPolicy {
-  attempts: number;
+  /** Keep retrying a failing request until this long has passed since its first failure. */
+  windowMs: number;
   baseMs: number;
   maxMs: number;
 }
 
-export const defaultRetryPolicy: RetryPolicy = { attempts: 6, baseMs: 100, maxMs: 5_000 };
+/**
+ * Rides out a short outage (a restarting server, a 503 storm, a network blip): about 45 s of failures
+ * before a request gives up, then the job stops resumably with a message naming the target.
+ */
+export const defaultRetryPolicy: RetryPolicy = {
+  // CAIRN_RETRY_WINDOW_MS: for links known to drop for longer (and for tests of giving up).
+  windowMs:
+    Number(process.env.CAIRN_RETRY_WINDOW_MS) > 0 ? Number(process.env.CAIRN_RETRY_WINDOW_MS) : 45_000,
+  baseMs: 100,
+  maxMs: 5_000,
+};
 
 /**
- * Retries network errors, 5xx and throttling with exponential backoff and full jitter. Credentials,
- * missing buckets and missing objects are answered at once: retrying cannot fix them.
+ * Retries network errors, 5xx and throttling with exponential backoff ("equal jitter": half the capped
+ * delay plus a random half, so the window is covered whatever the draws). Credentials, missing buckets
+ * and missing objects are answered at once: retrying cannot fix them.
  */
 export function withRetry(inner: Storage, policy: RetryPolicy = defaultRetryPolicy): Storage {
+  const delay = (i: number) => {
+    const cap = Math.min(policy.maxMs, policy.baseMs * 2 ** i);
+    return cap / 2 + (Math.random() * cap) / 2;
+  };
+  const giveUp = (err: unknown, since: number) =>
+    !(err instanceof StorageError) || !err.retryable || Date.now() - since >= policy.windowMs;
   async function attempt<T>(fn: () => Promise<T>): Promise<T> {
-    for (let i = 1; ; i++) {
+    let since = 0;
+    for (let i = 0; ; i++) {
       try {
         return await fn();
       } catch (err) {
-        if (!(err instanceof StorageError) || !err.retryable || i >= policy.attempts) throw err;
-        const cap = Math.min(policy.maxMs, policy.baseMs * 2 ** (i - 1));
-        await sleep(Math.random() * cap);
+        since ||= Date.now();
+        if (giveUp(err, since)) throw err;
+        await sleep(delay(i));
       }
     }
   }
@@ -33,7 +52,8 @@ export function withRetry(inner: Storage, policy: RetryPolicy = defaultRetryPoli
     async *list(prefix) {
       // A listing restarts from the beginning on a retryable failure; keys already yielded are skipped.
       const seen = new Set<string>();
-      for (let i = 1; ; i++) {
+      let since = 0;
+      for (let i = 0; ; i++) {
         try {
           for await (const item of inner.list(prefix)) {
             if (seen.has(item.key)) continue;
@@ -42,13 +62,15 @@ export function withRetry(inner: Storage, policy: RetryPolicy = defaultRetryPoli
           }
           return;
         } catch (err) {
-          if (!(err instanceof StorageError) || !err.retryable || i >= policy.attempts) throw err;
-          await sleep(Math.random() * Math.min(policy.maxMs, policy.baseMs * 2 ** (i - 1)));
+          since ||= Date.now();
+          if (giveUp(err, since)) throw err;
+          await sleep(delay(i));
         }
       }
     },
     delete: (key) => attempt(() => inner.delete(key)),
-    check: () => attempt(() => inner.check()),
+    // A connection test answers at once: the person who asked is waiting for the verdict.
+    check: () => inner.check(),
     close: () => inner.close(),
   };
 }

@@ -81,7 +81,7 @@ describe('S3 storage failures', () => {
 
   it('retries 503 SlowDown and 500 with backoff, then gives up; never retries rejected credentials', async () => {
     const bucket = await s3.createBucket();
-    const policy = { attempts: 4, baseMs: 5, maxMs: 20 };
+    const policy = { windowMs: 60, baseMs: 5, maxMs: 20 };
     const via = withRetry(storage(bucket, { endpoint: proxy.endpoint }), policy);
     proxy.reset();
     proxy.failNext(2, 503, (m) => m === 'PUT');
@@ -92,8 +92,33 @@ describe('S3 storage failures', () => {
     proxy.reset();
     proxy.failNext(10, 500, (m) => m === 'PUT');
     expect(await problem(via.put('chunks/cc/y', Buffer.from('y')))).toBe('server');
-    expect(proxy.count('PUT', '/chunks/cc/y')).toBe(4);
+    // Retried for the 60 ms window (backoff 2.5–5, 5–10, 10–20 ms…), then given up.
+    expect(proxy.count('PUT', '/chunks/cc/y')).toBeGreaterThanOrEqual(4);
+    expect(proxy.count('PUT', '/chunks/cc/y')).toBeLessThan(10);
     proxy.clearFaults();
+
+    // An outage shorter than the window is ridden out, whether the server answers 503 or drops connections.
+    for (const kind of [503, 'reset'] as const) {
+      proxy.outage(400, kind);
+      const t0 = Date.now();
+      await withRetry(storage(bucket, { endpoint: proxy.endpoint }), {
+        windowMs: 2000,
+        baseMs: 20,
+        maxMs: 100,
+      }).put('chunks/cc/w', Buffer.from('w'));
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(350);
+    }
+    proxy.outage(1000, 'reset');
+    expect(
+      await problem(
+        withRetry(storage(bucket, { endpoint: proxy.endpoint }), {
+          windowMs: 200,
+          baseMs: 20,
+          maxMs: 100,
+        }).put('chunks/cc/v', Buffer.from('v')),
+      ),
+    ).toBe('unreachable');
+    await new Promise((r) => setTimeout(r, 1000));
 
     proxy.reset();
     const bad = withRetry(storage(bucket, { endpoint: proxy.endpoint, secretAccessKey: 'nope' }), policy);
