@@ -241,9 +241,7 @@ describe('outages', () => {
     await until(() => proxy.count('PUT', '/data/') >= 1);
     proxy.outage(6000, 'reset');
     expect(await ended).toBe(1);
-    expect(err).toMatch(
-      /Backup stopped: .*S3 target "s3" .* cannot be reached .* run "cairn resume"/,
-    );
+    expect(err).toMatch(/Backup stopped: .*S3 target "s3" .* cannot be reached .* run "cairn resume"/);
     await new Promise((r) => setTimeout(r, 6000));
     const resumed = await runCli(['--json', 'resume'], cli);
     expect(resumed.code).toBe(0);

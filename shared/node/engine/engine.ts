@@ -189,7 +189,7 @@ export class Engine {
       await this.repo.attach(t);
       await this.repo.refresh(t);
     } catch (err) {
-      this.repo.close();
+      this.repo.forget(t.id);
       this.ks.removeTarget(t.id);
       throw err;
     }
@@ -364,8 +364,21 @@ export class Engine {
       throw new SettingsError('An S3 target needs a secret access key.');
     if (opts.test !== false)
       await this.testHandle({ id: existing.id, name, config: parsed, secret: effective });
+    if (opts.test !== false) {
+      // What the edited target holds is proven now (another repository is refused by name) and its
+      // packs are listed again before the next backup trusts any of them.
+      const probe = new Repository(this.ks);
+      try {
+        await probe.attach(
+          { ...existing, name, config: parsed, id: existing.id },
+          { handle: { id: existing.id, name, config: parsed, secret: effective } },
+        );
+      } finally {
+        probe.close();
+      }
+    }
     const updated = this.ks.updateTarget(existing.id, name, parsed, effective);
-    this.repo.close();
+    this.repo.forget(existing.id);
     return updated;
   }
 

@@ -110,11 +110,19 @@ export class Repository {
   close(): void {
     for (const s of this.storages.values()) s.close();
     this.storages.clear();
+    this.verified.clear();
   }
 
-  storage(t: TargetRow): Storage {
+  /** Forgets what was proven about a target (its connection and repository): after it was edited. */
+  forget(targetId: number): void {
+    this.storages.get(targetId)?.close();
+    this.storages.delete(targetId);
+    this.verified.delete(targetId);
+  }
+
+  storage(t: TargetRow, handle?: TargetHandle): Storage {
     let s = this.storages.get(t.id);
-    if (!s) this.storages.set(t.id, (s = openMetaStorage(this.ks.targetHandle(t))));
+    if (!s) this.storages.set(t.id, (s = openMetaStorage(handle ?? this.ks.targetHandle(t))));
     return s;
   }
 
@@ -122,9 +130,12 @@ export class Repository {
    * Proves a target holds this repository, initialising an empty one (config and every key slot). A
    * target holding another repository, or a config this key cannot open, is refused by name.
    */
-  async attach(t: TargetRow, opts: { force?: boolean } = {}): Promise<'initialised' | 'member'> {
+  async attach(
+    t: TargetRow,
+    opts: { force?: boolean; handle?: TargetHandle } = {},
+  ): Promise<'initialised' | 'member'> {
     if (this.verified.has(t.id) && !opts.force) return 'member';
-    const s = this.storage(t);
+    const s = this.storage(t, opts.handle);
     // No separate check(): this GET retries through an outage and names rejected credentials or a missing
     // bucket at once.
     const sealed = await s.get(ObjectKey.config).catch((err: unknown) => {
