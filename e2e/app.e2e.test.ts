@@ -77,9 +77,19 @@ for (const shellKind of shells) {
         'Welcome to Cairn',
       );
       await screenshot(page, `${tag}-first-run`, { doc: tag === 'web' });
+      await page.getByRole('button', { name: 'Start new backups' }).click();
       await page.getByLabel('Passphrase', { exact: true }).fill(PASSPHRASE);
       await page.getByLabel('Passphrase again').fill(PASSPHRASE);
-      await page.getByRole('button', { name: 'Create keystore' }).click();
+      await page.getByRole('button', { name: 'Create', exact: true }).click();
+      // The recovery key is shown once; the app goes on only when the user says it is stored.
+      const key = page.getByTestId('recovery-key');
+      await key.waitFor();
+      recoveryKey = (await key.textContent())!.trim();
+      expect(recoveryKey).toMatch(/^([A-Z2-7]{4}-){13}[A-Z2-7]{4}$/);
+      expect(await page.getByRole('button', { name: 'Continue' }).isDisabled()).toBe(true);
+      await screenshot(page, `${tag}-recovery-key`, { doc: tag === 'web' });
+      await page.getByLabel(/I have stored the recovery key/).check();
+      await page.getByRole('button', { name: 'Continue' }).click();
       await nav(page, 'Settings');
       await page.getByRole('button', { name: 'Add a target' }).click();
       const form = page.getByRole('form', { name: 'Add a target' });
@@ -112,6 +122,7 @@ for (const shellKind of shells) {
     });
 
     const big = path.join(work, 'video.bin');
+    let recoveryKey = '';
     let backupDone = false;
 
     it('backs up a dropped 160 MiB file: progress reaches 100 %, the charts have data', async () => {
@@ -195,6 +206,33 @@ for (const shellKind of shells) {
       expect((await runCli(['restore', newest.id, '--to', out], env)).code).toBe(0);
       expect(sha256File(path.join(out, 'second.bin'))).toBe(sha256File(second));
       expect(fs.existsSync(path.join(out, 'second.bin'))).toBe(true);
+    });
+
+    it('a new machine opens the existing backups with only the bucket and the recovery key', async () => {
+      expect(recoveryKey).not.toBe('');
+      const other = await shellKind.start({ CAIRN_HOME: path.join(tempDir('cairn-e2e-new-'), 'home') });
+      try {
+        const p = other.page;
+        await p.getByRole('button', { name: 'Open existing backups' }).click();
+        const form = p.getByRole('form', { name: 'Open existing backups' });
+        await form.getByLabel('Endpoint', { exact: true }).fill(s3.endpoint);
+        await form.getByLabel('Region', { exact: true }).fill('us-east-1');
+        await form.getByLabel('Bucket', { exact: true }).fill(bucket);
+        await form.getByLabel('Access key id', { exact: true }).fill(s3.accessKeyId);
+        await form.getByLabel('Secret access key', { exact: true }).fill(s3.secretAccessKey);
+        await form.getByLabel(/Path-style/).check();
+        await form.getByRole('button', { name: 'Use the recovery key instead' }).click();
+        await form.getByLabel('Recovery key', { exact: true }).fill(recoveryKey);
+        await screenshot(p, `${tag}-connect`, { doc: tag === 'web' });
+        await form.getByRole('button', { name: 'Open backups' }).click();
+        await nav(p, 'History');
+        const table = p.getByRole('table', { name: 'Backups' });
+        await table.waitFor();
+        await p.waitForFunction(() => document.querySelectorAll('table tbody tr').length >= 2);
+        expect(await table.textContent()).toContain('video.bin');
+      } finally {
+        await other.close();
+      }
     });
   });
 }

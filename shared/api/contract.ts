@@ -25,7 +25,23 @@ const targetDraft = z.object({ name: z.string(), config: targetConfigSchema, sec
 export const requests = {
   'app.status': z.object({}),
   'app.init': z.object({ passphrase }),
-  'app.unlock': z.object({ passphrase: z.string().max(1024) }),
+  'app.unlock': z
+    .object({ passphrase: z.string().max(1024).optional(), recoveryKey: z.string().max(200).optional() })
+    .refine((r) => (r.passphrase === undefined) !== (r.recoveryKey === undefined), {
+      message: 'Give the passphrase or the recovery key.',
+    }),
+  /** First run on a new machine: open the repository a target already holds. */
+  'app.connect': z
+    .object({
+      draft: targetDraft,
+      passphrase: z.string().max(1024).optional(),
+      recoveryKey: z.string().max(200).optional(),
+    })
+    .refine((r) => (r.passphrase === undefined) !== (r.recoveryKey === undefined), {
+      message: 'Give the passphrase or the recovery key.',
+    }),
+  /** Creates a recovery key slot; the key is returned once, to be shown and stored by the user. */
+  'keys.recovery': z.object({}),
   'settings.get': z.object({}),
   'settings.save': z.object({
     chunkSize: z.number(),
@@ -67,6 +83,8 @@ export interface Responses {
   'app.status': AppStatus;
   'app.init': AppStatus;
   'app.unlock': AppStatus;
+  'app.connect': AppStatus;
+  'keys.recovery': { recoveryKey: string };
   'settings.get': SettingsView;
   'settings.save': SettingsView;
   'targets.list': TargetView[];

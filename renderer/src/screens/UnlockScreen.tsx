@@ -2,8 +2,14 @@ import { useState } from 'react';
 import type { AppStatus } from '../../../shared/api/views.ts';
 import { getApi } from '../api/bridge.ts';
 import { messageOf } from '../format.ts';
+import { ConnectForm } from './ConnectForm.tsx';
 
-/** First run: choose a passphrase (twice). Later: unlock the keystore with it. */
+const DERIVING = 'Deriving the key from your passphrase (Argon2id, 256 MiB: about a second)…';
+
+/**
+ * First run: create a repository (passphrase twice, then the recovery key, shown once and confirmed), or
+ * open existing backups from their bucket. Later: unlock with the passphrase or the recovery key.
+ */
 export function UnlockScreen({
   status,
   onUnlocked,
@@ -12,17 +18,30 @@ export function UnlockScreen({
   onUnlocked: (s: AppStatus) => void;
 }) {
   const creating = status.state === 'no-keystore';
+  const [mode, setMode] = useState<'choose' | 'create' | 'connect'>(creating ? 'choose' : 'create');
   const [pass, setPass] = useState('');
   const [again, setAgain] = useState('');
+  const [useRecovery, setUseRecovery] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [created, setCreated] = useState<{ status: AppStatus; recoveryKey: string } | null>(null);
+  const [stored, setStored] = useState(false);
 
   const submit = async (e: React.FormEvent) => {
     e.preventDefault();
     if (creating && pass !== again) return setError('The two passphrases differ.');
     setBusy(true);
+    setError(null);
     try {
-      onUnlocked(await getApi().invoke(creating ? 'app.init' : 'app.unlock', { passphrase: pass }));
+      if (creating) {
+        const s = await getApi().invoke('app.init', { passphrase: pass });
+        const { recoveryKey } = await getApi().invoke('keys.recovery', {});
+        setCreated({ status: s, recoveryKey });
+      } else {
+        onUnlocked(
+          await getApi().invoke('app.unlock', useRecovery ? { recoveryKey: pass } : { passphrase: pass }),
+        );
+      }
     } catch (err) {
       setError(messageOf(err));
     } finally {
@@ -30,22 +49,77 @@ export function UnlockScreen({
     }
   };
 
+  if (created) {
+    return (
+      <main className="unlock">
+        <section className="card unlock-card" aria-label="Recovery key">
+          <h1>Your recovery key</h1>
+          <p className="muted">
+            It opens your backups if the passphrase is forgotten, from any computer. It is shown only now:
+            write it down or print it, and keep it away from this computer.
+          </p>
+          <p className="recovery-key" data-testid="recovery-key">
+            {created.recoveryKey}
+          </p>
+          <label className="check">
+            <input type="checkbox" checked={stored} onChange={(e) => setStored(e.target.checked)} /> I have
+            stored the recovery key somewhere safe
+          </label>
+          <button
+            type="button"
+            className="primary"
+            disabled={!stored}
+            onClick={() => onUnlocked(created.status)}
+          >
+            Continue
+          </button>
+        </section>
+      </main>
+    );
+  }
+
+  if (mode === 'choose') {
+    return (
+      <main className="unlock">
+        <section className="card unlock-card" aria-label="Welcome">
+          <img src="./favicon.svg" alt="" width={48} height={48} />
+          <h1>Welcome to Cairn</h1>
+          <p className="muted">Encrypted backups to buckets you own.</p>
+          <button type="button" className="primary" onClick={() => setMode('create')}>
+            Start new backups
+          </button>
+          <button type="button" onClick={() => setMode('connect')}>
+            Open existing backups
+          </button>
+        </section>
+      </main>
+    );
+  }
+
+  if (mode === 'connect') {
+    return (
+      <main className="unlock">
+        <ConnectForm onConnected={onUnlocked} onBack={() => setMode('choose')} />
+      </main>
+    );
+  }
+
   return (
     <main className="unlock">
       <form className="card unlock-card" onSubmit={submit}>
         <img src="./favicon.svg" alt="" width={48} height={48} />
-        <h1>{creating ? 'Welcome to Cairn' : 'Unlock Cairn'}</h1>
+        <h1>{creating ? 'Start new backups' : 'Unlock Cairn'}</h1>
         <p className="muted">
           {creating
-            ? 'Choose a passphrase. It protects the key that encrypts every backup; without it nothing can be restored, so keep it safe.'
-            : `Enter the passphrase of the keystore in ${status.home}.`}
+            ? 'Choose a passphrase. It protects the key that encrypts every backup; without it (or the recovery key you get next) nothing can be restored.'
+            : `Enter the ${useRecovery ? 'recovery key' : 'passphrase'} of the backups in ${status.home}.`}
         </p>
         <label>
-          Passphrase
+          {useRecovery ? 'Recovery key' : 'Passphrase'}
           <input
             type="password"
             autoFocus
-            autoComplete={creating ? 'new-password' : 'current-password'}
+            autoComplete={creating ? 'new-password' : useRecovery ? 'off' : 'current-password'}
             value={pass}
             onChange={(e) => setPass(e.target.value)}
           />
@@ -61,14 +135,31 @@ export function UnlockScreen({
             />
           </label>
         )}
+        {!creating && (
+          <button type="button" className="link" onClick={() => setUseRecovery((x) => !x)}>
+            {useRecovery ? 'Use the passphrase instead' : 'Use the recovery key instead'}
+          </button>
+        )}
+        {busy && (
+          <p className="muted" role="status">
+            <progress /> {useRecovery ? 'Opening…' : DERIVING}
+          </p>
+        )}
         {error && (
           <p className="error" role="alert">
             {error}
           </p>
         )}
-        <button type="submit" className="primary" disabled={busy || pass.length === 0}>
-          {busy ? 'Working…' : creating ? 'Create keystore' : 'Unlock'}
-        </button>
+        <div className="row">
+          {creating && (
+            <button type="button" onClick={() => setMode('choose')} disabled={busy}>
+              Back
+            </button>
+          )}
+          <button type="submit" className="primary" disabled={busy || pass.length === 0}>
+            {busy ? 'Working…' : creating ? 'Create' : 'Unlock'}
+          </button>
+        </div>
       </form>
     </main>
   );

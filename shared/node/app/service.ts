@@ -31,11 +31,28 @@ export class AppService {
         this.engine = await Engine.init(this.home, passphrase);
         return this.status();
       },
-      'app.unlock': async ({ passphrase }) => {
-        if (!this.engine) this.engine = await Engine.unlock(this.home, { passphrase });
+      'app.unlock': async ({ passphrase, recoveryKey }) => {
+        if (!this.engine)
+          this.engine = await Engine.unlock(
+            this.home,
+            recoveryKey !== undefined ? { recoveryKey } : { passphrase: passphrase ?? '' },
+          );
         this.loadInterrupted();
         return this.status();
       },
+      'app.connect': async ({ draft, passphrase, recoveryKey }) => {
+        if (this.engine || fs.existsSync(keystorePath(this.home)))
+          throw new ApiCallError(`A keystore already exists in ${this.home}.`);
+        this.engine = await Engine.connect(
+          this.home,
+          draft.name,
+          draft.config,
+          draft.secret,
+          recoveryKey !== undefined ? { recoveryKey } : { passphrase: passphrase ?? '' },
+        );
+        return this.status();
+      },
+      'keys.recovery': async () => ({ recoveryKey: (await this.e().createRecoveryKey()).recoveryKey }),
       'settings.get': () => ({ ...this.e().settings(), cpuCount: defaultWorkerCount() }),
       'settings.save': (s) => ({ ...this.e().saveSettings(s), cpuCount: defaultWorkerCount() }),
       'targets.list': () => this.e().listTargets().map(targetView),
@@ -66,7 +83,10 @@ export class AppService {
       'jobs.pause': ({ jobId }) => this.control(jobId, 'pause'),
       'jobs.resume': ({ jobId }) => this.resumeJob(jobId),
       'jobs.cancel': ({ jobId }) => this.control(jobId, 'cancel'),
-      'backups.list': () => this.backups(),
+      'backups.list': () => {
+        this.refreshSoon();
+        return this.backups();
+      },
       'backups.entries': async ({ backupId }) =>
         (await this.e().listEntries(backupId)).map((e) => ({
           path: e.path,
@@ -93,6 +113,18 @@ export class AppService {
     for (const j of this.jobs.list())
       if (j.state === 'running' || j.state === 'paused') this.jobs.get(j.id).control.cancel();
     this.engine?.close();
+  }
+
+  private lastRefresh = 0;
+
+  /**
+   * Loads other machines' snapshots in the background (at most once a minute): a list call never waits
+   * for the bucket, which may be retrying through an outage.
+   */
+  private refreshSoon(): void {
+    if (!this.engine || Date.now() - this.lastRefresh < 60_000) return;
+    this.lastRefresh = Date.now();
+    this.engine.refresh().catch(() => {});
   }
 
   private status(): AppStatus {
