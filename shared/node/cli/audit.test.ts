@@ -131,8 +131,13 @@ describe('the bucket wins over the keystore', () => {
     await snap(cli, [src]);
     for (const o of await listKeys(s3, bucket, 'data/'))
       await s3.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: o.key }));
+    const check = await runCli(['check'], cli);
+    expect(check.code).toBe(1);
+    expect(check.stderr).toMatch(/Snapshot [0-9a-f]{12}: m\/a\.bin needs a missing pack/);
+    expect(check.stdout).toMatch(/2 of 2 packs are missing; 1 of 1 snapshots are damaged/);
     const second = await snap(cli, [src]);
     expect(second.warnings.join(' ')).toMatch(/missing from target "s3"/);
+    expect((await runCli(['check'], cli)).stdout).toMatch(/snapshots are damaged/); // the first one still is
     const dest = tempDir();
     expect((await runCli(['restore', second.snapshotId, '--to', dest], cli)).code).toBe(0);
     expect(sha256File(path.join(dest, 'm/a.bin'))).toBe(sha256File(path.join(src, 'a.bin')));

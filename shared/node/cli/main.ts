@@ -192,6 +192,28 @@ program
   });
 
 program
+  .command('check')
+  .description(
+    'check the repository against the bucket: every pack the index names exists, every snapshot is whole',
+  )
+  .action(async () => {
+    const o = out();
+    const r = await withEngine((e) => e.check());
+    for (const d of r.damaged) {
+      if (d.unreadable) o.info(`Snapshot ${d.snapshot}: its trees cannot be read (${d.unreadable})`);
+      for (const f of d.files.slice(0, 20)) o.info(`Snapshot ${d.snapshot}: ${f} needs a missing pack`);
+      if (d.files.length > 20) o.info(`Snapshot ${d.snapshot}: and ${d.files.length - 20} more files`);
+    }
+    o.result(
+      r,
+      r.missingPacks || r.damaged.length
+        ? `${r.missingPacks} of ${r.packs} packs are missing; ${r.damaged.length} of ${r.snapshots} snapshots are damaged. The next backup stores again what its sources still have.`
+        : `All ${r.packs} packs are present and all ${r.snapshots} snapshots are whole.`,
+    );
+    if (r.missingPacks || r.damaged.length) throw new PartialFailure('The repository is damaged.');
+  });
+
+program
   .command('resume')
   .description('continue interrupted backups')
   .action(async () => {

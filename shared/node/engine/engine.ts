@@ -75,6 +75,14 @@ export interface EntryInfo {
   linkTarget: string | null;
 }
 
+export interface CheckResult {
+  packs: number;
+  missingPacks: number;
+  snapshots: number;
+  /** Snapshots that cannot be fully restored: the files whose blobs are gone, or why its trees cannot be read. */
+  damaged: { snapshot: string; files: string[]; unreadable: string | null }[];
+}
+
 export interface SnapshotInfo extends SnapshotDoc {
   target: string;
 }
@@ -450,6 +458,34 @@ export class Engine {
   verify(snapshotId: string, listener: JobListener = {}): Promise<VerifyResult> {
     this.snapshot(snapshotId);
     return runVerifyJob(this.repo, { snapshotId, settings: this.settings() }, listener);
+  }
+
+  /**
+   * The repository's structure against the bucket: loads what other machines wrote, lists every
+   * target's packs, marks missing ones (so the next backup stores their blobs again) and names the
+   * snapshots and files that need them. Reading and authenticating pack contents is `verify`'s job.
+   */
+  async check(): Promise<CheckResult> {
+    const result: CheckResult = { packs: 0, missingPacks: 0, snapshots: 0, damaged: [] };
+    for (const t of this.ks.listTargets()) {
+      await this.repo.refresh(t);
+      const r = await this.repo.reconcilePacks(t);
+      result.packs += r.present + r.missing;
+      result.missingPacks += r.missing;
+    }
+    for (const s of this.listSnapshots()) {
+      result.snapshots++;
+      const files: string[] = [];
+      let unreadable: string | null = null;
+      try {
+        for (const { path: p, node } of await snapshotEntries(this.repo, s.tree))
+          if ((node.content ?? []).some((h) => !this.ks.index.has(Buffer.from(h, 'hex')))) files.push(p);
+      } catch (err) {
+        unreadable = (err as Error).message;
+      }
+      if (files.length || unreadable) result.damaged.push({ snapshot: s.id, files, unreadable });
+    }
+    return result;
   }
 
   keySlots(): (KeySlot & { current: boolean })[] {
