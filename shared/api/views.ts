@@ -67,6 +67,11 @@ export interface BackupView {
   dedupedBytes: number;
   durationMs: number;
   meanMbps: number;
+  /** The machine that made it (snapshots of every machine of the repository are listed). */
+  host: string;
+  files: { new: number; changed: number; unchanged: number };
+  /** File bytes read from disk: 0 for files unchanged since the previous snapshot. */
+  bytesRead: number;
 }
 
 export interface EntryView {

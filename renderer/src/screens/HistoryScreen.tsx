@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
-import { formatDate, formatDuration, formatRate, formatSize } from '../format.ts';
+import { formatDate, formatDuration, formatSize } from '../format.ts';
 
 export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => void }) {
   const backups = useQuery('backups.list', {});
@@ -24,13 +24,14 @@ export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => 
             <tr>
               <th>Date</th>
               <th>Sources</th>
-              <th>Status</th>
-              <th className="num">Files</th>
+              <th>Host · target</th>
+              <th className="num" title="new · changed · unchanged">
+                Files
+              </th>
               <th className="num">Size</th>
-              <th className="num">Chunks</th>
-              <th className="num">Deduplicated</th>
+              <th className="num">Read</th>
+              <th className="num">Uploaded</th>
               <th className="num">Duration</th>
-              <th className="num">Mean</th>
               <th />
             </tr>
           </thead>
@@ -42,26 +43,29 @@ export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => 
                 onClick={() => setOpen(open === b.id ? null : b.id)}
               >
                 <td>{formatDate(b.createdAt)}</td>
-                <td title={b.sources.join('\n')}>{b.sources.map((s) => s.split('/').pop()).join(', ')}</td>
-                <td>
-                  <span
-                    className={`badge badge-${b.status === 'complete' ? 'done' : b.status === 'running' ? 'interrupted' : 'failed'}`}
-                  >
-                    {b.status}
-                  </span>
+                <td className="paths">
+                  {b.sources.map((s) => (
+                    <div key={s}>{s}</div>
+                  ))}
                 </td>
-                <td className="num">{b.fileCount}</td>
-                <td className="num">{formatSize(b.totalBytes)}</td>
-                <td className="num">{b.chunkCount}</td>
-                <td className="num">{formatSize(b.dedupedBytes)}</td>
-                <td className="num">{formatDuration(b.durationMs / 1000)}</td>
-                <td className="num">{formatRate(b.meanMbps)}</td>
                 <td>
-                  <button
-                    type="button"
-                    disabled={b.status !== 'complete'}
-                    onClick={(e) => (e.stopPropagation(), onRestore(b.id))}
-                  >
+                  {b.host} · {b.target}
+                </td>
+                <td
+                  className="num"
+                  title={`${b.files.new} new, ${b.files.changed} changed, ${b.files.unchanged} unchanged`}
+                >
+                  {b.fileCount}
+                  <div className="muted small">
+                    {b.files.new} new · {b.files.changed} changed · {b.files.unchanged} unchanged
+                  </div>
+                </td>
+                <td className="num">{formatSize(b.totalBytes)}</td>
+                <td className="num">{formatSize(b.bytesRead)}</td>
+                <td className="num">{formatSize(b.uploadedBytes)}</td>
+                <td className="num">{formatDuration(b.durationMs / 1000)}</td>
+                <td>
+                  <button type="button" onClick={(e) => (e.stopPropagation(), onRestore(b.id))}>
                     Restore…
                   </button>
                 </td>

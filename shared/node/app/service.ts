@@ -277,8 +277,12 @@ export class AppService {
           dedupedBytes: Math.max(0, s.totalBytes - s.bytesRead),
           durationMs: s.durationMs,
           meanMbps: s.durationMs > 0 ? s.totalBytes / 1000 / s.durationMs : 0,
+          host: b.host,
+          files: s.files,
+          bytesRead: s.bytesRead,
         };
-      });
+      })
+      .reverse();
   }
 }
 
