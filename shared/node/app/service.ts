@@ -52,7 +52,7 @@ export class AppService {
         );
         return this.status();
       },
-      'keys.recovery': async () => ({ recoveryKey: (await this.e().createRecoveryKey()).recoveryKey }),
+      'keys.recovery': async () => ({ recoveryKey: (await this.e().keys.createRecoveryKey()).recoveryKey }),
       'settings.get': () => ({ ...this.e().settings(), cpuCount: defaultWorkerCount() }),
       'settings.save': (s) => ({ ...this.e().saveSettings(s), cpuCount: defaultWorkerCount() }),
       'targets.list': () => this.e().listTargets().map(targetView),

@@ -12,7 +12,7 @@ export function registerKeyCommands(program: Command, out: () => Output): void {
     .description('list key slots (passphrases and recovery keys)')
     .action(async () => {
       const o = out();
-      const rows = await withEngine(async (e) => e.keySlots());
+      const rows = await withEngine(async (e) => e.keys.list());
       o.result(
         rows.map((s) => ({
           id: s.id,
@@ -34,7 +34,7 @@ export function registerKeyCommands(program: Command, out: () => Output): void {
     .action(async () => {
       const o = out();
       const passphrase = await readNewPassphrase();
-      const slot = await withEngine((e) => e.addKey({ passphrase }));
+      const slot = await withEngine((e) => e.keys.add({ passphrase }));
       o.result({ id: slot.id }, `Added key slot ${slot.id}.`);
     });
 
@@ -44,7 +44,7 @@ export function registerKeyCommands(program: Command, out: () => Output): void {
     .argument('<slot-id>')
     .action(async (id: string) => {
       const o = out();
-      await withEngine((e) => e.removeKey(id));
+      await withEngine((e) => e.keys.remove(id));
       o.result({ removed: id }, `Removed key slot ${id}.`);
     });
 
@@ -54,7 +54,7 @@ export function registerKeyCommands(program: Command, out: () => Output): void {
     .action(async () => {
       const o = out();
       const passphrase = await readNewPassphrase();
-      const slot = await withEngine((e) => e.changePassphrase(passphrase));
+      const slot = await withEngine((e) => e.keys.changePassphrase(passphrase));
       o.result({ id: slot.id }, `Changed the passphrase (key slot ${slot.id}).`);
     });
 
@@ -63,7 +63,7 @@ export function registerKeyCommands(program: Command, out: () => Output): void {
     .description('create a recovery key: 256 random bits that open the repository instead of a passphrase')
     .action(async () => {
       const o = out();
-      const { slot, recoveryKey } = await withEngine((e) => e.createRecoveryKey());
+      const { slot, recoveryKey } = await withEngine((e) => e.keys.createRecoveryKey());
       o.result(
         { id: slot.id, recoveryKey },
         `Recovery key (shown once; store it apart from this computer):\n\n  ${recoveryKey}\n\nUse it with CAIRN_RECOVERY_KEY or "cairn connect --recovery-key".`,

@@ -172,21 +172,25 @@ export async function runBackupJob(
     finished.push({ ...f.entry, content });
     if (finished.length >= 256) flushFinished();
   };
+  /**
+   * Plans a file again from its new size. Messages of the first attempt still in flight carry the old
+   * attempt number and are dropped (their blobs stay in their packs, unreferenced).
+   */
+  const readAgain = (f: FileState, st: fsSync.Stats) => {
+    f.attempt = 1;
+    Object.assign(f.entry, { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, inode: st.ino });
+    f.chunks = Math.ceil(st.size / settings.chunkSize);
+    f.ids = new Array(f.chunks);
+    f.hashed = 0;
+    f.unstored.clear();
+    reread.push(f);
+  };
   const fileHashed = (f: FileState) => {
     // A file that changed while it was read is read once more; if it changes again it is kept as read,
     // with a warning naming it: never silently torn.
     const st = fsSync.statSync(f.entry.source, { throwIfNoEntry: false });
     if (st && st.size === f.entry.size && st.mtimeMs === f.entry.mtimeMs) return maybeDone(f);
-    if (f.attempt === 0 && st) {
-      f.attempt = 1;
-      Object.assign(f.entry, { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, inode: st.ino });
-      f.chunks = Math.ceil(st.size / settings.chunkSize);
-      f.ids = new Array(f.chunks);
-      f.hashed = 0;
-      f.unstored.clear();
-      reread.push(f);
-      return;
-    }
+    if (f.attempt === 0 && st) return readAgain(f, st);
     const w = `${f.entry.source} changed while it was being read; the stored copy may mix old and new contents.`;
     warnings.push(w);
     listener.notice?.(w);
@@ -194,14 +198,14 @@ export async function runBackupJob(
   };
 
   const packBytes = new Map<string, number>();
-  const tasks = new Map<number, { file: FileState; idx: number }>();
+  const tasks = new Map<number, { file: FileState; idx: number; attempt: number }>();
   let nextTid = 1;
   function* plan(files: FileState[]): Generator<BackupTask> {
     for (const f of files)
       for (let idx = 0; idx < f.chunks; idx++) {
         const offset = idx * settings.chunkSize;
         const tid = nextTid++;
-        tasks.set(tid, { file: f, idx });
+        tasks.set(tid, { file: f, idx, attempt: f.attempt });
         yield {
           tid,
           path: f.entry.source,
@@ -243,13 +247,17 @@ export async function runBackupJob(
             return false;
           }
           if (m.t !== 'packed' && m.t !== 'failed') return false;
-          const { file: f, idx } = tasks.get(m.tid)!;
+          const { file: f, idx, attempt } = tasks.get(m.tid)!;
           tasks.delete(m.tid);
+          if (attempt !== f.attempt) return true; // a chunk of a read that was started over
           if (m.t === 'failed') {
-            if (m.error.problem === 'ESHRUNK' && f.attempt === 0) {
-              f.hashed = f.chunks; // counted as read; the stat check sends it round again
-              fileHashed(f);
-            } else failure ??= describeFailure(f, idx, m.error, target.name);
+            const st =
+              m.error.problem === 'ESHRUNK' &&
+              f.attempt === 0 &&
+              fsSync.statSync(f.entry.source, { throwIfNoEntry: false });
+            if (st)
+              readAgain(f, st); // it shrank while being read
+            else failure ??= describeFailure(f, idx, m.error, target.name);
             return true;
           }
           const hex = Buffer.from(m.id).toString('hex');

@@ -1,6 +1,5 @@
-import os from 'node:os';
 import path from 'node:path';
-import { encodeRecoveryKey, makeKeySlot, type KeySlot, type Unlocker } from '../crypto/keys.ts';
+import { makeKeySlot, type Unlocker } from '../crypto/keys.ts';
 import { KEY_BYTES } from '../crypto/provider.ts';
 import { loadSodium } from '../crypto/provider.ts';
 import {
@@ -14,10 +13,14 @@ import {
   type PipelineSettings,
   type TargetConfig,
 } from '../../settings.ts';
-import { openTarget, type TargetHandle } from '../storage/open-target.ts';
+import type { TargetHandle } from '../storage/open-target.ts';
 import { newRepoConfig } from '../repository/config.ts';
 import { Repository, unlockFromTarget } from '../repository/repository.ts';
 import type { SnapshotDoc } from '../repository/snapshot.ts';
+import { checkRepository, type CheckResult } from './repository-check.ts';
+import { KeyAdmin } from './key-admin.ts';
+import { TargetAdmin } from './target-admin.ts';
+import { SettingsError, check, defaultHome, keystorePath } from './engine-settings.ts';
 import { runBackupJob, newId, BackupFailedError, type BackupResult } from './backup-job.ts';
 import type { JobListener } from './job-events.ts';
 import { JobCancelledError, type JobControl } from './job-control.ts';
@@ -29,42 +32,9 @@ import { snapshotChildren, snapshotEntries } from './snapshot-tree.ts';
 import { runVerifyJob, type VerifyResult } from './verify-job.ts';
 import { defaultWorkerCount } from './worker-pool.ts';
 
-export { BackupFailedError, KeystoreError };
+export { BackupFailedError, KeystoreError, SettingsError, defaultHome, keystorePath };
+export type { CheckResult };
 export type { BackupResult, RestoreResult, VerifyResult, TargetRow, JobRow };
-
-/** CAIRN_HOME, else the OS's per-user application data folder. */
-export function defaultHome(): string {
-  if (process.env.CAIRN_HOME) return path.resolve(process.env.CAIRN_HOME);
-  const home = os.homedir();
-  if (process.platform === 'darwin') return path.join(home, 'Library', 'Application Support', 'Cairn');
-  if (process.platform === 'win32')
-    return path.join(process.env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), 'Cairn');
-  return path.join(process.env.XDG_DATA_HOME ?? path.join(home, '.local', 'share'), 'cairn');
-}
-
-export function keystorePath(home: string): string {
-  return path.join(home, 'keystore.db');
-}
-
-export class SettingsError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'SettingsError';
-  }
-}
-
-function check<T>(
-  schema: {
-    safeParse(
-      v: unknown,
-    ): { success: true; data: T } | { success: false; error: { issues: { message: string }[] } };
-  },
-  v: unknown,
-): T {
-  const r = schema.safeParse(v);
-  if (!r.success) throw new SettingsError(r.error.issues[0]?.message ?? 'Invalid value.');
-  return r.data;
-}
 
 export interface EntryInfo {
   path: string;
@@ -75,14 +45,6 @@ export interface EntryInfo {
   linkTarget: string | null;
 }
 
-export interface CheckResult {
-  packs: number;
-  missingPacks: number;
-  snapshots: number;
-  /** Snapshots that cannot be fully restored: the files whose blobs are gone, or why its trees cannot be read. */
-  damaged: { snapshot: string; files: string[]; unreadable: string | null }[];
-}
-
 export interface SnapshotInfo extends SnapshotDoc {
   target: string;
 }
@@ -91,8 +53,14 @@ export interface SnapshotInfo extends SnapshotDoc {
 export class Engine {
   readonly repo: Repository;
 
+  /** Key slots: passphrases and recovery keys. */
+  readonly keys: KeyAdmin;
+  readonly targets: TargetAdmin;
+
   private constructor(readonly ks: Keystore) {
     this.repo = new Repository(ks);
+    this.keys = new KeyAdmin(ks, this.repo);
+    this.targets = new TargetAdmin(ks, this.repo);
   }
 
   private static async ready(ks: Keystore): Promise<Engine> {
@@ -179,68 +147,30 @@ export class Engine {
     return next;
   }
 
-  /** Adds a target after proving it works and holds this repository (or is empty: then it is set up). */
-  async addTarget(
+  addTarget(
     name: string,
     config: TargetConfig,
     secret?: string,
     opts: { test?: boolean } = {},
   ): Promise<TargetRow> {
-    check(targetNameSchema, name);
-    const parsed = check(targetConfigSchema, config);
-    if (this.ks.findTarget(name)) throw new SettingsError(`A target named "${name}" already exists.`);
-    if (parsed.kind === 's3' && !secret) throw new SettingsError('An S3 target needs a secret access key.');
-    if (opts.test !== false) await this.testHandle({ id: 0, name, config: parsed, secret });
-    const t = this.ks.addTarget(name, parsed, secret);
-    if (opts.test === false) return t;
-    try {
-      await this.repo.attach(t);
-      await this.repo.refresh(t);
-    } catch (err) {
-      this.repo.forget(t.id);
-      this.ks.removeTarget(t.id);
-      throw err;
-    }
-    return t;
+    return this.targets.add(name, config, secret, opts);
   }
-
-  listTargets(): TargetRow[] {
-    return this.ks.listTargets();
+  replaceTarget(
+    current: string,
+    name: string,
+    config: TargetConfig,
+    secret?: string,
+    opts: { test?: boolean } = {},
+  ) {
+    return this.targets.replace(current, name, config, secret, opts);
   }
-
-  target(name: string): TargetRow {
-    const t = this.ks.findTarget(name);
-    if (!t) throw new SettingsError(`No target named "${name}": "cairn target ls" lists them.`);
-    return t;
-  }
-
-  async testTarget(name: string): Promise<void> {
-    await this.testHandle(this.ks.targetHandle(this.target(name)));
-  }
-
-  /** Tests an unsaved target; an empty secret means "the one saved for `replacing`". */
-  async testDraft(name: string, config: TargetConfig, secret?: string, replacing?: string): Promise<void> {
-    const parsed = check(targetConfigSchema, config);
-    const saved = replacing ? this.ks.targetHandle(this.target(replacing)).secret : undefined;
-    await this.testHandle({ id: 0, name, config: parsed, secret: secret || saved });
-  }
-
-  private async testHandle(h: TargetHandle): Promise<void> {
-    const s = openTarget(h, { concurrency: 1 });
-    try {
-      await s.check();
-    } finally {
-      s.close();
-    }
-  }
-
-  defaultTarget(): TargetRow {
-    const targets = this.ks.listTargets();
-    if (targets.length === 0) throw new SettingsError('No target yet: add one with "cairn target add".');
-    if (targets.length > 1)
-      throw new SettingsError(`There are ${targets.length} targets: choose one with --target <name>.`);
-    return targets[0]!;
-  }
+  removeTarget = (name: string) => this.targets.remove(name);
+  listTargets = () => this.targets.list();
+  target = (name: string) => this.targets.get(name);
+  testTarget = (name: string) => this.targets.test(name);
+  testDraft = (name: string, config: TargetConfig, secret?: string, replacing?: string) =>
+    this.targets.testDraft(name, config, secret, replacing);
+  defaultTarget = () => this.targets.default();
 
   /** Loads snapshots and index files other machines (or an earlier keystore) wrote, from every target. */
   async refresh(): Promise<void> {
@@ -353,53 +283,6 @@ export class Engine {
     );
   }
 
-  /** Changes a target in place (name, endpoint, keys…); it is tested and its repository checked first. */
-  async replaceTarget(
-    current: string,
-    name: string,
-    config: TargetConfig,
-    secret?: string,
-    opts: { test?: boolean } = {},
-  ): Promise<TargetRow> {
-    const existing = this.target(current);
-    check(targetNameSchema, name);
-    const parsed = check(targetConfigSchema, config);
-    if (name !== current && this.ks.findTarget(name))
-      throw new SettingsError(`A target named "${name}" already exists.`);
-    const keepSecret = secret === undefined || secret === '';
-    const effective = keepSecret ? this.ks.targetHandle(existing).secret : secret;
-    if (parsed.kind === 's3' && !effective)
-      throw new SettingsError('An S3 target needs a secret access key.');
-    if (opts.test !== false)
-      await this.testHandle({ id: existing.id, name, config: parsed, secret: effective });
-    if (opts.test !== false) {
-      // What the edited target holds is proven now (another repository is refused by name) and its
-      // packs are listed again before the next backup trusts any of them.
-      const probe = new Repository(this.ks);
-      try {
-        await probe.attach(
-          { ...existing, name, config: parsed, id: existing.id },
-          { handle: { id: existing.id, name, config: parsed, secret: effective } },
-        );
-      } finally {
-        probe.close();
-      }
-    }
-    const updated = this.ks.updateTarget(existing.id, name, parsed, effective);
-    this.repo.forget(existing.id);
-    return updated;
-  }
-
-  removeTarget(name: string): void {
-    const t = this.target(name);
-    const used = this.ks.snapshots.list().filter((s) => s.targetId === t.id).length;
-    if (used > 0)
-      throw new SettingsError(
-        `Target "${name}" holds ${used} snapshot${used === 1 ? '' : 's'}; it cannot be removed.`,
-      );
-    this.ks.removeTarget(t.id);
-  }
-
   listSnapshots(): SnapshotInfo[] {
     const names = new Map(this.ks.listTargets().map((t) => [t.id, t.name]));
     return this.ks.snapshots.list().map((s) => ({ ...s.doc, target: names.get(s.targetId) ?? '?' }));
@@ -460,70 +343,9 @@ export class Engine {
     return runVerifyJob(this.repo, { snapshotId, settings: this.settings() }, listener);
   }
 
-  /**
-   * The repository's structure against the bucket: loads what other machines wrote, lists every
-   * target's packs, marks missing ones (so the next backup stores their blobs again) and names the
-   * snapshots and files that need them. Reading and authenticating pack contents is `verify`'s job.
-   */
-  async check(): Promise<CheckResult> {
-    const result: CheckResult = { packs: 0, missingPacks: 0, snapshots: 0, damaged: [] };
-    for (const t of this.ks.listTargets()) {
-      await this.repo.refresh(t);
-      const r = await this.repo.reconcilePacks(t);
-      result.packs += r.present + r.missing;
-      result.missingPacks += r.missing;
-    }
-    for (const s of this.listSnapshots()) {
-      result.snapshots++;
-      const files: string[] = [];
-      let unreadable: string | null = null;
-      try {
-        for (const { path: p, node } of await snapshotEntries(this.repo, s.tree))
-          if ((node.content ?? []).some((h) => !this.ks.index.has(Buffer.from(h, 'hex')))) files.push(p);
-      } catch (err) {
-        unreadable = (err as Error).message;
-      }
-      if (files.length || unreadable) result.damaged.push({ snapshot: s.id, files, unreadable });
-    }
-    return result;
-  }
-
-  keySlots(): (KeySlot & { current: boolean })[] {
-    return this.ks.keySlots().map((s) => ({ ...s, current: s.id === this.ks.slotId }));
-  }
-
-  async addKey(secret: Unlocker): Promise<KeySlot> {
-    if ('passphrase' in secret && secret.passphrase.length < 8)
-      throw new SettingsError('The passphrase must have at least 8 characters.');
-    const slot = makeKeySlot(this.ks.sodium, this.ks.masterKey(), this.ks.repoId, secret);
-    await this.repo.putKeySlot(slot);
-    return slot;
-  }
-
-  async removeKey(id: string): Promise<void> {
-    const slots = this.ks.keySlots();
-    const slot = slots.find((s) => s.id === id);
-    if (!slot) throw new SettingsError(`No key slot ${id}: "cairn key ls" lists them.`);
-    if (id === this.ks.slotId)
-      throw new SettingsError(`Key slot ${id} is the one unlocking this session; remove it from another.`);
-    if (slot.kind === 'passphrase' && slots.filter((s) => s.kind === 'passphrase').length === 1)
-      throw new SettingsError('That is the last passphrase slot: add another first.');
-    await this.repo.removeKeySlot(id);
-  }
-
-  /** A new passphrase slot replaces the one that unlocked this session; no data is rewritten. */
-  async changePassphrase(passphrase: string): Promise<KeySlot> {
-    const slot = await this.addKey({ passphrase });
-    const old = this.ks.keySlots().find((s) => s.id === this.ks.slotId);
-    if (old?.kind === 'passphrase') await this.repo.removeKeySlot(old.id);
-    return slot;
-  }
-
-  /** Creates a recovery key slot and returns the key, to be shown once. */
-  async createRecoveryKey(): Promise<{ slot: KeySlot; recoveryKey: string }> {
-    const recoveryKey = encodeRecoveryKey(this.ks.sodium, this.ks.sodium.randomBytes(KEY_BYTES));
-    const slot = await this.addKey({ recoveryKey });
-    return { slot, recoveryKey };
+  /** The repository's structure against the bucket (see repository-check.ts). */
+  check(): Promise<CheckResult> {
+    return checkRepository(this.repo, this.listSnapshots());
   }
 }
 

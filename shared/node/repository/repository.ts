@@ -1,5 +1,6 @@
 import { Magic, ObjectKey, Prefix, packIdOfKey, type BlobKind } from '../../format/constants.ts';
 import {
+  deriveSubkeys,
   openKeySlot,
   parseKeySlot,
   type KeySlot,
@@ -65,7 +66,6 @@ export async function unlockFromTarget(
     for (const slot of slots) {
       const master = openKeySlot(sodium, slot, secret);
       if (!master) continue;
-      const { deriveSubkeys } = await import('../crypto/keys.ts');
       const keys = deriveSubkeys(sodium, master);
       let config: RepoConfig;
       try {
@@ -338,6 +338,7 @@ export class Repository {
     jobId: string,
   ): Promise<{ bytes: number; packs: number }> {
     const fresh = trees.filter((x) => !this.ks.index.has(x.id));
+    const plainOf = new Map(fresh.map((x) => [x.id.toString('hex'), x.plain]));
     let bytes = 0;
     let packs = 0;
     const limit = this.ks.config.packSize;
@@ -374,7 +375,7 @@ export class Repository {
         { id: packId, targetId: t.id, kind: 'tree', size: body.length, jobId, state: 'stored' },
         entries,
       );
-      for (const e of entries) this.ks.index.putTree(e.id, fresh.find((x) => x.id.equals(e.id))!.plain);
+      for (const e of entries) this.ks.index.putTree(e.id, plainOf.get(e.id.toString('hex'))!);
       bytes += body.length;
       packs++;
     }

@@ -1,0 +1,37 @@
+import os from 'node:os';
+/** Where Cairn keeps its data, and the error and check used for every user-given setting. */
+import path from 'node:path';
+
+/** CAIRN_HOME, else the OS's per-user application data folder. */
+export function defaultHome(): string {
+  if (process.env.CAIRN_HOME) return path.resolve(process.env.CAIRN_HOME);
+  const home = os.homedir();
+  if (process.platform === 'darwin') return path.join(home, 'Library', 'Application Support', 'Cairn');
+  if (process.platform === 'win32')
+    return path.join(process.env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), 'Cairn');
+  return path.join(process.env.XDG_DATA_HOME ?? path.join(home, '.local', 'share'), 'cairn');
+}
+
+export function keystorePath(home: string): string {
+  return path.join(home, 'keystore.db');
+}
+
+export class SettingsError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SettingsError';
+  }
+}
+
+export function check<T>(
+  schema: {
+    safeParse(
+      v: unknown,
+    ): { success: true; data: T } | { success: false; error: { issues: { message: string }[] } };
+  },
+  v: unknown,
+): T {
+  const r = schema.safeParse(v);
+  if (!r.success) throw new SettingsError(r.error.issues[0]?.message ?? 'Invalid value.');
+  return r.data;
+}

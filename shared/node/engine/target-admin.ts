@@ -1,0 +1,123 @@
+import { targetConfigSchema, targetNameSchema, type TargetConfig } from '../../settings.ts';
+import { Repository } from '../repository/repository.ts';
+import { openTarget, type TargetHandle } from '../storage/open-target.ts';
+import { SettingsError, check } from './engine-settings.ts';
+import type { Keystore, TargetRow } from './keystore/keystore.ts';
+
+/** The repository's targets: added and edited only after proving what they hold. */
+export class TargetAdmin {
+  constructor(
+    private readonly ks: Keystore,
+    private readonly repo: Repository,
+  ) {}
+
+  /** Adds a target after proving it works and holds this repository (or is empty: then it is set up). */
+  async add(
+    name: string,
+    config: TargetConfig,
+    secret?: string,
+    opts: { test?: boolean } = {},
+  ): Promise<TargetRow> {
+    check(targetNameSchema, name);
+    const parsed = check(targetConfigSchema, config);
+    if (this.ks.findTarget(name)) throw new SettingsError(`A target named "${name}" already exists.`);
+    if (parsed.kind === 's3' && !secret) throw new SettingsError('An S3 target needs a secret access key.');
+    if (opts.test !== false) await this.testHandle({ id: 0, name, config: parsed, secret });
+    const t = this.ks.addTarget(name, parsed, secret);
+    if (opts.test === false) return t;
+    try {
+      await this.repo.attach(t);
+      await this.repo.refresh(t);
+    } catch (err) {
+      this.repo.forget(t.id);
+      this.ks.removeTarget(t.id);
+      throw err;
+    }
+    return t;
+  }
+
+  list(): TargetRow[] {
+    return this.ks.listTargets();
+  }
+
+  get(name: string): TargetRow {
+    const t = this.ks.findTarget(name);
+    if (!t) throw new SettingsError(`No target named "${name}": "cairn target ls" lists them.`);
+    return t;
+  }
+
+  async test(name: string): Promise<void> {
+    await this.testHandle(this.ks.targetHandle(this.get(name)));
+  }
+
+  /** Tests an unsaved target; an empty secret means "the one saved for `replacing`". */
+  async testDraft(name: string, config: TargetConfig, secret?: string, replacing?: string): Promise<void> {
+    const parsed = check(targetConfigSchema, config);
+    const saved = replacing ? this.ks.targetHandle(this.get(replacing)).secret : undefined;
+    await this.testHandle({ id: 0, name, config: parsed, secret: secret || saved });
+  }
+
+  private async testHandle(h: TargetHandle): Promise<void> {
+    const s = openTarget(h, { concurrency: 1 });
+    try {
+      await s.check();
+    } finally {
+      s.close();
+    }
+  }
+
+  default(): TargetRow {
+    const targets = this.ks.listTargets();
+    if (targets.length === 0) throw new SettingsError('No target yet: add one with "cairn target add".');
+    if (targets.length > 1)
+      throw new SettingsError(`There are ${targets.length} targets: choose one with --target <name>.`);
+    return targets[0]!;
+  }
+
+  /** Changes a target in place (name, endpoint, keys…); it is tested and its repository checked first. */
+  async replace(
+    current: string,
+    name: string,
+    config: TargetConfig,
+    secret?: string,
+    opts: { test?: boolean } = {},
+  ): Promise<TargetRow> {
+    const existing = this.get(current);
+    check(targetNameSchema, name);
+    const parsed = check(targetConfigSchema, config);
+    if (name !== current && this.ks.findTarget(name))
+      throw new SettingsError(`A target named "${name}" already exists.`);
+    const keepSecret = secret === undefined || secret === '';
+    const effective = keepSecret ? this.ks.targetHandle(existing).secret : secret;
+    if (parsed.kind === 's3' && !effective)
+      throw new SettingsError('An S3 target needs a secret access key.');
+    if (opts.test !== false)
+      await this.testHandle({ id: existing.id, name, config: parsed, secret: effective });
+    if (opts.test !== false) {
+      // What the edited target holds is proven now (another repository is refused by name) and its
+      // packs are listed again before the next backup trusts any of them.
+      const probe = new Repository(this.ks);
+      try {
+        await probe.attach(
+          { ...existing, name, config: parsed, id: existing.id },
+          { handle: { id: existing.id, name, config: parsed, secret: effective } },
+        );
+      } finally {
+        probe.close();
+      }
+    }
+    const updated = this.ks.updateTarget(existing.id, name, parsed, effective);
+    this.repo.forget(existing.id);
+    return updated;
+  }
+
+  remove(name: string): void {
+    const t = this.get(name);
+    const used = this.ks.snapshots.list().filter((s) => s.targetId === t.id).length;
+    if (used > 0)
+      throw new SettingsError(
+        `Target "${name}" holds ${used} snapshot${used === 1 ? '' : 's'}; it cannot be removed.`,
+      );
+    this.ks.removeTarget(t.id);
+  }
+}
