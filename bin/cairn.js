@@ -1,6 +1,13 @@
 #!/usr/bin/env node
-// Cairn CLI launcher: registers the TypeScript loader, then runs the headless engine's CLI.
+// Cairn CLI launcher: runs the bundled CLI (rebuilt when sources change), or the TypeScript sources
+// through tsx when no bundle can be built.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
-const { register } = await import('tsx/esm/api');
-register();
-await import('../shared/node/cli/main.ts');
+const { cliBundle } = await import('./cli-bundle.js');
+const bundle = await cliBundle();
+if (bundle) {
+  await import(bundle);
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('../shared/node/cli/main.ts');
+}

@@ -1,5 +1,5 @@
 import '../shared/node/storage/quiet-sdk.ts';
-import { writeSync } from 'node:fs';
+import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
@@ -55,16 +55,32 @@ function failure(err: unknown): WorkerFailure {
   return { message: e.code ? `${e.code}: ${e.message}` : String(e.message ?? err), problem: 'source' };
 }
 
+/** Reads below this size are made synchronously: a thread-pool hop costs more than reading a cached small file. */
+const SYNC_READ_MAX = 256 * 1024;
+
 async function readExactly(path: string, buf: Buffer, length: number, offset: number): Promise<Buffer> {
+  const shrunk = () =>
+    Object.assign(new Error(`${path} ended early: it changed while being read`), { code: 'ESHRUNK' });
+  if (length <= SYNC_READ_MAX) {
+    const fd = openSync(path, 'r');
+    try {
+      let done = 0;
+      while (done < length) {
+        const n = readSync(fd, buf, done, length - done, offset + done);
+        if (n === 0) throw shrunk();
+        done += n;
+      }
+      return buf.subarray(0, length);
+    } finally {
+      closeSync(fd);
+    }
+  }
   const fh = await fs.open(path, 'r');
   try {
     let done = 0;
     while (done < length) {
       const { bytesRead } = await fh.read(buf, done, length - done, offset + done);
-      if (bytesRead === 0)
-        throw Object.assign(new Error(`${path} ended early: it changed while being read`), {
-          code: 'ESHRUNK',
-        });
+      if (bytesRead === 0) throw shrunk();
       done += bytesRead;
     }
     return buf.subarray(0, length);

@@ -4,7 +4,7 @@ import { getApi } from '../api/bridge.ts';
 import { messageOf } from '../format.ts';
 import { ConnectForm } from './ConnectForm.tsx';
 
-const DERIVING = 'Deriving the key from your passphrase (Argon2id, 256 MiB: about a second)…';
+const DERIVING = 'Deriving the key from your passphrase (Argon2id, 128 MiB: about half a second)…';
 
 /**
  * First run: create a repository (passphrase twice, then the recovery key, shown once and confirmed), or

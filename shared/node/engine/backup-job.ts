@@ -215,11 +215,12 @@ export async function runBackupJob(
       }
   }
 
-  const pool = await startPool(ks, [ks.targetHandle(target)], settings, target.id);
+  // Nothing to read (every file unchanged): no worker threads to start.
+  const pool = toRead.length > 0 ? await startPool(ks, [ks.targetHandle(target)], settings, target.id) : null;
   try {
     for (let round: FileState[] = toRead; round.length > 0 && !failure; round = reread.splice(0)) {
       for (const f of round) if (f.chunks === 0) fileHashed(f);
-      await pool.run({
+      await pool!.run({
         kind: 'backup',
         tasks: plan(round.filter((f) => f.chunks > 0)),
         credits: settings.uploadsPerWorker + (settings.preparedPerWorker ?? PREPARED_PER_WORKER),
@@ -281,7 +282,7 @@ export async function runBackupJob(
       });
     }
   } finally {
-    await pool.close();
+    await pool?.close();
     flushFinished();
   }
 

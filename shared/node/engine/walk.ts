@@ -1,4 +1,5 @@
 import type { Stats } from 'node:fs';
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 
@@ -88,9 +89,11 @@ export async function walkSources(sources: string[]): Promise<{ entries: SourceE
         unreadable.push(`${abs} (${describe(err as NodeJS.ErrnoException)})`);
         return;
       }
-      for (const n of names) {
+      // A folder's entries are stat'ed together (the thread pool overlaps them), then visited in order.
+      const stats = await Promise.all(names.map((n) => fs.lstat(path.join(abs, n)).catch(() => null)));
+      for (const [i, n] of names.entries()) {
         const child = path.join(abs, n);
-        const cst = await fs.lstat(child).catch(() => null);
+        const cst = stats[i];
         if (!cst) unreadable.push(`${child} (vanished while reading the folder)`);
         else await visit(child, `${rel}/${n}`, cst);
       }
@@ -109,10 +112,10 @@ export async function walkSources(sources: string[]): Promise<{ entries: SourceE
  */
 export async function checkReadable(paths: string[]): Promise<void> {
   const unreadable: string[] = [];
+  // Synchronously: 10,000 thread-pool round trips cost ~0.4 s, direct calls ~0.05 s.
   for (const p of paths) {
     try {
-      const fh = await fs.open(p, 'r');
-      await fh.close();
+      fsSync.closeSync(fsSync.openSync(p, 'r'));
     } catch (err) {
       unreadable.push(`${p} (${describe(err as NodeJS.ErrnoException)})`);
     }
