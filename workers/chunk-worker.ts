@@ -98,8 +98,13 @@ interface OpenPack {
   blobs: PackedBlob[];
 }
 
-/** A pack closes at packSize; its buffer also fits the largest sealed chunk and the largest trailer. */
-const packBufferBytes = init.packSize + sealedLength(init.chunkSize) + packTrailerLength(MAX_BLOBS_PER_PACK);
+/**
+ * A pack closes at packSize. Its buffer has 1 MiB of slack (two 8 MiB chunks fit one 16 MiB pack) and room
+ * for the largest trailer; a blob that fits no such buffer gets a pack, and a buffer, of its own.
+ */
+const packBufferBytes = init.packSize + (1 << 20) + packTrailerLength(MAX_BLOBS_PER_PACK);
+/** One pack being filled plus at most two uploading, whatever the upload slots: 3 × ~17 MiB per worker. */
+const PACK_BUFFERS = Math.min(init.slots, 2) + 1;
 const freePackBuffers: Buffer[] = [];
 let packBuffersMade = 0;
 const packBufferWaiters: ((b: Buffer) => void)[] = [];
@@ -109,8 +114,7 @@ const uploads = new Set<Promise<void>>();
 function takePackBuffer(): Promise<Buffer> {
   const b = freePackBuffers.pop();
   if (b) return Promise.resolve(b);
-  // One pack being filled plus one per upload slot: memory is bounded whatever the backup's size.
-  if (packBuffersMade < init.slots + 1) {
+  if (packBuffersMade < PACK_BUFFERS) {
     packBuffersMade++;
     return Promise.resolve(Buffer.allocUnsafeSlow(packBufferBytes));
   }
@@ -118,6 +122,7 @@ function takePackBuffer(): Promise<Buffer> {
 }
 
 function giveBackPackBuffer(b: Buffer): void {
+  if (b.length !== packBufferBytes) return; // a one-off buffer of an oversized blob: let it go
   const w = packBufferWaiters.shift();
   if (w) w(b);
   else freePackBuffers.push(b);
@@ -188,19 +193,26 @@ async function backup(task: BackupTask): Promise<void> {
     }
     const { flags, payload } = maybeCompress(plain);
     const need = sealedLength(payload.length);
-    if (
-      open &&
-      (open.used + need + packTrailerLength(open.blobs.length + 1) > packBufferBytes ||
-        open.blobs.length >= MAX_BLOBS_PER_PACK)
-    )
-      closePack();
-    if (!open) {
+    const fits = (o: OpenPack) =>
+      o.used + need + packTrailerLength(o.blobs.length + 1) <= o.buf.length &&
+      o.blobs.length < MAX_BLOBS_PER_PACK;
+    if (need + packTrailerLength(1) > packBufferBytes) {
+      if (open) closePack();
+      open = {
+        id: sodium.randomBytes(32),
+        buf: Buffer.allocUnsafeSlow(need + packTrailerLength(1)),
+        used: 0,
+        blobs: [],
+      };
+    }
+    // Another task may open (or fill) a pack while this one waits for a buffer: check again after waiting.
+    while (!open || !fits(open)) {
+      if (open) closePack();
       const buf = await takePackBuffer();
-      // Another task may have opened a pack while this one waited for a buffer.
       if (open) giveBackPackBuffer(buf);
       else open = { id: sodium.randomBytes(32), buf, used: 0, blobs: [] };
     }
-    const p: OpenPack = open!;
+    const p: OpenPack = open;
     const n = sealBlobInto(sodium, p.buf.subarray(p.used), { sealKey, kind: 'data', id, flags, payload });
     p.blobs.push({ kind: 'data', id, offset: p.used, storedLength: n, plainLength: plain.length });
     p.used += n;

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir, warmPageCache, writeRandomFile } from '../../test/support/fixtures.ts';
+import { dataFile } from '../lib/env.ts';
 import { listKeys } from '../../test/support/cairn-env.ts';
 import { startVersitygw, type S3Server } from '../../test/support/versitygw.ts';
 import { fmt } from '../lib/measure.ts';
@@ -144,14 +145,37 @@ export async function filesSuite(o: BenchOptions): Promise<SuiteResult> {
     ['restic', !o.quick && onPath('restic') ? restic(onPath('restic')!) : null],
     ['Kopia', !o.quick && onPath('kopia') ? kopia(onPath('kopia')!) : null],
   ];
+  // The large-file case in the same run: one file (hard-linked into a folder of its own).
+  const bigSize = o.quick ? 64 << 20 : 1 << 30;
+  const bigDir = path.join(path.dirname(tempDir('x')), `cairn-bench-big-${bigSize}`);
+  if (!fs.existsSync(path.join(bigDir, 'big.bin'))) {
+    fs.mkdirSync(bigDir, { recursive: true });
+    fs.linkSync(dataFile(bigSize), path.join(bigDir, 'big.bin'));
+  }
   const s3 = await startVersitygw();
   const runs: ToolRun[] = [];
+  const big: ToolRun[] = [];
   try {
     // Interleaved, one run of each tool per round, so that drift on the machine hits all alike.
     for (let r = 0; r < o.runs; r++) for (const [, run] of tools) if (run) runs.push(await run(s3, dir));
+    for (let r = 0; r < o.runs; r++)
+      for (const [, run] of tools) {
+        if (!run) continue;
+        warmPageCache(path.join(bigDir, 'big.bin'));
+        big.push(await run(s3, bigDir));
+      }
   } finally {
     await s3.stop();
   }
+  const bigMed = (tool: string, k: 'backup' | 'restore') => {
+    const xs = big
+      .filter((x) => x.tool === tool)
+      .map((x) => bigSize / 1e6 / (x[k].ms / 1000))
+      .sort((a, b) => a - b);
+    return xs.length ? xs[Math.floor((xs.length - 1) / 2)]! : NaN;
+  };
+  const bigPeak = (tool: string) =>
+    Math.max(...big.filter((x) => x.tool === tool).flatMap((x) => [x.backup.peakRss, x.restore.peakRss]));
   const med = (tool: string, k: 'backup' | 'again' | 'restore') => {
     const xs = runs
       .filter((x) => x.tool === tool)
@@ -199,6 +223,20 @@ export async function filesSuite(o: BenchOptions): Promise<SuiteResult> {
     title: `files — ${count.toLocaleString('en')} small files, Cairn vs restic and Kopia`,
     mirrors: 'the everyday-data case of the repository format v2 issue (not a seed table)',
     tables: [
+      {
+        title: `one ${fmt(bigSize / 2 ** 20, 0)} MiB random file, same server, same run: MB/s wall clock per CLI run (process start and key derivation included), median of ${o.runs}`,
+        columns: ['tool', 'backup MB/s', 'restore MB/s', 'peak RSS MiB'],
+        rows: tools.map(([tool, run]) =>
+          run
+            ? [
+                tool,
+                fmt(bigMed(tool, 'backup')),
+                fmt(bigMed(tool, 'restore')),
+                fmt(bigPeak(tool) / 2 ** 20, 0),
+              ]
+            : [tool, o.quick ? 'not run (--quick)' : 'not installed', '—', '—'],
+        ),
+      },
       {
         title: `${count.toLocaleString('en')} files of 0.2–40 KB (${fmt(bytes / 2 ** 20, 0)} MiB) in 100 folders, versitygw on loopback; seconds wall clock per CLI run (process start and key derivation included), median of ${o.runs}`,
         columns: [

@@ -203,4 +203,23 @@ describe('backup and restore round trip', () => {
     expect((await runCli(['restore', b.snapshotId, '--to', dest], cli)).code).toBe(0);
     expect(sha256File(path.join(dest, 'local/f.bin'))).toBe(sha256File(path.join(src, 'f.bin')));
   });
+
+  it('gives a chunk larger than a pack a pack of its own', async () => {
+    const home = path.join(tempDir(), 'home');
+    const cli = {
+      env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: 'a passphrase for big chunks', CAIRN_TEST_WEAK_KDF: '1' },
+    };
+    await cliJson(['init'], cli);
+    const store = tempDir();
+    expect((await runCli(['target', 'add', 'drive', '--dir', store], cli)).code).toBe(0);
+    const src = path.join(tempDir(), 'huge');
+    writeRandomFile(path.join(src, 'x.bin'), 70 * MiB);
+    writeRandomFile(path.join(src, 'y.bin'), 5000);
+    const b = await cliJson<BackupJson>(['backup', src, '--chunk-size', '32MiB'], cli);
+    expect(b.blobsNew).toBe(4);
+    const dest = tempDir();
+    expect((await runCli(['restore', b.snapshotId, '--to', dest], cli)).code).toBe(0);
+    for (const f of ['x.bin', 'y.bin'])
+      expect(sha256File(path.join(dest, 'huge', f))).toBe(sha256File(path.join(src, f)));
+  });
 });
