@@ -258,6 +258,13 @@ export async function filesSuite(o: BenchOptions): Promise<SuiteResult> {
     data: {
       count,
       bytes,
+      bigSize,
+      big: big.map((r) => ({
+        tool: r.tool,
+        backupMs: r.backup.ms,
+        restoreMs: r.restore.ms,
+        peakRss: { backup: r.backup.peakRss, restore: r.restore.peakRss },
+      })),
       runs: runs.map((r) => ({
         tool: r.tool,
         backupMs: r.backup.ms,
