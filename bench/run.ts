@@ -66,7 +66,7 @@ for (const name of wanted) {
   const command = `npm run bench -- ${name}${quick ? ' --quick' : ''}${values.runs ? ` --runs ${values.runs}` : ''}${values.files ? ` --files ${values.files}` : ''}`;
   const r = await suites[name]!(opts);
   const header = `Machine: ${machine}. Date: ${date.slice(0, 10)}. Command: \`${command}\`. Runs per case: ${opts.runs}${quick ? ' (quick sizes)' : ''}.`;
-  const base = path.join(outDir, `${name}-${date.slice(0, 10)}`);
+  const base = path.join(outDir, `${name}${values.files ? `-${values.files}` : ''}-${date.slice(0, 10)}`);
   fs.writeFileSync(
     `${base}.json`,
     JSON.stringify(

@@ -74,6 +74,7 @@ const cairn: Runner = async (s3, src) => {
   const to = tempDir('cairn-bench-restore-');
   const restore = await timed(node, [CLI, 'restore', id, '--to', to], env);
   fs.rmSync(to, { recursive: true, force: true });
+  fs.rmSync(path.dirname(home), { recursive: true, force: true });
   return { tool: 'Cairn', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
 };
 

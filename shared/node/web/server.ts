@@ -40,6 +40,7 @@ export async function startWebServer(
   const token = randomBytes(24).toString('base64url');
   const tokenBuf = Buffer.from(token);
   let origin = '';
+  // 127.0.0.1 and localhost both work, each as its own origin; any other Host is refused (DNS rebinding).
   let hosts: string[] = [];
   const tokenOk = (t: string | undefined) => {
     const b = Buffer.from(t ?? '');
@@ -47,15 +48,27 @@ export async function startWebServer(
   };
   const sameOrigin = (req: http.IncomingMessage) =>
     hosts.includes(req.headers.host ?? '') &&
-    (req.headers.origin === undefined || req.headers.origin === origin);
+    (req.headers.origin === undefined || req.headers.origin === `http://${req.headers.host}`);
 
+  // Nothing a client sends may end the server (and the backups it runs): every failure is an answer.
   const server = http.createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x');
-    if (!hosts.includes(req.headers.host ?? '')) return send(res, 421, { error: { message: 'Wrong host.' } });
-    if (url.pathname.startsWith('/api/')) return void api(req, res, url.pathname.slice(5));
-    if (req.method !== 'GET' && req.method !== 'HEAD')
-      return send(res, 405, { error: { message: 'Method not allowed.' } });
-    serveStatic(res, opts.rendererDir, url.pathname, origin);
+    try {
+      if (!hosts.includes(req.headers.host ?? ''))
+        return send(res, 421, { error: { message: 'Wrong host.' } });
+      const pathname = pathOf(req.url);
+      if (pathname === null) return send(res, 400, { error: { message: 'Malformed URL.' } });
+      if (pathname.startsWith('/api/'))
+        return void api(req, res, pathname.slice(5)).catch((err: unknown) => fail(res, err));
+      if (req.method !== 'GET' && req.method !== 'HEAD')
+        return send(res, 405, { error: { message: 'Method not allowed.' } });
+      serveStatic(res, opts.rendererDir, pathname, `http://${req.headers.host}`);
+    } catch (err) {
+      fail(res, err);
+    }
+  });
+  server.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    else socket.destroy();
   });
 
   async function api(req: http.IncomingMessage, res: http.ServerResponse, method: string): Promise<void> {
@@ -69,9 +82,14 @@ export async function startWebServer(
     }
     if (!isMethod(method)) return send(res, 404, { error: { message: `Unknown method ${method}.` } });
     let body = '';
-    for await (const chunk of req) {
-      body += chunk;
-      if (body.length > MAX_BODY) return send(res, 413, { error: { message: 'Request too large.' } });
+    try {
+      for await (const chunk of req) {
+        body += chunk;
+        if (body.length > MAX_BODY) return send(res, 413, { error: { message: 'Request too large.' } });
+      }
+    } catch {
+      res.destroy(); // the client went away mid-body: nobody is left to answer
+      return;
     }
     try {
       const request = parseRequest(method, body ? JSON.parse(body) : {});
@@ -88,14 +106,10 @@ export async function startWebServer(
     handleProtocols: (offered) => (offered.has('cairn') ? 'cairn' : false),
   });
   server.on('upgrade', (req, socket, head) => {
+    socket.on('error', () => socket.destroy());
     const protocols = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((s) => s.trim());
     const offered = protocols.find((p) => p.startsWith('cairn.'))?.slice(6);
-    if (
-      new URL(req.url ?? '/', 'http://x').pathname !== '/events' ||
-      !sameOrigin(req) ||
-      !req.headers.origin ||
-      !tokenOk(offered)
-    ) {
+    if (pathOf(req.url) !== '/events' || !sameOrigin(req) || !req.headers.origin || !tokenOk(offered)) {
       socket.write('HTTP/1.1 403 Forbidden\r\nConnection: close\r\n\r\n');
       socket.destroy();
       return;
@@ -134,6 +148,20 @@ export async function startWebServer(
   };
 }
 
+/** The request's path, or null when the URL cannot be parsed. */
+function pathOf(url: string | undefined): string | null {
+  try {
+    return new URL(url ?? '/', 'http://x').pathname;
+  } catch {
+    return null;
+  }
+}
+
+function fail(res: http.ServerResponse, err: unknown): void {
+  if (res.headersSent) return void res.destroy();
+  send(res, 500, { error: { message: `Internal error: ${(err as Error)?.message ?? String(err)}` } });
+}
+
 function send(res: http.ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
@@ -145,9 +173,17 @@ function send(res: http.ServerResponse, status: number, body: unknown): void {
 }
 
 function serveStatic(res: http.ServerResponse, root: string, pathname: string, origin: string): void {
-  const rel = decodeURIComponent(pathname === '/' ? '/index.html' : pathname);
+  let rel: string;
+  try {
+    rel = decodeURIComponent(pathname === '/' ? '/index.html' : pathname);
+  } catch {
+    res.writeHead(400, { 'content-type': 'text/plain' });
+    res.end('Malformed URL');
+    return;
+  }
   const file = path.resolve(root, '.' + rel);
   if (
+    rel.includes('\0') ||
     !file.startsWith(path.resolve(root) + path.sep) ||
     !fs.existsSync(file) ||
     !fs.statSync(file).isFile()
@@ -164,5 +200,7 @@ function serveStatic(res: http.ServerResponse, root: string, pathname: string, o
     'referrer-policy': 'no-referrer',
     'content-security-policy': `default-src 'self'; script-src 'self'; connect-src 'self' ${ws}; img-src 'self' data:; style-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'`,
   });
-  fs.createReadStream(file).pipe(res);
+  fs.createReadStream(file)
+    .on('error', () => res.destroy())
+    .pipe(res);
 }
