@@ -39,7 +39,6 @@ export async function startWebServer(
 ): Promise<WebServer> {
   const token = randomBytes(24).toString('base64url');
   const tokenBuf = Buffer.from(token);
-  let origin = '';
   // 127.0.0.1 and localhost both work, each as its own origin; any other Host is refused (DNS rebinding).
   let hosts: string[] = [];
   const tokenOk = (t: string | undefined) => {
@@ -133,7 +132,7 @@ export async function startWebServer(
     server.listen(opts.port ?? 0, '127.0.0.1', resolve);
   });
   const port = (server.address() as AddressInfo).port;
-  origin = `http://127.0.0.1:${port}`;
+  const origin = `http://127.0.0.1:${port}`;
   hosts = [`127.0.0.1:${port}`, `localhost:${port}`];
   return {
     url: origin,
