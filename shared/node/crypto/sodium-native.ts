@@ -37,7 +37,7 @@ export function createNativeProvider(): SodiumProvider {
       let h = hashers.get(id);
       if (!h) hashers.set(id, (h = Blake3Hasher.newKeyed(Buffer.from(k))));
       else h.reset();
-      return h.update(input).digestBuffer();
+      return h.update(buf(input)).digestBuffer();
     },
     prepareKeyedHash: async () => {},
     aeadSealInto(out, plaintext, aad, nonce, key) {
