@@ -180,7 +180,9 @@ export class AppService {
           resolve();
         },
       };
-      this.track(job, e.backup(sources, { target: targetName }, listener, job.control), reject);
+      // Once done, the job points at the snapshot it wrote (History opens its charts by that id).
+      const run = e.backup(sources, { target: targetName }, listener, job.control);
+      this.track(job, run.then((r) => this.jobs.update(job, { backupId: r.snapshotId })), reject);
     });
     await started;
     return job.view;
@@ -192,7 +194,8 @@ export class AppService {
     if (job.view.state !== 'interrupted')
       throw new ApiCallError(`Job ${jobId} is ${job.view.state}; only paused or interrupted jobs resume.`);
     this.jobs.update(job, { state: 'running', error: null });
-    this.track(job, this.e().resumeJob(jobId, this.jobs.listenerFor(job, 'backup'), job.control));
+    const run = this.e().resumeJob(jobId, this.jobs.listenerFor(job, 'backup'), job.control);
+    this.track(job, run.then((r) => this.jobs.update(job, { backupId: r.snapshotId })));
     return job.view;
   }
 
