@@ -18,7 +18,8 @@ let win: BrowserWindow | null = null;
 
 function trustedSender(e: IpcMainInvokeEvent): boolean {
   return (
-    e.senderFrame?.url.startsWith(pathToFileURL(path.dirname(rendererIndex)).href) === true &&
+    // The folder with its trailing separator: "…/renderer-evil/" must not pass for "…/renderer".
+    e.senderFrame?.url.startsWith(pathToFileURL(path.dirname(rendererIndex) + path.sep).href) === true &&
     e.sender === win?.webContents
   );
 }

@@ -8,8 +8,9 @@ import { getApi } from './bridge.ts';
  * Loads `method` once, again on reload(), and again when `request` changes (compared by value);
  * errors are kept as plain sentences.
  */
-export function useQuery<M extends Method>(method: M, request: Request<M>) {
-  const key = JSON.stringify(request);
+/** Calls `method` with `request` and keeps the answer; a null request asks nothing (yet). */
+export function useQuery<M extends Method>(method: M, request: Request<M> | null) {
+  const key = request === null ? null : JSON.stringify(request);
   const [data, setData] = useState<Responses[M] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [tick, setTick] = useState(0);
@@ -21,6 +22,7 @@ export function useQuery<M extends Method>(method: M, request: Request<M>) {
       loadedKey.current = key;
       setData(null);
     }
+    if (key === null) return;
     getApi()
       .invoke(method, JSON.parse(key) as Request<M>)
       .then(

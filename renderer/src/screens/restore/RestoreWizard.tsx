@@ -10,7 +10,7 @@ import { STEPS, canNext, initialWizard, restorePaths, wizardReducer } from './wi
 export function RestoreWizard({ initialBackup }: { initialBackup: string | null }) {
   const [s, dispatch] = useReducer(wizardReducer, initialWizard);
   const backups = useQuery('backups.list', {});
-  const entries = useQuery('backups.entries', { backupId: s.backupId ?? '000000000000' });
+  const entries = useQuery('backups.entries', s.backupId ? { backupId: s.backupId } : null);
   const allPaths = useMemo(
     () => (s.backupId ? (entries.data ?? []).map((e) => e.path) : []),
     [entries.data, s.backupId],
