@@ -188,6 +188,12 @@ for (const shellKind of shells) {
         return Number(p?.getAttribute('aria-valuenow')) >= 10;
       });
       await shell.kill9();
+      // The page notices the engine is gone within 2 s: a banner, and no "ETA" left running.
+      await page
+        .getByRole('alert')
+        .filter({ hasText: 'engine stopped answering' })
+        .waitFor({ timeout: 2000 });
+      expect(await page.locator('.job-eta').first().isVisible()).toBe(false);
       proxy.setDelay(0);
       page = await shell.restart();
       await page.getByLabel('Passphrase', { exact: true }).fill(PASSPHRASE);

@@ -21,6 +21,8 @@ export function App() {
   const [error, setError] = useState<string | null>(null);
   const [tab, setTab] = useState<Tab>('backup');
   const [restoreBackup, setRestoreBackup] = useState<string | null>(null);
+  const [engineUp, setEngineUp] = useState(true);
+  useEffect(() => getApi().onConnection?.(setEngineUp), []);
 
   useEffect(() => {
     getApi()
@@ -45,7 +47,13 @@ export function App() {
   if (status.state !== 'unlocked') return <UnlockScreen status={status} onUnlocked={setStatus} />;
 
   return (
-    <div className="app">
+    <div className="app" data-engine={engineUp ? 'up' : 'lost'}>
+      {!engineUp && (
+        <div className="engine-lost" role="alert">
+          Cairn’s engine stopped answering: what is shown may be out of date, and running jobs are no longer
+          tracked. Start Cairn again, then reload this page.
+        </div>
+      )}
       <nav className="sidebar" aria-label="Main">
         <div className="brand">
           <img src="./favicon.svg" alt="" width={28} height={28} /> Cairn

@@ -122,6 +122,11 @@ export interface ApiError {
 export interface CairnApi {
   invoke<M extends Method>(method: M, request: Request<M>): Promise<Responses[M]>;
   subscribe<E extends EventName>(event: E, listener: (payload: Events[E]) => void): () => void;
+  /**
+   * Whether the engine is reachable, as the bridge sees it (web mode: its event socket). Electron's
+   * engine lives in the app's own main process, so its bridge has no such signal.
+   */
+  onConnection?(listener: (up: boolean) => void): () => void;
 }
 
 export class ApiCallError extends Error implements ApiError {

@@ -20,6 +20,8 @@ export function createWebBridge(location: Location): CairnApi {
   }
   const token = fromHash ?? sessionStorage.getItem('cairn.token') ?? '';
   const listeners = new Map<EventName, Set<(p: unknown) => void>>();
+  const connection = new Set<(up: boolean) => void>();
+  let wasUp = false;
   let socket: WebSocket | null = null;
   let retry = 250;
 
@@ -30,9 +32,16 @@ export function createWebBridge(location: Location): CairnApi {
       const { event, payload } = JSON.parse(m.data as string) as { event: EventName; payload: unknown };
       listeners.get(event)?.forEach((fn) => fn(payload));
     };
-    ws.onopen = () => (retry = 250);
+    ws.onopen = () => {
+      retry = 250;
+      wasUp = true;
+      connection.forEach((fn) => fn(true));
+    };
     ws.onclose = () => {
       socket = null;
+      // A socket that was up and closed: the engine's process is gone (or restarting).
+      if (wasUp) connection.forEach((fn) => fn(false));
+      wasUp = false;
       if (listeners.size > 0) setTimeout(connect, (retry = Math.min(retry * 2, 5000)));
     };
   };
@@ -59,6 +68,10 @@ export function createWebBridge(location: Location): CairnApi {
           body.error?.field,
         );
       return body.result as Responses[M];
+    },
+    onConnection(listener: (up: boolean) => void): () => void {
+      connection.add(listener);
+      return () => connection.delete(listener);
     },
     subscribe<E extends EventName>(event: E, listener: (payload: Events[E]) => void): () => void {
       let set = listeners.get(event);

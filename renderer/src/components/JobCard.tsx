@@ -52,7 +52,7 @@ export function JobCard(props: {
           {formatSize(job.bytesDone)} of {formatSize(job.bytesTotal)}
         </span>
         {job.state === 'running' && <span>{formatRate(job.mbps)}</span>}
-        {job.state === 'running' && <span>ETA {formatDuration(job.etaSeconds)}</span>}
+        {job.state === 'running' && <span className="job-eta">ETA {formatDuration(job.etaSeconds)}</span>}
         {job.state === 'done' && <span>mean {formatRate(job.meanMbps)}</span>}
         {job.target && <span className="muted">→ {job.target}</span>}
       </div>
