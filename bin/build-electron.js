@@ -3,19 +3,9 @@
 // TypeScript). Native addons stay external: better-sqlite3 loads its Electron-ABI build through
 // CAIRN_SQLITE_BINDING, sodium-native is N-API.
 import { build } from 'esbuild';
+import { NATIVE_EXTERNALS } from './cli-bundle.js';
 
-const external = [
-  'electron',
-  'better-sqlite3',
-  'sodium-native',
-  'libsodium-wrappers-sumo',
-  '@aws-sdk/*',
-  '@smithy/*',
-  '@napi-rs/*',
-  'ws',
-  'zod',
-  'commander',
-];
+const external = ['electron', ...NATIVE_EXTERNALS, 'ws', 'zod', 'commander'];
 const common = {
   bundle: true,
   platform: 'node',

@@ -8,7 +8,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const out = path.join(root, 'dist', 'cli', 'main.mjs');
 const worker = path.join(root, 'dist', 'workers', 'chunk-worker.mjs');
-const external = [
+/** Native addons and the SDK load from node_modules as usual (also used by build-electron.js). */
+export const NATIVE_EXTERNALS = [
   'better-sqlite3',
   'sodium-native',
   'libsodium-wrappers-sumo',
@@ -40,7 +41,7 @@ export async function cliBundle() {
       platform: 'node',
       format: 'esm',
       target: 'node20',
-      external,
+      external: NATIVE_EXTERNALS,
       logLevel: 'error',
       // CommonJS dependencies (commander) require Node built-ins: give the ESM bundle a require().
       banner: {
