@@ -182,7 +182,11 @@ export class AppService {
       };
       // Once done, the job points at the snapshot it wrote (History opens its charts by that id).
       const run = e.backup(sources, { target: targetName }, listener, job.control);
-      this.track(job, run.then((r) => this.jobs.update(job, { backupId: r.snapshotId })), reject);
+      this.track(
+        job,
+        run.then((r) => this.jobs.update(job, { backupId: r.snapshotId })),
+        reject,
+      );
     });
     await started;
     return job.view;
@@ -195,7 +199,10 @@ export class AppService {
       throw new ApiCallError(`Job ${jobId} is ${job.view.state}; only paused or interrupted jobs resume.`);
     this.jobs.update(job, { state: 'running', error: null });
     const run = this.e().resumeJob(jobId, this.jobs.listenerFor(job, 'backup'), job.control);
-    this.track(job, run.then((r) => this.jobs.update(job, { backupId: r.snapshotId })));
+    this.track(
+      job,
+      run.then((r) => this.jobs.update(job, { backupId: r.snapshotId })),
+    );
     return job.view;
   }
 

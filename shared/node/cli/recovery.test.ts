@@ -147,4 +147,24 @@ describe('the bucket is the backup', () => {
       's3',
     ]);
   });
+
+  it('a connect that fails half-way leaves no keystore behind, so it can be tried again', async () => {
+    const store = tempDir();
+    const home = path.join(tempDir(), 'home');
+    const env = { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_TEST_WEAK_KDF: '1' };
+    await cliJson(['init'], { env });
+    expect((await runCli(['target', 'add', 'drive', '--dir', store], { env })).code).toBe(0);
+    const bogus = path.join(store, 'index', 'ab'.repeat(32));
+    fs.mkdirSync(path.dirname(bogus), { recursive: true });
+    fs.writeFileSync(bogus, 'not an index file');
+    const machine = freshMachine({ CAIRN_PASSPHRASE: PASSPHRASE });
+    const first = await runCli(['connect', 'drive', '--dir', store], machine);
+    expect(first.code).toBe(1);
+    expect(first.stderr).not.toMatch(/already exists/);
+    expect(fs.existsSync(path.join(machine.env.CAIRN_HOME!, 'keystore.db'))).toBe(false);
+    fs.rmSync(bogus);
+    const second = await runCli(['connect', 'drive', '--dir', store], machine);
+    expect(second.stderr).toBe('');
+    expect(second.code).toBe(0);
+  });
 });

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { makeKeySlot, type Unlocker } from '../crypto/keys.ts';
 import { KEY_BYTES } from '../crypto/provider.ts';
@@ -115,7 +116,9 @@ export class Engine {
       await engine.refresh();
       return engine;
     } catch (err) {
+      // A half-built keystore would block the next attempt ("already exists"): it holds nothing yet.
       engine.close();
+      for (const suffix of ['', '-wal', '-shm']) fs.rmSync(keystorePath(home) + suffix, { force: true });
       throw err;
     }
   }
