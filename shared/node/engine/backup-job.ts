@@ -6,14 +6,23 @@ import type { ChunkTiming } from '../../stats.ts';
 import type { FromWorker, BackupTask, WorkerFailure } from '../../../workers/protocol.ts';
 import type { Repository } from '../repository/repository.ts';
 import type { SnapshotDoc, SnapshotSummary } from '../repository/snapshot.ts';
+import { TreeWriter } from '../repository/tree-writer.ts';
+import { decodeTree } from '../format/tree.ts';
 import { JobCancelledError, type JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import type { JobFile } from './keystore/job-table.ts';
 import type { TargetRow } from './keystore/keystore.ts';
-import { buildTrees, snapshotEntries } from './snapshot-tree.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
 import { startPool } from './storage-access.ts';
-import { checkReadable, walkSources, type SourceEntry } from './walk.ts';
+import {
+  fileStored,
+  relOf,
+  resolveSources,
+  sourceOf,
+  unreadableError,
+  walkForBackup,
+  type FileToRead,
+} from './walk.ts';
 
 export interface BackupResult {
   snapshotId: string;
@@ -46,19 +55,18 @@ export function newId(): string {
   return randomBytes(6).toString('hex');
 }
 
+/** A file being read: its blob ids arrive chunk by chunk; it is stored once each is in a stored pack. */
 interface FileState {
-  entry: SourceEntry;
+  read: FileToRead;
+  size: number;
   chunks: number;
-  ids: (Buffer | undefined)[];
+  ids: string[];
   hashed: number;
-  /** Blob ids this file needs that are not yet in a stored pack. */
-  unstored: Set<string>;
+  /** Blob ids this file needs that are not yet in a stored pack (one count per occurrence). */
+  unstored: number;
   attempt: number;
   done: boolean;
 }
-
-const sameFile = (a: { size: number; mtimeMs: number; ctimeMs: number; inode: number }, e: SourceEntry) =>
-  a.size === e.size && a.mtimeMs === e.mtimeMs && a.ctimeMs === e.ctimeMs && a.inode === e.inode;
 
 /**
  * Runs (or resumes) a backup job: walks the sources, reuses the content of files unchanged since the
@@ -82,68 +90,47 @@ export async function runBackupJob(
   const ks = repo.ks;
   const { target, settings, jobId } = job;
   const started = Date.now();
-  const { entries, skipped } = await walkSources(job.sources);
+  const sources = resolveSources(job.sources);
   await repo.refresh(target);
   const host = os.hostname();
   const parent = job.forceRead ? undefined : ks.snapshots.latestFor(host, job.sources);
-  const warnings: string[] = skipped.map((s) => `Skipped ${s}.`);
+  // The bucket wins: packs it lost are not trusted for deduplication (their blobs are stored again).
+  const lost = await repo.reconcilePacks(target, { markListed: false });
+  const trees = new TreeWriter(repo, target, jobId);
+  const seal = (nodes: Parameters<TreeWriter['add']>[0]) => trees.add(nodes);
+  const resumed = ks.jobs.files(jobId);
+  const walk = await walkForBackup(sources, {
+    parentRoot: parent?.doc.tree ?? null,
+    loadTree: async (id) => decodeTree(await repo.loadTree(id), `tree ${id}`),
+    resumed: (rel) => {
+      const r = resumed.get(rel);
+      return r && { ...r, content: r.content.map((b) => b.toString('hex')) };
+    },
+    stored: (content) => content.every((h) => ks.index.has(Buffer.from(h, 'hex'))),
+    seal,
+  });
+  resumed.clear();
+  if (walk.unreadable.length) throw unreadableError(walk.unreadable);
+  job.begin?.();
+  ks.markListed(target.id, lost.listedAt);
+  trees.start();
+  const warnings: string[] = walk.skipped.map((s) => `Skipped ${s}.`);
+  if (lost.missing > 0)
+    warnings.push(
+      `${lost.missing} pack${lost.missing === 1 ? ' is' : 's are'} missing from target "${target.name}"; their blobs are stored again where the files still exist.`,
+    );
   for (const w of warnings) listener.notice?.(w);
 
-  const previous = new Map<
-    string,
-    { size: number; mtimeMs: number; ctimeMs: number; inode: number; content: Buffer[] }
-  >();
-  if (parent)
-    for (const { path, node } of await snapshotEntries(repo, parent.doc.tree))
-      if (node.type === 'file')
-        previous.set(path, { ...node, content: (node.content ?? []).map((h) => Buffer.from(h, 'hex')) });
-  const resumed = ks.jobs.files(jobId);
+  const nodeOfRead = (r: FileToRead) => r.dir.nodes[r.slot]!;
+  const toRead: FileState[] = walk.reads.map((read) => {
+    const size = nodeOfRead(read).size;
+    const chunks = Math.ceil(size / settings.chunkSize);
+    return { read, size, chunks, ids: [], hashed: 0, unstored: 0, attempt: 0, done: false };
+  });
+  walk.reads.length = 0;
 
-  const priorOf = (e: SourceEntry) =>
-    [resumed.get(e.path), previous.get(e.path)].find((p) => p && sameFile(p, e));
-  const files = entries.filter((e) => e.kind === 'file');
-  await checkReadable(files.filter((e) => !priorOf(e)).map((e) => e.source));
-  job.begin?.();
-  // The bucket wins: packs it lost are not trusted for deduplication (their blobs are stored again).
-  const lost = await repo.reconcilePacks(target);
-  if (lost.missing > 0) {
-    const w = `${lost.missing} pack${lost.missing === 1 ? ' is' : 's are'} missing from target "${target.name}"; their blobs are stored again where the files still exist.`;
-    warnings.push(w);
-    listener.notice?.(w);
-  }
-
-  const contents = new Map<string, Buffer[]>();
-  const toRead: FileState[] = [];
-  const counts = { new: 0, changed: 0, unchanged: 0 };
-  let totalBytes = 0;
-  for (const e of files) {
-    totalBytes += e.size;
-    const prior = priorOf(e);
-    if (prior && prior.content.every((id) => ks.index.has(id))) {
-      contents.set(e.path, prior.content);
-      if (previous.has(e.path)) counts.unchanged++;
-      else counts.new++;
-      continue;
-    }
-    if (previous.has(e.path)) counts.changed++;
-    else counts.new++;
-    const chunks = Math.ceil(e.size / settings.chunkSize);
-    toRead.push({
-      entry: e,
-      chunks,
-      ids: new Array(chunks),
-      hashed: 0,
-      unstored: new Set(),
-      attempt: 0,
-      done: false,
-    });
-  }
-  // A file whose content was matched but whose blobs went missing is read now: prove it readable too.
-  await checkReadable(toRead.filter((f) => priorOf(f.entry)).map((f) => f.entry.source));
-
-  const readBytesPlanned = toRead.reduce((s, f) => s + f.entry.size, 0);
   const stats = new StatsCollector(
-    readBytesPlanned,
+    toRead.reduce((s, f) => s + f.size, 0),
     toRead.reduce((s, f) => s + f.chunks, 0),
     (f) => listener.progress?.(f),
   );
@@ -152,10 +139,11 @@ export async function runBackupJob(
   let bytesRead = 0;
   let bytesUploaded = 0;
   let blobsNew = 0;
+  let blobsTotal = walk.blobsReused;
   let packsWritten = 0;
   let failure: string | null = null;
   const decided = new Set<string>(); // ids this run decided to upload (in a pack, stored or not yet)
-  const blobWaiters = new Map<string, Set<FileState>>();
+  const blobWaiters = new Map<string, FileState[]>();
   const finished: JobFile[] = [];
   const reread: FileState[] = [];
   let indexing: Promise<unknown> = Promise.resolve();
@@ -165,12 +153,21 @@ export async function runBackupJob(
     if (finished.length) ks.jobs.recordFiles(jobId, finished.splice(0));
   };
   const maybeDone = (f: FileState) => {
-    if (f.done || f.hashed < f.chunks || f.unstored.size > 0) return;
+    if (f.done || f.hashed < f.chunks || f.unstored > 0) return;
     f.done = true;
-    const content = f.ids as Buffer[];
-    contents.set(f.entry.path, content);
-    finished.push({ ...f.entry, content });
+    const node = nodeOfRead(f.read);
+    node.content = f.ids;
+    blobsTotal += f.ids.length;
+    finished.push({
+      path: relOf(f.read),
+      size: node.size,
+      mtimeMs: node.mtimeMs,
+      ctimeMs: node.ctimeMs,
+      inode: node.inode,
+      content: f.ids.map((h) => Buffer.from(h, 'hex')),
+    });
     if (finished.length >= 256) flushFinished();
+    fileStored(f.read.dir, seal);
   };
   /**
    * Plans a file again from its new size. Messages of the first attempt still in flight carry the old
@@ -178,20 +175,27 @@ export async function runBackupJob(
    */
   const readAgain = (f: FileState, st: fsSync.Stats) => {
     f.attempt = 1;
-    Object.assign(f.entry, { size: st.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, inode: st.ino });
+    Object.assign(nodeOfRead(f.read), {
+      size: st.size,
+      mtimeMs: st.mtimeMs,
+      ctimeMs: st.ctimeMs,
+      inode: st.ino,
+    });
+    f.size = st.size;
     f.chunks = Math.ceil(st.size / settings.chunkSize);
-    f.ids = new Array(f.chunks);
+    f.ids = [];
     f.hashed = 0;
-    f.unstored.clear();
+    f.unstored = 0;
     reread.push(f);
   };
   const fileHashed = (f: FileState) => {
     // A file that changed while it was read is read once more; if it changes again it is kept as read,
     // with a warning naming it: never silently torn.
-    const st = fsSync.statSync(f.entry.source, { throwIfNoEntry: false });
-    if (st && st.size === f.entry.size && st.mtimeMs === f.entry.mtimeMs) return maybeDone(f);
+    const node = nodeOfRead(f.read);
+    const st = fsSync.statSync(sourceOf(f.read), { throwIfNoEntry: false });
+    if (st && st.size === node.size && st.mtimeMs === node.mtimeMs) return maybeDone(f);
     if (f.attempt === 0 && st) return readAgain(f, st);
-    const w = `${f.entry.source} changed while it was being read; the stored copy may mix old and new contents.`;
+    const w = `${sourceOf(f.read)} changed while it was being read; the stored copy may mix old and new contents.`;
     warnings.push(w);
     listener.notice?.(w);
     maybeDone(f);
@@ -201,18 +205,15 @@ export async function runBackupJob(
   const tasks = new Map<number, { file: FileState; idx: number; attempt: number }>();
   let nextTid = 1;
   function* plan(files: FileState[]): Generator<BackupTask> {
-    for (const f of files)
+    for (const f of files) {
+      const path = sourceOf(f.read);
       for (let idx = 0; idx < f.chunks; idx++) {
         const offset = idx * settings.chunkSize;
         const tid = nextTid++;
         tasks.set(tid, { file: f, idx, attempt: f.attempt });
-        yield {
-          tid,
-          path: f.entry.source,
-          offset,
-          length: Math.min(settings.chunkSize, f.entry.size - offset),
-        };
+        yield { tid, path, offset, length: Math.min(settings.chunkSize, f.size - offset) };
       }
+    }
   }
 
   // Nothing to read (every file unchanged): no worker threads to start.
@@ -255,14 +256,14 @@ export async function runBackupJob(
             const st =
               m.error.problem === 'ESHRUNK' &&
               f.attempt === 0 &&
-              fsSync.statSync(f.entry.source, { throwIfNoEntry: false });
+              fsSync.statSync(sourceOf(f.read), { throwIfNoEntry: false });
             if (st)
               readAgain(f, st); // it shrank while being read
-            else failure ??= describeFailure(f, idx, m.error, target.name);
+            else failure ??= describeFailure(sourceOf(f.read), idx, m.error, target.name);
             return true;
           }
           const hex = Buffer.from(m.id).toString('hex');
-          f.ids[idx] = Buffer.from(m.id);
+          f.ids[idx] = hex;
           bytesRead += m.timing.bytes;
           // Progress counts a chunk's bytes once they are stored: at once when deduplicated, else when
           // its pack has been uploaded.
@@ -271,10 +272,10 @@ export async function runBackupJob(
           listener.chunk?.(m.timing);
           if (m.packId !== null || (decided.has(hex) && !ks.index.has(m.id))) {
             if (m.packId !== null) blobsNew++;
-            f.unstored.add(hex);
+            f.unstored++;
             let w = blobWaiters.get(hex);
-            if (!w) blobWaiters.set(hex, (w = new Set()));
-            w.add(f);
+            if (!w) blobWaiters.set(hex, (w = []));
+            w.push(f);
           }
           if (++f.hashed === f.chunks) fileHashed(f);
           return true;
@@ -307,7 +308,7 @@ export async function runBackupJob(
     for (const b of blobs) {
       const hex = b.id.toString('hex');
       for (const f of blobWaiters.get(hex) ?? []) {
-        f.unstored.delete(hex);
+        f.unstored--;
         maybeDone(f);
       }
       blobWaiters.delete(hex);
@@ -336,29 +337,27 @@ export async function runBackupJob(
   const incomplete = toRead.filter((f) => !f.done);
   if (incomplete.length)
     throw new BackupFailedError(
-      `Backup stopped: ${incomplete.length} files were not fully stored (first: ${incomplete[0]!.entry.source}).`,
+      `Backup stopped: ${incomplete.length} files were not fully stored (first: ${sourceOf(incomplete[0]!.read)}).`,
       jobId,
       true,
     );
 
-  const { root, trees } = buildTrees(repo, entries, (p) =>
-    (contents.get(p) ?? []).map((b) => b.toString('hex')),
-  );
-  const saved = await repo.saveTrees(target, trees, jobId);
+  const root = seal(walk.top.nodes);
+  const saved = await trees.finish();
   bytesUploaded += saved.bytes;
   packsWritten += saved.packs;
   bytesUploaded += await repo.writePendingIndex(target);
 
   const snapshotId = newId();
   const summary: SnapshotSummary = {
-    files: counts,
-    dirs: entries.filter((e) => e.kind === 'dir').length,
-    symlinks: entries.filter((e) => e.kind === 'symlink').length,
-    totalBytes,
+    files: walk.files,
+    dirs: walk.dirs,
+    symlinks: walk.symlinks,
+    totalBytes: walk.totalBytes,
     bytesRead,
     bytesUploaded,
     blobsNew,
-    blobsTotal: [...contents.values()].reduce((s, c) => s + c.length, 0),
+    blobsTotal,
     packsWritten,
     durationMs: Date.now() - started,
     warnings,
@@ -384,8 +383,8 @@ export async function runBackupJob(
     backupId: snapshotId,
     jobId,
     parent: doc.parent,
-    files: counts,
-    totalBytes,
+    files: walk.files,
+    totalBytes: walk.totalBytes,
     bytesRead,
     bytesUploaded: summary.bytesUploaded,
     blobsNew,
@@ -395,8 +394,8 @@ export async function runBackupJob(
   };
 }
 
-function describeFailure(f: FileState, idx: number, error: WorkerFailure, target: string): string {
-  const where = `chunk ${idx} of ${f.entry.source}`;
+function describeFailure(source: string, idx: number, error: WorkerFailure, target: string): string {
+  const where = `chunk ${idx} of ${source}`;
   return error.problem === 'source' || error.problem === 'ESHRUNK'
     ? `reading ${where} failed (${error.message}).`
     : `storing ${where} on target "${error.target ?? target}" failed: ${error.message}`;

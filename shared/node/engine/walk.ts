@@ -1,27 +1,7 @@
 import type { Stats } from 'node:fs';
-import fsSync from 'node:fs';
-import fs from 'node:fs/promises';
+import fs from 'node:fs';
 import path from 'node:path';
-
-export type EntryKind = 'file' | 'dir' | 'symlink';
-
-/** One thing found under the sources, with what incremental runs compare and restores bring back. */
-export interface SourceEntry {
-  /** "/"-separated, relative; the first segment is the source's own name. */
-  path: string;
-  /** Absolute path it is read from. */
-  source: string;
-  kind: EntryKind;
-  size: number;
-  mode: number;
-  mtimeMs: number;
-  ctimeMs: number;
-  inode: number;
-  device: number;
-  uid: number;
-  gid: number;
-  linkTarget: string | null;
-}
+import type { TreeNode } from '../format/tree.ts';
 
 export class SourceError extends Error {
   constructor(message: string) {
@@ -31,19 +11,80 @@ export class SourceError extends Error {
 }
 
 /**
- * Walks the sources (files and folders, recursively), recording symlinks rather than following them and
- * keeping empty files and folders. Entry paths are "/"-separated and begin with the source's own name.
- * Special files (sockets, FIFOs, devices) are reported through `skipped`; folders that cannot be listed
- * stop the backup before anything is written (so do unreadable files: see `checkReadable`).
+ * A folder of the backup (or the top level, whose entries are the sources). Its tree blob is sealed as
+ * soon as every file in it is stored and every subfolder sealed; then its nodes are let go, so memory
+ * follows the folders still waiting for reads, not the size of the tree.
  */
-export async function walkSources(sources: string[]): Promise<{ entries: SourceEntry[]; skipped: string[] }> {
-  if (sources.length === 0) throw new SourceError('Nothing to back up: name at least one file or folder.');
-  const entries: SourceEntry[] = [];
-  const skipped: string[] = [];
-  const unreadable: string[] = [];
-  const names = new Map<string, string>();
+export interface BackupDir {
+  /** "/"-separated, relative; '' for the top level. */
+  rel: string;
+  /** Absolute path; '' for the top level. */
+  abs: string;
+  nodes: TreeNode[];
+  /** Files still to be stored and subfolders still to be sealed. */
+  waiting: number;
+  parent: BackupDir | null;
+  /** Index of this folder's own node in `parent.nodes`. */
+  slot: number;
+}
 
-  for (const raw of sources) {
+/** A file whose content must be read; `dir.nodes[slot]` is its node, completed with its blob ids. */
+export interface FileToRead {
+  dir: BackupDir;
+  slot: number;
+  /** Absolute path, for a source that is itself a file (the top level has no folder of its own). */
+  abs?: string;
+}
+
+export const nodeName = (f: FileToRead): string => f.dir.nodes[f.slot]!.name;
+export const sourceOf = (f: FileToRead): string => f.abs ?? path.join(f.dir.abs, nodeName(f));
+export const relOf = (f: FileToRead): string => (f.dir.rel ? `${f.dir.rel}/${nodeName(f)}` : nodeName(f));
+
+/** What a file looked like before (parent snapshot or interrupted run): the same metadata means the same content. */
+export interface PriorFile {
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  inode: number;
+  content: string[];
+}
+
+export interface WalkHooks {
+  /** Nodes of the parent snapshot's tree `id` (from the tree cache or the bucket). */
+  loadTree(id: string): Promise<TreeNode[]>;
+  /** Root tree of the parent snapshot, or null for a first backup (or --force-read). */
+  parentRoot: string | null;
+  /** What an interrupted run of this job recorded for the file at this relative path. */
+  resumed(rel: string): PriorFile | undefined;
+  /** True when every blob is in the index (not in a pack the bucket lost). */
+  stored(content: string[]): boolean;
+  /** Encodes a finished folder, stores its tree blob when new, returns its id. */
+  seal(nodes: TreeNode[]): string;
+}
+
+export interface WalkResult {
+  top: BackupDir;
+  reads: FileToRead[];
+  files: { new: number; changed: number; unchanged: number };
+  dirs: number;
+  symlinks: number;
+  totalBytes: number;
+  /** Blob ids referenced by files whose content was reused. */
+  blobsReused: number;
+  /** Special files (sockets, FIFOs, devices), not backed up. */
+  skipped: string[];
+  /** Files and folders that cannot be read: the backup must not start. */
+  unreadable: string[];
+}
+
+const sameFile = (a: PriorFile, st: Stats) =>
+  a.size === st.size && a.mtimeMs === st.mtimeMs && a.ctimeMs === st.ctimeMs && a.inode === st.ino;
+
+/** Checks the sources exist and can form one snapshot (distinct names, not "/"); returns them absolute. */
+export function resolveSources(sources: string[]): string[] {
+  if (sources.length === 0) throw new SourceError('Nothing to back up: name at least one file or folder.');
+  const names = new Map<string, string>();
+  return sources.map((raw) => {
     const abs = path.resolve(raw);
     const name = path.basename(abs);
     if (!name)
@@ -54,86 +95,168 @@ export async function walkSources(sources: string[]): Promise<{ entries: SourceE
         `Two sources share the name "${name}" (${prior} and ${abs}): back up one of them separately.`,
       );
     names.set(name, abs);
-    const st = await fs.lstat(abs).catch((err: NodeJS.ErrnoException) => {
+    try {
+      fs.lstatSync(abs);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
       throw new SourceError(
-        err.code === 'ENOENT'
+        e.code === 'ENOENT'
           ? `Source "${abs}" does not exist.`
-          : `Cannot read source "${abs}": ${describe(err)}.`,
+          : `Cannot read source "${abs}": ${describe(e)}.`,
       );
-    });
-    await visit(abs, name, st);
-  }
-
-  async function visit(abs: string, rel: string, st: Stats): Promise<void> {
-    const base = {
-      path: rel,
-      source: abs,
-      mode: st.mode & 0o7777,
-      mtimeMs: st.mtimeMs,
-      ctimeMs: st.ctimeMs,
-      inode: st.ino,
-      device: st.dev,
-      uid: st.uid,
-      gid: st.gid,
-    };
-    if (st.isSymbolicLink()) {
-      entries.push({ ...base, kind: 'symlink', size: 0, linkTarget: await fs.readlink(abs) });
-    } else if (st.isFile()) {
-      entries.push({ ...base, kind: 'file', size: st.size, linkTarget: null });
-    } else if (st.isDirectory()) {
-      entries.push({ ...base, kind: 'dir', size: 0, linkTarget: null });
-      let names: string[];
-      try {
-        names = (await fs.readdir(abs)).sort();
-      } catch (err) {
-        unreadable.push(`${abs} (${describe(err as NodeJS.ErrnoException)})`);
-        return;
-      }
-      // A folder's entries are stat'ed together (the thread pool overlaps them), then visited in order.
-      const stats = await Promise.all(names.map((n) => fs.lstat(path.join(abs, n)).catch(() => null)));
-      for (const [i, n] of names.entries()) {
-        const child = path.join(abs, n);
-        const cst = stats[i];
-        if (!cst) unreadable.push(`${child} (vanished while reading the folder)`);
-        else await visit(child, `${rel}/${n}`, cst);
-      }
-    } else {
-      skipped.push(`${abs} (not a regular file, folder or symlink)`);
     }
-  }
-
-  failIfUnreadable(unreadable);
-  return { entries, skipped };
+    return abs;
+  });
 }
 
 /**
- * Opens every file that will be read, so a backup never starts only to fail on a file it cannot read.
- * Files matched unchanged by metadata are not opened.
+ * Walks the sources folder by folder (symlinks recorded, not followed; empty files and folders kept),
+ * matching each folder against the same folder of the parent snapshot. A file whose size, mtime, ctime
+ * and inode match (and whose blobs are all still stored) keeps its blob ids without being read; the
+ * others are opened once, so a backup never starts only to fail on a file it cannot read. Folders with
+ * nothing left to read are sealed during the walk.
  */
-export async function checkReadable(paths: string[]): Promise<void> {
-  const unreadable: string[] = [];
-  // Synchronously: 10,000 thread-pool round trips cost ~0.4 s, direct calls ~0.05 s.
-  for (const p of paths) {
-    try {
-      fsSync.closeSync(fsSync.openSync(p, 'r'));
-    } catch (err) {
-      unreadable.push(`${p} (${describe(err as NodeJS.ErrnoException)})`);
+export async function walkForBackup(sources: string[], hooks: WalkHooks): Promise<WalkResult> {
+  const r: WalkResult = {
+    top: { rel: '', abs: '', nodes: [], waiting: 0, parent: null, slot: 0 },
+    reads: [],
+    files: { new: 0, changed: 0, unchanged: 0 },
+    dirs: 0,
+    symlinks: 0,
+    totalBytes: 0,
+    blobsReused: 0,
+    skipped: [],
+    unreadable: [],
+  };
+  const prevTop = hooks.parentRoot ? byName(await hooks.loadTree(hooks.parentRoot)) : null;
+  for (const abs of sources) {
+    const st = fs.lstatSync(abs);
+    await visit(r.top, abs, path.basename(abs), st, prevTop?.get(path.basename(abs)));
+  }
+
+  async function visit(dir: BackupDir, abs: string, name: string, st: Stats, prev?: TreeNode): Promise<void> {
+    const rel = dir.rel ? `${dir.rel}/${name}` : name;
+    if (st.isSymbolicLink()) {
+      r.symlinks++;
+      dir.nodes.push(nodeOf(name, 'symlink', st, { linkTarget: fs.readlinkSync(abs) }));
+    } else if (st.isFile()) {
+      r.totalBytes += st.size;
+      const wasFile = prev?.type === 'file';
+      const prior =
+        [hooks.resumed(rel), wasFile ? asPrior(prev) : undefined].find((p) => p && sameFile(p, st)) ?? null;
+      if (prior && hooks.stored(prior.content)) {
+        dir.nodes.push(nodeOf(name, 'file', st, { content: prior.content }));
+        r.blobsReused += prior.content.length;
+        if (wasFile) r.files.unchanged++;
+        else r.files.new++;
+        return;
+      }
+      if (wasFile) r.files.changed++;
+      else r.files.new++;
+      const problem = unreadable(abs);
+      if (problem) r.unreadable.push(`${abs} (${problem})`);
+      dir.nodes.push(nodeOf(name, 'file', st, { content: [] }));
+      r.reads.push(
+        dir.parent ? { dir, slot: dir.nodes.length - 1 } : { dir, slot: dir.nodes.length - 1, abs },
+      );
+      dir.waiting++;
+    } else if (st.isDirectory()) {
+      r.dirs++;
+      dir.nodes.push(nodeOf(name, 'dir', st, { subtree: '' }));
+      const sub: BackupDir = { rel, abs, nodes: [], waiting: 0, parent: dir, slot: dir.nodes.length - 1 };
+      await walkDir(sub, prev?.type === 'dir' ? prev.subtree! : null);
+      if (sub.waiting === 0) sealOne(sub, hooks.seal);
+      else dir.waiting++;
+    } else {
+      r.skipped.push(`${abs} (not a regular file, folder or symlink)`);
     }
   }
-  failIfUnreadable(unreadable);
+
+  async function walkDir(dir: BackupDir, prevTree: string | null): Promise<void> {
+    let names: string[];
+    try {
+      names = fs.readdirSync(dir.abs).sort();
+    } catch (err) {
+      r.unreadable.push(`${dir.abs} (${describe(err as NodeJS.ErrnoException)})`);
+      return;
+    }
+    const prev = prevTree ? byName(await hooks.loadTree(prevTree)) : null;
+    for (const n of names) {
+      const child = path.join(dir.abs, n);
+      const st = fs.lstatSync(child, { throwIfNoEntry: false });
+      if (!st) r.unreadable.push(`${child} (vanished while reading the folder)`);
+      else await visit(dir, child, n, st, prev?.get(n));
+    }
+  }
+
+  return r;
 }
 
-function failIfUnreadable(unreadable: string[]): void {
-  if (unreadable.length > 0) {
-    const list =
-      unreadable.slice(0, 5).join(', ') +
-      (unreadable.length > 5 ? `, and ${unreadable.length - 5} more` : '');
-    throw new SourceError(
-      unreadable.length === 1
-        ? `Cannot read source file ${list}; nothing was backed up.`
-        : `Cannot read ${unreadable.length} source files: ${list}; nothing was backed up.`,
-    );
+function sealOne(dir: BackupDir, seal: (nodes: TreeNode[]) => string): void {
+  dir.parent!.nodes[dir.slot]!.subtree = seal(dir.nodes);
+  dir.nodes = [];
+}
+
+/**
+ * Marks a file of `dir` stored; seals its folder when nothing else is awaited there, and so on upwards.
+ * The top level is sealed by the caller: its id is the snapshot's root.
+ */
+export function fileStored(dir: BackupDir, seal: (nodes: TreeNode[]) => string): void {
+  let d = dir;
+  d.waiting--;
+  while (d.waiting === 0 && d.parent) {
+    sealOne(d, seal);
+    d = d.parent;
+    d.waiting--;
   }
+}
+
+function byName(nodes: TreeNode[]): Map<string, TreeNode> {
+  return new Map(nodes.map((n) => [n.name, n]));
+}
+
+function asPrior(n: TreeNode): PriorFile {
+  return { size: n.size, mtimeMs: n.mtimeMs, ctimeMs: n.ctimeMs, inode: n.inode, content: n.content ?? [] };
+}
+
+function nodeOf(
+  name: string,
+  type: TreeNode['type'],
+  st: Stats,
+  extra: Pick<TreeNode, 'content' | 'subtree' | 'linkTarget'>,
+): TreeNode {
+  return {
+    name,
+    type,
+    mode: st.mode & 0o7777,
+    mtimeMs: st.mtimeMs,
+    ctimeMs: st.ctimeMs,
+    size: type === 'file' ? st.size : 0,
+    inode: st.ino,
+    device: st.dev,
+    uid: st.uid,
+    gid: st.gid,
+    ...extra,
+  };
+}
+
+/** Why a file cannot be opened for reading, or null. Synchronous: 10,000 thread-pool round trips cost ~0.4 s. */
+function unreadable(p: string): string | null {
+  try {
+    fs.closeSync(fs.openSync(p, 'r'));
+    return null;
+  } catch (err) {
+    return describe(err as NodeJS.ErrnoException);
+  }
+}
+
+export function unreadableError(list: string[]): SourceError {
+  const shown = list.slice(0, 5).join(', ') + (list.length > 5 ? `, and ${list.length - 5} more` : '');
+  return new SourceError(
+    list.length === 1
+      ? `Cannot read source file ${shown}; nothing was backed up.`
+      : `Cannot read ${list.length} source files: ${shown}; nothing was backed up.`,
+  );
 }
 
 function describe(err: NodeJS.ErrnoException): string {

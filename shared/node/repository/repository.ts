@@ -8,11 +8,10 @@ import {
   WrongPassphraseError,
 } from '../crypto/keys.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
-import { blobId, maybeCompress, openBlob, sealBlobInto } from '../format/blob-codec.ts';
+import { blobId, openBlob } from '../format/blob-codec.ts';
 import { openIndexFile, sealIndexFile, type IndexedPack } from '../format/index-file.ts';
 import { openJson, sealJson } from '../format/json-object.ts';
-import { sealPackTrailer, type PackEntry } from '../format/pack.ts';
-import { ObjectFormatError, sealedLength } from '../format/sealed-object.ts';
+import { ObjectFormatError } from '../format/sealed-object.ts';
 import { openTarget, type TargetHandle } from '../storage/open-target.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
 import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
@@ -254,7 +253,10 @@ export class Repository {
    * Lists data/ and marks every indexed pack that is absent (or has another size) as missing, so no new
    * snapshot references a blob the bucket lost; packs that came back are restored to the index.
    */
-  async reconcilePacks(t: TargetRow): Promise<{ missing: number; present: number }> {
+  async reconcilePacks(
+    t: TargetRow,
+    opts: { markListed?: boolean } = {},
+  ): Promise<{ missing: number; present: number; listedAt: number }> {
     const s = this.storage(t);
     const known = this.ks.index.packsOnTarget(t.id);
     const listed = new Map<string, number>();
@@ -272,8 +274,9 @@ export class Repository {
       if (!ok) missing++;
     }
     this.ks.index.setPackStates(changes);
-    this.ks.markListed(t.id, started);
-    return { missing, present: known.size - missing };
+    // A backup marks the listing only once it has begun, so one that fails its checks changes nothing.
+    if (opts.markListed !== false) this.ks.markListed(t.id, started);
+    return { missing, present: known.size - missing, listedAt: started };
   }
 
   /** Writes one index file describing `packs` (all on `t`), then marks them indexed. */
@@ -326,60 +329,6 @@ export class Repository {
     });
     this.ks.index.putTree(id, plain);
     return plain;
-  }
-
-  /**
-   * Stores tree blobs (already encoded) that the index does not have, in packs of their own, and records
-   * them. Returns the bytes uploaded.
-   */
-  async saveTrees(
-    t: TargetRow,
-    trees: { id: Buffer; plain: Buffer }[],
-    jobId: string,
-  ): Promise<{ bytes: number; packs: number }> {
-    const fresh = trees.filter((x) => !this.ks.index.has(x.id));
-    const plainOf = new Map(fresh.map((x) => [x.id.toString('hex'), x.plain]));
-    let bytes = 0;
-    let packs = 0;
-    const limit = this.ks.config.packSize;
-    for (let i = 0; i < fresh.length;) {
-      const parts: Buffer[] = [];
-      const entries: PackEntry[] = [];
-      let size = 0;
-      for (; i < fresh.length && (entries.length === 0 || size < limit) && entries.length < 10_000; i++) {
-        const tr = fresh[i]!;
-        const { flags, payload } = maybeCompress(tr.plain);
-        const out = Buffer.alloc(sealedLength(payload.length));
-        sealBlobInto(this.sodium, out, {
-          sealKey: this.ks.keys.blobSeal,
-          kind: 'tree',
-          id: tr.id,
-          flags,
-          payload,
-        });
-        entries.push({
-          kind: 'tree',
-          id: tr.id,
-          offset: size,
-          storedLength: out.length,
-          plainLength: tr.plain.length,
-        });
-        parts.push(out);
-        size += out.length;
-      }
-      const packId = this.sodium.randomBytes(32);
-      parts.push(sealPackTrailer(this.sodium, this.ks.keys.metaSeal, packId, entries));
-      const body = Buffer.concat(parts);
-      await this.storage(t).put(ObjectKey.pack(packId.toString('hex')), body);
-      this.ks.index.addPack(
-        { id: packId, targetId: t.id, kind: 'tree', size: body.length, jobId, state: 'stored' },
-        entries,
-      );
-      for (const e of entries) this.ks.index.putTree(e.id, plainOf.get(e.id.toString('hex'))!);
-      bytes += body.length;
-      packs++;
-    }
-    return { bytes, packs };
   }
 
   treeId(plain: Uint8Array): Buffer {

@@ -1,0 +1,113 @@
+import { ObjectKey } from '../../format/constants.ts';
+import { maybeCompress, sealBlobInto } from '../format/blob-codec.ts';
+import { sealPackTrailer, type PackEntry } from '../format/pack.ts';
+import { sealedLength } from '../format/sealed-object.ts';
+import { encodeTree, type TreeNode } from '../format/tree.ts';
+import type { TargetRow } from '../engine/keystore/keystore.ts';
+import type { Repository } from './repository.ts';
+
+/** Most blobs in one tree pack, so its trailer stays small. */
+const MAX_TREES_PER_PACK = 10_000;
+
+/**
+ * Seals a backup's folders into tree blobs as they finish and stores the new ones in tree packs of about
+ * the repository's pack size. Nothing is uploaded before `start()` (a backup that fails its checks writes
+ * nothing); after it, a full pack goes up at once, so memory holds at most one pack of new trees.
+ */
+export class TreeWriter {
+  private queue: { id: Buffer; plain: Buffer }[] = [];
+  private queuedBytes = 0;
+  private readonly queued = new Set<string>();
+  private started = false;
+  private writing: Promise<void> = Promise.resolve();
+  private failure: unknown = null;
+  readonly written = { bytes: 0, packs: 0 };
+
+  constructor(
+    private readonly repo: Repository,
+    private readonly target: TargetRow,
+    private readonly jobId: string,
+  ) {}
+
+  /** Encodes a folder's nodes and returns its tree id; stores the blob unless the index has it. */
+  add(nodes: TreeNode[]): string {
+    const plain = encodeTree(nodes);
+    const id = this.repo.treeId(plain);
+    const hex = id.toString('hex');
+    if (!this.queued.has(hex) && !this.repo.ks.index.has(id)) {
+      this.queued.add(hex);
+      this.queue.push({ id, plain });
+      this.queuedBytes += plain.length;
+      if (this.started && this.queuedBytes >= this.repo.ks.config.packSize) this.flush();
+    }
+    return hex;
+  }
+
+  start(): void {
+    this.started = true;
+    if (this.queuedBytes >= this.repo.ks.config.packSize) this.flush();
+  }
+
+  /** Stores what is queued and waits for every upload; throws the first upload's failure. */
+  async finish(): Promise<{ bytes: number; packs: number }> {
+    this.started = true;
+    this.flush();
+    await this.writing;
+    if (this.failure) throw this.failure;
+    return this.written;
+  }
+
+  private flush(): void {
+    const limit = this.repo.ks.config.packSize;
+    while (this.queue.length) {
+      let n = 0;
+      let bytes = 0;
+      while (n < this.queue.length && n < MAX_TREES_PER_PACK && (n === 0 || bytes < limit))
+        bytes += this.queue[n++]!.plain.length;
+      const batch = this.queue.splice(0, n);
+      this.queuedBytes -= bytes;
+      this.writing = this.writing.then(() =>
+        this.failure ? undefined : this.writePack(batch).catch((err: unknown) => void (this.failure = err)),
+      );
+    }
+  }
+
+  private async writePack(trees: { id: Buffer; plain: Buffer }[]): Promise<void> {
+    const { sodium, ks } = this.repo;
+    const parts: Buffer[] = [];
+    const entries: PackEntry[] = [];
+    let size = 0;
+    for (const tr of trees) {
+      const { flags, payload } = maybeCompress(tr.plain);
+      const out = Buffer.alloc(sealedLength(payload.length));
+      sealBlobInto(sodium, out, { sealKey: ks.keys.blobSeal, kind: 'tree', id: tr.id, flags, payload });
+      entries.push({
+        kind: 'tree',
+        id: tr.id,
+        offset: size,
+        storedLength: out.length,
+        plainLength: tr.plain.length,
+      });
+      parts.push(out);
+      size += out.length;
+    }
+    const packId = sodium.randomBytes(32);
+    parts.push(sealPackTrailer(sodium, ks.keys.metaSeal, packId, entries));
+    const body = Buffer.concat(parts);
+    await this.repo.storage(this.target).put(ObjectKey.pack(packId.toString('hex')), body);
+    ks.index.addPack(
+      {
+        id: packId,
+        targetId: this.target.id,
+        kind: 'tree',
+        size: body.length,
+        jobId: this.jobId,
+        state: 'stored',
+      },
+      entries,
+    );
+    for (const tr of trees) ks.index.putTree(tr.id, tr.plain);
+    this.written.bytes += body.length;
+    this.written.packs++;
+  }
+}
