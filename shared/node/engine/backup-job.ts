@@ -122,16 +122,10 @@ export async function runBackupJob(
   for (const w of warnings) listener.notice?.(w);
 
   const nodeOfRead = (r: FileToRead) => r.dir.nodes[r.slot]!;
-  const toRead: FileState[] = walk.reads.map((read) => {
-    const size = nodeOfRead(read).size;
-    const chunks = Math.ceil(size / settings.chunkSize);
-    return { read, size, chunks, ids: [], hashed: 0, unstored: 0, attempt: 0, done: false };
-  });
-  walk.reads.length = 0;
-
+  const reads = walk.reads;
   const stats = new StatsCollector(
-    toRead.reduce((s, f) => s + f.size, 0),
-    toRead.reduce((s, f) => s + f.chunks, 0),
+    reads.reduce((s, r) => s + nodeOfRead(r).size, 0),
+    reads.reduce((s, r) => s + Math.ceil(nodeOfRead(r).size / settings.chunkSize), 0),
     (f) => listener.progress?.(f),
   );
   stats.startTicking();
@@ -142,9 +136,12 @@ export async function runBackupJob(
   let blobsTotal = walk.blobsReused;
   let packsWritten = 0;
   let failure: string | null = null;
-  const decided = new Set<string>(); // ids this run decided to upload (in a pack, stored or not yet)
+  // Ids this run decided to upload whose pack is not stored yet (then the index has them).
+  const decided = new Set<string>();
   const blobWaiters = new Map<string, FileState[]>();
   const finished: JobFile[] = [];
+  const reading = new Set<FileState>(); // started, not yet stored
+  let planned = 0; // of reads
   const reread: FileState[] = [];
   let indexing: Promise<unknown> = Promise.resolve();
   let unindexed = 0;
@@ -155,6 +152,7 @@ export async function runBackupJob(
   const maybeDone = (f: FileState) => {
     if (f.done || f.hashed < f.chunks || f.unstored > 0) return;
     f.done = true;
+    reading.delete(f);
     const node = nodeOfRead(f.read);
     node.content = f.ids;
     blobsTotal += f.ids.length;
@@ -204,8 +202,12 @@ export async function runBackupJob(
   const packBytes = new Map<string, number>();
   const tasks = new Map<number, { file: FileState; idx: number; attempt: number }>();
   let nextTid = 1;
-  function* plan(files: FileState[]): Generator<BackupTask> {
+  function* plan(files: Iterable<FileState>): Generator<BackupTask> {
     for (const f of files) {
+      if (f.chunks === 0) {
+        fileHashed(f);
+        continue;
+      }
       const path = sourceOf(f.read);
       for (let idx = 0; idx < f.chunks; idx++) {
         const offset = idx * settings.chunkSize;
@@ -217,13 +219,30 @@ export async function runBackupJob(
   }
 
   // Nothing to read (every file unchanged): no worker threads to start.
-  const pool = toRead.length > 0 ? await startPool(ks, [ks.targetHandle(target)], settings, target.id) : null;
+  function* firstReads(): Generator<FileState> {
+    for (const read of reads) {
+      const size = nodeOfRead(read).size;
+      const f: FileState = {
+        read,
+        size,
+        chunks: Math.ceil(size / settings.chunkSize),
+        ids: [],
+        hashed: 0,
+        unstored: 0,
+        attempt: 0,
+        done: false,
+      };
+      planned++;
+      reading.add(f);
+      yield f;
+    }
+  }
+  const pool = reads.length > 0 ? await startPool(ks, [ks.targetHandle(target)], settings, target.id) : null;
   try {
-    for (let round: FileState[] = toRead; round.length > 0 && !failure; round = reread.splice(0)) {
-      for (const f of round) if (f.chunks === 0) fileHashed(f);
-      await pool!.run({
+    for (let round: Iterable<FileState> = firstReads(); pool && !failure; round = reread.splice(0)) {
+      await pool.run({
         kind: 'backup',
-        tasks: plan(round.filter((f) => f.chunks > 0)),
+        tasks: plan(round),
         credits: settings.uploadsPerWorker + (settings.preparedPerWorker ?? PREPARED_PER_WORKER),
         control: job.control,
         flushAtEnd: true,
@@ -281,6 +300,7 @@ export async function runBackupJob(
           return true;
         },
       });
+      if (reread.length === 0) break;
     }
   } finally {
     await pool?.close();
@@ -307,6 +327,7 @@ export async function runBackupJob(
     listener.chunk?.(m.timing);
     for (const b of blobs) {
       const hex = b.id.toString('hex');
+      decided.delete(hex);
       for (const f of blobWaiters.get(hex) ?? []) {
         f.unstored--;
         maybeDone(f);
@@ -334,13 +355,15 @@ export async function runBackupJob(
       jobId,
       true,
     );
-  const incomplete = toRead.filter((f) => !f.done);
-  if (incomplete.length)
+  const incomplete = reading.size + (reads.length - planned);
+  if (incomplete > 0) {
+    const first = reading.values().next().value?.read ?? reads[planned]!;
     throw new BackupFailedError(
-      `Backup stopped: ${incomplete.length} files were not fully stored (first: ${sourceOf(incomplete[0]!.read)}).`,
+      `Backup stopped: ${incomplete} files were not fully stored (first: ${sourceOf(first)}).`,
       jobId,
       true,
     );
+  }
 
   const root = seal(walk.top.nodes);
   const saved = await trees.finish();

@@ -4,6 +4,12 @@ import type { FromWorker, ToWorker, WorkerInit } from '../../../workers/protocol
 import type { JobControl } from './job-control.ts';
 import { workerEntry } from './worker-bundle.ts';
 
+/**
+ * A worker's data lives in Buffers outside the JS heap; its young generation only sees small, short-lived
+ * objects. V8's default lets it grow to ~48 MB per worker; 8 MB costs no measurable throughput.
+ */
+const WORKER_YOUNG_GENERATION_MB = 8;
+
 export function defaultWorkerCount(): number {
   return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
 }
@@ -30,7 +36,10 @@ export class WorkerPool {
     const entry = workerEntry();
     await Promise.all(
       Array.from({ length: count }, (_, index) => {
-        const worker = new Worker(entry, { workerData: { ...inits, index } satisfies WorkerInit });
+        const worker = new Worker(entry, {
+          workerData: { ...inits, index } satisfies WorkerInit,
+          resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+        });
         const slot: Slot = { worker, outstanding: 0 };
         pool.slots.push(slot);
         worker.on('error', (err) => pool.crash(err as Error));
