@@ -7,8 +7,8 @@ import type { JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import type { BlobLocation } from './keystore/index-cache.ts';
 import { RestoreDestination } from './restore-dest.ts';
-import { selectEntries } from './select-entries.ts';
-import { snapshotEntries, type SnapshotEntry } from './snapshot-tree.ts';
+import { entrySelector } from './select-entries.ts';
+import { walkSnapshot } from './snapshot-tree.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
 
 export interface RestoreFailure {
@@ -27,8 +27,15 @@ export interface RestoreResult {
   transfer: TransferSummary;
 }
 
-interface FileState {
-  e: SnapshotEntry;
+/** What a restore keeps of an entry: a few fields, not its tree node (100,000 files are 100,000 of them). */
+interface Planned {
+  path: string;
+  mode: number;
+  mtimeMs: number;
+}
+
+interface FileState extends Planned {
+  size: number;
   locs: BlobLocation[];
   fd: number | null;
   temp: string | null;
@@ -59,12 +66,22 @@ export async function runRestoreJob(
   const ks = repo.ks;
   const snap = ks.snapshots.get(opts.snapshotId);
   if (!snap) throw new Error(`No snapshot with id ${opts.snapshotId}: "cairn ls" lists them.`);
-  const entries = selectEntries(await snapshotEntries(repo, snap.doc.tree), opts.paths, opts.snapshotId);
+  // The selection is planned in full before the destination is touched: a path that selects nothing
+  // writes nothing.
+  const select = entrySelector(opts.paths, opts.snapshotId);
+  const dirs: Planned[] = [];
+  const links: (Planned & { linkTarget: string })[] = [];
+  const wanted: (Planned & { size: number; content: string[] })[] = [];
+  for await (const { path, node } of walkSnapshot(repo, snap.doc.tree)) {
+    if (!select.wants(path)) continue;
+    const p = { path, mode: node.mode, mtimeMs: node.mtimeMs };
+    if (node.type === 'dir') dirs.push(p);
+    else if (node.type === 'symlink') links.push({ ...p, linkTarget: node.linkTarget ?? '' });
+    else wanted.push({ ...p, size: node.size, content: node.content ?? [] });
+  }
+  select.done();
   const dest = RestoreDestination.open(opts.to);
   const failed: RestoreFailure[] = [];
-  const dirs = entries.filter((x) => x.node.type === 'dir');
-  const touched = new Set<string>(['']);
-  for (const e of entries) touched.add(e.path.includes('/') ? e.path.slice(0, e.path.lastIndexOf('/')) : '');
   const badDirs = new Set<string>();
   for (const d of dirs) {
     try {
@@ -74,43 +91,48 @@ export async function runRestoreJob(
       failed.push({ path: d.path, message: (err as Error).message });
     }
   }
-  for (const d of touched) if (!badDirs.has(d) && dest.exists(d) === 'dir') dest.removeStaleTemps(d);
-  const underBad = (p: string) => [...badDirs].some((d) => p.startsWith(d + '/'));
+  // Every folder that receives an entry is restored itself (selections bring their parents), or is the top.
+  for (const d of ['', ...dirs.map((x) => x.path)])
+    if (!badDirs.has(d) && dest.exists(d) === 'dir') dest.removeStaleTemps(d);
+  const underBad = (p: string) => badDirs.size > 0 && [...badDirs].some((d) => p.startsWith(d + '/'));
 
   const files: FileState[] = [];
   let alreadyPresent = 0;
   let restoredFiles = 0;
   let restoredBytes = 0;
-  for (const e of entries) {
-    if (e.node.type !== 'file' || underBad(e.path)) continue;
-    const ids = e.node.content ?? [];
+  for (const w of wanted.splice(0)) {
+    if (underBad(w.path)) continue;
+    const ids = w.content;
     const locs = ids.map((h) => ks.index.lookup(Buffer.from(h, 'hex')));
     const lost = locs.findIndex((l) => !l);
     if (lost >= 0) {
       failed.push({
-        path: e.path,
+        path: w.path,
         message: `blob ${lost} (${ids[lost]!.slice(0, 12)}…) is not in the repository: its pack is missing`,
       });
       continue;
     }
-    const kind = dest.exists(e.path);
-    if (kind === 'file' && sameContent(repo, dest.abs(e.path), e, locs as BlobLocation[])) {
+    const kind = dest.exists(w.path);
+    if (kind === 'file' && sameContent(repo, dest.abs(w.path), w.size, locs as BlobLocation[])) {
       alreadyPresent++;
       continue;
     }
     if (kind === 'dir') {
-      failed.push({ path: e.path, message: `${dest.abs(e.path)} is a folder; a file cannot replace it` });
+      failed.push({ path: w.path, message: `${dest.abs(w.path)} is a folder; a file cannot replace it` });
       continue;
     }
     if (kind && !opts.overwrite) {
       failed.push({
-        path: e.path,
-        message: `${dest.abs(e.path)} already exists (restore with --overwrite to replace it)`,
+        path: w.path,
+        message: `${dest.abs(w.path)} already exists (restore with --overwrite to replace it)`,
       });
       continue;
     }
     files.push({
-      e,
+      path: w.path,
+      mode: w.mode,
+      mtimeMs: w.mtimeMs,
+      size: w.size,
       locs: locs as BlobLocation[],
       fd: null,
       temp: null,
@@ -121,7 +143,7 @@ export async function runRestoreJob(
   }
 
   const stats = new StatsCollector(
-    files.reduce((s, f) => s + f.e.node.size, 0),
+    files.reduce((s, f) => s + f.size, 0),
     files.reduce((s, f) => s + f.locs.length, 0),
     (f) => listener.progress?.(f),
   );
@@ -135,24 +157,24 @@ export async function runRestoreJob(
       if (f.fd === null) prepare(f);
       const fd = f.fd!;
       if (opts.fsync) fsSync.fsyncSync(fd);
-      fsSync.fchmodSync(fd, f.e.node.mode);
-      fsSync.futimesSync(fd, f.e.node.mtimeMs / 1000, f.e.node.mtimeMs / 1000);
+      fsSync.fchmodSync(fd, f.mode);
+      fsSync.futimesSync(fd, f.mtimeMs / 1000, f.mtimeMs / 1000);
       fsSync.closeSync(fd);
       f.fd = null;
-      dest.commit(f.temp!, f.e.path, { overwrite: true });
+      dest.commit(f.temp!, f.path, { overwrite: true });
       restoredFiles++;
-      restoredBytes += f.e.node.size;
+      restoredBytes += f.size;
     } catch (err) {
       if (f.fd !== null) fsSync.closeSync(f.fd);
       if (f.temp) fsSync.rmSync(f.temp, { force: true });
-      failed.push({ path: f.e.path, message: (err as Error).message });
+      failed.push({ path: f.path, message: (err as Error).message });
     }
   };
   const prepare = (f: FileState) => {
-    const { fd, temp } = dest.createTemp(f.e.path);
+    const { fd, temp } = dest.createTemp(f.path);
     f.fd = fd;
     f.temp = temp;
-    fsSync.ftruncateSync(fd, f.e.node.size);
+    fsSync.ftruncateSync(fd, f.size);
   };
 
   const needs: BlobNeed[] = [];
@@ -210,25 +232,22 @@ export async function runRestoreJob(
     }
   }
 
-  for (const e of entries) {
-    if (e.node.type !== 'symlink' || underBad(e.path)) continue;
+  for (const l of links) {
+    if (underBad(l.path)) continue;
     try {
-      if (
-        dest.exists(e.path) === 'symlink' &&
-        fsSync.readlinkSync(dest.abs(e.path)) === (e.node.linkTarget ?? '')
-      )
+      if (dest.exists(l.path) === 'symlink' && fsSync.readlinkSync(dest.abs(l.path)) === l.linkTarget)
         continue;
-      dest.symlink(e.path, e.node.linkTarget ?? '', { overwrite: opts.overwrite });
-      dest.setLinkTime(e.path, e.node.mtimeMs);
+      dest.symlink(l.path, l.linkTarget, { overwrite: opts.overwrite });
+      dest.setLinkTime(l.path, l.mtimeMs);
     } catch (err) {
-      failed.push({ path: e.path, message: (err as Error).message });
+      failed.push({ path: l.path, message: (err as Error).message });
     }
   }
   // Deepest first, so setting a folder's mtime is not undone by writing into it.
   for (const d of [...dirs].sort((a, b) => b.path.split('/').length - a.path.split('/').length)) {
     if (badDirs.has(d.path)) continue;
     try {
-      dest.setMeta(d.path, { mode: d.node.mode, mtimeMs: d.node.mtimeMs, kind: 'dir' });
+      dest.setMeta(d.path, { mode: d.mode, mtimeMs: d.mtimeMs, kind: 'dir' });
     } catch (err) {
       failed.push({ path: d.path, message: (err as Error).message });
     }
@@ -247,7 +266,7 @@ export async function runRestoreJob(
 }
 
 /** True when the file at `abs` has the snapshot's size and every piece hashes to its blob id. */
-function sameContent(repo: Repository, abs: string, e: SnapshotEntry, locs: BlobLocation[]): boolean {
+function sameContent(repo: Repository, abs: string, size: number, locs: BlobLocation[]): boolean {
   let fd: number;
   try {
     fd = fsSync.openSync(abs, fsSync.constants.O_RDONLY | fsSync.constants.O_NOFOLLOW);
@@ -255,7 +274,7 @@ function sameContent(repo: Repository, abs: string, e: SnapshotEntry, locs: Blob
     return false;
   }
   try {
-    if (fsSync.fstatSync(fd).size !== e.node.size) return false;
+    if (fsSync.fstatSync(fd).size !== size) return false;
     let position = 0;
     const buf = Buffer.allocUnsafe(Math.max(0, ...locs.map((l) => l.plainLength)));
     for (const loc of locs) {

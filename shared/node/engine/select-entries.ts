@@ -1,19 +1,38 @@
+/**
+ * Chooses the entries at or under any of `paths` (all when empty), plus the parent folders of each path,
+ * so what is selected lands where it was. `done()` throws when a path selected nothing.
+ */
+export function entrySelector(
+  paths: string[],
+  snapshotId: string,
+): { wants(path: string): boolean; done(): void } {
+  const wanted = paths.map((p) => p.replace(/\/+$/, '').replace(/^\.?\/+/, ''));
+  const parents = new Set<string>();
+  for (const p of wanted)
+    for (let i = p.indexOf('/'); i > 0; i = p.indexOf('/', i + 1)) parents.add(p.slice(0, i));
+  const found = new Set<string>();
+  return {
+    wants(path) {
+      if (wanted.length === 0) return true;
+      const hit = wanted.find((p) => path === p || path.startsWith(p + '/'));
+      if (hit !== undefined) found.add(hit);
+      return hit !== undefined || parents.has(path);
+    },
+    done() {
+      const missing = wanted.find((p) => !found.has(p));
+      if (missing !== undefined) throw new Error(`No file or folder "${missing}" in snapshot ${snapshotId}.`);
+    },
+  };
+}
+
 /** Entries at or under any of `paths` (all when empty). A path that selects nothing is an error. */
 export function selectEntries<T extends { path: string }>(
   entries: T[],
   paths: string[],
   snapshotId: string,
 ): T[] {
-  if (paths.length === 0) return entries;
-  const wanted = paths.map((p) => p.replace(/\/+$/, '').replace(/^\.?\/+/, ''));
-  const under = (e: T, p: string) => e.path === p || e.path.startsWith(p + '/');
-  for (const p of wanted) {
-    if (!entries.some((e) => under(e, p)))
-      throw new Error(`No file or folder "${p}" in snapshot ${snapshotId}.`);
-  }
-  // A selected path also brings its parent folders (with their metadata), so it lands where it was.
-  const parents = new Set<string>();
-  for (const p of wanted)
-    for (let i = p.indexOf('/'); i > 0; i = p.indexOf('/', i + 1)) parents.add(p.slice(0, i));
-  return entries.filter((e) => parents.has(e.path) || wanted.some((p) => under(e, p)));
+  const select = entrySelector(paths, snapshotId);
+  const out = entries.filter((e) => select.wants(e.path));
+  select.done();
+  return out;
 }

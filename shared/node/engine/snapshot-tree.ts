@@ -8,20 +8,25 @@ export interface SnapshotEntry {
 }
 
 /**
- * Every entry of a snapshot, parents before children, read from its tree blobs (the local cache first,
- * else ranged GETs). `under` limits the walk to those paths and what is beneath them.
+ * The entries of a snapshot one by one, parents before children, reading one tree blob at a time (the
+ * local cache first, else a ranged GET): memory follows the depth of the tree, not its size.
  */
-export async function snapshotEntries(repo: Repository, rootTree: string): Promise<SnapshotEntry[]> {
-  const out: SnapshotEntry[] = [];
-  const visit = async (treeHex: string, prefix: string) => {
+export async function* walkSnapshot(repo: Repository, rootTree: string): AsyncGenerator<SnapshotEntry> {
+  async function* visit(treeHex: string, prefix: string): AsyncGenerator<SnapshotEntry> {
     const nodes = decodeTree(await repo.loadTree(treeHex), `tree ${treeHex}`);
     for (const node of nodes) {
       const path = prefix ? `${prefix}/${node.name}` : node.name;
-      out.push({ path, node });
-      if (node.type === 'dir') await visit(node.subtree!, path);
+      yield { path, node };
+      if (node.type === 'dir') yield* visit(node.subtree!, path);
     }
-  };
-  await visit(rootTree, '');
+  }
+  yield* visit(rootTree, '');
+}
+
+/** Every entry of a snapshot, parents before children. */
+export async function snapshotEntries(repo: Repository, rootTree: string): Promise<SnapshotEntry[]> {
+  const out: SnapshotEntry[] = [];
+  for await (const e of walkSnapshot(repo, rootTree)) out.push(e);
   return out;
 }
 

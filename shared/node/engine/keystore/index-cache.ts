@@ -34,6 +34,7 @@ export class IndexCache {
   private readonly lookupStmt;
   private readonly insertBlob;
   private readonly insertPack;
+  private readonly packIds = new Map<string, Buffer>();
 
   constructor(private readonly db: Db) {
     this.hasStmt = db.prepare(
@@ -61,9 +62,18 @@ export class IndexCache {
     return this.hasStmt.get(id) !== undefined;
   }
 
+  /**
+   * Where a blob is. A restore holds one location per blob of the snapshot, so the location reuses the
+   * caller's id and one Buffer per pack: a Buffer from SQLite costs ~250 bytes, two per blob were half a
+   * restore's heap.
+   */
   lookup(id: Uint8Array): BlobLocation | undefined {
     const r = this.lookupStmt.get(id) as RawLocation | undefined;
-    return r && toLocation(r);
+    if (!r) return undefined;
+    const hex = r.pack_id.toString('hex');
+    let packId = this.packIds.get(hex);
+    if (!packId) this.packIds.set(hex, (packId = r.pack_id));
+    return toLocation({ ...r, id: Buffer.isBuffer(id) ? id : r.id, pack_id: packId });
   }
 
   /** Records a pack and its blobs in one transaction (a stored pack, or one read from an index file). */
