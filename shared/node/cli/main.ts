@@ -2,7 +2,7 @@ import '../storage/quiet-sdk.ts';
 import { Command, CommanderError, Option } from 'commander';
 import { formatSize, parseSize, type PipelineSettings } from '../../settings.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
-import { createOutput, table, type Output } from './output.ts';
+import { createOutput, reportBackup, table, type Output } from './output.ts';
 import { readPassphrase } from './passphrase.ts';
 import { withEngine } from './session.ts';
 import { registerKeyCommands } from './key-commands.ts';
@@ -33,6 +33,11 @@ function intOption(name: string) {
     if (!/^\d+$/.test(v)) throw new Error(`${name} "${v}" is not a whole number.`);
     return Number(v);
   };
+}
+
+/** Collects a repeatable option's values. */
+function collect(v: string, acc: string[]): string[] {
+  return [...acc, v];
 }
 
 function pipelineOverrides(o: {
@@ -78,20 +83,28 @@ program
     ),
   )
   .option('--force-read', 'read every file, even those unchanged since the last snapshot')
+  .option(
+    '--exclude <glob>',
+    'leave out files and folders that match (repeatable; "node_modules/", "*.tmp", "/build")',
+    collect,
+    [] as string[],
+  )
   .action(async (paths: string[], opts) => {
     const o = out();
     const r = await withEngine((e) =>
       e.backup(
         paths,
-        { target: opts.target, settings: pipelineOverrides(opts), forceRead: Boolean(opts.forceRead) },
+        {
+          target: opts.target,
+          settings: pipelineOverrides(opts),
+          forceRead: Boolean(opts.forceRead),
+          exclude: opts.exclude,
+        },
         o.listener(),
       ),
     );
     o.endProgress();
-    for (const w of r.warnings) o.info(`Warning: ${w}`);
-    o.info(
-      `Files: ${r.files.new} new, ${r.files.changed} changed, ${r.files.unchanged} unchanged (${formatSize(r.totalBytes)}); read ${formatSize(r.bytesRead)}, uploaded ${formatSize(r.bytesUploaded)} in ${r.packsWritten} packs${r.parent ? `; parent ${r.parent}` : ''}.`,
-    );
+    reportBackup(o, r);
     o.result(r, r.snapshotId);
   });
 

@@ -22,6 +22,7 @@ import { checkRepository, type CheckResult } from './repository-check.ts';
 import { KeyAdmin } from './key-admin.ts';
 import { TargetAdmin } from './target-admin.ts';
 import { SettingsError, check, defaultHome, keystorePath } from './engine-settings.ts';
+import { ExcludePatternError, compileExcludes } from './exclude.ts';
 import { runBackupJob, newId, BackupFailedError, type BackupResult } from './backup-job.ts';
 import type { JobListener } from './job-events.ts';
 import { JobCancelledError, type JobControl } from './job-control.ts';
@@ -182,11 +183,17 @@ export class Engine {
 
   async backup(
     sources: string[],
-    opts: { target?: string; settings?: Partial<PipelineSettings>; forceRead?: boolean },
+    opts: {
+      target?: string;
+      settings?: Partial<PipelineSettings>;
+      forceRead?: boolean;
+      exclude?: readonly string[];
+    },
     listener: JobListener = {},
     control?: JobControl,
   ): Promise<BackupResult> {
     const settings = this.settings(opts.settings);
+    const exclude = checkExcludes(opts.exclude ?? []);
     const target = opts.target ? this.target(opts.target) : this.defaultTarget();
     const abs = sources.map((s) => path.resolve(s));
     const jobId = newId();
@@ -197,6 +204,7 @@ export class Engine {
         targetId: target.id,
         sources: abs,
         settings: JSON.stringify(settings),
+        exclude,
       });
       begun = true;
       listener.started?.({ backupId: jobId, jobId });
@@ -204,7 +212,16 @@ export class Engine {
     try {
       return await runBackupJob(
         this.repo,
-        { jobId, target, sources: abs, settings, forceRead: Boolean(opts.forceRead), control, begin },
+        {
+          jobId,
+          target,
+          sources: abs,
+          settings,
+          forceRead: Boolean(opts.forceRead),
+          exclude,
+          control,
+          begin,
+        },
         listener,
       );
     } catch (err) {
@@ -235,14 +252,14 @@ export class Engine {
     target: TargetRow,
     sources: string[],
     settings: PipelineSettings,
-    forceRead: boolean,
+    exclude: string[],
     listener: JobListener,
     control?: JobControl,
   ): Promise<BackupResult> {
     try {
       return await runBackupJob(
         this.repo,
-        { jobId, target, sources, settings, forceRead, control },
+        { jobId, target, sources, settings, forceRead: false, exclude, control },
         listener,
       );
     } catch (err) {
@@ -280,7 +297,7 @@ export class Engine {
       this.ks.targetById(job.targetId),
       job.sources,
       settings,
-      false,
+      job.exclude,
       listener,
       control,
     );
@@ -352,7 +369,18 @@ export class Engine {
   }
 }
 
-function isAlive(pid: number): boolean {
+/** Exclude patterns, checked before anything runs; a bad one is a settings error naming it. */
+function checkExcludes(patterns: readonly string[]): string[] {
+  try {
+    compileExcludes(patterns);
+  } catch (err) {
+    if (err instanceof ExcludePatternError) throw new SettingsError(err.message);
+    throw err;
+  }
+  return [...patterns];
+}
+
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
