@@ -6,6 +6,7 @@ import { createOutput, reportBackup, table, type Output } from './output.ts';
 import { readPassphrase } from './passphrase.ts';
 import { withEngine } from './session.ts';
 import { registerKeyCommands } from './key-commands.ts';
+import { registerPlanCommands } from './plan-commands.ts';
 import { registerTargetCommands } from './target-commands.ts';
 
 /** Thrown when a command ran but did not fully succeed; its report was already printed. */
@@ -65,6 +66,7 @@ program
 
 registerTargetCommands(program, out);
 registerKeyCommands(program, out);
+registerPlanCommands(program, out, { size: sizeOption, int: intOption });
 
 program
   .command('backup')

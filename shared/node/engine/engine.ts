@@ -20,6 +20,7 @@ import { Repository, unlockFromTarget } from '../repository/repository.ts';
 import type { SnapshotDoc } from '../repository/snapshot.ts';
 import { checkRepository, type CheckResult } from './repository-check.ts';
 import { KeyAdmin } from './key-admin.ts';
+import { PlanAdmin, PlanBusyError, type PlanInfo } from './plan-admin.ts';
 import { TargetAdmin } from './target-admin.ts';
 import { SettingsError, check, defaultHome, keystorePath } from './engine-settings.ts';
 import { ExcludePatternError, compileExcludes } from './exclude.ts';
@@ -35,7 +36,8 @@ import { runVerifyJob, type VerifyResult } from './verify-job.ts';
 import { defaultWorkerCount } from './worker-pool.ts';
 
 export { BackupFailedError, KeystoreError, SettingsError, defaultHome, keystorePath };
-export type { CheckResult };
+export type { CheckResult, PlanInfo };
+export { PlanBusyError };
 export type { BackupResult, RestoreResult, VerifyResult, TargetRow, JobRow };
 
 export interface EntryInfo {
@@ -58,11 +60,14 @@ export class Engine {
   /** Key slots: passphrases and recovery keys. */
   readonly keys: KeyAdmin;
   readonly targets: TargetAdmin;
+  /** Backup plans: stored sources, target, excludes and schedule, run as ordinary backups. */
+  readonly plans: PlanAdmin;
 
   private constructor(readonly ks: Keystore) {
     this.repo = new Repository(ks);
     this.keys = new KeyAdmin(ks, this.repo);
     this.targets = new TargetAdmin(ks, this.repo);
+    this.plans = new PlanAdmin(ks, (sources, opts, l, c) => this.backup(sources, opts, l, c), isAlive);
   }
 
   private static async ready(ks: Keystore): Promise<Engine> {
@@ -380,7 +385,7 @@ function checkExcludes(patterns: readonly string[]): string[] {
   return [...patterns];
 }
 
-export function isAlive(pid: number): boolean {
+function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
