@@ -4,11 +4,31 @@ import path from 'node:path';
 import { ApiCallError, type Method, type Request, type Responses } from '../../api/contract.ts';
 import type { AppStatus, BackupView, JobView, TargetView } from '../../api/views.ts';
 import { StorageError } from '../storage/storage.ts';
-import { Engine, SettingsError, defaultHome, keystorePath } from '../engine/engine.ts';
+import {
+  Engine,
+  PlanBusyError,
+  SettingsError,
+  defaultHome,
+  keystorePath,
+  type BackupResult,
+} from '../engine/engine.ts';
+import type { JobControl } from '../engine/job-control.ts';
+import type { JobListener } from '../engine/job-events.ts';
 import { JobCancelledError } from '../engine/job-control.ts';
 import { defaultWorkerCount } from '../engine/worker-pool.ts';
 import { listDirectory } from './dir-listing.ts';
 import { LiveJobs, type LiveJob } from './live-jobs.ts';
+import { Scheduler, systemClock, type Clock } from './scheduler.ts';
+
+/** How a plan's run ended, for notifications (Electron shows failures as OS notifications). */
+export interface PlanOutcome {
+  plan: string;
+  ok: boolean;
+  /** Why it failed (null when it worked or was cancelled). */
+  error: string | null;
+  cancelled: boolean;
+  snapshotId: string | null;
+}
 
 type Handlers = { [M in Method]: (req: Request<M>) => Promise<Responses[M]> | Responses[M] };
 
@@ -20,15 +40,30 @@ export class AppService {
   private engine: Engine | null = null;
   readonly jobs = new LiveJobs();
   private readonly handlers: Handlers;
+  private readonly scheduler: Scheduler;
+  private readonly planListeners = new Set<(o: PlanOutcome) => void>();
 
   constructor(
     readonly shell: 'electron' | 'web',
     readonly home: string = defaultHome(),
+    /** The scheduler's time: the system clock, except in tests. */
+    private readonly clock: Clock = systemClock,
   ) {
+    this.scheduler = new Scheduler({
+      clock,
+      plans: () => (this.engine ? this.engine.plans.list() : []),
+      run: async (name) => (await this.startPlan(name)).done,
+      onError: (name, err) => {
+        // A busy plan was started by hand meanwhile; any other failure is recorded with the plan.
+        if (!(err instanceof PlanBusyError) && name === null)
+          process.stderr.write(`Cairn scheduler: ${(err as Error)?.message ?? String(err)}\n`);
+      },
+    });
     this.handlers = {
       'app.status': () => this.status(),
       'app.init': async ({ passphrase }) => {
         this.engine = await Engine.init(this.home, passphrase);
+        this.scheduler.start();
         return this.status();
       },
       'app.unlock': async ({ passphrase, recoveryKey }) => {
@@ -38,6 +73,7 @@ export class AppService {
             recoveryKey !== undefined ? { recoveryKey } : { passphrase: passphrase ?? '' },
           );
         this.loadInterrupted();
+        this.scheduler.start();
         return this.status();
       },
       'app.connect': async ({ draft, passphrase, recoveryKey }) => {
@@ -50,6 +86,7 @@ export class AppService {
           draft.secret,
           recoveryKey !== undefined ? { recoveryKey } : { passphrase: passphrase ?? '' },
         );
+        this.scheduler.start();
         return this.status();
       },
       'keys.recovery': async () => ({ recoveryKey: (await this.e().keys.createRecoveryKey()).recoveryKey }),
@@ -77,7 +114,21 @@ export class AppService {
         this.e().removeTarget(name);
         return { removed: name };
       },
-      'backup.start': (req) => this.startBackup(req.sources, req.target),
+      'backup.start': (req) => this.startBackup(req.sources, req.target, req.exclude),
+      'plans.list': () => this.e().plans.list(),
+      'plans.save': ({ draft, replacing }) => {
+        const p = this.e().plans.save(draft, replacing);
+        this.planChanged(replacing ?? p.name);
+        if (replacing !== undefined && replacing !== p.name) this.planChanged(p.name);
+        this.scheduler.tick(); // its next due time may have moved
+        return p;
+      },
+      'plans.remove': ({ name }) => {
+        this.e().plans.remove(name);
+        this.planChanged(name);
+        return { removed: name };
+      },
+      'plans.run': async ({ name }) => (await this.startPlan(name)).view,
       'jobs.list': () => this.jobs.list(),
       'jobs.stats': ({ jobId }) => this.jobs.stats(jobId),
       'jobs.pause': ({ jobId }) => this.control(jobId, 'pause'),
@@ -109,7 +160,14 @@ export class AppService {
     }
   }
 
+  /** Called with every plan run's outcome, scheduled or started by hand. */
+  onPlanOutcome(listener: (o: PlanOutcome) => void): () => void {
+    this.planListeners.add(listener);
+    return () => this.planListeners.delete(listener);
+  }
+
   close(): void {
+    this.scheduler.stop();
     for (const j of this.jobs.list())
       if (j.state === 'running' || j.state === 'paused') this.jobs.get(j.id).control.cancel();
     this.engine?.close();
@@ -160,17 +218,74 @@ export class AppService {
     }
   }
 
-  private async startBackup(sources: string[], target?: string): Promise<JobView> {
+  private async startBackup(sources: string[], target?: string, exclude?: string[]): Promise<JobView> {
     const e = this.e();
     const targetName = target ?? e.defaultTarget().name;
+    const started = this.startBackupJob(titleFor(sources), targetName, (listener, control) =>
+      e.backup(sources, { target: targetName, exclude }, listener, control),
+    );
+    return (await started).view;
+  }
+
+  /** Runs a plan now as a backup job; `done` settles when the run has ended (whatever its outcome). */
+  private async startPlan(name: string): Promise<{ view: JobView; done: Promise<void> }> {
+    const e = this.e();
+    const plan = e.plans.get(name);
+    const outcome = (o: Omit<PlanOutcome, 'plan'>) => {
+      this.planChanged(name);
+      for (const fn of this.planListeners) fn({ plan: name, ...o });
+    };
+    try {
+      return await this.startBackupJob(
+        `${name}: ${titleFor(plan.sources)}`,
+        plan.target ?? e.defaultTarget().name,
+        (listener, control) => {
+          const run = e.plans.run(name, listener, control, this.clock.now);
+          this.planChanged(name); // now running
+          return run.then(
+            (r) => {
+              outcome({ ok: true, error: null, cancelled: false, snapshotId: r.snapshotId });
+              return r;
+            },
+            (err: unknown) => {
+              if (!(err instanceof PlanBusyError)) {
+                const cancelled = err instanceof JobCancelledError;
+                outcome({
+                  ok: false,
+                  error: cancelled ? null : toApiError(err).message,
+                  cancelled,
+                  snapshotId: null,
+                });
+              }
+              throw err;
+            },
+          );
+        },
+      );
+    } catch (err) {
+      this.planChanged(name);
+      throw err;
+    }
+  }
+
+  /**
+   * Starts a backup as a live job the UI follows; answers once the engine has created the job (a
+   * failure before that, such as a missing source, is thrown).
+   */
+  private async startBackupJob(
+    title: string,
+    targetName: string,
+    start: (listener: JobListener, control: JobControl) => Promise<BackupResult>,
+  ): Promise<{ view: JobView; done: Promise<void> }> {
     const job = this.jobs.create({
       id: '',
       kind: 'backup',
       state: 'running',
       backupId: '',
-      title: titleFor(sources),
+      title,
       target: targetName,
     });
+    let done: Promise<void> = Promise.resolve();
     const started = new Promise<void>((resolve, reject) => {
       const listener = {
         ...this.jobs.listenerFor(job, 'backup'),
@@ -181,7 +296,11 @@ export class AppService {
         },
       };
       // Once done, the job points at the snapshot it wrote (History opens its charts by that id).
-      const run = e.backup(sources, { target: targetName }, listener, job.control);
+      const run = start(listener, job.control);
+      done = run.then(
+        () => {},
+        () => {},
+      );
       this.track(
         job,
         run.then((r) => this.jobs.update(job, { backupId: r.snapshotId })),
@@ -189,7 +308,11 @@ export class AppService {
       );
     });
     await started;
-    return job.view;
+    return { view: job.view, done };
+  }
+
+  private planChanged(name: string): void {
+    this.jobs.emit('plan', { name });
   }
 
   private async resumeJob(jobId: string): Promise<JobView> {
@@ -309,7 +432,8 @@ function titleFor(sources: string[]): string {
 
 export function toApiError(err: unknown): ApiCallError {
   if (err instanceof ApiCallError) return err;
-  if (err instanceof SettingsError || err instanceof StorageError) return new ApiCallError(err.message);
+  if (err instanceof SettingsError) return new ApiCallError(err.message, err.field);
+  if (err instanceof StorageError) return new ApiCallError(err.message);
   const e = err as Error;
   return new ApiCallError((e?.message ?? String(err)).replace(/\s*\n\s*/g, ' '));
 }
