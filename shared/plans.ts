@@ -10,6 +10,9 @@ export const planNameSchema = z
     'Plan name must start with a letter or digit and use letters, digits, spaces, ".", "_" and "-" (at most 64).',
   );
 
+/** Exclude patterns the app offers (never applies unless chosen). */
+export const SUGGESTED_EXCLUDES = ['node_modules/', '.cache/', '*.tmp', '.Trash*/', '__pycache__/'];
+
 /** What a person decides about a plan; the engine adds its run state (PlanView). */
 export const planDraftSchema = z.object({
   name: planNameSchema,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { compileExcludes, excludePatternProblem, SUGGESTED_EXCLUDES } from './exclude.ts';
+import { SUGGESTED_EXCLUDES } from '../../plans.ts';
+import { compileExcludes, excludePatternProblem } from './exclude.ts';
 
 /** Paths as the walk gives them: "src/…" under the source /home/ada/src. */
 function matcher(...patterns: string[]) {

@@ -23,9 +23,6 @@ export class ExcludePatternError extends Error {
   }
 }
 
-/** Offered in the UI, never applied unless chosen. */
-export const SUGGESTED_EXCLUDES = ['node_modules/', '.cache/', '*.tmp', '.Trash*/', '__pycache__/'];
-
 const MAX_PATTERN = 1024;
 
 interface Rule {
