@@ -13,6 +13,7 @@ class ManualClock implements Clock {
   private timers: { at: number; fn: () => void }[] = [];
   constructor(private t: number) {}
   now = () => this.t;
+  toSystem = (t: number) => t;
   after(ms: number, fn: () => void) {
     const timer = { at: this.t + ms, fn };
     this.timers.push(timer);

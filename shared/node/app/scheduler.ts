@@ -3,6 +3,8 @@ export interface Clock {
   now(): number;
   /** Calls `fn` once `ms` of this clock's time have passed; returns a function that cancels it. */
   after(ms: number, fn: () => void): () => void;
+  /** A time of this clock as a system-clock time, for showing it to people. */
+  toSystem(t: number): number;
 }
 
 export const systemClock: Clock = {
@@ -12,6 +14,7 @@ export const systemClock: Clock = {
     t.unref?.();
     return () => clearTimeout(t);
   },
+  toSystem: (t) => t,
 };
 
 /**
@@ -23,6 +26,7 @@ export function fastClock(rate: number): Clock {
   return {
     now: () => t0 + (Date.now() - t0) * rate,
     after: (ms, fn) => systemClock.after(ms / rate, fn),
+    toSystem: (t) => t0 + (t - t0) / rate,
   };
 }
 

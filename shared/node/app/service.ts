@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ApiCallError, type Method, type Request, type Responses } from '../../api/contract.ts';
-import type { AppStatus, BackupView, JobView, TargetView } from '../../api/views.ts';
+import type { AppStatus, BackupView, JobView, PlanView, TargetView } from '../../api/views.ts';
 import { StorageError } from '../storage/storage.ts';
 import {
   Engine,
@@ -11,6 +11,7 @@ import {
   defaultHome,
   keystorePath,
   type BackupResult,
+  type PlanInfo,
 } from '../engine/engine.ts';
 import type { JobControl } from '../engine/job-control.ts';
 import type { JobListener } from '../engine/job-events.ts';
@@ -115,9 +116,12 @@ export class AppService {
         return { removed: name };
       },
       'backup.start': (req) => this.startBackup(req.sources, req.target, req.exclude),
-      'plans.list': () => this.e().plans.list(),
+      'plans.list': () =>
+        this.e()
+          .plans.list()
+          .map((p) => this.planView(p)),
       'plans.save': ({ draft, replacing }) => {
-        const p = this.e().plans.save(draft, replacing);
+        const p = this.planView(this.e().plans.save(draft, replacing));
         this.planChanged(replacing ?? p.name);
         if (replacing !== undefined && replacing !== p.name) this.planChanged(p.name);
         this.scheduler.tick(); // its next due time may have moved
@@ -309,6 +313,20 @@ export class AppService {
     });
     await started;
     return { view: job.view, done };
+  }
+
+  /** Run times are kept in the scheduler's clock; people see them on the system clock. */
+  private planView(p: PlanInfo): PlanView {
+    const t = (x: number) => Math.round(this.clock.toSystem(x));
+    return {
+      ...p,
+      nextDueAt: p.nextDueAt === null ? null : t(p.nextDueAt),
+      last: p.last && {
+        ...p.last,
+        startedAt: t(p.last.startedAt),
+        finishedAt: p.last.finishedAt === null ? null : t(p.last.finishedAt),
+      },
+    };
   }
 
   private planChanged(name: string): void {
