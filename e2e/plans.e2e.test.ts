@@ -78,6 +78,12 @@ describe('backup plans in web mode (Chromium, real engine, real versitygw)', () 
     await nav(page, 'Plans');
     await page.getByRole('button', { name: 'New plan' }).click();
     const form = page.getByRole('form', { name: 'New plan' });
+    // Checked by the bridge's schema (field "draft.name"), shown at the name.
+    await form.getByLabel('Plan name').fill('/etc');
+    await form.getByRole('button', { name: 'Create plan' }).click();
+    const nameError = form.locator('.field.invalid').filter({ hasText: 'Plan name' }).getByRole('alert');
+    await nameError.waitFor();
+    expect(await nameError.textContent()).toMatch(/Plan name must start with a letter or digit/);
     await form.getByLabel('Plan name').fill('Documents hourly');
     await form.getByLabel('Files and folders').fill(src);
     await form.getByLabel('Schedule').selectOption('hourly');
@@ -85,6 +91,8 @@ describe('backup plans in web mode (Chromium, real engine, real versitygw)', () 
     await form.getByRole('button', { name: 'Create plan' }).click();
     const fieldError = form.locator('.field.invalid').filter({ hasText: 'Leave out' }).getByRole('alert');
     await fieldError.waitFor();
+    // The new error replaced the old one: the name field is fine now.
+    expect(await form.locator('.field.invalid').count()).toBe(1);
     expect(await fieldError.textContent()).toMatch(/Exclude pattern "img\[0-9\.png": a "\[" has no closing/);
 
     await form.getByLabel('Leave out').fill('');

@@ -104,7 +104,7 @@ function createTray(): Tray | null {
 
 /** A plan that failed says so even when no window is open. Cancelled runs were the user's choice. */
 function notifyFailures(s: AppService): void {
-  s.onPlanOutcome((o) => {
+  s.plans.onOutcome((o) => {
     if (o.ok || o.cancelled || !Notification.isSupported()) return;
     const n = new Notification({
       title: `Backup plan "${o.plan}" failed`,

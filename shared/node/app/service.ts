@@ -2,34 +2,18 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ApiCallError, type Method, type Request, type Responses } from '../../api/contract.ts';
-import type { AppStatus, BackupView, JobView, PlanView, TargetView } from '../../api/views.ts';
+import type { AppStatus, BackupView, JobView, TargetView } from '../../api/views.ts';
 import { StorageError } from '../storage/storage.ts';
-import {
-  Engine,
-  PlanBusyError,
-  SettingsError,
-  defaultHome,
-  keystorePath,
-  type BackupResult,
-  type PlanInfo,
-} from '../engine/engine.ts';
-import type { JobControl } from '../engine/job-control.ts';
+import { Engine, SettingsError, defaultHome, keystorePath, type BackupResult } from '../engine/engine.ts';
+import { JobCancelledError, type JobControl } from '../engine/job-control.ts';
 import type { JobListener } from '../engine/job-events.ts';
-import { JobCancelledError } from '../engine/job-control.ts';
 import { defaultWorkerCount } from '../engine/worker-pool.ts';
 import { listDirectory } from './dir-listing.ts';
 import { LiveJobs, type LiveJob } from './live-jobs.ts';
-import { Scheduler, systemClock, type Clock } from './scheduler.ts';
+import { PlanService, type PlanOutcome } from './plan-service.ts';
+import { systemClock, type Clock } from './scheduler.ts';
 
-/** How a plan's run ended, for notifications (Electron shows failures as OS notifications). */
-export interface PlanOutcome {
-  plan: string;
-  ok: boolean;
-  /** Why it failed (null when it worked or was cancelled). */
-  error: string | null;
-  cancelled: boolean;
-  snapshotId: string | null;
-}
+export type { PlanOutcome };
 
 type Handlers = { [M in Method]: (req: Request<M>) => Promise<Responses[M]> | Responses[M] };
 
@@ -41,30 +25,28 @@ export class AppService {
   private engine: Engine | null = null;
   readonly jobs = new LiveJobs();
   private readonly handlers: Handlers;
-  private readonly scheduler: Scheduler;
-  private readonly planListeners = new Set<(o: PlanOutcome) => void>();
+  readonly plans: PlanService;
 
   constructor(
     readonly shell: 'electron' | 'web',
     readonly home: string = defaultHome(),
     /** The scheduler's time: the system clock, except in tests. */
-    private readonly clock: Clock = systemClock,
+    clock: Clock = systemClock,
   ) {
-    this.scheduler = new Scheduler({
+    this.plans = new PlanService({
+      engine: () => this.e(),
+      unlocked: () => this.engine !== null,
+      jobs: this.jobs,
       clock,
-      plans: () => (this.engine ? this.engine.plans.list() : []),
-      run: async (name) => (await this.startPlan(name)).done,
-      onError: (name, err) => {
-        // A busy plan was started by hand meanwhile; any other failure is recorded with the plan.
-        if (!(err instanceof PlanBusyError) && name === null)
-          process.stderr.write(`Cairn scheduler: ${(err as Error)?.message ?? String(err)}\n`);
-      },
+      startBackupJob: (title, target, start) => this.startBackupJob(title, target, start),
+      title: titleFor,
+      describeError: (err) => toApiError(err).message,
     });
     this.handlers = {
       'app.status': () => this.status(),
       'app.init': async ({ passphrase }) => {
         this.engine = await Engine.init(this.home, passphrase);
-        this.scheduler.start();
+        this.plans.startScheduler();
         return this.status();
       },
       'app.unlock': async ({ passphrase, recoveryKey }) => {
@@ -74,7 +56,7 @@ export class AppService {
             recoveryKey !== undefined ? { recoveryKey } : { passphrase: passphrase ?? '' },
           );
         this.loadInterrupted();
-        this.scheduler.start();
+        this.plans.startScheduler();
         return this.status();
       },
       'app.connect': async ({ draft, passphrase, recoveryKey }) => {
@@ -87,7 +69,7 @@ export class AppService {
           draft.secret,
           recoveryKey !== undefined ? { recoveryKey } : { passphrase: passphrase ?? '' },
         );
-        this.scheduler.start();
+        this.plans.startScheduler();
         return this.status();
       },
       'keys.recovery': async () => ({ recoveryKey: (await this.e().keys.createRecoveryKey()).recoveryKey }),
@@ -116,23 +98,10 @@ export class AppService {
         return { removed: name };
       },
       'backup.start': (req) => this.startBackup(req.sources, req.target, req.exclude),
-      'plans.list': () =>
-        this.e()
-          .plans.list()
-          .map((p) => this.planView(p)),
-      'plans.save': ({ draft, replacing }) => {
-        const p = this.planView(this.e().plans.save(draft, replacing));
-        this.planChanged(replacing ?? p.name);
-        if (replacing !== undefined && replacing !== p.name) this.planChanged(p.name);
-        this.scheduler.tick(); // its next due time may have moved
-        return p;
-      },
-      'plans.remove': ({ name }) => {
-        this.e().plans.remove(name);
-        this.planChanged(name);
-        return { removed: name };
-      },
-      'plans.run': async ({ name }) => (await this.startPlan(name)).view,
+      'plans.list': () => this.plans.list(),
+      'plans.save': ({ draft, replacing }) => this.plans.save(draft, replacing),
+      'plans.remove': ({ name }) => this.plans.remove(name),
+      'plans.run': ({ name }) => this.plans.run(name),
       'jobs.list': () => this.jobs.list(),
       'jobs.stats': ({ jobId }) => this.jobs.stats(jobId),
       'jobs.pause': ({ jobId }) => this.control(jobId, 'pause'),
@@ -164,14 +133,8 @@ export class AppService {
     }
   }
 
-  /** Called with every plan run's outcome, scheduled or started by hand. */
-  onPlanOutcome(listener: (o: PlanOutcome) => void): () => void {
-    this.planListeners.add(listener);
-    return () => this.planListeners.delete(listener);
-  }
-
   close(): void {
-    this.scheduler.stop();
+    this.plans.stopScheduler();
     for (const j of this.jobs.list())
       if (j.state === 'running' || j.state === 'paused') this.jobs.get(j.id).control.cancel();
     this.engine?.close();
@@ -231,47 +194,6 @@ export class AppService {
     return (await started).view;
   }
 
-  /** Runs a plan now as a backup job; `done` settles when the run has ended (whatever its outcome). */
-  private async startPlan(name: string): Promise<{ view: JobView; done: Promise<void> }> {
-    const e = this.e();
-    const plan = e.plans.get(name);
-    const outcome = (o: Omit<PlanOutcome, 'plan'>) => {
-      this.planChanged(name);
-      for (const fn of this.planListeners) fn({ plan: name, ...o });
-    };
-    try {
-      return await this.startBackupJob(
-        `${name}: ${titleFor(plan.sources)}`,
-        plan.target ?? e.defaultTarget().name,
-        (listener, control) => {
-          const run = e.plans.run(name, listener, control, this.clock.now);
-          this.planChanged(name); // now running
-          return run.then(
-            (r) => {
-              outcome({ ok: true, error: null, cancelled: false, snapshotId: r.snapshotId });
-              return r;
-            },
-            (err: unknown) => {
-              if (!(err instanceof PlanBusyError)) {
-                const cancelled = err instanceof JobCancelledError;
-                outcome({
-                  ok: false,
-                  error: cancelled ? null : toApiError(err).message,
-                  cancelled,
-                  snapshotId: null,
-                });
-              }
-              throw err;
-            },
-          );
-        },
-      );
-    } catch (err) {
-      this.planChanged(name);
-      throw err;
-    }
-  }
-
   /**
    * Starts a backup as a live job the UI follows; answers once the engine has created the job (a
    * failure before that, such as a missing source, is thrown).
@@ -313,24 +235,6 @@ export class AppService {
     });
     await started;
     return { view: job.view, done };
-  }
-
-  /** Run times are kept in the scheduler's clock; people see them on the system clock. */
-  private planView(p: PlanInfo): PlanView {
-    const t = (x: number) => Math.round(this.clock.toSystem(x));
-    return {
-      ...p,
-      nextDueAt: p.nextDueAt === null ? null : t(p.nextDueAt),
-      last: p.last && {
-        ...p.last,
-        startedAt: t(p.last.startedAt),
-        finishedAt: p.last.finishedAt === null ? null : t(p.last.finishedAt),
-      },
-    };
-  }
-
-  private planChanged(name: string): void {
-    this.jobs.emit('plan', { name });
   }
 
   private async resumeJob(jobId: string): Promise<JobView> {

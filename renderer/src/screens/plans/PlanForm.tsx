@@ -19,7 +19,8 @@ const DAY_NAMES: Record<Weekday, string> = {
   sun: 'Sunday',
 };
 
-type FieldName = 'name' | 'sources' | 'target' | 'schedule' | 'exclude' | 'chunkSize' | 'workers';
+const FIELDS = ['name', 'sources', 'target', 'schedule', 'exclude', 'chunkSize', 'workers'] as const;
+type FieldName = (typeof FIELDS)[number];
 type Errors = Partial<Record<FieldName, string>>;
 
 const lines = (text: string) =>
@@ -86,12 +87,11 @@ export function PlanForm(props: {
       });
       props.onSaved(saved);
     } catch (err) {
-      const field = err instanceof ApiCallError ? (err.field?.split('.')[0] as FieldName) : undefined;
-      if (
-        field &&
-        ['name', 'sources', 'target', 'schedule', 'exclude', 'chunkSize', 'workers'].includes(field)
-      )
-        setErrors({ [field]: messageOf(err) });
+      // The bridge names "draft.schedule.at"; the engine "schedule.at": both belong to "schedule".
+      const field = (
+        err instanceof ApiCallError ? err.field?.replace(/^draft\./, '').split('.')[0] : undefined
+      ) as FieldName | undefined;
+      if (field && FIELDS.includes(field)) setErrors({ [field]: messageOf(err) });
       else setError(messageOf(err));
     } finally {
       setSaving(false);
