@@ -19,7 +19,7 @@ export const planDraftSchema = z.object({
   sources: z
     .array(z.string().min(1, 'A source path is empty.'), { error: 'Sources must be a list of paths.' })
     .min(1, 'Add at least one file or folder to back up.'),
-  /** A target's name; absent: the default target (the first one) when the plan runs. */
+  /** A target's name; absent: the only target (refused when there are several). */
   target: z.string().min(1).optional(),
   chunkSize: chunkSizeSchema.optional(),
   workers: workersSchema.optional(),

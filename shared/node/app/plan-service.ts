@@ -103,7 +103,8 @@ export class PlanService {
     try {
       return await this.deps.startBackupJob(
         `${name}: ${this.deps.title(plan.sources)}`,
-        plan.target ?? e.defaultTarget().name,
+        // Without a target of its own, the only one; PlanAdmin.run records the error if there are more.
+        plan.target ?? e.listTargets()[0]?.name ?? '',
         (listener, control) => {
           const run = e.plans.run(name, listener, control, this.deps.clock.now);
           this.changed(name); // running now

@@ -43,7 +43,7 @@ export function registerPlanCommands(
     .description('add a plan; while the app runs, it starts by itself when due')
     .argument('<name>')
     .option('--source <path>', 'a file or folder to back up (repeatable)', collect, [] as string[])
-    .option('--target <name>', 'target to store on (default: the first target)')
+    .option('--target <name>', 'target to store on (needed when there are several)')
     .option('--exclude <glob>', 'leave out what matches (repeatable)', collect, [] as string[])
     .addOption(
       new Option('--every <period>', 'when it runs by itself')

@@ -67,7 +67,12 @@ export class Engine {
     this.repo = new Repository(ks);
     this.keys = new KeyAdmin(ks, this.repo);
     this.targets = new TargetAdmin(ks, this.repo);
-    this.plans = new PlanAdmin(ks, (sources, opts, l, c) => this.backup(sources, opts, l, c), isAlive);
+    this.plans = new PlanAdmin(
+      ks,
+      (sources, opts, l, c) => this.backup(sources, opts, l, c),
+      { resume: (id, l, c) => this.resumeJob(id, l, c), interrupted: () => this.interruptedJobs() },
+      isAlive,
+    );
   }
 
   private static async ready(ks: Keystore): Promise<Engine> {

@@ -6,6 +6,7 @@ import { check, SettingsError } from './engine-settings.ts';
 import { compileExcludes, ExcludePatternError } from './exclude.ts';
 import type { JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
+import type { JobRow } from './keystore/job-table.ts';
 import type { Keystore } from './keystore/keystore.ts';
 import type { PlanRow, PlanSpec } from './keystore/plan-table.ts';
 
@@ -31,6 +32,8 @@ export interface PlanInfo extends PlanDraft {
 
 export class PlanBusyError extends SettingsError {}
 
+type ResumeJob = (jobId: string, listener: JobListener, control?: JobControl) => Promise<BackupResult>;
+
 type RunBackup = (
   sources: string[],
   opts: { target?: string; settings: { chunkSize?: number; workers?: number }; exclude: string[] },
@@ -43,6 +46,7 @@ export class PlanAdmin {
   constructor(
     private readonly ks: Keystore,
     private readonly backup: RunBackup,
+    private readonly jobs: { resume: ResumeJob; interrupted: () => JobRow[] },
     private readonly isAlive: (pid: number) => boolean,
   ) {}
 
@@ -67,6 +71,9 @@ export class PlanAdmin {
     if (clash && clash.id !== existing?.id)
       throw new SettingsError(`A plan named "${d.name}" already exists.`, 'name');
     const targetId = d.target === undefined ? null : this.targetId(d.target);
+    const targets = this.ks.listTargets().length;
+    if (targetId === null && targets > 1)
+      throw new SettingsError(`There are ${targets} targets: choose the one this plan stores on.`, 'target');
     const sources = checkSources(d.sources);
     try {
       compileExcludes(d.exclude);
@@ -96,7 +103,9 @@ export class PlanAdmin {
 
   /**
    * Runs the plan now as an ordinary backup and records the outcome. A plan already running (here or
-   * in another process) is refused with PlanBusyError: runs never overlap.
+   * in another process) is refused with PlanBusyError: runs never overlap. When its previous run was
+   * interrupted (failed after it began, or its process died) and the plan has not changed since, that
+   * job is resumed: files it stored are not read again.
    */
   async run(
     name: string,
@@ -108,23 +117,27 @@ export class PlanAdmin {
     if (this.running(row) || !this.ks.plans.claim(row.id, row.runPid, now()))
       throw new PlanBusyError(`Plan "${name}" is already running; this run was not started.`);
     try {
-      const target = row.targetId === null ? undefined : this.ks.targetById(row.targetId).name;
-      const r = await this.backup(
-        row.spec.sources,
-        {
-          target,
-          settings: { chunkSize: row.spec.chunkSize, workers: row.spec.workers },
-          exclude: row.spec.exclude,
+      const target = row.targetId === null ? undefined : this.ks.targetById(row.targetId);
+      const tracking: JobListener = {
+        ...listener,
+        started: (ids) => {
+          this.ks.plans.setJob(row.id, ids.jobId);
+          listener.started?.(ids);
         },
-        {
-          ...listener,
-          started: (ids) => {
-            this.ks.plans.setJob(row.id, ids.jobId);
-            listener.started?.(ids);
-          },
-        },
-        control,
-      );
+      };
+      const unfinished = this.unfinishedJob(row, target?.id ?? this.defaultTargetId());
+      const r = unfinished
+        ? await this.jobs.resume(unfinished, tracking, control)
+        : await this.backup(
+            row.spec.sources,
+            {
+              target: target?.name,
+              settings: { chunkSize: row.spec.chunkSize, workers: row.spec.workers },
+              exclude: row.spec.exclude,
+            },
+            tracking,
+            control,
+          );
       this.ks.plans.finish(row.id, { ok: true, snapshotId: r.snapshotId }, now());
       return r;
     } catch (err) {
@@ -132,6 +145,28 @@ export class PlanAdmin {
       this.ks.plans.finish(row.id, { ok: false, error }, now());
       throw err;
     }
+  }
+
+  /** The plan's previous job, if it was interrupted and would back up exactly what the plan says now. */
+  private unfinishedJob(row: PlanRow, targetId: number | undefined): string | undefined {
+    if (!row.lastJob || targetId === undefined) return undefined;
+    const job = this.jobs.interrupted().find((j) => j.id === row.lastJob);
+    const same = (a: readonly string[], b: readonly string[]) =>
+      a.length === b.length && a.every((x, i) => x === b[i]);
+    if (
+      job &&
+      job.targetId === targetId &&
+      same(job.sources, row.spec.sources) &&
+      same(job.exclude, row.spec.exclude)
+    )
+      return job.id;
+    return undefined;
+  }
+
+  /** The target a plan without one uses: the only one there is (Engine.backup refuses to guess). */
+  private defaultTargetId(): number | undefined {
+    const all = this.ks.listTargets();
+    return all.length === 1 ? all[0]!.id : undefined;
   }
 
   private row(name: string): PlanRow {

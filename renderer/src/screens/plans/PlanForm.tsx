@@ -41,7 +41,7 @@ export function PlanForm(props: {
   const p = props.editing;
   const [name, setName] = useState(p?.name ?? '');
   const [sources, setSources] = useState((p?.sources ?? props.initialSources ?? []).join('\n'));
-  const [target, setTarget] = useState(p?.target ?? '');
+  const [target, setTarget] = useState(p?.target ?? props.targets[0]?.name ?? '');
   const [every, setEvery] = useState<Schedule['every']>(p?.schedule.every ?? 'daily');
   const [at, setAt] = useState(p && 'at' in p.schedule ? p.schedule.at : '02:00');
   const [day, setDay] = useState<Weekday>(p?.schedule.every === 'weekly' ? p.schedule.day : 'mon');
@@ -115,9 +115,6 @@ export function PlanForm(props: {
           <Field label="Store on" hint="where the backup goes" error={errors.target}>
             {(c) => (
               <select {...c} value={target} onChange={(e) => setTarget(e.target.value)}>
-                <option value="">
-                  The first target{props.targets[0] ? ` (${props.targets[0].name})` : ''}
-                </option>
                 {props.targets.map((t) => (
                   <option key={t.name} value={t.name}>
                     {t.name}
