@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
@@ -52,6 +53,11 @@ describe('running plans', () => {
     expect(failed).toMatchObject({ ok: false, snapshotId: null });
     expect(failed.jobId).toMatch(/^[0-9a-f]{12}$/);
     expect(engine.ks.jobs.get(failed.jobId!)?.state).toBe('failed');
+
+    // A run that fails before it begins (the drive is not mounted) leaves that job to the next one.
+    fs.renameSync(src, `${src}-away`);
+    await expect(engine.plans.run('photos')).rejects.toThrow(/does not exist/);
+    fs.renameSync(`${src}-away`, src);
 
     const r = await engine.plans.run('photos');
     expect(r.jobId).toBe(failed.jobId); // the same job, continued

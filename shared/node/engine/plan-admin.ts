@@ -150,7 +150,10 @@ export class PlanAdmin {
   /** The plan's previous job, if it was interrupted and would back up exactly what the plan says now. */
   private unfinishedJob(row: PlanRow, targetId: number | undefined): string | undefined {
     if (!row.lastJob || targetId === undefined) return undefined;
-    const job = this.jobs.interrupted().find((j) => j.id === row.lastJob);
+    const job = this.jobs
+      .interrupted()
+      // A job running in this process right now (resumed from the app's Jobs list) is not interrupted.
+      .find((j) => j.id === row.lastJob && (j.state === 'failed' || j.pid !== process.pid));
     const same = (a: readonly string[], b: readonly string[]) =>
       a.length === b.length && a.every((x, i) => x === b[i]);
     if (

@@ -67,15 +67,14 @@ export class PlanTable {
   }
 
   /**
-   * Marks the plan as running in this process, if `expectedPid` (what the caller saw: null, or a process
+   * Marks the plan as running in this process (last_job stays until the run's job begins: an interrupted
+   * job is still found when this run fails before it begins), if `expectedPid` (what the caller saw: null, or a process
    * that has died) still holds: two processes cannot both claim one plan.
    */
   claim(id: number, expectedPid: number | null, now: number): boolean {
     return (
       this.db
-        .prepare(
-          'UPDATE plans SET run_pid = ?, last_started_at = ?, last_job = NULL WHERE id = ? AND run_pid IS ?',
-        )
+        .prepare('UPDATE plans SET run_pid = ?, last_started_at = ? WHERE id = ? AND run_pid IS ?')
         .run(process.pid, now, id, expectedPid).changes === 1
     );
   }
