@@ -147,10 +147,6 @@ app.whenReady().then(() => {
   tray = createTray();
 });
 
-// A second launch opens the running instance's window instead of a second engine on the same keystore.
-if (!app.requestSingleInstanceLock()) app.quit();
-else app.on('second-instance', showWindow);
-
 app.on('activate', showWindow);
 
 app.on('window-all-closed', () => {
