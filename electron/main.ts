@@ -25,8 +25,8 @@ const rendererIndex = path.join(here, '..', 'renderer', 'index.html');
 const rendererUrl = pathToFileURL(rendererIndex).href;
 const EVENTS: EventName[] = ['job', 'stats', 'plan'];
 
-// Beside the repository's assets in development; a packaged build ships them the same way.
-const trayIcon = path.join(here, '..', '..', 'assets', 'tray.png');
+// Copied beside the bundle by bin/build-electron.js (tray@2x.png next to it serves high-DPI screens).
+const trayIcon = path.join(here, 'tray.png');
 
 let service: AppService | null = null;
 let win: BrowserWindow | null = null;
@@ -147,7 +147,9 @@ app.whenReady().then(() => {
   tray = createTray();
 });
 
-app.on('activate', showWindow);
+app.on('activate', () => {
+  if (app.isReady()) showWindow();
+});
 
 app.on('window-all-closed', () => {
   // With a tray icon Cairn stays running (its plans with it) until "Quit Cairn"; without one, it quits.
