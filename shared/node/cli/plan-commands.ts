@@ -38,38 +38,84 @@ export function registerPlanCommands(
   const collect = (v: string, acc: string[]) => [...acc, v];
   const plan = program.command('plan').description('backup plans: sources, target, excludes, schedule');
 
-  plan
-    .command('add')
-    .description('add a plan; while the app runs, it starts by itself when due')
-    .argument('<name>')
-    .option('--source <path>', 'a file or folder to back up (repeatable)', collect, [] as string[])
-    .option('--target <name>', 'target to store on (needed when there are several)')
-    .option('--exclude <glob>', 'leave out what matches (repeatable)', collect, [] as string[])
-    .addOption(
-      new Option('--every <period>', 'when it runs by itself')
-        .choices(['manual', 'hourly', 'daily', 'weekly'])
-        .default('manual'),
-    )
-    .option('--at <HH:MM>', 'time of day, for daily and weekly plans (local time)')
-    .option('--day <day>', 'weekday for weekly plans: mon, tue, wed, thu, fri, sat, sun')
-    .addOption(new Option('--chunk-size <size>', 'chunk size for this plan').argParser(parse.size))
-    .addOption(
-      new Option('--workers <n>', 'worker threads for this plan').argParser(parse.int('Worker count')),
-    )
-    .action(async (name: string, opts: AddOpts) => {
-      const o = out();
+  const planOptions = (c: Command, every: { default?: string }) => {
+    const e = new Option('--every <period>', 'when it runs by itself').choices([
+      'manual',
+      'hourly',
+      'daily',
+      'weekly',
+    ]);
+    return c
+      .option('--source <path>', 'a file or folder to back up (repeatable)', collect, [] as string[])
+      .option('--target <name>', 'target to store on (needed when there are several)')
+      .option('--exclude <glob>', 'leave out what matches (repeatable)', collect, [] as string[])
+      .addOption(every.default ? e.default(every.default) : e)
+      .option('--at <HH:MM>', 'time of day, for daily and weekly plans (local time)')
+      .option('--day <day>', 'weekday for weekly plans: mon, tue, wed, thu, fri, sat, sun')
+      .addOption(new Option('--chunk-size <size>', 'chunk size for this plan').argParser(parse.size))
+      .addOption(
+        new Option('--workers <n>', 'worker threads for this plan').argParser(parse.int('Worker count')),
+      );
+  };
+
+  planOptions(
+    plan
+      .command('add')
+      .description('add a plan; while the app runs, it starts by itself when due')
+      .argument('<name>'),
+    { default: 'manual' },
+  ).action(async (name: string, opts: AddOpts) => {
+    const o = out();
+    const draft: PlanDraft = {
+      name,
+      sources: opts.source,
+      ...(opts.target !== undefined ? { target: opts.target } : {}),
+      exclude: opts.exclude,
+      schedule: scheduleFromOptions(opts),
+      ...(opts.chunkSize !== undefined ? { chunkSize: opts.chunkSize } : {}),
+      ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
+    };
+    const p = await withEngine(async (e) => namingOption(() => e.plans.save(draft)));
+    o.result(p, `Added plan "${p.name}": ${describeSchedule(p.schedule).toLowerCase()}${due(p)}.`);
+  });
+
+  planOptions(
+    plan
+      .command('edit')
+      .description('change a plan: each option given replaces that setting; its run history stays')
+      .argument('<name>')
+      .option('--rename <new-name>', 'a new name for the plan')
+      .option('--no-exclude', 'back up everything again (drop all exclude patterns)'),
+    {},
+  ).action(async (name: string, opts: Partial<AddOpts> & { rename?: string; exclude: string[] | false }) => {
+    const o = out();
+    const p = await withEngine(async (e) => {
+      const cur = e.plans.get(name);
+      const schedule =
+        opts.every !== undefined
+          ? scheduleFromOptions({ ...opts, every: opts.every } as AddOpts)
+          : opts.at !== undefined || opts.day !== undefined
+            ? scheduleFromOptions({
+                every: cur.schedule.every,
+                at: opts.at ?? ('at' in cur.schedule ? cur.schedule.at : undefined),
+                day: opts.day ?? (cur.schedule.every === 'weekly' ? cur.schedule.day : undefined),
+              } as AddOpts)
+            : cur.schedule;
       const draft: PlanDraft = {
-        name,
-        sources: opts.source,
-        ...(opts.target !== undefined ? { target: opts.target } : {}),
-        exclude: opts.exclude,
-        schedule: scheduleFromOptions(opts),
-        ...(opts.chunkSize !== undefined ? { chunkSize: opts.chunkSize } : {}),
-        ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
+        name: opts.rename ?? cur.name,
+        sources: opts.source?.length ? opts.source : cur.sources,
+        ...((opts.target ?? cur.target) !== undefined ? { target: opts.target ?? cur.target } : {}),
+        exclude: opts.exclude === false ? [] : opts.exclude.length ? opts.exclude : cur.exclude,
+        schedule,
+        ...((opts.chunkSize ?? cur.chunkSize) !== undefined
+          ? { chunkSize: opts.chunkSize ?? cur.chunkSize }
+          : {}),
+        ...((opts.workers ?? cur.workers) !== undefined ? { workers: opts.workers ?? cur.workers } : {}),
       };
-      const p = await withEngine(async (e) => namingOption(() => e.plans.save(draft)));
-      o.result(p, `Added plan "${p.name}": ${describeSchedule(p.schedule).toLowerCase()}${due(p)}.`);
+      return namingOption(() => e.plans.save(draft, name));
     });
+    o.result(p, `Changed plan "${p.name}": ${describeSchedule(p.schedule).toLowerCase()}${due(p)}.`);
+  });
 
   plan
     .command('ls')

@@ -100,7 +100,25 @@ describe('cairn plan', () => {
     expect((await runCli(['restore', r.snapshotId, '--to', dest], cli)).code).toBe(0);
     expect(listFiles(dest)).toEqual(['docs/a.txt', 'docs/sub/b.bin']);
 
-    expect((await runCli(['plan', 'rm', 'nightly'], cli)).code).toBe(0);
+    // Edit: only what is given changes; the run history stays; a bad value names its option.
+    expect(await fails(['plan', 'edit', 'nightly', '--at', '7pm'])).toMatch(/--at: Time must be HH:MM/);
+    const edited = await cliJson<PlanInfo>(
+      ['plan', 'edit', 'nightly', '--every', 'weekly', '--day', 'fri', '--at', '18:05', '--rename', 'weekly'],
+      cli,
+    );
+    expect(edited).toMatchObject({
+      name: 'weekly',
+      sources: [src],
+      exclude: ['*.tmp'],
+      schedule: { every: 'weekly', day: 'fri', at: '18:05' },
+    });
+    expect(edited.last).toMatchObject({ ok: true, snapshotId: r.snapshotId });
+    expect(new Date(edited.nextDueAt!).getDay()).toBe(5);
+    const atOnly = await cliJson<PlanInfo>(['plan', 'edit', 'weekly', '--at', '06:00', '--no-exclude'], cli);
+    expect(atOnly).toMatchObject({ exclude: [], schedule: { every: 'weekly', day: 'fri', at: '06:00' } });
+    expect(await fails(['plan', 'edit', 'nightly', '--at', '06:00'])).toMatch(/No plan named "nightly"/);
+
+    expect((await runCli(['plan', 'rm', 'weekly'], cli)).code).toBe(0);
     expect(await cliJson<PlanInfo[]>(['plan', 'ls'], cli)).toEqual([]);
     expect(await fails(['plan', 'rm', 'nightly'])).toMatch(/No plan named "nightly"/);
     expect(await fails(['plan', 'run', 'nightly'])).toMatch(/No plan named "nightly"/);
