@@ -133,7 +133,9 @@ export function registerPlanCommands(
                 p.name,
                 describeSchedule(p.schedule),
                 lastRunText(p),
-                p.nextDueAt === null ? '-' : when(p.nextDueAt),
+                p.nextDueAt === null
+                  ? '-'
+                  : `${when(p.nextDueAt)}${p.nextDueAt <= Date.now() ? ' (due: runs when the app is open)' : ''}`,
                 p.sources.join(' ') + (p.exclude.length ? ` (excluding ${p.exclude.join(' ')})` : ''),
               ]),
             ]),
