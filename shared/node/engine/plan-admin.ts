@@ -58,11 +58,6 @@ export class PlanAdmin {
     return this.info(this.row(name));
   }
 
-  /** Plans whose next due time has come and that no process is running. */
-  due(now: number): PlanInfo[] {
-    return this.list().filter((p) => !p.running && p.nextDueAt !== null && p.nextDueAt <= now);
-  }
-
   /** Adds a plan, or changes the one named `replacing` (its run history stays). */
   save(draft: PlanDraft, replacing?: string): PlanInfo {
     const d = check(planDraftSchema, draft);
