@@ -137,6 +137,12 @@ describe('backup plans in web mode (Chromium, real engine, real versitygw)', () 
     await expect(edit.getByLabel('Schedule').inputValue()).resolves.toBe('hourly');
     await screenshot(page, 'web-plans', { doc: true });
     await edit.getByRole('button', { name: 'Cancel' }).click();
+    // At the narrowest window the desktop app allows, nothing of a plan is cut off.
+    await page.setViewportSize({ width: 900, height: 700 });
+    await screenshot(page, 'web-plans-900');
+    const box = (await card.getByRole('button', { name: 'Remove' }).boundingBox())!;
+    expect(box.x + box.width).toBeLessThanOrEqual(900);
+    await page.setViewportSize({ width: 1360, height: 900 });
 
     // The repository holds both runs: excludes applied, each run ended before the next began.
     const snaps = (await cliJson<SnapshotJson[]>(['ls'], cli))
