@@ -48,7 +48,15 @@ export function PlansScreen(props: { draftSources: string[] | null; onDraftUsed:
           {error}
         </p>
       )}
-      {editing !== null && targets.data && (
+      {editing !== null && targets.data?.length === 0 && (
+        <div className="card notice">
+          <p>Add a bucket or a folder to back up to in Settings first: a plan needs somewhere to store.</p>
+          <button type="button" onClick={closeForm}>
+            Close
+          </button>
+        </div>
+      )}
+      {editing !== null && !!targets.data?.length && (
         <PlanForm
           key={editing === 'new' ? 'new' : editing.name}
           editing={editing === 'new' ? null : editing}
