@@ -75,7 +75,14 @@ describe('running plans', () => {
     expect(fresh.excluded).toBe(1);
   });
 
-  it('with several targets a plan must name one', async () => {
+  it('a plan needs a target: the only one, or the one it names when there are several', async () => {
+    const bare = await Engine.init(path.join(tempDir(), 'bare'), 'a passphrase for plans');
+    try {
+      const d = { name: 'x', sources: ['/tmp/x'], exclude: [], schedule: { every: 'manual' as const } };
+      expect(() => bare.plans.save(d)).toThrow(/No target yet/);
+    } finally {
+      bare.close();
+    }
     await engine.addTarget('drive', { kind: 'dir', path: tempDir('cairn-drive-') });
     const draft = { name: 'x', sources: ['/tmp/x'], exclude: [], schedule: { every: 'manual' as const } };
     expect(() => engine.plans.save(draft)).toThrow(/There are 2 targets: choose the one this plan stores on/);

@@ -67,6 +67,11 @@ export class PlanAdmin {
       throw new SettingsError(`A plan named "${d.name}" already exists.`, 'name');
     const targetId = d.target === undefined ? null : this.targetId(d.target);
     const targets = this.ks.listTargets().length;
+    if (targetId === null && targets === 0)
+      throw new SettingsError(
+        'No target yet: add a bucket or a folder first ("cairn target add").',
+        'target',
+      );
     if (targetId === null && targets > 1)
       throw new SettingsError(`There are ${targets} targets: choose the one this plan stores on.`, 'target');
     const sources = checkSources(d.sources);
