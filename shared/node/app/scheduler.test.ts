@@ -142,6 +142,39 @@ describe('the plan scheduler, against a real engine and S3 server', () => {
     scheduler.stop();
   });
 
+  it('runs plans due together one after the other, each once', async () => {
+    for (const name of ['b-second', 'a-first'])
+      engine.plans.save({ name, sources: [src], exclude: [], schedule: { every: 'hourly' } });
+    const clock = new ManualClock(Date.now() + 3 * HOUR);
+    const order: string[] = [];
+    let active = 0;
+    let maxActive = 0;
+    const scheduler = new Scheduler({
+      clock,
+      plans: () => engine.plans.list(),
+      run: async (name) => {
+        order.push(name);
+        maxActive = Math.max(maxActive, ++active);
+        try {
+          await engine.plans.run(name, {}, undefined, clock.now);
+        } finally {
+          active--;
+        }
+      },
+    });
+    scheduler.start();
+    expect(order).toEqual(['a-first']);
+    await scheduler.idle();
+    await scheduler.idle();
+    scheduler.stop();
+    expect(order).toEqual(['a-first', 'b-second']);
+    expect(maxActive).toBe(1);
+    for (const name of ['a-first', 'b-second']) {
+      expect(engine.plans.get(name).last).toMatchObject({ ok: true });
+      engine.plans.remove(name);
+    }
+  });
+
   it('refuses a second run of a plan that is running, and a target a plan uses cannot be removed', async () => {
     const first = engine.plans.run('manual');
     await expect(engine.plans.run('manual')).rejects.toThrow(/Plan "manual" is already running/);

@@ -42,6 +42,8 @@ export interface ScheduledPlan {
  * Starts plans when they come due, while the app runs. A plan whose due time passed while the app was
  * not running is due at once, and runs once (however many times it was missed). A plan never overlaps
  * itself: while it runs it is not started again; if it comes due meanwhile, it runs once after.
+ * Scheduled runs go one at a time (each backup already uses every worker it is given): plans due
+ * together run one after the other, in name order.
  */
 export class Scheduler {
   private readonly running = new Map<string, Promise<void>>();
@@ -94,7 +96,7 @@ export class Scheduler {
     for (const p of plans) {
       if (p.nextDueAt === null) continue;
       if (p.nextDueAt > now) sleep = Math.min(sleep, p.nextDueAt - now);
-      else if (!p.running && !this.running.has(p.name)) this.launch(p.name);
+      else if (!p.running && this.running.size === 0) this.launch(p.name);
     }
     this.cancelTimer = this.deps.clock.after(Math.max(sleep, 1), () => this.tick());
   }
