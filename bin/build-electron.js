@@ -2,6 +2,7 @@
 // Bundles the Electron main process, preload and chunk worker into dist/electron (Electron runs JS, not
 // TypeScript). Native addons stay external: better-sqlite3 loads its Electron-ABI build through
 // CAIRN_SQLITE_BINDING, sodium-native is N-API.
+import fs from 'node:fs';
 import { build } from 'esbuild';
 import { NATIVE_EXTERNALS } from './cli-bundle.js';
 
@@ -32,4 +33,6 @@ await build({
   outfile: 'dist/workers/chunk-worker.mjs',
   format: 'esm',
 });
+// The tray icon: Electron picks tray@2x.png beside tray.png on high-DPI screens.
+for (const f of ['tray.png', 'tray@2x.png']) fs.copyFileSync(`assets/${f}`, `dist/electron/${f}`);
 process.stdout.write('Built dist/electron and dist/workers.\n');

@@ -1,20 +1,37 @@
 /**
- * Electron main process: one window, IPC handlers over the shared AppService. Everything else (engine,
- * jobs, validation) lives in modules that never import electron.
+ * Electron main process: one window, IPC handlers over the shared AppService, and a tray (menu bar)
+ * icon that keeps Cairn running after the window closes, so that backup plans still start when due.
+ * Everything else (engine, jobs, scheduler, validation) lives in modules that never import electron.
  */
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { BrowserWindow, Menu, app, ipcMain, session, shell, type IpcMainInvokeEvent } from 'electron';
+import {
+  BrowserWindow,
+  Menu,
+  Notification,
+  Tray,
+  app,
+  ipcMain,
+  nativeImage,
+  session,
+  shell,
+  type IpcMainInvokeEvent,
+} from 'electron';
 import { isMethod, parseRequest, type EventName } from '../shared/api/contract.ts';
 import { AppService, toApiError } from '../shared/node/app/service.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const rendererIndex = path.join(here, '..', 'renderer', 'index.html');
 const rendererUrl = pathToFileURL(rendererIndex).href;
-const EVENTS: EventName[] = ['job', 'stats'];
+const EVENTS: EventName[] = ['job', 'stats', 'plan'];
+
+// Copied beside the bundle by bin/build-electron.js (tray@2x.png next to it serves high-DPI screens).
+const trayIcon = path.join(here, 'tray.png');
 
 let service: AppService | null = null;
 let win: BrowserWindow | null = null;
+let tray: Tray | null = null;
+let quitting = false;
 
 function trustedSender(e: IpcMainInvokeEvent): boolean {
   return (
@@ -48,7 +65,54 @@ function createWindow(): void {
     if (url.startsWith('https://')) void shell.openExternal(url);
     return { action: 'deny' };
   });
+  win.on('closed', () => (win = null));
   void win.loadFile(rendererIndex);
+}
+
+function showWindow(): void {
+  if (!win) createWindow();
+  else {
+    if (win.isMinimized()) win.restore();
+    win.show();
+    win.focus();
+  }
+}
+
+/** The tray (menu bar) icon: Cairn keeps running there, with its plans, after the window closes. */
+function createTray(): Tray | null {
+  const image = nativeImage.createFromPath(trayIcon);
+  if (image.isEmpty()) return null;
+  if (process.platform === 'darwin') image.setTemplateImage(true);
+  const t = new Tray(image);
+  t.setToolTip('Cairn: backup plans run while it is here');
+  t.setContextMenu(
+    Menu.buildFromTemplate([
+      { label: 'Open Cairn', click: showWindow },
+      { type: 'separator' },
+      {
+        label: 'Quit Cairn (plans stop running)',
+        click: () => {
+          quitting = true;
+          app.quit();
+        },
+      },
+    ]),
+  );
+  t.on('click', showWindow);
+  return t;
+}
+
+/** A plan that failed says so even when no window is open. Cancelled runs were the user's choice. */
+function notifyFailures(s: AppService): void {
+  s.plans.onOutcome((o) => {
+    if (o.ok || o.cancelled || !Notification.isSupported()) return;
+    const n = new Notification({
+      title: `Backup plan "${o.plan}" failed`,
+      body: o.error ?? 'The backup did not finish.',
+    });
+    n.on('click', showWindow);
+    n.show();
+  });
 }
 
 app.whenReady().then(() => {
@@ -65,6 +129,7 @@ app.whenReady().then(() => {
   session.defaultSession.setPermissionRequestHandler((_wc, _perm, cb) => cb(false));
   Menu.setApplicationMenu(null);
   service = new AppService('electron');
+  notifyFailures(service);
   ipcMain.handle('cairn:invoke', async (e, method: unknown, request: unknown) => {
     if (!trustedSender(e)) throw new Error('Refused: the request did not come from the Cairn window.');
     if (!isMethod(method)) throw new Error(`Unknown method ${String(method)}.`);
@@ -79,9 +144,22 @@ app.whenReady().then(() => {
     service.jobs.events.on(event, (payload) => win?.webContents.send('cairn:event', event, payload));
   }
   createWindow();
+  tray = createTray();
+});
+
+app.on('activate', () => {
+  if (app.isReady()) showWindow();
 });
 
 app.on('window-all-closed', () => {
+  // With a tray icon Cairn stays running (its plans with it) until "Quit Cairn"; without one, it quits.
+  if (!tray || quitting) app.quit();
+});
+
+app.on('before-quit', () => {
+  quitting = true;
   service?.close();
-  app.quit();
+  service = null;
+  tray?.destroy();
+  tray = null;
 });

@@ -4,13 +4,15 @@ import { getApi } from './api/bridge.ts';
 import { messageOf } from './format.ts';
 import { BackupScreen } from './screens/BackupScreen.tsx';
 import { HistoryScreen } from './screens/HistoryScreen.tsx';
+import { PlansScreen } from './screens/plans/PlansScreen.tsx';
 import { RestoreWizard } from './screens/restore/RestoreWizard.tsx';
 import { SettingsScreen } from './screens/settings/SettingsScreen.tsx';
 import { UnlockScreen } from './screens/UnlockScreen.tsx';
 
-type Tab = 'backup' | 'history' | 'restore' | 'settings';
+type Tab = 'backup' | 'plans' | 'history' | 'restore' | 'settings';
 const TABS: { id: Tab; label: string }[] = [
   { id: 'backup', label: 'Back up' },
+  { id: 'plans', label: 'Plans' },
   { id: 'history', label: 'History' },
   { id: 'restore', label: 'Restore' },
   { id: 'settings', label: 'Settings' },
@@ -21,6 +23,7 @@ export function App() {
   const [error, setError] = useState<string | null>(null);
   const [tab, setTab] = useState<Tab>('backup');
   const [restoreBackup, setRestoreBackup] = useState<string | null>(null);
+  const [planSources, setPlanSources] = useState<string[] | null>(null);
   const [engineUp, setEngineUp] = useState(true);
   useEffect(() => getApi().onConnection?.(setEngineUp), []);
 
@@ -74,7 +77,18 @@ export function App() {
         </div>
       </nav>
       <main className="content">
-        {tab === 'backup' && <BackupScreen onGoToSettings={() => setTab('settings')} />}
+        {tab === 'backup' && (
+          <BackupScreen
+            onGoToSettings={() => setTab('settings')}
+            onMakePlan={(sources) => {
+              setPlanSources(sources);
+              setTab('plans');
+            }}
+          />
+        )}
+        {tab === 'plans' && (
+          <PlansScreen draftSources={planSources} onDraftUsed={() => setPlanSources(null)} />
+        )}
         {tab === 'history' && (
           <HistoryScreen
             onRestore={(id) => {

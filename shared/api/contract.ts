@@ -4,6 +4,7 @@
  * validates every request with these schemas. Browser-safe.
  */
 import { z } from 'zod';
+import { planDraftSchema } from '../plans.ts';
 import { targetConfigSchema } from '../settings.ts';
 import type { StatsFrame, ChunkTiming } from '../stats.ts';
 import type {
@@ -13,6 +14,7 @@ import type {
   EntryView,
   JobStatsView,
   JobView,
+  PlanView,
   SettingsView,
   TargetView,
   TestResult,
@@ -59,7 +61,18 @@ export const requests = {
   'backup.start': z.object({
     sources: z.array(z.string().min(1)).min(1, 'Add at least one file or folder.'),
     target: z.string().optional(),
+    /** Exclude patterns (README, "Exclude patterns"); checked by the engine. */
+    exclude: z
+      .array(z.string().max(1024, 'An exclude pattern is longer than 1024 characters.'))
+      .max(200)
+      .optional(),
   }),
+  'plans.list': z.object({}),
+  /** Adds a plan, or changes the one named `replacing`. */
+  'plans.save': z.object({ draft: planDraftSchema, replacing: z.string().optional() }),
+  'plans.remove': z.object({ name: z.string() }),
+  /** Runs a plan now; answers once its backup job has started. */
+  'plans.run': z.object({ name: z.string() }),
   'jobs.list': z.object({}),
   'jobs.stats': z.object({ jobId: z.string() }),
   'jobs.pause': z.object({ jobId: z.string() }),
@@ -92,6 +105,10 @@ export interface Responses {
   'targets.save': TargetView;
   'targets.remove': { removed: string };
   'backup.start': JobView;
+  'plans.list': PlanView[];
+  'plans.save': PlanView;
+  'plans.remove': { removed: string };
+  'plans.run': JobView;
   'jobs.list': JobView[];
   'jobs.stats': JobStatsView;
   'jobs.pause': JobView;
@@ -108,6 +125,8 @@ export interface Events {
   job: JobView;
   /** A stats frame of a running job, with the chunk timings completed during it. */
   stats: { jobId: string; frame: StatsFrame; chunks: ChunkTiming[] };
+  /** A plan started or finished a run (scheduled or not), or was saved or removed. */
+  plan: { name: string };
 }
 
 export type EventName = keyof Events;

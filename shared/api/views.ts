@@ -1,4 +1,5 @@
 /** What the engine shows the UI. Plain data, browser-safe. */
+import type { PlanDraft } from '../plans.ts';
 import type { PipelineSettings, TargetConfig } from '../settings.ts';
 import type { ChunkTiming, StatsFrame } from '../stats.ts';
 
@@ -90,3 +91,22 @@ export interface DirListing {
 }
 
 export type TestResult = { ok: true } | { ok: false; problem: string; message: string };
+
+/** A backup plan with the outcome of its latest run. Times are epoch ms. */
+export interface PlanView extends PlanDraft {
+  createdAt: number;
+  /** A run is in progress (in this app or in another Cairn process). */
+  running: boolean;
+  /** When it next starts by itself (past: it is about to); null for manual plans. */
+  nextDueAt: number | null;
+  last: {
+    startedAt: number;
+    finishedAt: number | null;
+    /** null while running. */
+    ok: boolean | null;
+    error: string | null;
+    /** The snapshot of the latest successful run. */
+    snapshotId: string | null;
+    jobId: string | null;
+  } | null;
+}

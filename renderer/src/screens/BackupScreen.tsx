@@ -7,14 +7,23 @@ import { LiveCharts } from '../charts/LiveCharts.tsx';
 import { DropZone } from '../components/DropZone.tsx';
 import { JobCard } from '../components/JobCard.tsx';
 import { messageOf } from '../format.ts';
+import { LastBackupLine } from './plans/LastBackupLine.tsx';
 
-export function BackupScreen({ onGoToSettings }: { onGoToSettings: () => void }) {
+export function BackupScreen({
+  onGoToSettings,
+  onMakePlan,
+}: {
+  onGoToSettings: () => void;
+  /** "Make this a plan": the Plans screen, with these sources in a new plan. */
+  onMakePlan: (sources: string[]) => void;
+}) {
   const jobs = useJobs();
   const targets = useQuery('targets.list', {});
   const [target, setTarget] = useState<string>('');
   const [error, setError] = useState<string | null>(null);
   const [starting, setStarting] = useState(false);
   const [selected, setSelected] = useState<string | null>(null);
+  const [dropped, setDropped] = useState<string[] | null>(null);
 
   useEffect(() => {
     if (!target && targets.data?.[0]) setTarget(targets.data[0].name);
@@ -29,6 +38,7 @@ export function BackupScreen({ onGoToSettings }: { onGoToSettings: () => void })
     try {
       const job = await getApi().invoke('backup.start', { sources, target: target || undefined });
       setSelected(job.id);
+      setDropped(sources);
     } catch (e) {
       setError(messageOf(e));
     } finally {
@@ -41,6 +51,7 @@ export function BackupScreen({ onGoToSettings }: { onGoToSettings: () => void })
     <div className="screen backup-screen">
       <header className="screen-head">
         <h1>Back up</h1>
+        <LastBackupLine />
         {targets.data && targets.data.length > 0 && (
           <label className="inline">
             Store on
@@ -65,6 +76,14 @@ export function BackupScreen({ onGoToSettings }: { onGoToSettings: () => void })
         <DropZone onSources={start} disabled={starting} />
       )}
       {starting && <p className="muted">Checking the target and reading the sources…</p>}
+      {dropped && !starting && (
+        <p className="make-plan">
+          Back these up regularly?{' '}
+          <button type="button" onClick={() => onMakePlan(dropped)}>
+            Make this a plan
+          </button>
+        </p>
+      )}
       {error && (
         <p className="error" role="alert" data-testid="backup-error">
           {error}

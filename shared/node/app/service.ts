@@ -4,11 +4,16 @@ import path from 'node:path';
 import { ApiCallError, type Method, type Request, type Responses } from '../../api/contract.ts';
 import type { AppStatus, BackupView, JobView, TargetView } from '../../api/views.ts';
 import { StorageError } from '../storage/storage.ts';
-import { Engine, SettingsError, defaultHome, keystorePath } from '../engine/engine.ts';
-import { JobCancelledError } from '../engine/job-control.ts';
+import { Engine, SettingsError, defaultHome, keystorePath, type BackupResult } from '../engine/engine.ts';
+import { JobCancelledError, type JobControl } from '../engine/job-control.ts';
+import type { JobListener } from '../engine/job-events.ts';
 import { defaultWorkerCount } from '../engine/worker-pool.ts';
 import { listDirectory } from './dir-listing.ts';
 import { LiveJobs, type LiveJob } from './live-jobs.ts';
+import { PlanService, type PlanOutcome } from './plan-service.ts';
+import { systemClock, type Clock } from './scheduler.ts';
+
+export type { PlanOutcome };
 
 type Handlers = { [M in Method]: (req: Request<M>) => Promise<Responses[M]> | Responses[M] };
 
@@ -20,15 +25,28 @@ export class AppService {
   private engine: Engine | null = null;
   readonly jobs = new LiveJobs();
   private readonly handlers: Handlers;
+  readonly plans: PlanService;
 
   constructor(
     readonly shell: 'electron' | 'web',
     readonly home: string = defaultHome(),
+    /** The scheduler's time: the system clock, except in tests. */
+    clock: Clock = systemClock,
   ) {
+    this.plans = new PlanService({
+      engine: () => this.e(),
+      unlocked: () => this.engine !== null,
+      jobs: this.jobs,
+      clock,
+      startBackupJob: (title, target, start) => this.startBackupJob(title, target, start),
+      title: titleFor,
+      describeError: (err) => toApiError(err).message,
+    });
     this.handlers = {
       'app.status': () => this.status(),
       'app.init': async ({ passphrase }) => {
         this.engine = await Engine.init(this.home, passphrase);
+        this.plans.startScheduler();
         return this.status();
       },
       'app.unlock': async ({ passphrase, recoveryKey }) => {
@@ -38,6 +56,7 @@ export class AppService {
             recoveryKey !== undefined ? { recoveryKey } : { passphrase: passphrase ?? '' },
           );
         this.loadInterrupted();
+        this.plans.startScheduler();
         return this.status();
       },
       'app.connect': async ({ draft, passphrase, recoveryKey }) => {
@@ -50,6 +69,7 @@ export class AppService {
           draft.secret,
           recoveryKey !== undefined ? { recoveryKey } : { passphrase: passphrase ?? '' },
         );
+        this.plans.startScheduler();
         return this.status();
       },
       'keys.recovery': async () => ({ recoveryKey: (await this.e().keys.createRecoveryKey()).recoveryKey }),
@@ -77,7 +97,11 @@ export class AppService {
         this.e().removeTarget(name);
         return { removed: name };
       },
-      'backup.start': (req) => this.startBackup(req.sources, req.target),
+      'backup.start': (req) => this.startBackup(req.sources, req.target, req.exclude),
+      'plans.list': () => this.plans.list(),
+      'plans.save': ({ draft, replacing }) => this.plans.save(draft, replacing),
+      'plans.remove': ({ name }) => this.plans.remove(name),
+      'plans.run': ({ name }) => this.plans.run(name),
       'jobs.list': () => this.jobs.list(),
       'jobs.stats': ({ jobId }) => this.jobs.stats(jobId),
       'jobs.pause': ({ jobId }) => this.control(jobId, 'pause'),
@@ -110,6 +134,7 @@ export class AppService {
   }
 
   close(): void {
+    this.plans.stopScheduler();
     for (const j of this.jobs.list())
       if (j.state === 'running' || j.state === 'paused') this.jobs.get(j.id).control.cancel();
     this.engine?.close();
@@ -160,17 +185,33 @@ export class AppService {
     }
   }
 
-  private async startBackup(sources: string[], target?: string): Promise<JobView> {
+  private async startBackup(sources: string[], target?: string, exclude?: string[]): Promise<JobView> {
     const e = this.e();
     const targetName = target ?? e.defaultTarget().name;
+    const started = this.startBackupJob(titleFor(sources), targetName, (listener, control) =>
+      e.backup(sources, { target: targetName, exclude }, listener, control),
+    );
+    return (await started).view;
+  }
+
+  /**
+   * Starts a backup as a live job the UI follows; answers once the engine has created the job (a
+   * failure before that, such as a missing source, is thrown).
+   */
+  private async startBackupJob(
+    title: string,
+    targetName: string,
+    start: (listener: JobListener, control: JobControl) => Promise<BackupResult>,
+  ): Promise<{ view: JobView; done: Promise<void> }> {
     const job = this.jobs.create({
       id: '',
       kind: 'backup',
       state: 'running',
       backupId: '',
-      title: titleFor(sources),
+      title,
       target: targetName,
     });
+    let done: Promise<void> = Promise.resolve();
     const started = new Promise<void>((resolve, reject) => {
       const listener = {
         ...this.jobs.listenerFor(job, 'backup'),
@@ -181,7 +222,11 @@ export class AppService {
         },
       };
       // Once done, the job points at the snapshot it wrote (History opens its charts by that id).
-      const run = e.backup(sources, { target: targetName }, listener, job.control);
+      const run = start(listener, job.control);
+      done = run.then(
+        () => {},
+        () => {},
+      );
       this.track(
         job,
         run.then((r) => this.jobs.update(job, { backupId: r.snapshotId })),
@@ -189,7 +234,7 @@ export class AppService {
       );
     });
     await started;
-    return job.view;
+    return { view: job.view, done };
   }
 
   private async resumeJob(jobId: string): Promise<JobView> {
@@ -309,7 +354,8 @@ function titleFor(sources: string[]): string {
 
 export function toApiError(err: unknown): ApiCallError {
   if (err instanceof ApiCallError) return err;
-  if (err instanceof SettingsError || err instanceof StorageError) return new ApiCallError(err.message);
+  if (err instanceof SettingsError) return new ApiCallError(err.message, err.field);
+  if (err instanceof StorageError) return new ApiCallError(err.message);
   const e = err as Error;
   return new ApiCallError((e?.message ?? String(err)).replace(/\s*\n\s*/g, ' '));
 }

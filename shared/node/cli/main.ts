@@ -2,10 +2,11 @@ import '../storage/quiet-sdk.ts';
 import { Command, CommanderError, Option } from 'commander';
 import { formatSize, parseSize, type PipelineSettings } from '../../settings.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
-import { createOutput, table, type Output } from './output.ts';
+import { createOutput, reportBackup, table, type Output } from './output.ts';
 import { readPassphrase } from './passphrase.ts';
 import { withEngine } from './session.ts';
 import { registerKeyCommands } from './key-commands.ts';
+import { registerPlanCommands } from './plan-commands.ts';
 import { registerTargetCommands } from './target-commands.ts';
 
 /** Thrown when a command ran but did not fully succeed; its report was already printed. */
@@ -35,6 +36,11 @@ function intOption(name: string) {
   };
 }
 
+/** Collects a repeatable option's values. */
+function collect(v: string, acc: string[]): string[] {
+  return [...acc, v];
+}
+
 function pipelineOverrides(o: {
   chunkSize?: number;
   workers?: number;
@@ -60,6 +66,7 @@ program
 
 registerTargetCommands(program, out);
 registerKeyCommands(program, out);
+registerPlanCommands(program, out, { size: sizeOption, int: intOption });
 
 program
   .command('backup')
@@ -78,20 +85,28 @@ program
     ),
   )
   .option('--force-read', 'read every file, even those unchanged since the last snapshot')
+  .option(
+    '--exclude <glob>',
+    'leave out files and folders that match (repeatable; "node_modules/", "*.tmp", "/build")',
+    collect,
+    [] as string[],
+  )
   .action(async (paths: string[], opts) => {
     const o = out();
     const r = await withEngine((e) =>
       e.backup(
         paths,
-        { target: opts.target, settings: pipelineOverrides(opts), forceRead: Boolean(opts.forceRead) },
+        {
+          target: opts.target,
+          settings: pipelineOverrides(opts),
+          forceRead: Boolean(opts.forceRead),
+          exclude: opts.exclude,
+        },
         o.listener(),
       ),
     );
     o.endProgress();
-    for (const w of r.warnings) o.info(`Warning: ${w}`);
-    o.info(
-      `Files: ${r.files.new} new, ${r.files.changed} changed, ${r.files.unchanged} unchanged (${formatSize(r.totalBytes)}); read ${formatSize(r.bytesRead)}, uploaded ${formatSize(r.bytesUploaded)} in ${r.packsWritten} packs${r.parent ? `; parent ${r.parent}` : ''}.`,
-    );
+    reportBackup(o, r);
     o.result(r, r.snapshotId);
   });
 

@@ -1,5 +1,6 @@
 import { formatSize } from '../../settings.ts';
 import type { StatsFrame } from '../../stats.ts';
+import type { BackupResult } from '../engine/backup-job.ts';
 import type { JobListener } from '../engine/job-events.ts';
 
 export interface Output {
@@ -62,4 +63,12 @@ export function table(rows: string[][]): string {
   return rows
     .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  '))
     .join('\n');
+}
+
+/** What `cairn backup` and `cairn plan run` say about a finished backup, on stderr. */
+export function reportBackup(o: Output, r: BackupResult): void {
+  for (const w of r.warnings) o.info(`Warning: ${w}`);
+  o.info(
+    `Files: ${r.files.new} new, ${r.files.changed} changed, ${r.files.unchanged} unchanged (${formatSize(r.totalBytes)})${r.excluded ? `, ${r.excluded} excluded` : ''}; read ${formatSize(r.bytesRead)}, uploaded ${formatSize(r.bytesUploaded)} in ${r.packsWritten} packs${r.parent ? `; parent ${r.parent}` : ''}.`,
+  );
 }

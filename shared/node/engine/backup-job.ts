@@ -8,6 +8,7 @@ import type { Repository } from '../repository/repository.ts';
 import type { SnapshotDoc, SnapshotSummary } from '../repository/snapshot.ts';
 import { TreeWriter } from '../repository/tree-writer.ts';
 import { decodeTree } from '../format/tree.ts';
+import { compileExcludes } from './exclude.ts';
 import { JobCancelledError, type JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import type { JobFile } from './keystore/job-table.ts';
@@ -31,6 +32,8 @@ export interface BackupResult {
   jobId: string;
   parent: string | null;
   files: { new: number; changed: number; unchanged: number };
+  /** Files and folders the exclude patterns left out (a folder counts once, with all it holds). */
+  excluded: number;
   totalBytes: number;
   bytesRead: number;
   bytesUploaded: number;
@@ -81,6 +84,8 @@ export async function runBackupJob(
     sources: string[];
     settings: PipelineSettings;
     forceRead: boolean;
+    /** Exclude patterns (exclude.ts); what they match is not walked or stored. */
+    exclude?: readonly string[];
     control?: JobControl;
     /** Records the job: called once the sources are proven readable, before anything is written. */
     begin?: () => void;
@@ -108,6 +113,7 @@ export async function runBackupJob(
     },
     stored: (content) => content.every((h) => ks.index.has(Buffer.from(h, 'hex'))),
     seal,
+    exclude: compileExcludes(job.exclude ?? []),
   });
   resumed.clear();
   if (walk.unreadable.length) throw unreadableError(walk.unreadable);
@@ -384,6 +390,7 @@ export async function runBackupJob(
     packsWritten,
     durationMs: Date.now() - started,
     warnings,
+    ...(job.exclude?.length ? { excluded: walk.excluded } : {}),
   };
   const doc: SnapshotDoc = {
     version: 2,
@@ -407,6 +414,7 @@ export async function runBackupJob(
     jobId,
     parent: doc.parent,
     files: walk.files,
+    excluded: walk.excluded,
     totalBytes: walk.totalBytes,
     bytesRead,
     bytesUploaded: summary.bytesUploaded,

@@ -17,7 +17,11 @@ export function keystorePath(home: string): string {
 }
 
 export class SettingsError extends Error {
-  constructor(message: string) {
+  /** The input it is about (a request field such as "schedule.at"), when one is to blame. */
+  constructor(
+    message: string,
+    readonly field?: string,
+  ) {
     super(message);
     this.name = 'SettingsError';
   }
@@ -27,11 +31,16 @@ export function check<T>(
   schema: {
     safeParse(
       v: unknown,
-    ): { success: true; data: T } | { success: false; error: { issues: { message: string }[] } };
+    ):
+      | { success: true; data: T }
+      | { success: false; error: { issues: { message: string; path: PropertyKey[] }[] } };
   },
   v: unknown,
 ): T {
   const r = schema.safeParse(v);
-  if (!r.success) throw new SettingsError(r.error.issues[0]?.message ?? 'Invalid value.');
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    throw new SettingsError(issue?.message ?? 'Invalid value.', issue?.path.join('.') || undefined);
+  }
   return r.data;
 }

@@ -20,8 +20,10 @@ import { Repository, unlockFromTarget } from '../repository/repository.ts';
 import type { SnapshotDoc } from '../repository/snapshot.ts';
 import { checkRepository, type CheckResult } from './repository-check.ts';
 import { KeyAdmin } from './key-admin.ts';
+import { PlanAdmin, PlanBusyError, type PlanInfo } from './plan-admin.ts';
 import { TargetAdmin } from './target-admin.ts';
 import { SettingsError, check, defaultHome, keystorePath } from './engine-settings.ts';
+import { ExcludePatternError, compileExcludes } from './exclude.ts';
 import { runBackupJob, newId, BackupFailedError, type BackupResult } from './backup-job.ts';
 import type { JobListener } from './job-events.ts';
 import { JobCancelledError, type JobControl } from './job-control.ts';
@@ -34,7 +36,8 @@ import { runVerifyJob, type VerifyResult } from './verify-job.ts';
 import { defaultWorkerCount } from './worker-pool.ts';
 
 export { BackupFailedError, KeystoreError, SettingsError, defaultHome, keystorePath };
-export type { CheckResult };
+export type { CheckResult, PlanInfo };
+export { PlanBusyError };
 export type { BackupResult, RestoreResult, VerifyResult, TargetRow, JobRow };
 
 export interface EntryInfo {
@@ -57,11 +60,19 @@ export class Engine {
   /** Key slots: passphrases and recovery keys. */
   readonly keys: KeyAdmin;
   readonly targets: TargetAdmin;
+  /** Backup plans: stored sources, target, excludes and schedule, run as ordinary backups. */
+  readonly plans: PlanAdmin;
 
   private constructor(readonly ks: Keystore) {
     this.repo = new Repository(ks);
     this.keys = new KeyAdmin(ks, this.repo);
     this.targets = new TargetAdmin(ks, this.repo);
+    this.plans = new PlanAdmin(
+      ks,
+      (sources, opts, l, c) => this.backup(sources, opts, l, c),
+      { resume: (id, l, c) => this.resumeJob(id, l, c), interrupted: () => this.interruptedJobs() },
+      isAlive,
+    );
   }
 
   private static async ready(ks: Keystore): Promise<Engine> {
@@ -182,11 +193,17 @@ export class Engine {
 
   async backup(
     sources: string[],
-    opts: { target?: string; settings?: Partial<PipelineSettings>; forceRead?: boolean },
+    opts: {
+      target?: string;
+      settings?: Partial<PipelineSettings>;
+      forceRead?: boolean;
+      exclude?: readonly string[];
+    },
     listener: JobListener = {},
     control?: JobControl,
   ): Promise<BackupResult> {
     const settings = this.settings(opts.settings);
+    const exclude = checkExcludes(opts.exclude ?? []);
     const target = opts.target ? this.target(opts.target) : this.defaultTarget();
     const abs = sources.map((s) => path.resolve(s));
     const jobId = newId();
@@ -197,6 +214,7 @@ export class Engine {
         targetId: target.id,
         sources: abs,
         settings: JSON.stringify(settings),
+        exclude,
       });
       begun = true;
       listener.started?.({ backupId: jobId, jobId });
@@ -204,7 +222,16 @@ export class Engine {
     try {
       return await runBackupJob(
         this.repo,
-        { jobId, target, sources: abs, settings, forceRead: Boolean(opts.forceRead), control, begin },
+        {
+          jobId,
+          target,
+          sources: abs,
+          settings,
+          forceRead: Boolean(opts.forceRead),
+          exclude,
+          control,
+          begin,
+        },
         listener,
       );
     } catch (err) {
@@ -235,14 +262,14 @@ export class Engine {
     target: TargetRow,
     sources: string[],
     settings: PipelineSettings,
-    forceRead: boolean,
+    exclude: string[],
     listener: JobListener,
     control?: JobControl,
   ): Promise<BackupResult> {
     try {
       return await runBackupJob(
         this.repo,
-        { jobId, target, sources, settings, forceRead, control },
+        { jobId, target, sources, settings, forceRead: false, exclude, control },
         listener,
       );
     } catch (err) {
@@ -280,7 +307,7 @@ export class Engine {
       this.ks.targetById(job.targetId),
       job.sources,
       settings,
-      false,
+      job.exclude,
       listener,
       control,
     );
@@ -350,6 +377,17 @@ export class Engine {
   check(): Promise<CheckResult> {
     return checkRepository(this.repo, this.listSnapshots());
   }
+}
+
+/** Exclude patterns, checked before anything runs; a bad one is a settings error naming it. */
+function checkExcludes(patterns: readonly string[]): string[] {
+  try {
+    compileExcludes(patterns);
+  } catch (err) {
+    if (err instanceof ExcludePatternError) throw new SettingsError(err.message);
+    throw err;
+  }
+  return [...patterns];
 }
 
 function isAlive(pid: number): boolean {

@@ -2,6 +2,7 @@ import type { Stats } from 'node:fs';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { TreeNode } from '../format/tree.ts';
+import type { ExcludeFn } from './exclude.ts';
 
 export class SourceError extends Error {
   constructor(message: string) {
@@ -60,6 +61,8 @@ export interface WalkHooks {
   stored(content: string[]): boolean;
   /** Encodes a finished folder, stores its tree blob when new, returns its id. */
   seal(nodes: TreeNode[]): string;
+  /** What exclude patterns name: neither recorded nor descended into (exclude.ts). */
+  exclude?: ExcludeFn;
 }
 
 export interface WalkResult {
@@ -73,6 +76,8 @@ export interface WalkResult {
   blobsReused: number;
   /** Special files (sockets, FIFOs, devices), not backed up. */
   skipped: string[];
+  /** Files and folders left out by exclude patterns (a folder once, with all it holds). */
+  excluded: number;
   /** Files and folders that cannot be read: the backup must not start. */
   unreadable: string[];
 }
@@ -126,6 +131,7 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
     totalBytes: 0,
     blobsReused: 0,
     skipped: [],
+    excluded: 0,
     unreadable: [],
   };
   const prevTop = hooks.parentRoot ? byName(await hooks.loadTree(hooks.parentRoot)) : null;
@@ -185,6 +191,7 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
       const child = path.join(dir.abs, n);
       const st = fs.lstatSync(child, { throwIfNoEntry: false });
       if (!st) r.unreadable.push(`${child} (vanished while reading the folder)`);
+      else if (hooks.exclude?.(`${dir.rel}/${n}`, st.isDirectory(), child)) r.excluded++;
       else await visit(dir, child, n, st, prev?.get(n));
     }
   }

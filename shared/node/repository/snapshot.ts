@@ -14,6 +14,8 @@ export interface SnapshotSummary {
   packsWritten: number;
   durationMs: number;
   warnings: string[];
+  /** Entries left out by exclude patterns (absent when the backup had none). */
+  excluded?: number;
 }
 
 export interface SnapshotDoc {

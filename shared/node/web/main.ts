@@ -1,12 +1,16 @@
 import '../storage/quiet-sdk.ts';
 import { AppService } from '../app/service.ts';
+import { fastClock, systemClock } from '../app/scheduler.ts';
 import { ensureRendererBuilt } from './renderer-build.ts';
 import { startWebServer } from './server.ts';
 
 /** Web mode: the engine behind a loopback-only, token-protected server; the UI runs in any browser. */
 const log = (line: string) => process.stderr.write(line + '\n');
 const rendererDir = await ensureRendererBuilt(log);
-const service = new AppService('web');
+// Tests make plan schedules pass quickly; honoured only under the test runner.
+const clockRate = Number(process.env.CAIRN_TEST_CLOCK_RATE);
+const clock = process.env.VITEST && clockRate > 0 ? fastClock(clockRate) : systemClock;
+const service = new AppService('web', undefined, clock);
 const port = process.env.CAIRN_PORT ? Number(process.env.CAIRN_PORT) : undefined;
 const server = await startWebServer(service, { rendererDir, port });
 process.stdout.write(

@@ -26,7 +26,7 @@ const TYPES: Record<string, string> = {
   '.woff2': 'font/woff2',
 };
 const MAX_BODY = 1 << 20;
-const EVENTS: EventName[] = ['job', 'stats'];
+const EVENTS: EventName[] = ['job', 'stats', 'plan'];
 
 /**
  * Serves the built renderer and the API on 127.0.0.1 only. Every API call and the event socket need the

@@ -10,6 +10,8 @@ export interface JobRow {
   state: JobState;
   sources: string[];
   settings: string;
+  /** Exclude patterns, so that a resume walks exactly what the first run walked. */
+  exclude: string[];
   snapshotId: string | null;
   pid: number | null;
   host: string | null;
@@ -32,14 +34,30 @@ export interface JobFile {
 export class JobTable {
   constructor(private readonly db: Db) {}
 
-  create(j: { id: string; targetId: number; sources: string[]; settings: string }): void {
+  create(j: {
+    id: string;
+    targetId: number;
+    sources: string[];
+    settings: string;
+    exclude?: readonly string[];
+  }): void {
     const now = Date.now();
     this.db
       .prepare(
-        `INSERT INTO jobs (id, kind, target_id, state, sources, settings, pid, host, created_at, updated_at)
-         VALUES (?, 'backup', ?, 'running', ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO jobs (id, kind, target_id, state, sources, settings, exclude, pid, host, created_at, updated_at)
+         VALUES (?, 'backup', ?, 'running', ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(j.id, j.targetId, JSON.stringify(j.sources), j.settings, process.pid, os.hostname(), now, now);
+      .run(
+        j.id,
+        j.targetId,
+        JSON.stringify(j.sources),
+        j.settings,
+        j.exclude?.length ? JSON.stringify(j.exclude) : null,
+        process.pid,
+        os.hostname(),
+        now,
+        now,
+      );
   }
 
   get(id: string): JobRow | undefined {
@@ -146,6 +164,7 @@ interface Raw {
   state: JobState;
   sources: string;
   settings: string;
+  exclude: string | null;
   snapshot_id: string | null;
   pid: number | null;
   host: string | null;
@@ -161,6 +180,7 @@ const toRow = (r: Raw): JobRow => ({
   state: r.state,
   sources: JSON.parse(r.sources) as string[],
   settings: r.settings,
+  exclude: r.exclude ? (JSON.parse(r.exclude) as string[]) : [],
   snapshotId: r.snapshot_id,
   pid: r.pid,
   host: r.host,

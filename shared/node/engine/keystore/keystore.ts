@@ -16,6 +16,7 @@ import type { RepoConfig } from '../../repository/config.ts';
 import { KeystoreError, describeDbError, openDb, type Db } from './db.ts';
 import { IndexCache } from './index-cache.ts';
 import { JobTable } from './job-table.ts';
+import { PlanTable } from './plan-table.ts';
 import { SnapshotCache } from './snapshot-cache.ts';
 
 export interface TargetRow {
@@ -35,6 +36,7 @@ export class Keystore {
   readonly index: IndexCache;
   readonly snapshots: SnapshotCache;
   readonly jobs: JobTable;
+  readonly plans: PlanTable;
 
   private constructor(
     readonly db: Db,
@@ -51,6 +53,7 @@ export class Keystore {
     this.index = new IndexCache(db);
     this.snapshots = new SnapshotCache(db);
     this.jobs = new JobTable(db);
+    this.plans = new PlanTable(db);
   }
 
   /** Creates a keystore for a repository whose master key is already known (init or connect). */
@@ -196,6 +199,11 @@ export class Keystore {
   }
 
   removeTarget(id: number): void {
+    const plans = this.plans.usingTarget(id);
+    if (plans.length)
+      throw new KeystoreError(
+        `Plan${plans.length === 1 ? '' : 's'} ${plans.map((p) => `"${p}"`).join(', ')} back${plans.length === 1 ? 's' : ''} up to this target: change or remove ${plans.length === 1 ? 'it' : 'them'} first.`,
+      );
     this.db.transaction(() => {
       this.db.prepare('DELETE FROM index_files WHERE target_id = ?').run(id);
       this.db.prepare('DELETE FROM targets WHERE id = ?').run(id);

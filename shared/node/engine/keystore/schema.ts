@@ -4,7 +4,7 @@
  * shipped migration: append a new one.
  *
  * The keystore is a cache of the repository in the bucket plus local settings: every table but
- * `settings`, `targets` and `jobs` can be rebuilt from the bucket with `cairn connect`.
+ * `settings`, `targets`, `jobs` and `plans` can be rebuilt from the bucket with `cairn connect`.
  */
 export const FIRST_V2_VERSION = 2;
 
@@ -90,5 +90,23 @@ export const migrations: string[] = [
     content BLOB NOT NULL,         -- the data blob ids, 32 bytes each, in order
     PRIMARY KEY (job_id, path)
   ) WITHOUT ROWID;
+  `,
+  `
+  ALTER TABLE jobs ADD COLUMN exclude TEXT;  -- JSON array of exclude patterns; NULL when none
+  CREATE TABLE plans (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    target_id INTEGER REFERENCES targets(id),  -- NULL: the default target when it runs
+    spec TEXT NOT NULL,            -- JSON PlanSpec: sources, exclude, schedule, chunkSize?, workers?
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    run_pid INTEGER,               -- the process running it now (one run at a time, across processes)
+    last_started_at INTEGER,       -- the latest run's start: the schedule counts from it
+    last_finished_at INTEGER,
+    last_ok INTEGER,               -- 1 ok, 0 failed, NULL while it never finished
+    last_error TEXT,
+    last_snapshot TEXT,
+    last_job TEXT
+  );
   `,
 ];

@@ -1,0 +1,171 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliJson } from '../test/support/cli.ts';
+import { initHomeWithTarget, PASSPHRASE } from '../test/support/cairn-env.ts';
+import { tempDir, writeRandomFile } from '../test/support/fixtures.ts';
+import { startVersitygw, type S3Server } from '../test/support/versitygw.ts';
+import { screenshot, webShell, type Shell } from './support/shells.ts';
+
+/** The web server's plan clock runs this much faster: an hourly plan comes due every 3 s. */
+const CLOCK_RATE = 1200;
+
+interface SnapshotJson {
+  id: string;
+  time: string;
+  sources: string[];
+  summary: { durationMs: number; excluded?: number };
+}
+
+function nav(page: Page, name: string): Promise<void> {
+  return page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name, exact: true }).click();
+}
+
+async function dropFolder(page: Page, dir: string): Promise<void> {
+  await page.evaluate(
+    (uri) => {
+      const dt = new DataTransfer();
+      dt.setData('text/uri-list', uri);
+      const zone = document.querySelector('[data-testid=dropzone]')!;
+      for (const type of ['dragenter', 'dragover', 'drop'])
+        zone.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+    },
+    `file://${dir.split('/').map(encodeURIComponent).join('/')}`,
+  );
+}
+
+describe('backup plans in web mode (Chromium, real engine, real versitygw)', () => {
+  let s3: S3Server;
+  let shell: Shell;
+  let page: Page;
+  let cli: { env: Record<string, string> };
+  const src = path.join(tempDir('cairn-e2e-plans-'), 'Documents');
+
+  beforeAll(async () => {
+    s3 = await startVersitygw();
+    ({ cli } = await initHomeWithTarget(s3, { bucket: await s3.createBucket(), target: 'versity' }));
+    for (let i = 0; i < 6; i++) writeRandomFile(path.join(src, `report-${i}.bin`), 40_000);
+    writeRandomFile(path.join(src, 'node_modules', 'dep', 'index.js'), 50_000);
+    writeRandomFile(path.join(src, 'draft.tmp'), 1000);
+    shell = await webShell({ ...cli.env, CAIRN_TEST_CLOCK_RATE: String(CLOCK_RATE) });
+    page = shell.page;
+    await page.getByLabel('Passphrase', { exact: true }).fill(PASSPHRASE);
+    await page.getByRole('button', { name: 'Unlock' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+  });
+  afterAll(async () => {
+    await shell?.close();
+    await s3?.stop();
+  });
+
+  it('a one-off drop still works and offers to make it a plan, with the sources filled in', async () => {
+    await nav(page, 'Back up');
+    await expect(page.getByTestId('last-backup').textContent()).resolves.toBe('Last backup: never');
+    await dropFolder(page, src);
+    await page.locator('[data-testid=job][data-state=done]').first().waitFor({ timeout: 60_000 });
+    await page.waitForFunction(() =>
+      /Last backup: .*, OK$/.test(document.querySelector('[data-testid=last-backup]')?.textContent ?? ''),
+    );
+    await page.getByRole('button', { name: 'Make this a plan' }).click();
+    const form = page.getByRole('form', { name: 'New plan' });
+    await expect(form.getByLabel('Files and folders').inputValue()).resolves.toBe(src);
+    await form.getByRole('button', { name: 'Cancel' }).click();
+    await expect(page.getByRole('form', { name: 'New plan' }).count()).resolves.toBe(0);
+  });
+
+  it('a bad exclude pattern is shown at its field; the plan then runs by itself twice, never overlapping, and its status line follows', async () => {
+    await nav(page, 'Plans');
+    await page.getByRole('button', { name: 'New plan' }).click();
+    const form = page.getByRole('form', { name: 'New plan' });
+    // Checked by the bridge's schema (field "draft.name"), shown at the name.
+    await form.getByLabel('Plan name').fill('/etc');
+    await form.getByRole('button', { name: 'Create plan' }).click();
+    const nameError = form.locator('.field.invalid').filter({ hasText: 'Plan name' }).getByRole('alert');
+    await nameError.waitFor();
+    expect(await nameError.textContent()).toMatch(/Plan name must start with a letter or digit/);
+    await form.getByLabel('Plan name').fill('Documents hourly');
+    await form.getByLabel('Files and folders').fill(src);
+    await form.getByLabel('Schedule').selectOption('hourly');
+    await form.getByLabel('Leave out').fill('img[0-9.png');
+    await form.getByRole('button', { name: 'Create plan' }).click();
+    const fieldError = form.locator('.field.invalid').filter({ hasText: 'Leave out' }).getByRole('alert');
+    await fieldError.waitFor();
+    // The new error replaced the old one: the name field is fine now.
+    expect(await form.locator('.field.invalid').count()).toBe(1);
+    expect(await fieldError.textContent()).toMatch(/Exclude pattern "img\[0-9\.png": a "\[" has no closing/);
+
+    await form.getByLabel('Leave out').fill('');
+    await form.getByRole('button', { name: '+ node_modules/' }).click();
+    await form.getByRole('button', { name: '+ *.tmp' }).click();
+    await expect(form.getByLabel('Leave out').inputValue()).resolves.toBe('node_modules/\n*.tmp');
+    await form.getByRole('button', { name: 'Create plan' }).click();
+
+    const card = page.locator('[data-testid=plan][data-plan="Documents hourly"]');
+    await card.waitFor();
+    expect(await card.textContent()).toContain('Every hour');
+    // Nobody presses "Run now": the scheduler starts it, and again once the (fast) hour has passed.
+    const snapshotOf = () => card.getAttribute('data-snapshot');
+    await page.waitForFunction(
+      () => !!document.querySelector('[data-plan="Documents hourly"]')?.getAttribute('data-snapshot'),
+      undefined,
+      { timeout: 60_000 },
+    );
+    const first = await snapshotOf();
+    expect(await card.getByTestId('plan-status').textContent()).toMatch(
+      /^Last backup: .*, OK$|^Backing up now/,
+    );
+    await page.waitForFunction(
+      (f) => {
+        const s = document.querySelector('[data-plan="Documents hourly"]')?.getAttribute('data-snapshot');
+        return !!s && s !== f;
+      },
+      first,
+      { timeout: 60_000 },
+    );
+    const second = await snapshotOf();
+    expect(second).not.toBe(first);
+    await page.waitForFunction(
+      () => document.querySelector('[data-plan="Documents hourly"]')?.getAttribute('data-state') === 'ok',
+      undefined,
+      { timeout: 30_000 },
+    );
+    expect(await card.getByTestId('plan-status').textContent()).toMatch(/^Last backup: .*, OK$/);
+    expect(await card.getByTestId('plan-next').textContent()).toMatch(/^Next: /);
+    await card.getByRole('button', { name: 'Edit' }).click();
+    const edit = page.getByRole('form', { name: 'Edit plan Documents hourly' });
+    await expect(edit.getByLabel('Schedule').inputValue()).resolves.toBe('hourly');
+    await screenshot(page, 'web-plans', { doc: true });
+    await edit.getByRole('button', { name: 'Cancel' }).click();
+    // At the narrowest window the desktop app allows, nothing of a plan is cut off.
+    await page.setViewportSize({ width: 900, height: 700 });
+    await screenshot(page, 'web-plans-900');
+    const box = (await card.getByRole('button', { name: 'Remove' }).boundingBox())!;
+    expect(box.x + box.width).toBeLessThanOrEqual(900);
+    await page.setViewportSize({ width: 1360, height: 900 });
+
+    // The repository holds both runs: excludes applied, each run ended before the next began.
+    const snaps = (await cliJson<SnapshotJson[]>(['ls'], cli))
+      .filter((s) => s.sources[0] === src)
+      .sort((a, b) => Date.parse(a.time) - Date.parse(b.time));
+    const ids = snaps.map((s) => s.id);
+    expect(ids).toContain(first);
+    expect(ids).toContain(second);
+    const planRuns = snaps.filter((s) => s.summary.excluded !== undefined);
+    expect(planRuns.length).toBeGreaterThanOrEqual(2);
+    for (const s of planRuns) expect(s.summary.excluded).toBe(2); // node_modules/ and draft.tmp
+    for (let i = 1; i < planRuns.length; i++) {
+      const prev = planRuns[i - 1]!;
+      expect(Date.parse(prev.time) + prev.summary.durationMs).toBeLessThanOrEqual(
+        Date.parse(planRuns[i]!.time),
+      );
+    }
+    await nav(page, 'Back up');
+    await page.waitForFunction(() =>
+      /^Last backup: .*, OK$|^Backing up now/.test(
+        document.querySelector('[data-testid=last-backup]')?.textContent ?? '',
+      ),
+    );
+    expect(fs.existsSync(src)).toBe(true);
+  });
+});

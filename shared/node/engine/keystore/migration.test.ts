@@ -1,0 +1,46 @@
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../../../../test/support/fixtures.ts';
+import { openDb } from './db.ts';
+import { JobTable } from './job-table.ts';
+import { PlanTable } from './plan-table.ts';
+import { migrations } from './schema.ts';
+
+describe('keystore migrations', () => {
+  it('a keystore of the previous schema gains plans and job excludes, keeping its jobs', () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const old = new Database(file);
+    old.exec(migrations[0]!);
+    old.pragma('user_version = 2');
+    old.exec(
+      `INSERT INTO targets (id, name, config, created_at) VALUES (1, 't', '{"kind":"dir","path":"/x"}', 0)`,
+    );
+    old
+      .prepare(
+        `INSERT INTO jobs (id, kind, target_id, state, sources, settings, created_at, updated_at)
+         VALUES ('0123456789ab', 'backup', 1, 'failed', '["/a"]', '{}', 1, 1)`,
+      )
+      .run();
+    old.close();
+
+    const db = openDb(file, { create: false });
+    try {
+      expect(db.pragma('user_version', { simple: true })).toBe(3);
+      const jobs = new JobTable(db);
+      expect(jobs.get('0123456789ab')).toMatchObject({ state: 'failed', sources: ['/a'], exclude: [] });
+      const plans = new PlanTable(db);
+      plans.insert('p', 1, { sources: ['/a'], exclude: ['*.tmp'], schedule: { every: 'manual' } }, 5);
+      expect(plans.get('p')).toMatchObject({
+        targetId: 1,
+        lastStartedAt: null,
+        spec: { exclude: ['*.tmp'] },
+      });
+      expect(plans.usingTarget(1)).toEqual(['p']);
+    } finally {
+      db.close();
+    }
+    // Opening again runs nothing more.
+    openDb(file, { create: false }).close();
+  });
+});

@@ -1,0 +1,241 @@
+import path from 'node:path';
+import { planDraftSchema, type PlanDraft } from '../../plans.ts';
+import { nextDue } from '../../schedule.ts';
+import type { BackupResult } from './backup-job.ts';
+import { check, SettingsError } from './engine-settings.ts';
+import { compileExcludes, ExcludePatternError } from './exclude.ts';
+import type { JobControl } from './job-control.ts';
+import type { JobListener } from './job-events.ts';
+import type { JobRow } from './keystore/job-table.ts';
+import type { Keystore } from './keystore/keystore.ts';
+import type { PlanRow, PlanSpec } from './keystore/plan-table.ts';
+
+/** A plan with its run state, as the CLI and the app show it. */
+export interface PlanInfo extends PlanDraft {
+  target?: string;
+  createdAt: number;
+  /** A process (this one or another) is running it now. */
+  running: boolean;
+  /** When it is next due (epoch ms; may be past when a run was missed); null for manual plans. */
+  nextDueAt: number | null;
+  last: {
+    startedAt: number;
+    /** null while it runs, or when the process running it died. */
+    finishedAt: number | null;
+    ok: boolean | null;
+    error: string | null;
+    /** The snapshot of the latest successful run. */
+    snapshotId: string | null;
+    jobId: string | null;
+  } | null;
+}
+
+export class PlanBusyError extends SettingsError {}
+
+type ResumeJob = (jobId: string, listener: JobListener, control?: JobControl) => Promise<BackupResult>;
+
+type RunBackup = (
+  sources: string[],
+  opts: { target?: string; settings: { chunkSize?: number; workers?: number }; exclude: string[] },
+  listener: JobListener,
+  control?: JobControl,
+) => Promise<BackupResult>;
+
+/** Backup plans: stored in the keystore, run as ordinary backups, one run of a plan at a time. */
+export class PlanAdmin {
+  constructor(
+    private readonly ks: Keystore,
+    private readonly backup: RunBackup,
+    private readonly jobs: { resume: ResumeJob; interrupted: () => JobRow[] },
+    private readonly isAlive: (pid: number) => boolean,
+  ) {}
+
+  list(): PlanInfo[] {
+    return this.ks.plans.list().map((r) => this.info(r));
+  }
+
+  get(name: string): PlanInfo {
+    return this.info(this.row(name));
+  }
+
+  /** Adds a plan, or changes the one named `replacing` (its run history stays). */
+  save(draft: PlanDraft, replacing?: string): PlanInfo {
+    const d = check(planDraftSchema, draft);
+    const existing = replacing === undefined ? undefined : this.row(replacing);
+    const clash = this.ks.plans.get(d.name);
+    if (clash && clash.id !== existing?.id)
+      throw new SettingsError(`A plan named "${d.name}" already exists.`, 'name');
+    const targetId = d.target === undefined ? null : this.targetId(d.target);
+    const targets = this.ks.listTargets().length;
+    if (targetId === null && targets === 0)
+      throw new SettingsError(
+        'No target yet: add a bucket or a folder first ("cairn target add").',
+        'target',
+      );
+    if (targetId === null && targets > 1)
+      throw new SettingsError(`There are ${targets} targets: choose the one this plan stores on.`, 'target');
+    const sources = checkSources(d.sources);
+    try {
+      compileExcludes(d.exclude);
+    } catch (err) {
+      if (err instanceof ExcludePatternError) throw new SettingsError(err.message, 'exclude');
+      throw err;
+    }
+    const spec: PlanSpec = {
+      sources,
+      exclude: d.exclude.map((p) => p.trim()),
+      schedule: d.schedule,
+      ...(d.chunkSize !== undefined ? { chunkSize: d.chunkSize } : {}),
+      ...(d.workers !== undefined ? { workers: d.workers } : {}),
+    };
+    const now = Date.now();
+    if (existing) this.ks.plans.update(existing.id, d.name, targetId, spec, now);
+    else this.ks.plans.insert(d.name, targetId, spec, now);
+    return this.get(d.name);
+  }
+
+  remove(name: string): void {
+    const row = this.row(name);
+    if (this.running(row))
+      throw new PlanBusyError(`Plan "${name}" is running; cancel the backup before removing the plan.`);
+    this.ks.plans.remove(name);
+  }
+
+  /**
+   * Runs the plan now as an ordinary backup and records the outcome. A plan already running (here or
+   * in another process) is refused with PlanBusyError: runs never overlap. When its previous run was
+   * interrupted (failed after it began, or its process died) and the plan has not changed since, that
+   * job is resumed: files it stored are not read again.
+   */
+  async run(
+    name: string,
+    listener: JobListener = {},
+    control?: JobControl,
+    now: () => number = Date.now,
+  ): Promise<BackupResult> {
+    const row = this.row(name);
+    if (this.running(row) || !this.ks.plans.claim(row.id, row.runPid, now()))
+      throw new PlanBusyError(`Plan "${name}" is already running; this run was not started.`);
+    try {
+      const target = row.targetId === null ? undefined : this.ks.targetById(row.targetId);
+      const tracking: JobListener = {
+        ...listener,
+        started: (ids) => {
+          this.ks.plans.setJob(row.id, ids.jobId);
+          listener.started?.(ids);
+        },
+      };
+      const unfinished = this.unfinishedJob(row, target?.id ?? this.defaultTargetId());
+      const r = unfinished
+        ? await this.jobs.resume(unfinished, tracking, control)
+        : await this.backup(
+            row.spec.sources,
+            {
+              target: target?.name,
+              settings: { chunkSize: row.spec.chunkSize, workers: row.spec.workers },
+              exclude: row.spec.exclude,
+            },
+            tracking,
+            control,
+          );
+      this.ks.plans.finish(row.id, { ok: true, snapshotId: r.snapshotId }, now());
+      return r;
+    } catch (err) {
+      const error = ((err as Error)?.message ?? String(err)).replace(/\s*\n\s*/g, ' ');
+      this.ks.plans.finish(row.id, { ok: false, error }, now());
+      throw err;
+    }
+  }
+
+  /** The plan's previous job, if it was interrupted and would back up exactly what the plan says now. */
+  private unfinishedJob(row: PlanRow, targetId: number | undefined): string | undefined {
+    if (!row.lastJob || targetId === undefined) return undefined;
+    const job = this.jobs
+      .interrupted()
+      // A job running in this process right now (resumed from the app's Jobs list) is not interrupted.
+      .find((j) => j.id === row.lastJob && (j.state === 'failed' || j.pid !== process.pid));
+    const same = (a: readonly string[], b: readonly string[]) =>
+      a.length === b.length && a.every((x, i) => x === b[i]);
+    if (
+      job &&
+      job.targetId === targetId &&
+      same(job.sources, row.spec.sources) &&
+      same(job.exclude, row.spec.exclude)
+    )
+      return job.id;
+    return undefined;
+  }
+
+  /** The target a plan without one uses: the only one there is (Engine.backup refuses to guess). */
+  private defaultTargetId(): number | undefined {
+    const all = this.ks.listTargets();
+    return all.length === 1 ? all[0]!.id : undefined;
+  }
+
+  private row(name: string): PlanRow {
+    const r = this.ks.plans.get(name);
+    if (!r) throw new SettingsError(`No plan named "${name}": "cairn plan ls" lists them.`, 'name');
+    return r;
+  }
+
+  private targetId(name: string): number {
+    const t = this.ks.findTarget(name);
+    if (!t)
+      throw new SettingsError(`No target named "${name}": add it first, or leave target empty.`, 'target');
+    return t.id;
+  }
+
+  private running(r: PlanRow): boolean {
+    return r.runPid !== null && (r.runPid === process.pid || this.isAlive(r.runPid));
+  }
+
+  private info(r: PlanRow): PlanInfo {
+    const running = this.running(r);
+    return {
+      name: r.name,
+      sources: r.spec.sources,
+      ...(r.targetId !== null ? { target: this.ks.targetById(r.targetId).name } : {}),
+      ...(r.spec.chunkSize !== undefined ? { chunkSize: r.spec.chunkSize } : {}),
+      ...(r.spec.workers !== undefined ? { workers: r.spec.workers } : {}),
+      exclude: r.spec.exclude,
+      schedule: r.spec.schedule,
+      createdAt: r.createdAt,
+      running,
+      nextDueAt: nextDue(r.spec.schedule, r.lastStartedAt ?? r.createdAt),
+      last: lastRun(r, running),
+    };
+  }
+}
+
+function lastRun(r: PlanRow, running: boolean): PlanInfo['last'] {
+  if (r.lastStartedAt === null) return null;
+  const base = { startedAt: r.lastStartedAt, snapshotId: r.lastSnapshot, jobId: r.lastJob };
+  if (running) return { ...base, finishedAt: null, ok: null, error: null };
+  if (r.lastFinishedAt === null || r.lastFinishedAt < r.lastStartedAt)
+    // Claimed, neither running nor finished: the process running it died.
+    return { ...base, finishedAt: null, ok: false, error: 'Cairn stopped while it ran.' };
+  return { ...base, finishedAt: r.lastFinishedAt, ok: r.lastOk, error: r.lastError };
+}
+
+/** Absolute paths with distinct last components: a backup names each source by its folder's name. */
+function checkSources(sources: string[]): string[] {
+  const abs = sources.map((s) => path.resolve(s.trim()));
+  const seen = new Map<string, string>();
+  for (const a of abs) {
+    const name = path.basename(a);
+    if (!name)
+      throw new SettingsError(
+        `Cannot back up the root folder "${a}" as a whole: name folders inside it.`,
+        'sources',
+      );
+    const prior = seen.get(name);
+    if (prior === a) throw new SettingsError(`Source "${a}" is listed twice.`, 'sources');
+    if (prior)
+      throw new SettingsError(
+        `Two sources share the name "${name}" (${prior} and ${a}): put them in separate plans.`,
+        'sources',
+      );
+    seen.set(name, a);
+  }
+  return abs;
+}

@@ -1,0 +1,30 @@
+/** Backup plans as the UI, the CLI and the engine describe them. Browser-safe. */
+import { z } from 'zod';
+import { chunkSizeSchema, workersSchema } from './settings.ts';
+import { scheduleSchema } from './schedule.ts';
+
+export const planNameSchema = z
+  .string({ error: 'Plan name is required.' })
+  .regex(
+    /^[\p{L}\p{N}][\p{L}\p{N} ._-]{0,63}$/u,
+    'Plan name must start with a letter or digit and use letters, digits, spaces, ".", "_" and "-" (at most 64).',
+  );
+
+/** Exclude patterns the app offers (never applies unless chosen). */
+export const SUGGESTED_EXCLUDES = ['node_modules/', '.cache/', '*.tmp', '.Trash*/', '__pycache__/'];
+
+/** What a person decides about a plan; the engine adds its run state (PlanView). */
+export const planDraftSchema = z.object({
+  name: planNameSchema,
+  sources: z
+    .array(z.string().min(1, 'A source path is empty.'), { error: 'Sources must be a list of paths.' })
+    .min(1, 'Add at least one file or folder to back up.'),
+  /** A target's name; absent: the only target (refused when there are several). */
+  target: z.string().min(1).optional(),
+  chunkSize: chunkSizeSchema.optional(),
+  workers: workersSchema.optional(),
+  /** Exclude patterns (README, "Exclude patterns"); checked by the engine. */
+  exclude: z.array(z.string().max(1024, 'An exclude pattern is longer than 1024 characters.')).max(200),
+  schedule: scheduleSchema,
+});
+export type PlanDraft = z.infer<typeof planDraftSchema>;
