@@ -6,6 +6,7 @@ import type { BlobLocation } from './keystore/index-cache.ts';
 import type { Keystore } from './keystore/keystore.ts';
 import type { StatsCollector } from './stats-collector.ts';
 import { startPool } from './storage-access.ts';
+import type { WorkerPool } from './worker-pool.ts';
 
 /** Neighbouring blobs closer than this are fetched in one ranged GET (the gap is read and dropped). */
 const COALESCE_GAP = 256 * 1024;
@@ -62,17 +63,23 @@ export function planFetches(needs: BlobNeed[]): { pack: BlobLocation; blobs: Blo
  * just before its task is sent (opening files lazily); `onOutcome` gets each task's result with the needs
  * it carried.
  */
+/** A worker pool that can read from every target (a snapshot's blobs may be on any of them). */
+export function startFetchPool(ks: Keystore, settings: PipelineSettings): Promise<WorkerPool> {
+  return startPool(
+    ks,
+    ks.listTargets().map((t) => ks.targetHandle(t)),
+    settings,
+  );
+}
+
 export async function runFetches(
-  ks: Keystore,
-  settings: PipelineSettings,
+  pool: WorkerPool,
   plan: { pack: BlobLocation; blobs: BlobNeed[] }[][],
   stats: StatsCollector,
   resolveWrites: (n: BlobNeed) => { fd: number; position: number }[],
   onOutcome: (m: FetchOutcome, needs: BlobNeed[]) => void,
   control?: JobControl,
 ): Promise<void> {
-  const targets = ks.listTargets().map((t) => ks.targetHandle(t));
-  const pool = await startPool(ks, targets, settings);
   const sent = new Map<number, BlobNeed[]>();
   let tid = 1;
   function* tasks(): Generator<RestoreTask> {
@@ -99,22 +106,18 @@ export async function runFetches(
         };
       }
   }
-  try {
-    await pool.run({
-      kind: 'restore',
-      tasks: tasks(),
-      credits: settings.uploadsPerWorker,
-      control,
-      handle: (m) => {
-        if (m.t === 'xfer-start') stats.transferStarted();
-        if (m.t !== 'restored' && m.t !== 'failed') return false;
-        const needs = sent.get(m.tid)!;
-        sent.delete(m.tid);
-        onOutcome(m, needs);
-        return true;
-      },
-    });
-  } finally {
-    await pool.close();
-  }
+  await pool.run({
+    kind: 'restore',
+    tasks: tasks(),
+    credits: pool.slotsPerWorker,
+    control,
+    handle: (m) => {
+      if (m.t === 'xfer-start') stats.transferStarted();
+      if (m.t !== 'restored' && m.t !== 'failed') return false;
+      const needs = sent.get(m.tid)!;
+      sent.delete(m.tid);
+      onOutcome(m, needs);
+      return true;
+    },
+  });
 }

@@ -2,7 +2,7 @@ import fsSync from 'node:fs';
 import type { PipelineSettings } from '../../settings.ts';
 import { blobId } from '../format/blob-codec.ts';
 import type { Repository } from '../repository/repository.ts';
-import { runFetches, planFetches, type BlobNeed } from './blob-fetch.ts';
+import { runFetches, planFetches, startFetchPool, type BlobNeed } from './blob-fetch.ts';
 import type { JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import type { BlobLocation } from './keystore/index-cache.ts';
@@ -34,6 +34,11 @@ interface Planned {
   mtimeMs: number;
 }
 
+/** Files are planned, fetched and written this many at a time. */
+const RESTORE_BATCH_FILES = 10_000;
+
+type Wanted = Planned & { size: number; content: string[] };
+
 interface FileState extends Planned {
   size: number;
   locs: BlobLocation[];
@@ -60,6 +65,8 @@ export async function runRestoreJob(
     settings: PipelineSettings;
     fsync?: boolean;
     control?: JobControl;
+    /** Files planned and fetched at a time (default RESTORE_BATCH_FILES). */
+    batchFiles?: number;
   },
   listener: JobListener,
 ): Promise<RestoreResult> {
@@ -71,13 +78,17 @@ export async function runRestoreJob(
   const select = entrySelector(opts.paths, opts.snapshotId);
   const dirs: Planned[] = [];
   const links: (Planned & { linkTarget: string })[] = [];
-  const wanted: (Planned & { size: number; content: string[] })[] = [];
+  let plannedBytes = 0;
+  let plannedBlobs = 0;
   for await (const { path, node } of walkSnapshot(repo, snap.doc.tree)) {
     if (!select.wants(path)) continue;
     const p = { path, mode: node.mode, mtimeMs: node.mtimeMs };
     if (node.type === 'dir') dirs.push(p);
     else if (node.type === 'symlink') links.push({ ...p, linkTarget: node.linkTarget ?? '' });
-    else wanted.push({ ...p, size: node.size, content: node.content ?? [] });
+    else {
+      plannedBytes += node.size;
+      plannedBlobs += node.content?.length ?? 0;
+    }
   }
   select.done();
   const dest = RestoreDestination.open(opts.to);
@@ -96,139 +107,168 @@ export async function runRestoreJob(
     if (!badDirs.has(d) && dest.exists(d) === 'dir') dest.removeStaleTemps(d);
   const underBad = (p: string) => badDirs.size > 0 && [...badDirs].some((d) => p.startsWith(d + '/'));
 
-  const files: FileState[] = [];
   let alreadyPresent = 0;
   let restoredFiles = 0;
   let restoredBytes = 0;
-  for (const w of wanted.splice(0)) {
-    if (underBad(w.path)) continue;
-    const ids = w.content;
-    const locs = ids.map((h) => ks.index.lookup(Buffer.from(h, 'hex')));
-    const lost = locs.findIndex((l) => !l);
-    if (lost >= 0) {
-      failed.push({
-        path: w.path,
-        message: `blob ${lost} (${ids[lost]!.slice(0, 12)}…) is not in the repository: its pack is missing`,
-      });
-      continue;
-    }
-    const kind = dest.exists(w.path);
-    if (kind === 'file' && sameContent(repo, dest.abs(w.path), w.size, locs as BlobLocation[])) {
-      alreadyPresent++;
-      continue;
-    }
-    if (kind === 'dir') {
-      failed.push({ path: w.path, message: `${dest.abs(w.path)} is a folder; a file cannot replace it` });
-      continue;
-    }
-    if (kind && !opts.overwrite) {
-      failed.push({
-        path: w.path,
-        message: `${dest.abs(w.path)} already exists (restore with --overwrite to replace it)`,
-      });
-      continue;
-    }
-    files.push({
-      path: w.path,
-      mode: w.mode,
-      mtimeMs: w.mtimeMs,
-      size: w.size,
-      locs: locs as BlobLocation[],
-      fd: null,
-      temp: null,
-      remaining: ids.length,
-      failed: null,
-      settled: false,
-    });
-  }
-
-  const stats = new StatsCollector(
-    files.reduce((s, f) => s + f.size, 0),
-    files.reduce((s, f) => s + f.locs.length, 0),
-    (f) => listener.progress?.(f),
-  );
+  const stats = new StatsCollector(plannedBytes, plannedBlobs, (f) => listener.progress?.(f));
   stats.startTicking();
 
-  const settle = (f: FileState) => {
-    if (f.settled || (f.remaining > 0 && !f.failed)) return;
-    f.settled = true;
-    try {
-      if (f.failed) throw new Error(f.failed);
-      if (f.fd === null) prepare(f);
-      const fd = f.fd!;
-      if (opts.fsync) fsSync.fsyncSync(fd);
-      fsSync.fchmodSync(fd, f.mode);
-      fsSync.futimesSync(fd, f.mtimeMs / 1000, f.mtimeMs / 1000);
-      fsSync.closeSync(fd);
-      f.fd = null;
-      dest.commit(f.temp!, f.path, { overwrite: true });
-      restoredFiles++;
-      restoredBytes += f.size;
-    } catch (err) {
-      if (f.fd !== null) fsSync.closeSync(f.fd);
-      if (f.temp) fsSync.rmSync(f.temp, { force: true });
-      failed.push({ path: f.path, message: (err as Error).message });
+  // Files are restored in batches, in tree order: memory follows the batch, not the snapshot, and a
+  // batch still coalesces the neighbouring blobs of its files into ranged GETs.
+  const pool = plannedBlobs > 0 ? await startFetchPool(ks, opts.settings) : null;
+  try {
+    const again = entrySelector(opts.paths, opts.snapshotId);
+    let batch: Wanted[] = [];
+    for await (const { path, node } of walkSnapshot(repo, snap.doc.tree)) {
+      if (node.type !== 'file' || !again.wants(path) || opts.control?.cancelled) continue;
+      batch.push({
+        path,
+        mode: node.mode,
+        mtimeMs: node.mtimeMs,
+        size: node.size,
+        content: node.content ?? [],
+      });
+      if (batch.length >= (opts.batchFiles ?? RESTORE_BATCH_FILES)) {
+        await restoreBatch(batch);
+        batch = [];
+      }
     }
-  };
-  const prepare = (f: FileState) => {
-    const { fd, temp } = dest.createTemp(f.path);
-    f.fd = fd;
-    f.temp = temp;
-    fsSync.ftruncateSync(fd, f.size);
-  };
-
-  const needs: BlobNeed[] = [];
-  const owner = new Map<BlobNeed, FileState>();
-  for (const [i, f] of files.entries()) {
-    if (f.locs.length === 0) settle(f);
-    let position = 0;
-    for (const loc of f.locs) {
-      const n: BlobNeed = { loc, writes: [{ file: i, position }] };
-      owner.set(n, f);
-      needs.push(n);
-      position += loc.plainLength;
-    }
+    await restoreBatch(batch);
+  } finally {
+    await pool?.close();
   }
-  await runFetches(
-    ks,
-    opts.settings,
-    planFetches(needs),
-    stats,
-    (n) => {
-      const f = owner.get(n)!;
-      if (f.failed) return [];
+
+  async function restoreBatch(wanted: Wanted[]): Promise<void> {
+    const files: FileState[] = [];
+    for (const w of wanted) {
+      if (underBad(w.path)) continue;
+      const ids = w.content;
+      const locs = ids.map((h) => ks.index.lookup(Buffer.from(h, 'hex')));
+      const lost = locs.findIndex((l) => !l);
+      if (lost >= 0) {
+        failed.push({
+          path: w.path,
+          message: `blob ${lost} (${ids[lost]!.slice(0, 12)}…) is not in the repository: its pack is missing`,
+        });
+        continue;
+      }
+      const kind = dest.exists(w.path);
+      if (kind === 'file' && sameContent(repo, dest.abs(w.path), w.size, locs as BlobLocation[])) {
+        alreadyPresent++;
+        continue;
+      }
+      if (kind === 'dir') {
+        failed.push({ path: w.path, message: `${dest.abs(w.path)} is a folder; a file cannot replace it` });
+        continue;
+      }
+      if (kind && !opts.overwrite) {
+        failed.push({
+          path: w.path,
+          message: `${dest.abs(w.path)} already exists (restore with --overwrite to replace it)`,
+        });
+        continue;
+      }
+      files.push({
+        path: w.path,
+        mode: w.mode,
+        mtimeMs: w.mtimeMs,
+        size: w.size,
+        locs: locs as BlobLocation[],
+        fd: null,
+        temp: null,
+        remaining: ids.length,
+        failed: null,
+        settled: false,
+      });
+    }
+
+    const settle = (f: FileState) => {
+      if (f.settled || (f.remaining > 0 && !f.failed)) return;
+      f.settled = true;
       try {
+        if (f.failed) throw new Error(f.failed);
         if (f.fd === null) prepare(f);
+        const fd = f.fd!;
+        if (opts.fsync) fsSync.fsyncSync(fd);
+        fsSync.fchmodSync(fd, f.mode);
+        fsSync.futimesSync(fd, f.mtimeMs / 1000, f.mtimeMs / 1000);
+        fsSync.closeSync(fd);
+        f.fd = null;
+        dest.commit(f.temp!, f.path, { overwrite: true });
+        restoredFiles++;
+        restoredBytes += f.size;
       } catch (err) {
-        f.failed = (err as Error).message;
-        return [];
+        if (f.fd !== null) fsSync.closeSync(f.fd);
+        if (f.temp) fsSync.rmSync(f.temp, { force: true });
+        failed.push({ path: f.path, message: (err as Error).message });
       }
-      return n.writes.map((w) => ({ fd: f.fd!, position: w.position }));
-    },
-    (m, carried) => {
-      const ok = new Set(m.t === 'restored' ? m.ok : []);
-      const why = new Map(m.t === 'restored' ? m.failed.map((x) => [x.id, x.error.message]) : []);
-      if (m.t === 'restored') {
-        stats.add(m.timing, true);
-        listener.chunk?.(m.timing);
+    };
+    const prepare = (f: FileState) => {
+      const { fd, temp } = dest.createTemp(f.path);
+      f.fd = fd;
+      f.temp = temp;
+      fsSync.ftruncateSync(fd, f.size);
+    };
+
+    // What was planned but will not be fetched (present, refused, lost) leaves the progress totals.
+    const total = (l: { size: number }[]) => l.reduce((n, x) => n + x.size, 0);
+    stats.adjustTotals(
+      total(files) - total(wanted),
+      files.reduce((n, f) => n + f.locs.length, 0) - wanted.reduce((n, w) => n + w.content.length, 0),
+    );
+    const needs: BlobNeed[] = [];
+    const owner = new Map<BlobNeed, FileState>();
+    for (const [i, f] of files.entries()) {
+      if (f.locs.length === 0) settle(f);
+      let position = 0;
+      for (const loc of f.locs) {
+        const n: BlobNeed = { loc, writes: [{ file: i, position }] };
+        owner.set(n, f);
+        needs.push(n);
+        position += loc.plainLength;
       }
-      for (const n of carried) {
+    }
+    if (needs.length === 0) return;
+    await runFetches(
+      pool!,
+      planFetches(needs),
+      stats,
+      (n) => {
         const f = owner.get(n)!;
-        const hex = n.loc.id.toString('hex');
-        if (!ok.has(hex)) {
-          const where = ks.targetById(n.loc.targetId).name;
-          f.failed ??= `blob ${hex.slice(0, 12)}… from target "${where}": ${m.t === 'failed' ? m.error.message : (why.get(hex) ?? 'not written')}`;
+        if (f.failed) return [];
+        try {
+          if (f.fd === null) prepare(f);
+        } catch (err) {
+          f.failed = (err as Error).message;
+          return [];
         }
-        f.remaining--;
+        return n.writes.map((w) => ({ fd: f.fd!, position: w.position }));
+      },
+      (m, carried) => {
+        const ok = new Set(m.t === 'restored' ? m.ok : []);
+        const why = new Map(m.t === 'restored' ? m.failed.map((x) => [x.id, x.error.message]) : []);
+        if (m.t === 'restored') {
+          stats.add(m.timing, true);
+          listener.chunk?.(m.timing);
+        }
+        for (const n of carried) {
+          const f = owner.get(n)!;
+          const hex = n.loc.id.toString('hex');
+          if (!ok.has(hex)) {
+            const where = ks.targetById(n.loc.targetId).name;
+            f.failed ??= `blob ${hex.slice(0, 12)}… from target "${where}": ${m.t === 'failed' ? m.error.message : (why.get(hex) ?? 'not written')}`;
+          }
+          f.remaining--;
+          settle(f);
+        }
+      },
+      opts.control,
+    );
+    for (const f of files) {
+      if (!f.settled) {
+        f.failed ??= opts.control?.cancelled ? 'the restore was cancelled' : 'not every blob was fetched';
         settle(f);
       }
-    },
-    opts.control,
-  );
-  for (const f of files) {
-    if (!f.settled) {
-      f.failed ??= opts.control?.cancelled ? 'the restore was cancelled' : 'not every blob was fetched';
-      settle(f);
     }
   }
 

@@ -1,6 +1,6 @@
 import type { PipelineSettings } from '../../settings.ts';
 import type { Repository } from '../repository/repository.ts';
-import { planFetches, runFetches, type BlobNeed } from './blob-fetch.ts';
+import { planFetches, runFetches, startFetchPool, type BlobNeed } from './blob-fetch.ts';
 import type { JobListener } from './job-events.ts';
 import { snapshotEntries } from './snapshot-tree.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
@@ -60,25 +60,29 @@ export async function runVerifyJob(
         });
   const stats = new StatsCollector(bytes, needs.length, (f) => listener.progress?.(f));
   stats.startTicking();
-  await runFetches(
-    ks,
-    opts.settings,
-    planFetches(needs),
-    stats,
-    () => [],
-    (m, carried) => {
-      if (m.t === 'restored') stats.add(m.timing, true);
-      const ok = new Set(m.t === 'restored' ? m.ok : []);
-      const why = new Map(m.t === 'restored' ? m.failed.map((x) => [x.id, x.error.message]) : []);
-      for (const n of carried) {
-        const hex = n.loc.id.toString('hex');
-        if (ok.has(hex)) continue;
-        const message = m.t === 'failed' ? m.error.message : (why.get(hex) ?? 'not checked');
-        const target = ks.targetById(n.loc.targetId).name;
-        for (const x of users.get(hex) ?? []) problems.push({ ...x, target, message });
-      }
-    },
-  );
+  const pool = await startFetchPool(ks, opts.settings);
+  try {
+    await runFetches(
+      pool,
+      planFetches(needs),
+      stats,
+      () => [],
+      (m, carried) => {
+        if (m.t === 'restored') stats.add(m.timing, true);
+        const ok = new Set(m.t === 'restored' ? m.ok : []);
+        const why = new Map(m.t === 'restored' ? m.failed.map((x) => [x.id, x.error.message]) : []);
+        for (const n of carried) {
+          const hex = n.loc.id.toString('hex');
+          if (ok.has(hex)) continue;
+          const message = m.t === 'failed' ? m.error.message : (why.get(hex) ?? 'not checked');
+          const target = ks.targetById(n.loc.targetId).name;
+          for (const x of users.get(hex) ?? []) problems.push({ ...x, target, message });
+        }
+      },
+    );
+  } finally {
+    await pool.close();
+  }
   const transfer = stats.finish(bytes, needs.length);
   problems.sort((a, b) => a.path.localeCompare(b.path) || a.blob - b.blob);
   return {

@@ -29,10 +29,13 @@ export class WorkerPool {
   private closing = false;
   private onCrash: ((err: Error) => void) | null = null;
 
-  private constructor() {}
+  private constructor(
+    /** Transfers each worker runs at once (its upload/download slots). */
+    readonly slotsPerWorker: number,
+  ) {}
 
   static async start(inits: Omit<WorkerInit, 'index'>, count: number): Promise<WorkerPool> {
-    const pool = new WorkerPool();
+    const pool = new WorkerPool(inits.slots);
     const entry = workerEntry();
     await Promise.all(
       Array.from({ length: count }, (_, index) => {

@@ -1,0 +1,53 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256File, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
+import { Engine } from './engine.ts';
+import { runRestoreJob } from './restore-job.ts';
+
+let engine: Engine;
+beforeAll(async () => {
+  process.env.CAIRN_TEST_WEAK_KDF = '1';
+  engine = await Engine.init(path.join(tempDir(), 'home'), 'a passphrase for batches');
+  await engine.addTarget('drive', { kind: 'dir', path: tempDir('cairn-drive-') });
+});
+afterAll(() => engine?.close());
+
+describe('restore in batches', () => {
+  it('restores a tree larger than one batch byte-identical, keeping files already there out of the totals', async () => {
+    const src = path.join(tempDir(), 'tree');
+    for (let i = 0; i < 900; i++)
+      writeRandomFile(path.join(src, `d${i % 3}`, `f${i}.bin`), 100 + ((i * 97) % 5000));
+    writeRandomFile(path.join(src, 'big.bin'), 3_000_000);
+    const { snapshotId } = await engine.backup([src], {});
+    const to = tempDir('cairn-restore-');
+    // One file already restored and identical: it is kept, and the progress totals leave it out.
+    fs.mkdirSync(path.join(to, 'tree', 'd1'), { recursive: true });
+    fs.copyFileSync(path.join(src, 'd1', 'f1.bin'), path.join(to, 'tree', 'd1', 'f1.bin'));
+    let last = { bytesDone: 0, bytesTotal: -1 };
+    const r = await runRestoreJob(
+      engine.repo,
+      { snapshotId, to, paths: [], overwrite: false, settings: engine.settings(), batchFiles: 250 },
+      { progress: (f) => (last = { bytesDone: f.bytesDone, bytesTotal: f.bytesTotal }) },
+    );
+    expect(r.failed).toEqual([]);
+    expect(r.alreadyPresent).toBe(1);
+    expect(r.restoredFiles).toBe(900);
+    const walk = (d: string): string[] =>
+      fs
+        .readdirSync(d, { withFileTypes: true })
+        .flatMap((e) => (e.isDirectory() ? walk(path.join(d, e.name)) : [path.join(d, e.name)]));
+    const restored = walk(path.join(to, 'tree'))
+      .map((p) => path.relative(path.join(to, 'tree'), p))
+      .sort();
+    expect(restored).toEqual(
+      walk(src)
+        .map((p) => path.relative(src, p))
+        .sort(),
+    );
+    for (const rel of restored)
+      expect(sha256File(path.join(to, 'tree', rel))).toBe(sha256File(path.join(src, rel)));
+    expect(last.bytesTotal).toBe(r.restoredBytes);
+    expect(last.bytesDone).toBe(r.restoredBytes);
+  });
+});
