@@ -1,6 +1,12 @@
-import { formatSize } from '../../shared/settings.ts';
+import { formatSize, formatSizeExact } from '../../shared/settings.ts';
 
-export { formatSize };
+/** Sizes: one formatter for the whole UI, the unit picked by magnitude (see shared/settings.ts). */
+export { formatSize, formatSizeExact };
+
+/** A count with thousands separators: "2,000". */
+export function formatCount(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}
 
 export function formatRate(mbps: number): string {
   return `${mbps >= 100 ? mbps.toFixed(0) : mbps.toFixed(1)} MB/s`;

@@ -69,8 +69,11 @@ export const requests = {
   'backups.entries': z.object({ backupId: id }),
   'restore.start': z.object({
     backupId: id,
-    paths: z.array(z.string()),
-    to: z.string().min(1, 'Choose a destination folder.'),
+    // An empty list would mean "everything" to the engine: the UI always names what it restores.
+    paths: z
+      .array(z.string().min(1, 'A path to restore is empty.'))
+      .min(1, 'Nothing selected to restore: choose at least one file or folder.'),
+    to: z.string().trim().min(1, 'Choose a destination folder.'),
     existing: z.enum(['skip', 'overwrite']),
   }),
   'fs.list': z.object({ path: z.string().optional() }),

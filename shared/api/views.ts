@@ -35,14 +35,28 @@ export interface JobView {
   startedAt: number;
   bytesDone: number;
   bytesTotal: number;
-  /** Throughput over the last 250 ms and since the start, MB/s. */
+  /**
+   * Current throughput (smoothed over about 5 s) and the mean since the start, MB/s. `etaSeconds` is the
+   * remaining bytes at `mbps`: the ETA shown always agrees with the rate shown beside it.
+   */
   mbps: number;
   meanMbps: number;
   etaSeconds: number | null;
+  /** Time the job has been running, ms (from the engine's frames). */
+  elapsedMs?: number;
+  /** Files finished (restored, or failed) out of those the job handles, when the job reports them. */
+  files?: { done: number; total: number };
   error: string | null;
   notices: string[];
   /** Restore only: files restored and failures with their reason. */
-  restored?: { files: number; bytes: number; failed: { path: string; message: string }[]; to: string };
+  restored?: {
+    files: number;
+    bytes: number;
+    /** Files already at the destination with identical content: left as they are. */
+    alreadyPresent: number;
+    failed: { path: string; message: string }[];
+    to: string;
+  };
 }
 
 export interface JobStatsView {

@@ -96,7 +96,12 @@ export function BackupScreen({ onGoToSettings }: { onGoToSettings: () => void })
             </ul>
           ) : null}
           {shown && shownJob?.state !== 'interrupted' ? (
-            <LiveCharts key={shown} jobId={shown} />
+            <LiveCharts
+              key={shown}
+              jobId={shown}
+              kind={shownJob?.kind ?? 'backup'}
+              finished={shownJob?.state === 'done'}
+            />
           ) : (
             <p className="muted">
               {shownJob?.state === 'interrupted'

@@ -78,7 +78,12 @@ export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => 
         <section aria-label="Charts of the selected backup" className="live">
           <h2>Charts</h2>
           {openJob ? (
-            <LiveCharts key={openJob.id} jobId={openJob.id} />
+            <LiveCharts
+              key={openJob.id}
+              jobId={openJob.id}
+              kind="backup"
+              finished={openJob.state === 'done'}
+            />
           ) : (
             <p className="muted">Charts are kept for the jobs run since Cairn started.</p>
           )}

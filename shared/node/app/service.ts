@@ -210,6 +210,11 @@ export class AppService {
     const e = this.e();
     const b = e.listSnapshots().find((x) => x.id === req.backupId);
     if (!b) throw new ApiCallError(`No backup with id ${req.backupId}.`);
+    if (!path.isAbsolute(req.to))
+      throw new ApiCallError(
+        `The destination "${req.to}" is not a full path: give one that starts with ${path.sep === '/' ? '/' : 'a drive letter'}.`,
+        'to',
+      );
     const job = this.jobs.add({
       id: `r${Date.now().toString(16).slice(-11)}`,
       kind: 'restore',
@@ -228,7 +233,13 @@ export class AppService {
       job,
       run.then((r) => {
         this.jobs.update(job, {
-          restored: { files: r.restoredFiles, bytes: r.restoredBytes, failed: r.failed, to: req.to },
+          restored: {
+            files: r.restoredFiles,
+            bytes: r.restoredBytes,
+            alreadyPresent: r.alreadyPresent,
+            failed: r.failed,
+            to: req.to,
+          },
         });
         if (r.failed.length && !job.control.cancelled)
           throw new Error(`${r.failed.length} of the selected files could not be restored.`);

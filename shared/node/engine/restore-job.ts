@@ -78,11 +78,19 @@ export async function runRestoreJob(
   const underBad = (p: string) => [...badDirs].some((d) => p.startsWith(d + '/'));
 
   const files: FileState[] = [];
+  const filesTotal = entries.filter((e) => e.node.type === 'file').length;
+  let filesDone = 0;
+  const fileDone = () => listener.files?.(++filesDone, filesTotal);
+  listener.files?.(0, filesTotal);
   let alreadyPresent = 0;
   let restoredFiles = 0;
   let restoredBytes = 0;
   for (const e of entries) {
-    if (e.node.type !== 'file' || underBad(e.path)) continue;
+    if (e.node.type !== 'file') continue;
+    if (underBad(e.path)) {
+      fileDone();
+      continue;
+    }
     const ids = e.node.content ?? [];
     const locs = ids.map((h) => ks.index.lookup(Buffer.from(h, 'hex')));
     const lost = locs.findIndex((l) => !l);
@@ -91,15 +99,18 @@ export async function runRestoreJob(
         path: e.path,
         message: `blob ${lost} (${ids[lost]!.slice(0, 12)}…) is not in the repository: its pack is missing`,
       });
+      fileDone();
       continue;
     }
     const kind = dest.exists(e.path);
     if (kind === 'file' && sameContent(repo, dest.abs(e.path), e, locs as BlobLocation[])) {
       alreadyPresent++;
+      fileDone();
       continue;
     }
     if (kind === 'dir') {
       failed.push({ path: e.path, message: `${dest.abs(e.path)} is a folder; a file cannot replace it` });
+      fileDone();
       continue;
     }
     if (kind && !opts.overwrite) {
@@ -107,6 +118,7 @@ export async function runRestoreJob(
         path: e.path,
         message: `${dest.abs(e.path)} already exists (restore with --overwrite to replace it)`,
       });
+      fileDone();
       continue;
     }
     files.push({
@@ -130,6 +142,7 @@ export async function runRestoreJob(
   const settle = (f: FileState) => {
     if (f.settled || (f.remaining > 0 && !f.failed)) return;
     f.settled = true;
+    fileDone();
     try {
       if (f.failed) throw new Error(f.failed);
       if (f.fd === null) prepare(f);

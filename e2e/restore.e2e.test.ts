@@ -1,0 +1,248 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliJson, runCli } from '../test/support/cli.ts';
+import { sha256File, tempDir, writeRandomFile } from '../test/support/fixtures.ts';
+import { startProxy, type Proxy } from '../test/support/proxy.ts';
+import { startVersitygw, type S3Server } from '../test/support/versitygw.ts';
+import { screenshot, webShell, type Shell } from './support/shells.ts';
+
+const MiB = 1024 * 1024;
+const PASSPHRASE = 'a passphrase for the restore e2e run';
+
+/** Every file below `root`, relative, sorted. */
+function filesUnder(root: string): string[] {
+  if (!fs.existsSync(root)) return [];
+  return (fs.readdirSync(root, { recursive: true, withFileTypes: true }) as fs.Dirent[])
+    .filter((d) => d.isFile())
+    .map((d) => path.relative(root, path.join(d.parentPath, d.name)))
+    .sort();
+}
+
+/** Objects below data/ in versitygw's posix folder of `bucket`, by path. */
+function packFiles(s3: S3Server, bucket: string): string[] {
+  return filesUnder(path.join(s3.dataDir, bucket, 'data')).map((f) =>
+    path.join(s3.dataDir, bucket, 'data', f),
+  );
+}
+
+function nav(page: Page, name: string): Promise<void> {
+  return page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name, exact: true }).click();
+}
+
+/** Restore step 1: picks the backup whose sources column shows `source`. */
+async function chooseBackup(page: Page, source: string): Promise<void> {
+  await page
+    .getByRole('table', { name: 'Backups to restore' })
+    .getByRole('row')
+    .filter({ hasText: source })
+    .getByRole('radio')
+    .check();
+}
+
+/** A fresh wizard: the tab is left and opened again (the wizard keeps nothing across that). */
+async function freshWizard(page: Page): Promise<void> {
+  await nav(page, 'History');
+  await nav(page, 'Restore');
+  await page.getByRole('table', { name: 'Backups to restore' }).waitFor();
+}
+
+/** A row's checkbox by the entry's name (whatever icon the row shows before it). */
+function tick(page: Page, name: string) {
+  return page
+    .getByRole('list', { name: 'Files in the backup' })
+    .getByRole('checkbox', { name: new RegExp(`(^|\\s)${name.replace('.', '\\.')}$`) });
+}
+
+/** The line under the tree that says what is selected. */
+function selectionLine(page: Page) {
+  return page.getByRole('region', { name: 'Choose files' }).locator('p').last();
+}
+
+async function startRestoreInto(page: Page, dest: string): Promise<void> {
+  await page.getByRole('button', { name: 'Next' }).click();
+  await page.getByLabel('Destination folder').fill(dest);
+  await page.getByRole('button', { name: 'Restore', exact: true }).last().click();
+}
+
+describe.sequential('Restore wizard — web mode in Chromium', () => {
+  let s3: S3Server;
+  let proxy: Proxy;
+  let shell: Shell;
+  let page: Page;
+  let bucket: string;
+  const home = path.join(tempDir('cairn-e2e-restore-'), 'home');
+  const work = tempDir('cairn-e2e-restore-data-');
+  const many = path.join(work, 'many');
+  const few = path.join(work, 'few');
+  const damaged = path.join(work, 'damaged');
+  const slow = path.join(work, 'slow');
+  let env: { env: Record<string, string> };
+
+  beforeAll(async () => {
+    s3 = await startVersitygw();
+    bucket = await s3.createBucket();
+    proxy = await startProxy(s3.endpoint);
+    env = {
+      env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_S3_SECRET_ACCESS_KEY: s3.secretAccessKey },
+    };
+    fs.mkdirSync(many, { recursive: true });
+    for (let i = 0; i < 2000; i++)
+      fs.writeFileSync(path.join(many, `file${String(i).padStart(4, '0')}.txt`), `file ${i}\n`);
+    fs.mkdirSync(few, { recursive: true });
+    for (const n of ['a.txt', 'b.txt', 'c.txt']) fs.writeFileSync(path.join(few, n), `few ${n}\n`);
+    writeRandomFile(path.join(damaged, 'broken.bin'), 4 * MiB);
+    fs.writeFileSync(path.join(damaged, 'fine.txt'), 'this one is fine\n');
+    writeRandomFile(path.join(slow, 'large.bin'), 24 * MiB);
+    fs.writeFileSync(path.join(slow, 'small.txt'), 'small\n');
+
+    expect((await runCli(['init'], env)).code).toBe(0);
+    const add = await runCli(
+      [
+        'target',
+        'add',
+        'versity',
+        '--s3',
+        '--endpoint',
+        proxy.endpoint,
+        '--bucket',
+        bucket,
+        '--region',
+        'us-east-1',
+        '--access-key-id',
+        s3.accessKeyId,
+        '--path-style',
+      ],
+      env,
+    );
+    expect(add.code, add.stderr).toBe(0);
+    for (const src of [many, few]) await cliJson(['backup', src], env);
+    // The pack of this backup gets a byte flipped in the middle of broken.bin's only blob.
+    const before = new Set(packFiles(s3, bucket));
+    await cliJson(['backup', damaged], env);
+    const fresh = packFiles(s3, bucket).filter((f) => !before.has(f));
+    const largest = fresh.sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0]!;
+    const fd = fs.openSync(largest, 'r+');
+    const at = Math.floor(fs.statSync(largest).size / 2);
+    const byte = Buffer.alloc(1);
+    fs.readSync(fd, byte, 0, 1, at);
+    byte[0] = byte[0]! ^ 0xff;
+    fs.writeSync(fd, byte, 0, 1, at);
+    fs.closeSync(fd);
+    // One fetch at a time, so that a restore of `slow` behind a delaying proxy is still running when cancelled.
+    expect((await runCli(['settings', '--workers', '1', '--uploads-per-worker', '1'], env)).code).toBe(0);
+    await cliJson(['backup', slow], env);
+
+    shell = await webShell({ CAIRN_HOME: home });
+    page = shell.page;
+    await page.getByLabel('Passphrase', { exact: true }).fill(PASSPHRASE);
+    await page.getByRole('button', { name: 'Unlock' }).click();
+    await nav(page, 'Restore');
+    await page.getByRole('table', { name: 'Backups to restore' }).waitFor();
+  });
+  afterAll(async () => {
+    await shell?.close();
+    await proxy?.close();
+    await s3?.stop();
+  });
+
+  it('with a filter typed, a ticked parent folder restores only the file shown, and the count says so', async () => {
+    await freshWizard(page);
+    await chooseBackup(page, 'many');
+    await page.getByRole('button', { name: 'Next' }).click();
+    await page.getByRole('list', { name: 'Files in the backup' }).waitFor();
+    await page.getByRole('button', { name: 'None', exact: true }).click();
+    await page.getByLabel('Filter files').fill('file1234');
+    await tick(page, 'many').check();
+    expect(await tick(page, 'file1234.txt').isChecked()).toBe(true);
+    const count = await selectionLine(page).textContent();
+    await screenshot(page, 'web-restore-files', { doc: true });
+    const dest = path.join(work, 'filtered');
+    await startRestoreInto(page, dest);
+    const result = page.getByTestId('restore-result');
+    await result.waitFor({ timeout: 60_000 });
+    expect(filesUnder(dest)).toEqual(['many/file1234.txt']);
+    expect(count).toMatch(/^1 file, 10 B selected/);
+    expect(await result.textContent()).toMatch(/1 file, 10 B restored into .*filtered/);
+  });
+
+  it('switching to another backup resets the selection (Back, and "Restore something else")', async () => {
+    await freshWizard(page);
+    await chooseBackup(page, 'many');
+    await page.getByRole('button', { name: 'Next' }).click();
+    await tick(page, 'many').waitFor();
+    await page.getByRole('button', { name: 'Back', exact: true }).click();
+    await chooseBackup(page, 'few');
+    await page.getByRole('button', { name: 'Next' }).click();
+    await tick(page, 'few').waitFor();
+    expect(await tick(page, 'few').isChecked()).toBe(true);
+    const count = await selectionLine(page).textContent();
+    const dest = path.join(work, 'switched');
+    await startRestoreInto(page, dest);
+    await page.getByTestId('restore-result').waitFor({ timeout: 60_000 });
+    expect(filesUnder(dest)).toEqual(['few/a.txt', 'few/b.txt', 'few/c.txt']);
+    expect(count).toMatch(/^3 files, 30 B selected/);
+
+    // The same backup again after "Restore something else": everything in it selected again.
+    await page.getByRole('button', { name: 'Restore something else' }).click();
+    await chooseBackup(page, 'few');
+    await page.getByRole('button', { name: 'Next' }).click();
+    await tick(page, 'few').waitFor();
+    expect(await tick(page, 'few').isChecked()).toBe(true);
+    expect(await selectionLine(page).textContent()).toMatch(/^3 files/);
+    expect(await page.getByRole('button', { name: 'Next' }).isEnabled()).toBe(true);
+    // Nothing selected: Next is refused, and the line under the tree says why.
+    await page.getByRole('button', { name: 'None', exact: true }).click();
+    expect(await page.getByRole('button', { name: 'Next' }).isDisabled()).toBe(true);
+    expect(await selectionLine(page).textContent()).toMatch(/Nothing selected/);
+  });
+
+  it('a restore whose chunk fails authentication lists that file and the reason on the result page', async () => {
+    await freshWizard(page);
+    await chooseBackup(page, 'damaged');
+    await page.getByRole('button', { name: 'Next' }).click();
+    await page.getByRole('list', { name: 'Files in the backup' }).waitFor();
+    const dest = path.join(work, 'damaged-out');
+    await startRestoreInto(page, dest);
+    const result = page.getByTestId('restore-result');
+    await result.waitFor({ timeout: 60_000 });
+    expect(filesUnder(dest)).toEqual(['damaged/fine.txt']);
+    const failures = result.getByRole('list', { name: 'Failed files' });
+    expect(await failures.textContent()).toMatch(/damaged\/broken\.bin: .*(authenticat|corrupt|tamper)/i);
+    expect(await result.textContent()).not.toMatch(/Restored and verified/);
+    expect(await result.textContent()).toMatch(/1 file, 17 B restored into .*damaged-out/);
+    await screenshot(page, 'web-restore-problems', { doc: true });
+  });
+
+  it('a running restore shows files done / total and an ETA, and can be cancelled', async () => {
+    proxy.setDelay(3000);
+    try {
+      await freshWizard(page);
+      await chooseBackup(page, 'slow');
+      await page.getByRole('button', { name: 'Next' }).click();
+      await page.getByRole('list', { name: 'Files in the backup' }).waitFor();
+      const dest = path.join(work, 'cancelled');
+      await startRestoreInto(page, dest);
+      const progress = page.getByRole('region', { name: 'Restore progress' });
+      await progress.getByText(/of 2 files/).waitFor({ timeout: 30_000 });
+      expect(await progress.textContent()).toMatch(/ETA/);
+      await progress.getByRole('button', { name: 'Cancel restore' }).click();
+      const result = page.getByTestId('restore-result');
+      await result.waitFor({ timeout: 60_000 });
+      expect(await result.textContent()).toMatch(/Restore cancelled/);
+      expect(await result.textContent()).not.toMatch(/verified/);
+      expect(filesUnder(dest)).not.toContain('slow/large.bin');
+    } finally {
+      proxy.setDelay(0);
+    }
+    // Not cancelled, the same restore brings back both files, byte-identical.
+    await page.getByRole('button', { name: 'Restore something else' }).click();
+    await chooseBackup(page, 'slow');
+    await page.getByRole('button', { name: 'Next' }).click();
+    const dest = path.join(work, 'not-cancelled');
+    await startRestoreInto(page, dest);
+    await page.getByTestId('restore-result').waitFor({ timeout: 60_000 });
+    expect(sha256File(path.join(dest, 'slow', 'large.bin'))).toBe(sha256File(path.join(slow, 'large.bin')));
+  });
+});
