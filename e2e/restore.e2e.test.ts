@@ -240,9 +240,67 @@ describe.sequential('Restore wizard — web mode in Chromium', () => {
     await page.getByRole('button', { name: 'Restore something else' }).click();
     await chooseBackup(page, 'slow');
     await page.getByRole('button', { name: 'Next' }).click();
-    const dest = path.join(work, 'not-cancelled');
+    // A long destination makes a long job title for the layout test below.
+    const dest = path.join(work, 'not-cancelled-and-restored-into-a-folder-with-a-rather-long-name-indeed');
     await startRestoreInto(page, dest);
     await page.getByTestId('restore-result').waitFor({ timeout: 60_000 });
     expect(sha256File(path.join(dest, 'slow', 'large.bin'))).toBe(sha256File(path.join(slow, 'large.bin')));
+  });
+
+  it('job cards stay in their column beside the charts at 1400 px, whatever the title length', async () => {
+    await page.setViewportSize({ width: 1400, height: 900 });
+    await nav(page, 'Back up');
+    const cards = page.getByTestId('job');
+    await cards.first().waitFor();
+    const charts = (await page.getByRole('region', { name: 'Live charts' }).boundingBox())!;
+    for (const card of await cards.all()) {
+      const box = (await card.boundingBox())!;
+      expect(box.x + box.width).toBeLessThanOrEqual(charts.x);
+    }
+    await screenshot(page, 'web-jobs-1400');
+  });
+
+  it('History fits 900 px: no page-wide scrolling, every Restore button on screen', async () => {
+    await page.setViewportSize({ width: 900, height: 800 });
+    await nav(page, 'History');
+    const table = page.getByRole('table', { name: 'Backups' });
+    await table.waitFor();
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(900);
+    for (const button of await table.getByRole('button', { name: 'Restore…' }).all()) {
+      const box = (await button.boundingBox())!;
+      expect(box.x + box.width).toBeLessThanOrEqual(900);
+    }
+    await screenshot(page, 'web-history-900');
+    await page.setViewportSize({ width: 1360, height: 900 });
+  });
+
+  it('the Add-files dialog keeps focus inside, returns it to its opener, and reopens where it was', async () => {
+    await nav(page, 'Back up');
+    const opener = page.getByRole('button', { name: 'Add files or folders…' });
+    await opener.focus();
+    await page.keyboard.press('Enter');
+    const dialog = page.getByRole('dialog', { name: 'Choose what to back up' });
+    await dialog.waitFor();
+    const focusInside = () => page.evaluate(() => !!document.activeElement?.closest('[role=dialog]'));
+    expect(await focusInside()).toBe(true);
+    await dialog.getByLabel('Folder path').fill(work);
+    await dialog.getByRole('button', { name: 'Go' }).click();
+    await dialog.getByRole('button', { name: /many/ }).waitFor();
+    expect(await dialog.locator('svg[data-icon=folder]').count()).toBeGreaterThan(0);
+    for (let i = 0; i < 12; i++) {
+      await page.keyboard.press('Tab');
+      expect(await focusInside()).toBe(true);
+    }
+    for (let i = 0; i < 12; i++) {
+      await page.keyboard.press('Shift+Tab');
+      expect(await focusInside()).toBe(true);
+    }
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    expect(await opener.evaluate((el) => el === document.activeElement)).toBe(true);
+    await opener.click();
+    await dialog.waitFor();
+    await expect.poll(() => dialog.getByLabel('Folder path').inputValue()).toBe(work);
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
   });
 });

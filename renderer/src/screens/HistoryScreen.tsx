@@ -19,60 +19,62 @@ export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => 
       {backups.error && <p className="error">{backups.error}</p>}
       {backups.data?.length === 0 && <p className="muted">No backups yet.</p>}
       {backups.data && backups.data.length > 0 && (
-        <table className="table" aria-label="Backups">
-          <thead>
-            <tr>
-              <th>Date</th>
-              <th>Sources</th>
-              <th>Host · target</th>
-              <th className="num" title="new · changed · unchanged">
-                Files
-              </th>
-              <th className="num">Size</th>
-              <th className="num">Read</th>
-              <th className="num">Uploaded</th>
-              <th className="num">Duration</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {backups.data.map((b) => (
-              <tr
-                key={b.id}
-                className={open === b.id ? 'selected' : ''}
-                onClick={() => setOpen(open === b.id ? null : b.id)}
-              >
-                <td>{formatDate(b.createdAt)}</td>
-                <td className="paths">
-                  {b.sources.map((s) => (
-                    <div key={s}>{s}</div>
-                  ))}
-                </td>
-                <td>
-                  {b.host} · {b.target}
-                </td>
-                <td
-                  className="num"
-                  title={`${b.files.new} new, ${b.files.changed} changed, ${b.files.unchanged} unchanged`}
-                >
-                  {b.fileCount}
-                  <div className="muted small">
-                    {b.files.new} new · {b.files.changed} changed · {b.files.unchanged} unchanged
-                  </div>
-                </td>
-                <td className="num">{formatSize(b.totalBytes)}</td>
-                <td className="num">{formatSize(b.bytesRead)}</td>
-                <td className="num">{formatSize(b.uploadedBytes)}</td>
-                <td className="num">{formatDuration(b.durationMs / 1000)}</td>
-                <td>
-                  <button type="button" onClick={(e) => (e.stopPropagation(), onRestore(b.id))}>
-                    Restore…
-                  </button>
-                </td>
+        <div className="table-scroll">
+          <table className="table" aria-label="Backups">
+            <thead>
+              <tr>
+                <th>Date</th>
+                <th>Sources</th>
+                <th className="wide-only">Host · target</th>
+                <th className="num" title="new · changed · unchanged">
+                  Files
+                </th>
+                <th className="num">Size</th>
+                <th className="num wide-only">Read</th>
+                <th className="num">Uploaded</th>
+                <th className="num wide-only">Duration</th>
+                <th />
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {backups.data.map((b) => (
+                <tr
+                  key={b.id}
+                  className={open === b.id ? 'selected' : ''}
+                  onClick={() => setOpen(open === b.id ? null : b.id)}
+                >
+                  <td>{formatDate(b.createdAt)}</td>
+                  <td className="paths">
+                    {b.sources.map((s) => (
+                      <div key={s}>{s}</div>
+                    ))}
+                  </td>
+                  <td className="wide-only">
+                    {b.host} · {b.target}
+                  </td>
+                  <td
+                    className="num"
+                    title={`${b.files.new} new, ${b.files.changed} changed, ${b.files.unchanged} unchanged`}
+                  >
+                    {b.fileCount}
+                    <div className="muted small wrap">
+                      {b.files.new} new · {b.files.changed} changed · {b.files.unchanged} unchanged
+                    </div>
+                  </td>
+                  <td className="num">{formatSize(b.totalBytes)}</td>
+                  <td className="num wide-only">{formatSize(b.bytesRead)}</td>
+                  <td className="num">{formatSize(b.uploadedBytes)}</td>
+                  <td className="num wide-only">{formatDuration(b.durationMs / 1000)}</td>
+                  <td>
+                    <button type="button" onClick={(e) => (e.stopPropagation(), onRestore(b.id))}>
+                      Restore…
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {open && (
         <section aria-label="Charts of the selected backup" className="live">

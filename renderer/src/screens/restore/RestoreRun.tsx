@@ -4,7 +4,7 @@ import { LiveCharts } from '../../charts/LiveCharts.tsx';
 import { formatCount, formatDuration, formatRate, formatSize, messageOf, percent } from '../../format.ts';
 
 /** Step 4: progress of the running restore, with files done / total, elapsed time, ETA and Cancel. */
-export function RestoreProgress(props: { job: JobView; live: boolean; onError: (m: string) => void }) {
+export function RestoreProgress(props: { job: JobView; onError: (m: string) => void }) {
   const { job } = props;
   const pct = job.state === 'done' ? 100 : percent(job.bytesDone, job.bytesTotal);
   const running = job.state === 'running' || job.state === 'paused';
@@ -48,7 +48,7 @@ export function RestoreProgress(props: { job: JobView; live: boolean; onError: (
           </button>
         </div>
       )}
-      {props.live && <LiveCharts jobId={job.id} kind="restore" />}
+      <LiveCharts jobId={job.id} kind="restore" />
     </section>
   );
 }
@@ -84,9 +84,15 @@ export function RestoreResult(props: { job: JobView; to: string; onRestart: () =
           Nothing was restored into <code>{to}</code>.
         </p>
       )}
-      {job.error && (
+      {job.error && !r?.failed.length && (
         <p className="error" role="alert">
           {job.error}
+        </p>
+      )}
+      {job.elapsedMs !== undefined && (
+        <p className="muted">
+          Took {formatDuration(job.elapsedMs / 1000)}
+          {r && r.bytes > 0 ? `, ${formatRate(job.meanMbps)} on average` : ''}.
         </p>
       )}
       {r && r.failed.length > 0 && (

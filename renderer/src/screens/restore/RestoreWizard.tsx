@@ -105,7 +105,7 @@ export function RestoreWizard({ initialBackup }: { initialBackup: string | null 
         />
       )}
       {s.step === 2 && <DestinationStep state={s} dispatch={dispatch} />}
-      {s.step >= 3 && job && <RestoreProgress job={job} live={s.step === 3} onError={setError} />}
+      {s.step === 3 && job && <RestoreProgress job={job} onError={setError} />}
       {s.step === 4 && job && (
         <RestoreResult job={job} to={s.to} onRestart={() => (setError(null), dispatch({ t: 'restart' }))} />
       )}
