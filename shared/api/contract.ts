@@ -65,6 +65,8 @@ export const requests = {
   'jobs.pause': z.object({ jobId: z.string() }),
   'jobs.resume': z.object({ jobId: z.string() }),
   'jobs.cancel': z.object({ jobId: z.string() }),
+  /** Forgets a stopped job (a cancelled or interrupted backup is then no longer resumable). */
+  'jobs.discard': z.object({ jobId: z.string() }),
   'backups.list': z.object({}),
   'backups.entries': z.object({ backupId: id }),
   'restore.start': z.object({
@@ -100,6 +102,7 @@ export interface Responses {
   'jobs.pause': JobView;
   'jobs.resume': JobView;
   'jobs.cancel': JobView;
+  'jobs.discard': JobView;
   'backups.list': BackupView[];
   'backups.entries': EntryView[];
   'restore.start': JobView;

@@ -48,6 +48,10 @@ export interface JobView {
   files?: { done: number; total: number };
   error: string | null;
   notices: string[];
+  /** A stopped backup (cancelled or interrupted): what it stored so far, reused when it resumes. */
+  stored?: { files: number; bytes: number; chunks: number };
+  /** Sent once when the job was discarded: lists drop it. */
+  discarded?: boolean;
   /** Restore only: files restored and failures with their reason. */
   restored?: {
     files: number;

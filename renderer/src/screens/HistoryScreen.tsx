@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
+import { JobCard } from '../components/JobCard.tsx';
 import { formatDate, formatDuration, formatSize } from '../format.ts';
 
 export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => void }) {
@@ -8,6 +9,12 @@ export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => 
   const [open, setOpen] = useState<string | null>(null);
   const jobs = useJobs();
   const openJob = jobs.find((j) => j.kind === 'backup' && j.backupId === open);
+  const [error, setError] = useState<string | null>(null);
+  // Backups that stopped before writing a snapshot: resumable (what they stored is kept) or discardable.
+  const unfinished = jobs.filter(
+    (j) =>
+      j.kind === 'backup' && (j.state === 'interrupted' || j.state === 'cancelled' || j.state === 'failed'),
+  );
   return (
     <div className="screen">
       <header className="screen-head">
@@ -17,6 +24,21 @@ export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => 
         </button>
       </header>
       {backups.error && <p className="error">{backups.error}</p>}
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      {unfinished.length > 0 && (
+        <section aria-label="Unfinished backups">
+          <h2>Unfinished backups</h2>
+          <ul className="job-list unfinished">
+            {unfinished.map((j) => (
+              <JobCard key={j.id} job={j} selected={false} onSelect={() => {}} onError={setError} />
+            ))}
+          </ul>
+        </section>
+      )}
       {backups.data?.length === 0 && <p className="muted">No backups yet.</p>}
       {backups.data && backups.data.length > 0 && (
         <div className="table-scroll">
@@ -43,7 +65,7 @@ export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => 
                   className={open === b.id ? 'selected' : ''}
                   onClick={() => setOpen(open === b.id ? null : b.id)}
                 >
-                  <td>{formatDate(b.createdAt)}</td>
+                  <td className="date">{formatDate(b.createdAt)}</td>
                   <td className="paths">
                     {b.sources.map((s) => (
                       <div key={s}>{s}</div>
@@ -57,7 +79,7 @@ export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => 
                     title={`${b.files.new} new, ${b.files.changed} changed, ${b.files.unchanged} unchanged`}
                   >
                     {b.fileCount}
-                    <div className="muted small wrap">
+                    <div className="muted small wrap wide-only">
                       {b.files.new} new · {b.files.changed} changed · {b.files.unchanged} unchanged
                     </div>
                   </td>

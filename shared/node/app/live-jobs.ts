@@ -89,6 +89,15 @@ export class LiveJobs {
     return this.register(this.create(init));
   }
 
+  /** Drops a job from the list; listeners get it once more, marked discarded. */
+  remove(id: string): JobView {
+    const job = this.get(id);
+    this.jobs.delete(id);
+    const view = { ...job.view, discarded: true };
+    this.emit('job', view);
+    return view;
+  }
+
   update(job: LiveJob, patch: Partial<JobView>): void {
     Object.assign(job.view, patch);
     this.emit('job', { ...job.view });

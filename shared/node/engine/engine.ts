@@ -255,6 +255,25 @@ export class Engine {
     return this.ks.jobs.unfinished().filter((j) => !j.pid || j.pid === process.pid || !isAlive(j.pid));
   }
 
+  /** Backup jobs cancelled by the user: resumable (what they stored is reused) or discarded. */
+  cancelledJobs(): JobRow[] {
+    return this.ks.jobs.cancelled();
+  }
+
+  /**
+   * Forgets a stopped job: it will not be resumed. What it uploaded stays in the bucket and in the index,
+   * so a later backup of the same files does not upload it again.
+   */
+  discardJob(jobId: string): void {
+    const job = this.ks.jobs.get(jobId);
+    if (!job) throw new SettingsError(`No backup job ${jobId}.`);
+    if (job.state === 'done')
+      throw new SettingsError(`Backup job ${jobId} is complete; there is nothing to discard.`);
+    if (job.state === 'running' && job.pid && isAlive(job.pid))
+      throw new SettingsError(`Backup job ${jobId} is running (process ${job.pid}); cancel it first.`);
+    this.ks.jobs.discard(jobId);
+  }
+
   /** Continues every interrupted backup job; a job still running in another live process is left alone. */
   async resume(listener: JobListener = {}): Promise<BackupResult[]> {
     const results: BackupResult[] = [];

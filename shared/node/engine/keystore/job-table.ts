@@ -86,6 +86,24 @@ export class JobTable {
       .run(Date.now(), id);
   }
 
+  /** Cancelled jobs: stopped on purpose, resumable until discarded. */
+  cancelled(): JobRow[] {
+    return (
+      this.db.prepare(`SELECT * FROM jobs WHERE state = 'cancelled' ORDER BY created_at`).all() as Raw[]
+    ).map(toRow);
+  }
+
+  /** What a stopped job has stored so far: files whose every chunk is in a stored pack. */
+  stored(id: string): { files: number; bytes: number; chunks: number } {
+    const r = this.db
+      .prepare(
+        `SELECT COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes, COALESCE(SUM(LENGTH(content)), 0) / 32 AS chunks
+         FROM job_files WHERE job_id = ?`,
+      )
+      .get(id) as { files: number; bytes: number; chunks: number };
+    return { files: r.files, bytes: r.bytes, chunks: r.chunks };
+  }
+
   /** Drops a job that will never be resumed; its packs stay (a later prune decides about them). */
   discard(id: string): void {
     this.db.prepare('DELETE FROM jobs WHERE id = ?').run(id);
