@@ -90,6 +90,11 @@ export interface BackupView {
   files: { new: number; changed: number; unchanged: number };
   /** File bytes read from disk: 0 for files unchanged since the previous snapshot. */
   bytesRead: number;
+  /**
+   * Made by a job resumed after a cancel or a crash (on this machine): duration, bytes read and uploaded
+   * cover all its runs.
+   */
+  resumed?: boolean;
 }
 
 export interface EntryView {

@@ -35,7 +35,10 @@ function jobWhere(app: AppService, id: () => string, pred: (j: JobView) => boole
 }
 
 /** A service on `home` with one S3 target behind the delaying proxy, and a backup cancelled after its first pack. */
-async function cancelledBackup(home: string, src: string): Promise<{ app: AppService; job: JobView }> {
+async function cancelledBackup(
+  home: string,
+  src: string,
+): Promise<{ app: AppService; job: JobView; firstRunMs: number }> {
   const app = new AppService('web', home);
   await app.call('app.init', { passphrase: PASSPHRASE });
   const bucket = await s3.createBucket();
@@ -68,6 +71,7 @@ async function cancelledBackup(home: string, src: string): Promise<{ app: AppSer
     };
     app.jobs.events.on('stats', on);
   });
+  const t0 = Date.now();
   const started = await app.call('backup.start', { sources: [src] });
   jobId = started.id;
   await firstPack;
@@ -78,15 +82,16 @@ async function cancelledBackup(home: string, src: string): Promise<{ app: AppSer
   );
   await app.call('jobs.cancel', { jobId });
   const job = await cancelled;
+  const firstRunMs = Date.now() - t0;
   proxy.setDelay(0);
-  return { app, job };
+  return { app, job, firstRunMs };
 }
 
 describe('cancelled backups', () => {
   it('stay "cancelled" with what they stored, across a restart, and resume to a complete backup', async () => {
     const home = path.join(tempDir(), 'home');
     const src = path.join(tempDir(), 'src');
-    const { app, job } = await cancelledBackup(home, src);
+    const { app, job, firstRunMs } = await cancelledBackup(home, src);
     expect(job.state).toBe('cancelled');
     expect(job.error).toBeNull();
     expect(job.stored!.files).toBeGreaterThanOrEqual(1);
@@ -105,11 +110,23 @@ describe('cancelled backups', () => {
         () => job.id,
         (j) => j.state === 'done' || j.state === 'failed',
       );
+      const t2 = Date.now();
       await again.call('jobs.resume', { jobId: job.id });
       expect(await done).toMatchObject({ state: 'done', error: null });
+      const secondRunMs = Date.now() - t2;
       const backups = await again.call('backups.list', {});
       expect(backups).toHaveLength(1);
-      expect(backups[0]!.fileCount).toBe(FILES);
+      const b = backups[0]!;
+      expect(b.fileCount).toBe(FILES);
+      // One job over two runs: every byte was read and sent by it, none was already stored before it.
+      expect(b.dedupedBytes).toBe(0);
+      expect(b.bytesRead).toBe(FILES << 20);
+      expect(b.uploadedBytes).toBeGreaterThan(FILES << 20);
+      // Its time is both runs' (less what the first spent before the job's row existed), not the last's.
+      expect(b.durationMs).toBeGreaterThan(secondRunMs + firstRunMs / 2);
+      expect(b.durationMs).toBeLessThanOrEqual(secondRunMs + firstRunMs + 50);
+      expect(b.meanMbps).toBeCloseTo((FILES << 20) / 1000 / b.durationMs, 6);
+      expect(b.resumed).toBe(true);
     } finally {
       again.close();
     }

@@ -305,6 +305,10 @@ export class AppService {
       .listSnapshots()
       .map((b) => {
         const s = b.summary;
+        // A job resumed after a cancel or a crash: its earlier runs count too (time, reads, uploads).
+        const earlier = b.earlierRuns ?? { activeMs: 0, readBytes: 0, wireBytes: 0 };
+        const durationMs = s.durationMs + earlier.activeMs;
+        const bytesRead = s.bytesRead + earlier.readBytes;
         return {
           id: b.id,
           status: 'complete' as const,
@@ -316,13 +320,14 @@ export class AppService {
           totalBytes: s.totalBytes,
           chunkCount: s.blobsTotal,
           newChunks: s.blobsNew,
-          uploadedBytes: s.bytesUploaded,
-          dedupedBytes: Math.max(0, s.totalBytes - s.bytesRead),
-          durationMs: s.durationMs,
-          meanMbps: s.durationMs > 0 ? s.totalBytes / 1000 / s.durationMs : 0,
+          uploadedBytes: s.bytesUploaded + earlier.wireBytes,
+          dedupedBytes: Math.max(0, s.totalBytes - bytesRead),
+          durationMs,
+          meanMbps: durationMs > 0 ? s.totalBytes / 1000 / durationMs : 0,
           host: b.host,
           files: s.files,
-          bytesRead: s.bytesRead,
+          bytesRead,
+          resumed: b.earlierRuns !== undefined,
         };
       })
       .reverse();

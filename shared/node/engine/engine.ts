@@ -23,6 +23,7 @@ import { KeyAdmin } from './key-admin.ts';
 import { TargetAdmin } from './target-admin.ts';
 import { SettingsError, check, defaultHome, keystorePath } from './engine-settings.ts';
 import { runBackupJob, newId, BackupFailedError, type BackupResult } from './backup-job.ts';
+import { accountRun, type JobRunStats } from './job-accounting.ts';
 import type { JobListener } from './job-events.ts';
 import { JobCancelledError, type JobControl } from './job-control.ts';
 import type { JobRow } from './keystore/job-table.ts';
@@ -48,6 +49,11 @@ export interface EntryInfo {
 
 export interface SnapshotInfo extends SnapshotDoc {
   target: string;
+  /**
+   * For a snapshot this keystore's job wrote after a cancel or a crash: what the runs before the last did
+   * (the summary describes the last run only).
+   */
+  earlierRuns?: JobRunStats['prior'];
 }
 
 /** The headless engine: one unlocked keystore, its repository, and the jobs that run against it. */
@@ -201,14 +207,17 @@ export class Engine {
       begun = true;
       listener.started?.({ backupId: jobId, jobId });
     };
+    const run = accountRun(this.ks.jobs, jobId, listener, { resumed: false });
     try {
       return await runBackupJob(
         this.repo,
         { jobId, target, sources: abs, settings, forceRead: Boolean(opts.forceRead), control, begin },
-        listener,
+        run.listener,
       );
     } catch (err) {
       throw begun ? this.jobFailed(jobId, err) : err;
+    } finally {
+      run.end();
     }
   }
 
@@ -239,14 +248,17 @@ export class Engine {
     listener: JobListener,
     control?: JobControl,
   ): Promise<BackupResult> {
+    const run = accountRun(this.ks.jobs, jobId, listener, { resumed: true });
     try {
       return await runBackupJob(
         this.repo,
         { jobId, target, sources, settings, forceRead, control },
-        listener,
+        run.listener,
       );
     } catch (err) {
       throw this.jobFailed(jobId, err);
+    } finally {
+      run.end();
     }
   }
 
@@ -307,7 +319,15 @@ export class Engine {
 
   listSnapshots(): SnapshotInfo[] {
     const names = new Map(this.ks.listTargets().map((t) => [t.id, t.name]));
-    return this.ks.snapshots.list().map((s) => ({ ...s.doc, target: names.get(s.targetId) ?? '?' }));
+    const earlier = this.ks.jobs.earlierRunsBySnapshot<JobRunStats>();
+    return this.ks.snapshots.list().map((s) => {
+      const runs = earlier.get(s.doc.id);
+      return {
+        ...s.doc,
+        target: names.get(s.targetId) ?? '?',
+        ...(runs && runs.runs > 1 ? { earlierRuns: runs.prior } : {}),
+      };
+    });
   }
 
   snapshot(id: string): SnapshotInfo {

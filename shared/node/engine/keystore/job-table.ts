@@ -115,6 +115,14 @@ export class JobTable {
     return r?.stats ? (JSON.parse(r.stats) as T) : undefined;
   }
 
+  /** The saved counters of every finished job, by the snapshot it wrote. */
+  earlierRunsBySnapshot<T>(): Map<string, T> {
+    const rows = this.db
+      .prepare(`SELECT snapshot_id, stats FROM jobs WHERE snapshot_id IS NOT NULL AND stats IS NOT NULL`)
+      .all() as { snapshot_id: string; stats: string }[];
+    return new Map(rows.map((r) => [r.snapshot_id, JSON.parse(r.stats) as T]));
+  }
+
   setStats(id: string, stats: unknown): void {
     this.db
       .prepare('UPDATE jobs SET stats = ?, updated_at = ? WHERE id = ?')
