@@ -27,6 +27,20 @@ function packFiles(s3: S3Server, bucket: string): string[] {
   );
 }
 
+/** Drops local folders the way a Linux file manager does: a text/uri-list of file:// URIs. */
+async function dropFiles(page: Page, files: string[]): Promise<void> {
+  await page.evaluate(
+    (uris) => {
+      const dt = new DataTransfer();
+      dt.setData('text/uri-list', uris.join('\r\n'));
+      const zone = document.querySelector('[data-testid=dropzone]')!;
+      for (const type of ['dragenter', 'dragover', 'drop'])
+        zone.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+    },
+    files.map((f) => `file://${f.split('/').map(encodeURIComponent).join('/')}`),
+  );
+}
+
 function nav(page: Page, name: string): Promise<void> {
   return page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name, exact: true }).click();
 }
@@ -157,7 +171,7 @@ describe.sequential('Restore wizard — web mode in Chromium', () => {
     await tick(page, 'many').check();
     expect(await tick(page, 'file1234.txt').isChecked()).toBe(true);
     const count = await selectionLine(page).textContent();
-    await screenshot(page, 'web-restore-files', { doc: true });
+    await screenshot(page, 'web-restore-filter', { doc: true });
     const dest = path.join(work, 'filtered');
     await startRestoreInto(page, dest);
     const result = page.getByTestId('restore-result');
@@ -306,5 +320,23 @@ describe.sequential('Restore wizard — web mode in Chromium', () => {
     await dialog.waitFor();
     await expect.poll(() => dialog.getByLabel('Folder path').inputValue()).toBe(work);
     await dialog.getByRole('button', { name: 'Cancel', exact: true }).click();
+  });
+
+  it('a backup with nothing new says "nothing new to upload" instead of charting its reads as uploads', async () => {
+    // The same bytes under another folder name: every file is read, every chunk is already stored.
+    const copy = path.join(work, 'slow-again');
+    fs.cpSync(slow, copy, { recursive: true });
+    await nav(page, 'Back up');
+    await dropFiles(page, [copy]);
+    const job = page.locator('[data-testid=job][data-state=done]').filter({ hasText: 'slow-again' });
+    await job.waitFor({ timeout: 60_000 });
+    await job.getByRole('button', { name: /slow-again/ }).click();
+    const note = page.getByTestId('nothing-uploaded');
+    await note.waitFor();
+    expect(await note.textContent()).toMatch(
+      /^Nothing new to upload: all 24 MiB read in .* was already stored/,
+    );
+    expect(await page.getByTestId('throughput-chart').count()).toBe(0);
+    await screenshot(page, 'web-nothing-new');
   });
 });

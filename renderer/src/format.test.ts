@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseSize } from '../../shared/settings.ts';
-import { formatCount, formatDuration, formatSize, formatSizeExact } from './format.ts';
+import { formatCount, formatDuration, formatRate, formatSize, formatSizeExact } from './format.ts';
 
 describe('formatSize', () => {
   it('picks the unit by magnitude: never "30144 KiB" or "5000000 KiB"', () => {
@@ -38,5 +38,10 @@ describe('counts and durations', () => {
     expect(formatDuration(61)).toBe('1m 01s');
     expect(formatDuration(3700)).toBe('1h 01m');
     expect(formatDuration(null)).toBe('—');
+    expect(formatRate(250)).toBe('250 MB/s');
+    expect(formatRate(12.34)).toBe('12.3 MB/s');
+    expect(formatRate(0.05)).toBe('50 kB/s');
+    expect(formatRate(0.002)).toBe('2.0 kB/s');
+    expect(formatRate(0)).toBe('0.0 MB/s');
   });
 });

@@ -8,7 +8,9 @@ export function formatCount(n: number): string {
   return Math.round(n).toLocaleString('en-US');
 }
 
+/** MB/s (10^6 bytes), or kB/s below 0.1 MB/s: never "0.0 MB/s" for something that moved. */
 export function formatRate(mbps: number): string {
+  if (mbps > 0 && mbps < 0.1) return `${(mbps * 1000).toFixed(mbps < 0.01 ? 1 : 0)} kB/s`;
   return `${mbps >= 100 ? mbps.toFixed(0) : mbps.toFixed(1)} MB/s`;
 }
 

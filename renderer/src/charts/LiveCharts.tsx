@@ -21,9 +21,9 @@ export function LiveCharts({ jobId, kind, finished }: { jobId: string; kind: Job
     return (
       <div className="charts">
         <p className="notice" data-testid="nothing-uploaded">
-          Nothing new to upload: every chunk of these {formatSize(last.bytesDone)} was already stored, so no
-          data was sent. Checked in {formatDuration(last.elapsedMs / 1000)} (read at{' '}
-          {formatRate(last.meanMbps)}).
+          {last.bytesDone > 0
+            ? `Nothing new to upload: all ${formatSize(last.bytesDone)} read ${last.elapsedMs < 1000 ? 'in under a second' : `in ${formatDuration(last.elapsedMs / 1000)}`} (${formatRate(last.meanMbps)}) was already stored, so only the list of files was sent.`
+            : 'Nothing new to upload: no file changed since the last backup, so only the list of files was sent.'}
         </p>
         <StageSplit frames={s.frames} version={version} />
       </div>
