@@ -301,6 +301,7 @@ describe.sequential('Restore wizard — web mode in Chromium', () => {
     await dialog.waitFor();
     const focusInside = () => page.evaluate(() => !!document.activeElement?.closest('[role=dialog]'));
     expect(await focusInside()).toBe(true);
+    await expect.poll(() => dialog.getByLabel('Folder path').inputValue()).not.toBe('');
     await dialog.getByLabel('Folder path').fill(work);
     await dialog.getByRole('button', { name: 'Go', exact: true }).click();
     await dialog.getByRole('button', { name: 'many', exact: true }).waitFor();

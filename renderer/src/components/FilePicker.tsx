@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { DirListing } from '../../../shared/api/views.ts';
 import { getApi } from '../api/bridge.ts';
 import { formatSize, messageOf } from '../format.ts';
@@ -26,23 +26,31 @@ export function FilePicker(props: {
   const [typed, setTyped] = useState('');
   const dialog = useDialogFocus<HTMLDivElement>(props.onClose);
 
+  // Only the latest request may show its answer: a slow first listing must not replace a later one.
+  const latest = useRef(0);
+  // A path the user is typing is not replaced by a listing that arrives meanwhile.
+  const editing = useRef(false);
   /** Shows `path` (home when undefined); resolves false when it cannot be listed. */
-  const open = (path?: string): Promise<boolean> =>
-    getApi()
+  const open = (path?: string): Promise<boolean> => {
+    const ticket = ++latest.current;
+    editing.current = false;
+    return getApi()
       .invoke('fs.list', { path })
       .then(
         (l) => {
+          if (ticket !== latest.current) return true;
           setListing(l);
-          setTyped(l.path);
+          if (!editing.current) setTyped(l.path);
           setError(null);
           sessionStorage.setItem(LAST_FOLDER, l.path);
           return true;
         },
         (e) => {
-          setError(messageOf(e));
-          return false;
+          if (ticket === latest.current) setError(messageOf(e));
+          return ticket !== latest.current;
         },
       );
+  };
   useEffect(() => {
     const last = sessionStorage.getItem(LAST_FOLDER) ?? undefined;
     void open(props.start ?? last).then((ok) => {
@@ -86,7 +94,14 @@ export function FilePicker(props: {
           >
             ↑
           </button>
-          <input aria-label="Folder path" value={typed} onChange={(e) => setTyped(e.target.value)} />
+          <input
+            aria-label="Folder path"
+            value={typed}
+            onChange={(e) => {
+              editing.current = true;
+              setTyped(e.target.value);
+            }}
+          />
           <button type="submit">Go</button>
         </form>
         {error && (

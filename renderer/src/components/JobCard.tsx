@@ -73,9 +73,9 @@ export function JobCard(props: {
       </div>
       {job.stored && resumable(job) && (
         <p className="job-stored" data-testid="job-stored">
-          Stored before it stopped: {formatCount(job.stored.files)}{' '}
-          {job.stored.files === 1 ? 'file' : 'files'}, {formatSize(job.stored.bytes)} in{' '}
-          {formatCount(job.stored.chunks)} chunks. Resuming does not send them again.
+          {job.stored.chunks === 0
+            ? 'Nothing was stored before it stopped.'
+            : `Stored before it stopped: ${formatCount(job.stored.chunks)} ${job.stored.chunks === 1 ? 'chunk' : 'chunks'} (${formatSize(job.stored.bytes)}), completing ${formatCount(job.stored.files)} ${job.stored.files === 1 ? 'file' : 'files'}. Resuming does not send them again.`}
         </p>
       )}
       {job.error && (

@@ -93,15 +93,21 @@ export class JobTable {
     ).map(toRow);
   }
 
-  /** What a stopped job has stored so far: files whose every chunk is in a stored pack. */
+  /**
+   * What a stopped job has stored so far: the chunks in the data packs it uploaded (reused when it
+   * resumes, whether or not their files were complete), and the files whose every chunk is stored.
+   */
   stored(id: string): { files: number; bytes: number; chunks: number } {
-    const r = this.db
+    const c = this.db
       .prepare(
-        `SELECT COUNT(*) AS files, COALESCE(SUM(size), 0) AS bytes, COALESCE(SUM(LENGTH(content)), 0) / 32 AS chunks
-         FROM job_files WHERE job_id = ?`,
+        `SELECT COUNT(b.id) AS chunks, COALESCE(SUM(b.plain_length), 0) AS bytes
+         FROM packs p JOIN blobs b ON b.pack_id = p.id WHERE p.job_id = ? AND p.kind = 'data'`,
       )
-      .get(id) as { files: number; bytes: number; chunks: number };
-    return { files: r.files, bytes: r.bytes, chunks: r.chunks };
+      .get(id) as { chunks: number; bytes: number };
+    const f = this.db.prepare('SELECT COUNT(*) AS files FROM job_files WHERE job_id = ?').get(id) as {
+      files: number;
+    };
+    return { files: f.files, bytes: c.bytes, chunks: c.chunks };
   }
 
   /** Drops a job that will never be resumed; its packs stay (a later prune decides about them). */
