@@ -35,6 +35,7 @@ describe('counts and durations', () => {
     expect(formatCount(2000)).toBe('2,000');
     expect(formatCount(7)).toBe('7');
     expect(formatDuration(59)).toBe('59s');
+    expect(formatDuration(0.2)).toBe('under 1s');
     expect(formatDuration(61)).toBe('1m 01s');
     expect(formatDuration(3700)).toBe('1h 01m');
     expect(formatDuration(null)).toBe('—');

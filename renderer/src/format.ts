@@ -16,6 +16,7 @@ export function formatRate(mbps: number): string {
 
 export function formatDuration(seconds: number | null): string {
   if (seconds === null || !Number.isFinite(seconds)) return '—';
+  if (seconds < 0.5) return 'under 1s';
   const s = Math.round(seconds);
   if (s < 60) return `${s}s`;
   const m = Math.floor(s / 60);
