@@ -86,7 +86,13 @@ export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => 
                   <td className="num">{formatSize(b.totalBytes)}</td>
                   <td className="num wide-only">{formatSize(b.bytesRead)}</td>
                   <td className="num">{formatSize(b.uploadedBytes)}</td>
-                  <td className="num wide-only">{formatDuration(b.durationMs / 1000)}</td>
+                  <td
+                    className="num wide-only"
+                    title={b.resumed ? 'Resumed after a cancel or a crash: the time of every run' : undefined}
+                  >
+                    {formatDuration(b.durationMs / 1000)}
+                    {b.resumed && <div className="muted small">resumed</div>}
+                  </td>
                   <td>
                     <button type="button" onClick={(e) => (e.stopPropagation(), onRestore(b.id))}>
                       Restore…
