@@ -340,4 +340,51 @@ describe.sequential('Restore wizard — web mode in Chromium', () => {
     expect(await page.getByTestId('throughput-chart').count()).toBe(0);
     await screenshot(page, 'web-nothing-new');
   });
+
+  it('a cancelled backup says "cancelled" with what it stored, and resumes from History into one job', async () => {
+    const src = path.join(work, 'cancel-me');
+    // Six 16 MiB packs: the pipeline seals a few ahead of the upload, so some are still to go when cancelled.
+    for (let i = 0; i < 12; i++) writeRandomFile(path.join(src, `part${i}.bin`), 8 * MiB);
+    proxy.setDelay(2000);
+    try {
+      await nav(page, 'Back up');
+      await dropFiles(page, [src]);
+      const card = page.getByTestId('job').filter({ hasText: 'cancel-me' });
+      // Cancelled once the first pack is stored (progress counts stored bytes).
+      await page.waitForFunction(() =>
+        [...document.querySelectorAll('[data-testid=job][data-state=running]')].some(
+          (j) =>
+            j.textContent?.includes('cancel-me') &&
+            Number(j.querySelector('[role=progressbar]')?.getAttribute('aria-valuenow')) > 0,
+        ),
+      );
+      await card.getByRole('button', { name: 'Cancel', exact: true }).click();
+      await page
+        .locator('[data-testid=job][data-state=cancelled]')
+        .filter({ hasText: 'cancel-me' })
+        .waitFor();
+    } finally {
+      proxy.setDelay(0);
+    }
+    await nav(page, 'History');
+    const unfinished = page.getByRole('region', { name: 'Unfinished backups' }).getByTestId('job');
+    await unfinished.filter({ hasText: 'cancel-me' }).waitFor();
+    expect(await unfinished.textContent()).toMatch(/Cancelled — can resume/);
+    const stored = await unfinished.getByTestId('job-stored').textContent();
+    expect(stored).toMatch(/^Stored before it stopped: [1-9]\d* chunks \([\d.]+ MiB\)/);
+    expect(Number(/(\d+) chunks/.exec(stored!)![1])).toBeLessThan(12);
+    await screenshot(page, 'web-history-unfinished', { doc: true });
+    await unfinished.getByRole('button', { name: 'Resume', exact: true }).click();
+    await page
+      .getByRole('region', { name: 'Unfinished backups' })
+      .waitFor({ state: 'detached', timeout: 60_000 });
+    const row = page
+      .getByRole('table', { name: 'Backups' })
+      .getByRole('row')
+      .filter({ hasText: 'cancel-me' });
+    await row.waitFor({ timeout: 60_000 }); // History reloads by itself when the backup is done
+    expect(await row.textContent()).toMatch(/resumed/);
+    // Nothing of it was stored before the job: none of its 96 MiB counts as deduplicated (read = size).
+    expect(await row.textContent()).toMatch(/96 MiB.*96 MiB/);
+  });
 });

@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
 import { JobCard } from '../components/JobCard.tsx';
@@ -10,6 +10,12 @@ export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => 
   const jobs = useJobs();
   const openJob = jobs.find((j) => j.kind === 'backup' && j.backupId === open);
   const [error, setError] = useState<string | null>(null);
+  // A backup that finishes while History is open (a resumed one, say) shows up without a Refresh.
+  const finished = jobs.filter((j) => j.kind === 'backup' && j.state === 'done').length;
+  const { reload } = backups;
+  useEffect(() => {
+    if (finished > 0) reload();
+  }, [finished, reload]);
   // Backups that stopped before writing a snapshot: resumable (what they stored is kept) or discardable.
   const unfinished = jobs.filter(
     (j) =>
