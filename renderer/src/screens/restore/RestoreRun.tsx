@@ -53,7 +53,8 @@ export function RestoreProgress(props: { job: JobView; onError: (m: string) => v
   );
 }
 
-function headline(job: JobView): string {
+/** The result's title: "verified" only when every selected file was restored (or already there). */
+export function restoreHeadline(job: JobView): string {
   const r = job.restored;
   if (job.state === 'cancelled') return 'Restore cancelled';
   if (!r) return 'Restore failed';
@@ -70,7 +71,7 @@ export function RestoreResult(props: { job: JobView; to: string; onRestart: () =
   const to = r?.to || props.to;
   return (
     <section aria-label="Restore result" className="result" data-testid="restore-result">
-      <h2>{headline(job)}</h2>
+      <h2>{restoreHeadline(job)}</h2>
       {r ? (
         <p>
           {formatCount(r.files)} {r.files === 1 ? 'file' : 'files'}, {formatSize(r.bytes)} restored into{' '}
