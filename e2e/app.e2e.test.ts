@@ -113,6 +113,8 @@ for (const shellKind of shells) {
       await screenshot(page, `${tag}-settings-wrong-secret`, { doc: tag === 'web' });
 
       await form.getByLabel('Secret access key', { exact: true }).fill(s3.secretAccessKey);
+      // The refusal was about the old secret: it goes as soon as the secret is edited.
+      expect(await page.getByTestId('save-error').count()).toBe(0);
       await form.getByRole('button', { name: 'Test connection' }).click();
       await page.getByText('Connection works').waitFor();
       await form.getByRole('button', { name: 'Save' }).click();
@@ -200,6 +202,10 @@ for (const shellKind of shells) {
       await page.getByRole('button', { name: 'Unlock' }).click();
       const interrupted = page.locator('[data-testid=job][data-state=interrupted]');
       await interrupted.waitFor();
+      // What the killed run stored is listed: at least the packs that went up before 10 %.
+      expect(await interrupted.getByTestId('job-stored').textContent()).toMatch(
+        /^Stored before it stopped: [1-9]\d* chunks \([\d.]+ MiB\)/,
+      );
       await screenshot(page, `${tag}-interrupted`, { doc: tag === 'web' });
       await interrupted.getByRole('button', { name: 'Resume', exact: true }).click();
       await page.locator('[data-testid=job][data-state=done]').first().waitFor({ timeout: 90_000 });

@@ -11,6 +11,7 @@ import {
   Notification,
   Tray,
   app,
+  dialog,
   ipcMain,
   nativeImage,
   session,
@@ -19,6 +20,7 @@ import {
 } from 'electron';
 import { isMethod, parseRequest, type EventName } from '../shared/api/contract.ts';
 import { AppService, toApiError } from '../shared/node/app/service.ts';
+import { folderOf, openDialogOptions, openDialogRequest } from './open-dialog.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const rendererIndex = path.join(here, '..', 'renderer', 'index.html');
@@ -139,6 +141,15 @@ app.whenReady().then(() => {
       const a = toApiError(err);
       return { ok: false, error: { message: a.message, field: a.field } };
     }
+  });
+  let lastFolder = app.getPath('home');
+  ipcMain.handle('cairn:open-dialog', async (e, request: unknown) => {
+    if (!trustedSender(e)) throw new Error('Refused: the request did not come from the Cairn window.');
+    const options = openDialogOptions(request, lastFolder);
+    const r = win ? await dialog.showOpenDialog(win, options) : await dialog.showOpenDialog(options);
+    if (r.canceled) return [];
+    lastFolder = folderOf(openDialogRequest.parse(request).mode, r.filePaths) ?? lastFolder;
+    return r.filePaths;
   });
   for (const event of EVENTS) {
     service.jobs.events.on(event, (payload) => win?.webContents.send('cairn:event', event, payload));

@@ -1,6 +1,6 @@
 /**
  * The only bridge between the sandboxed renderer and the main process: one namespaced object with
- * invoke, subscribe and the path of a dropped file. Nothing else crosses.
+ * invoke, subscribe, the path of a dropped file and the native open dialog. Nothing else crosses.
  */
 import { contextBridge, ipcRenderer, webUtils } from 'electron';
 
@@ -35,5 +35,9 @@ contextBridge.exposeInMainWorld('cairn', {
   },
   pathForFile(file: File) {
     return webUtils.getPathForFile(file);
+  },
+  /** dialog.showOpenDialog in the main process; the chosen paths, [] when cancelled. */
+  async openDialog(request: { mode: 'files' | 'folders' | 'folder'; title: string; defaultPath?: string }) {
+    return (await ipcRenderer.invoke('cairn:open-dialog', request)) as string[];
   },
 });

@@ -32,14 +32,33 @@ export function parseSize(text: string): number {
   return Math.round(Number(m[1]) * unit);
 }
 
+const SIZE_UNITS: [string, number][] = [
+  ['TiB', GiB * 1024],
+  ['GiB', GiB],
+  ['MiB', MiB],
+  ['KiB', KiB],
+];
+
+/**
+ * A size for people, in the largest unit it reaches (never "30144 KiB"): three significant digits,
+ * whole numbers without decimals ("8 MiB", "29.4 MiB", "4.77 GiB", "12 B").
+ */
 export function formatSize(bytes: number): string {
-  if (bytes >= GiB && bytes % GiB === 0) return `${bytes / GiB} GiB`;
-  if (bytes >= MiB && bytes % MiB === 0) return `${bytes / MiB} MiB`;
-  if (bytes >= KiB && bytes % KiB === 0) return `${bytes / KiB} KiB`;
-  if (bytes >= GiB) return `${(bytes / GiB).toFixed(2)} GiB`;
-  if (bytes >= MiB) return `${(bytes / MiB).toFixed(1)} MiB`;
-  if (bytes >= KiB) return `${(bytes / KiB).toFixed(1)} KiB`;
-  return `${bytes} B`;
+  if (!Number.isFinite(bytes)) return '—';
+  for (const [name, size] of SIZE_UNITS) {
+    if (Math.abs(bytes) < size) continue;
+    const v = bytes / size;
+    const digits = Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2;
+    return `${Number(v.toFixed(digits))} ${name}`;
+  }
+  return `${Math.round(bytes)} B`;
+}
+
+/** A size exactly, in the largest unit that divides it: for inputs that are parsed back ("8MiB"). */
+export function formatSizeExact(bytes: number): string {
+  for (const [name, size] of SIZE_UNITS)
+    if (bytes >= size && bytes % size === 0) return `${bytes / size}${name}`;
+  return String(bytes);
 }
 
 export const chunkSizeSchema = z

@@ -78,12 +78,17 @@ export const requests = {
   'jobs.pause': z.object({ jobId: z.string() }),
   'jobs.resume': z.object({ jobId: z.string() }),
   'jobs.cancel': z.object({ jobId: z.string() }),
+  /** Forgets a stopped job (a cancelled or interrupted backup is then no longer resumable). */
+  'jobs.discard': z.object({ jobId: z.string() }),
   'backups.list': z.object({}),
   'backups.entries': z.object({ backupId: id }),
   'restore.start': z.object({
     backupId: id,
-    paths: z.array(z.string()),
-    to: z.string().min(1, 'Choose a destination folder.'),
+    // An empty list would mean "everything" to the engine: the UI always names what it restores.
+    paths: z
+      .array(z.string().min(1, 'A path to restore is empty.'))
+      .min(1, 'Nothing selected to restore: choose at least one file or folder.'),
+    to: z.string().trim().min(1, 'Choose a destination folder.'),
     existing: z.enum(['skip', 'overwrite']),
   }),
   'fs.list': z.object({ path: z.string().optional() }),
@@ -114,6 +119,7 @@ export interface Responses {
   'jobs.pause': JobView;
   'jobs.resume': JobView;
   'jobs.cancel': JobView;
+  'jobs.discard': JobView;
   'backups.list': BackupView[];
   'backups.entries': EntryView[];
   'restore.start': JobView;

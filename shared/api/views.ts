@@ -36,14 +36,32 @@ export interface JobView {
   startedAt: number;
   bytesDone: number;
   bytesTotal: number;
-  /** Throughput over the last 250 ms and since the start, MB/s. */
+  /**
+   * Current throughput (smoothed over about 5 s) and the mean since the start, MB/s. `etaSeconds` is the
+   * remaining bytes at `mbps`: the ETA shown always agrees with the rate shown beside it.
+   */
   mbps: number;
   meanMbps: number;
   etaSeconds: number | null;
+  /** Time the job has been running, ms (from the engine's frames). */
+  elapsedMs?: number;
+  /** Files finished (restored, or failed) out of those the job handles, when the job reports them. */
+  files?: { done: number; total: number };
   error: string | null;
   notices: string[];
+  /** A stopped backup (cancelled or interrupted): what it stored so far, reused when it resumes. */
+  stored?: { files: number; bytes: number; chunks: number };
+  /** Sent once when the job was discarded: lists drop it. */
+  discarded?: boolean;
   /** Restore only: files restored and failures with their reason. */
-  restored?: { files: number; bytes: number; failed: { path: string; message: string }[]; to: string };
+  restored?: {
+    files: number;
+    bytes: number;
+    /** Files already at the destination with identical content: left as they are. */
+    alreadyPresent: number;
+    failed: { path: string; message: string }[];
+    to: string;
+  };
 }
 
 export interface JobStatsView {
@@ -73,6 +91,11 @@ export interface BackupView {
   files: { new: number; changed: number; unchanged: number };
   /** File bytes read from disk: 0 for files unchanged since the previous snapshot. */
   bytesRead: number;
+  /**
+   * Made by a job resumed after a cancel or a crash (on this machine): duration, bytes read and uploaded
+   * cover all its runs.
+   */
+  resumed?: boolean;
 }
 
 export interface EntryView {

@@ -1,9 +1,18 @@
 import type { CairnApi } from '../../../shared/api/contract.ts';
 import { createWebBridge } from './web-bridge.ts';
 
+/** What a native open dialog is asked for: files, folders (several), or one destination folder. */
+export interface OpenDialogRequest {
+  mode: 'files' | 'folders' | 'folder';
+  title: string;
+  defaultPath?: string;
+}
+
 /** What the Electron preload exposes on window.cairn (see electron/preload.ts). */
 export interface PreloadApi extends CairnApi {
   pathForFile(file: File): string;
+  /** Electron's dialog.showOpenDialog; resolves to the chosen paths, [] when cancelled. */
+  openDialog?(request: OpenDialogRequest): Promise<string[]>;
 }
 
 declare global {

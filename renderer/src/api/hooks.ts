@@ -42,7 +42,14 @@ export function useJobs(): JobView[] {
   const [jobs, setJobs] = useState<Map<string, JobView>>(new Map());
   useEffect(() => {
     const api = getApi();
-    const off = api.subscribe('job', (j) => setJobs((m) => new Map(m).set(j.id, j)));
+    const off = api.subscribe('job', (j) =>
+      setJobs((m) => {
+        const next = new Map(m);
+        if (j.discarded) next.delete(j.id);
+        else next.set(j.id, j);
+        return next;
+      }),
+    );
     void api.invoke('jobs.list', {}).then((list) =>
       setJobs((m) => {
         const next = new Map(m);

@@ -4,7 +4,15 @@ import type { StatsFrame } from '../../../shared/stats.ts';
 import { throughputSeries } from './chart-data.ts';
 import { cssVar, useUplot } from './useUplot.ts';
 
-export function ThroughputChart({ frames, version }: { frames: StatsFrame[]; version: number }) {
+export function ThroughputChart({
+  frames,
+  version,
+  caption,
+}: {
+  frames: StatsFrame[];
+  version: number;
+  caption: string;
+}) {
   // eslint-disable-next-line react-hooks/exhaustive-deps
   const data = useMemo(() => throughputSeries(frames) as uPlot.AlignedData, [frames, version]);
   const host = useUplot(
@@ -32,7 +40,7 @@ export function ThroughputChart({ frames, version }: { frames: StatsFrame[]; ver
   );
   return (
     <figure className="chart" data-testid="throughput-chart" data-points={data[0].length}>
-      <figcaption>Throughput (MB/s, 250 ms resolution)</figcaption>
+      <figcaption>{caption}</figcaption>
       <div ref={host} />
     </figure>
   );

@@ -88,3 +88,11 @@ export function stageShares(frames: StatsFrame[]): { stage: StageName; ms: numbe
   const total = [...sum.values()].reduce((a, b) => a + b, 0);
   return [...sum].map(([stage, ms]) => ({ stage, ms, share: total > 0 ? ms / total : 0 }));
 }
+
+/**
+ * Whether anything crossed the wire (a dedup-only backup sends nothing). Frames cover the whole job;
+ * the chunk list keeps only the most recent timings.
+ */
+export function uploadedAnything(frames: StatsFrame[], chunks: ChunkTiming[]): boolean {
+  return frames.some((f) => (f.stageMs.transfer ?? 0) > 0) || chunks.some((c) => c.wireBytes > 0);
+}

@@ -1,11 +1,17 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { DirListing } from '../../../shared/api/views.ts';
 import { getApi } from '../api/bridge.ts';
 import { formatSize, messageOf } from '../format.ts';
+import { EntryIcon } from './Icons.tsx';
+import { useDialogFocus } from './useDialogFocus.ts';
+
+/** Where the picker opens next time in this browser tab: the folder last shown. */
+const LAST_FOLDER = 'cairn.picker.folder';
 
 /**
- * Browses the engine's disk (a browser cannot see file paths). `mode` decides what can be chosen:
- * files and folders for a backup, a folder for a restore destination.
+ * Browses the engine's disk (a browser cannot see file paths; Electron uses its native dialog instead).
+ * `mode` decides what can be chosen: files and folders for a backup, a folder for a restore destination.
+ * It opens at `start`, else the folder last shown, else the user's home; keyboard focus stays inside.
  */
 export function FilePicker(props: {
   title: string;
@@ -18,20 +24,39 @@ export function FilePicker(props: {
   const [error, setError] = useState<string | null>(null);
   const [picked, setPicked] = useState<Set<string>>(new Set());
   const [typed, setTyped] = useState('');
+  const dialog = useDialogFocus<HTMLDivElement>(props.onClose);
 
-  const open = (path?: string) =>
-    getApi()
+  // Only the latest request may show its answer: a slow first listing must not replace a later one.
+  const latest = useRef(0);
+  // A path the user is typing is not replaced by a listing that arrives meanwhile.
+  const editing = useRef(false);
+  /** Shows `path` (home when undefined); resolves false when it cannot be listed. */
+  const open = (path?: string): Promise<boolean> => {
+    const ticket = ++latest.current;
+    editing.current = false;
+    return getApi()
       .invoke('fs.list', { path })
       .then(
         (l) => {
+          if (ticket !== latest.current) return true;
           setListing(l);
-          setTyped(l.path);
+          if (!editing.current) setTyped(l.path);
           setError(null);
+          sessionStorage.setItem(LAST_FOLDER, l.path);
+          return true;
         },
-        (e) => setError(messageOf(e)),
+        (e) => {
+          if (ticket === latest.current) setError(messageOf(e));
+          return ticket !== latest.current;
+        },
       );
+  };
   useEffect(() => {
-    void open(props.start);
+    const last = sessionStorage.getItem(LAST_FOLDER) ?? undefined;
+    void open(props.start ?? last).then((ok) => {
+      // The folder last shown went away since: start at home rather than at an error.
+      if (!ok && props.start === undefined && last !== undefined) void open();
+    });
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
 
@@ -44,12 +69,15 @@ export function FilePicker(props: {
     });
 
   return (
-    <div
-      className="modal-backdrop"
-      role="presentation"
-      onKeyDown={(e) => e.key === 'Escape' && props.onClose()}
-    >
-      <div className="modal picker" role="dialog" aria-modal="true" aria-label={props.title}>
+    <div className="modal-backdrop" role="presentation">
+      <div
+        className="modal picker"
+        role="dialog"
+        aria-modal="true"
+        aria-label={props.title}
+        ref={dialog}
+        tabIndex={-1}
+      >
         <h2>{props.title}</h2>
         <form
           className="picker-path"
@@ -66,7 +94,14 @@ export function FilePicker(props: {
           >
             ↑
           </button>
-          <input aria-label="Folder path" value={typed} onChange={(e) => setTyped(e.target.value)} />
+          <input
+            aria-label="Folder path"
+            value={typed}
+            onChange={(e) => {
+              editing.current = true;
+              setTyped(e.target.value);
+            }}
+          />
           <button type="submit">Go</button>
         </form>
         {error && (
@@ -87,11 +122,12 @@ export function FilePicker(props: {
               )}
               {e.kind === 'dir' ? (
                 <button type="button" className="link" onClick={() => open(e.path)}>
-                  📁 {e.name}
+                  <EntryIcon kind="dir" /> {e.name}
                 </button>
               ) : (
                 <span className={e.kind === 'other' ? 'muted' : ''}>
-                  {e.name} <span className="muted">{e.kind === 'file' ? formatSize(e.size) : ''}</span>
+                  <EntryIcon kind="file" /> {e.name}{' '}
+                  <span className="muted">{e.kind === 'file' ? formatSize(e.size) : ''}</span>
                 </span>
               )}
             </li>

@@ -1,6 +1,6 @@
 import type { JobView } from '../../../shared/api/views.ts';
 import { getApi } from '../api/bridge.ts';
-import { formatDuration, formatRate, formatSize, messageOf, percent } from '../format.ts';
+import { formatCount, formatDuration, formatRate, formatSize, messageOf, percent } from '../format.ts';
 
 const STATE_LABEL: Record<JobView['state'], string> = {
   running: 'Running',
@@ -11,6 +11,10 @@ const STATE_LABEL: Record<JobView['state'], string> = {
   cancelled: 'Cancelled',
 };
 
+/** A stopped backup keeps what it stored: it can resume from there, or be discarded. */
+const resumable = (j: JobView) =>
+  j.kind === 'backup' && (j.state === 'interrupted' || j.state === 'cancelled');
+
 export function JobCard(props: {
   job: JobView;
   selected: boolean;
@@ -19,7 +23,7 @@ export function JobCard(props: {
 }) {
   const { job } = props;
   const pct = percent(job.bytesDone, job.bytesTotal);
-  const act = (m: 'jobs.pause' | 'jobs.resume' | 'jobs.cancel') =>
+  const act = (m: 'jobs.pause' | 'jobs.resume' | 'jobs.cancel' | 'jobs.discard') =>
     getApi()
       .invoke(m, { jobId: job.id })
       .catch((e) => props.onError(messageOf(e)));
@@ -34,7 +38,10 @@ export function JobCard(props: {
         <span className="job-title">
           {job.kind === 'backup' ? 'Backup' : 'Restore'} · {job.title}
         </span>
-        <span className={`badge badge-${job.state}`}>{STATE_LABEL[job.state]}</span>
+        <span className={`badge badge-${job.state}`}>
+          {STATE_LABEL[job.state]}
+          {job.state === 'cancelled' && resumable(job) ? ' — can resume' : ''}
+        </span>
       </button>
       <div
         className="progress"
@@ -51,11 +58,26 @@ export function JobCard(props: {
         <span>
           {formatSize(job.bytesDone)} of {formatSize(job.bytesTotal)}
         </span>
+        {job.files && (job.state === 'running' || job.state === 'paused') && (
+          <span>
+            {formatCount(job.files.done)} of {formatCount(job.files.total)} files
+          </span>
+        )}
         {job.state === 'running' && <span>{formatRate(job.mbps)}</span>}
+        {job.elapsedMs !== undefined && (job.state === 'running' || job.state === 'paused') && (
+          <span>elapsed {formatDuration(job.elapsedMs / 1000)}</span>
+        )}
         {job.state === 'running' && <span className="job-eta">ETA {formatDuration(job.etaSeconds)}</span>}
         {job.state === 'done' && <span>mean {formatRate(job.meanMbps)}</span>}
         {job.target && <span className="muted">→ {job.target}</span>}
       </div>
+      {job.stored && resumable(job) && (
+        <p className="job-stored" data-testid="job-stored">
+          {job.stored.chunks === 0
+            ? 'Nothing was stored before it stopped.'
+            : `Stored before it stopped: ${formatCount(job.stored.chunks)} ${job.stored.chunks === 1 ? 'chunk' : 'chunks'} (${formatSize(job.stored.bytes)}), completing ${formatCount(job.stored.files)} ${job.stored.files === 1 ? 'file' : 'files'}. Resuming does not send them again.`}
+        </p>
+      )}
       {job.error && (
         <p className="error" role="alert">
           {job.error}
@@ -67,7 +89,7 @@ export function JobCard(props: {
             Pause
           </button>
         )}
-        {(job.state === 'paused' || job.state === 'interrupted') && (
+        {(job.state === 'paused' || resumable(job)) && (
           <button type="button" className="primary" onClick={() => act('jobs.resume')}>
             Resume
           </button>
@@ -75,6 +97,15 @@ export function JobCard(props: {
         {(job.state === 'running' || job.state === 'paused' || job.state === 'interrupted') && (
           <button type="button" className="danger" onClick={() => act('jobs.cancel')}>
             Cancel
+          </button>
+        )}
+        {(resumable(job) || job.state === 'failed') && job.kind === 'backup' && (
+          <button
+            type="button"
+            title="Forget this job: it will not be resumed (what it uploaded stays and is reused by later backups)"
+            onClick={() => act('jobs.discard')}
+          >
+            Discard
           </button>
         )}
       </div>

@@ -115,7 +115,12 @@ export function BackupScreen({
             </ul>
           ) : null}
           {shown && shownJob?.state !== 'interrupted' ? (
-            <LiveCharts key={shown} jobId={shown} />
+            <LiveCharts
+              key={shown}
+              jobId={shown}
+              kind={shownJob?.kind ?? 'backup'}
+              finished={shownJob?.state === 'done'}
+            />
           ) : (
             <p className="muted">
               {shownJob?.state === 'interrupted'

@@ -1,6 +1,7 @@
-import { useState } from 'react';
+import { useEffect, useState } from 'react';
 import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
+import { JobCard } from '../components/JobCard.tsx';
 import { formatDate, formatDuration, formatSize } from '../format.ts';
 
 export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => void }) {
@@ -8,6 +9,18 @@ export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => 
   const [open, setOpen] = useState<string | null>(null);
   const jobs = useJobs();
   const openJob = jobs.find((j) => j.kind === 'backup' && j.backupId === open);
+  const [error, setError] = useState<string | null>(null);
+  // A backup that finishes while History is open (a resumed one, say) shows up without a Refresh.
+  const finished = jobs.filter((j) => j.kind === 'backup' && j.state === 'done').length;
+  const { reload } = backups;
+  useEffect(() => {
+    if (finished > 0) reload();
+  }, [finished, reload]);
+  // Backups that stopped before writing a snapshot: resumable (what they stored is kept) or discardable.
+  const unfinished = jobs.filter(
+    (j) =>
+      j.kind === 'backup' && (j.state === 'interrupted' || j.state === 'cancelled' || j.state === 'failed'),
+  );
   return (
     <div className="screen">
       <header className="screen-head">
@@ -17,68 +30,96 @@ export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => 
         </button>
       </header>
       {backups.error && <p className="error">{backups.error}</p>}
+      {error && (
+        <p className="error" role="alert">
+          {error}
+        </p>
+      )}
+      {unfinished.length > 0 && (
+        <section aria-label="Unfinished backups">
+          <h2>Unfinished backups</h2>
+          <ul className="job-list unfinished">
+            {unfinished.map((j) => (
+              <JobCard key={j.id} job={j} selected={false} onSelect={() => {}} onError={setError} />
+            ))}
+          </ul>
+        </section>
+      )}
       {backups.data?.length === 0 && <p className="muted">No backups yet.</p>}
       {backups.data && backups.data.length > 0 && (
-        <table className="table" aria-label="Backups">
-          <thead>
-            <tr>
-              <th>Date</th>
-              <th>Sources</th>
-              <th>Host · target</th>
-              <th className="num" title="new · changed · unchanged">
-                Files
-              </th>
-              <th className="num">Size</th>
-              <th className="num">Read</th>
-              <th className="num">Uploaded</th>
-              <th className="num">Duration</th>
-              <th />
-            </tr>
-          </thead>
-          <tbody>
-            {backups.data.map((b) => (
-              <tr
-                key={b.id}
-                className={open === b.id ? 'selected' : ''}
-                onClick={() => setOpen(open === b.id ? null : b.id)}
-              >
-                <td>{formatDate(b.createdAt)}</td>
-                <td className="paths">
-                  {b.sources.map((s) => (
-                    <div key={s}>{s}</div>
-                  ))}
-                </td>
-                <td>
-                  {b.host} · {b.target}
-                </td>
-                <td
-                  className="num"
-                  title={`${b.files.new} new, ${b.files.changed} changed, ${b.files.unchanged} unchanged`}
-                >
-                  {b.fileCount}
-                  <div className="muted small">
-                    {b.files.new} new · {b.files.changed} changed · {b.files.unchanged} unchanged
-                  </div>
-                </td>
-                <td className="num">{formatSize(b.totalBytes)}</td>
-                <td className="num">{formatSize(b.bytesRead)}</td>
-                <td className="num">{formatSize(b.uploadedBytes)}</td>
-                <td className="num">{formatDuration(b.durationMs / 1000)}</td>
-                <td>
-                  <button type="button" onClick={(e) => (e.stopPropagation(), onRestore(b.id))}>
-                    Restore…
-                  </button>
-                </td>
+        <div className="table-scroll">
+          <table className="table" aria-label="Backups">
+            <thead>
+              <tr>
+                <th>Date</th>
+                <th>Sources</th>
+                <th className="wide-only">Host · target</th>
+                <th className="num" title="new · changed · unchanged">
+                  Files
+                </th>
+                <th className="num">Size</th>
+                <th className="num wide-only">Read</th>
+                <th className="num">Uploaded</th>
+                <th className="num wide-only">Duration</th>
+                <th />
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {backups.data.map((b) => (
+                <tr
+                  key={b.id}
+                  className={open === b.id ? 'selected' : ''}
+                  onClick={() => setOpen(open === b.id ? null : b.id)}
+                >
+                  <td className="date">{formatDate(b.createdAt)}</td>
+                  <td className="paths">
+                    {b.sources.map((s) => (
+                      <div key={s}>{s}</div>
+                    ))}
+                  </td>
+                  <td className="wide-only">
+                    {b.host} · {b.target}
+                  </td>
+                  <td
+                    className="num"
+                    title={`${b.files.new} new, ${b.files.changed} changed, ${b.files.unchanged} unchanged`}
+                  >
+                    {b.fileCount}
+                    <div className="muted small wrap wide-only">
+                      {b.files.new} new · {b.files.changed} changed · {b.files.unchanged} unchanged
+                    </div>
+                  </td>
+                  <td className="num">{formatSize(b.totalBytes)}</td>
+                  <td className="num wide-only">{formatSize(b.bytesRead)}</td>
+                  <td className="num">{formatSize(b.uploadedBytes)}</td>
+                  <td
+                    className="num wide-only"
+                    title={b.resumed ? 'Resumed after a cancel or a crash: the time of every run' : undefined}
+                  >
+                    {formatDuration(b.durationMs / 1000)}
+                    {b.resumed && <div className="muted small">resumed</div>}
+                  </td>
+                  <td>
+                    <button type="button" onClick={(e) => (e.stopPropagation(), onRestore(b.id))}>
+                      Restore…
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       {open && (
         <section aria-label="Charts of the selected backup" className="live">
           <h2>Charts</h2>
           {openJob ? (
-            <LiveCharts key={openJob.id} jobId={openJob.id} />
+            <LiveCharts
+              key={openJob.id}
+              jobId={openJob.id}
+              kind="backup"
+              finished={openJob.state === 'done'}
+            />
           ) : (
             <p className="muted">Charts are kept for the jobs run since Cairn started.</p>
           )}

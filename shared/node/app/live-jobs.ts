@@ -7,6 +7,23 @@ import type { JobListener } from '../engine/job-events.ts';
 
 const MAX_FRAMES = 4 * 60 * 60 * 4; // four hours at 4 Hz
 const MAX_CHUNKS = 4000; // the slot timeline shows the most recent chunks
+/** Time constant of the rate shown on a running job: steady enough to read, quick to follow a change. */
+const RATE_TAU_MS = 5000;
+
+/**
+ * The rate to show after a frame: an exponential average of the frames' rates (the first frame's own
+ * rate to begin with), so one 250 ms stall does not make the ETA jump to hours.
+ */
+export function smoothedRate(previous: number | null, frameMbps: number, frameMs: number): number {
+  if (previous === null) return frameMbps;
+  const a = 1 - Math.exp(-Math.max(0, frameMs) / RATE_TAU_MS);
+  return previous + a * (frameMbps - previous);
+}
+
+/** Seconds to move `remaining` bytes at `mbps` (MB/s): null when nothing moves. */
+export function etaSeconds(remaining: number, mbps: number): number | null {
+  return mbps > 0 ? Math.max(0, remaining / 1e6 / mbps) : null;
+}
 
 export interface LiveJob {
   view: JobView;
@@ -72,6 +89,15 @@ export class LiveJobs {
     return this.register(this.create(init));
   }
 
+  /** Drops a job from the list; listeners get it once more, marked discarded. */
+  remove(id: string): JobView {
+    const job = this.get(id);
+    this.jobs.delete(id);
+    const view = { ...job.view, discarded: true };
+    this.emit('job', view);
+    return view;
+  }
+
   update(job: LiveJob, patch: Partial<JobView>): void {
     Object.assign(job.view, patch);
     this.emit('job', { ...job.view });
@@ -82,8 +108,12 @@ export class LiveJobs {
     return { jobId: id, frames: j.frames, chunks: j.chunks };
   }
 
-  listenerFor(job: LiveJob, kind: JobKind): JobListener {
+  listenerFor(job: LiveJob, _kind: JobKind): JobListener {
+    let rate: number | null = null;
+    let lastAt: number | null = null;
     return {
+      // Shown with the next frame (at most every 250 ms), not an event per file.
+      files: (done, total) => void (job.view.files = { done, total }),
       chunk: (t) => job.pendingChunks.push(t),
       notice: (m) => this.update(job, { notices: [...job.view.notices, m].slice(-20) }),
       progress: (f) => {
@@ -93,13 +123,20 @@ export class LiveJobs {
         job.pendingChunks = [];
         job.chunks.push(...chunks);
         if (job.chunks.length > MAX_CHUNKS) job.chunks.splice(0, job.chunks.length - MAX_CHUNKS);
-        const rate = f.meanMbps > 0 ? f.meanMbps : f.mbps;
+        // The first frames of a job include start-up; its mean is the better first estimate.
+        rate = smoothedRate(
+          rate ?? (f.meanMbps > 0 ? f.meanMbps : null),
+          f.mbps,
+          f.at - (lastAt ?? f.at - 250),
+        );
+        lastAt = f.at;
         this.update(job, {
           bytesDone: f.bytesDone,
           bytesTotal: f.bytesTotal,
-          mbps: f.mbps,
+          mbps: rate,
           meanMbps: f.meanMbps,
-          etaSeconds: rate > 0 && kind ? Math.max(0, (f.bytesTotal - f.bytesDone) / 1e6 / rate) : null,
+          etaSeconds: etaSeconds(f.bytesTotal - f.bytesDone, rate),
+          elapsedMs: f.elapsedMs,
         });
         this.emit('stats', { jobId: job.view.id, frame: f, chunks });
       },

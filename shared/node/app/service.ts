@@ -5,7 +5,7 @@ import { ApiCallError, type Method, type Request, type Responses } from '../../a
 import type { AppStatus, BackupView, JobView, TargetView } from '../../api/views.ts';
 import { StorageError } from '../storage/storage.ts';
 import { Engine, SettingsError, defaultHome, keystorePath, type BackupResult } from '../engine/engine.ts';
-import { JobCancelledError, type JobControl } from '../engine/job-control.ts';
+import { JobCancelledError, JobControl } from '../engine/job-control.ts';
 import type { JobListener } from '../engine/job-events.ts';
 import { defaultWorkerCount } from '../engine/worker-pool.ts';
 import { listDirectory } from './dir-listing.ts';
@@ -107,6 +107,7 @@ export class AppService {
       'jobs.pause': ({ jobId }) => this.control(jobId, 'pause'),
       'jobs.resume': ({ jobId }) => this.resumeJob(jobId),
       'jobs.cancel': ({ jobId }) => this.control(jobId, 'cancel'),
+      'jobs.discard': ({ jobId }) => this.discard(jobId),
       'backups.list': () => {
         this.refreshSoon();
         return this.backups();
@@ -166,23 +167,37 @@ export class AppService {
     return this.engine;
   }
 
+  /** Lists the backups a previous run left unfinished (interrupted) or the user cancelled. */
   private loadInterrupted(): void {
     const e = this.e();
-    for (const j of e.interruptedJobs()) {
+    const stopped = [
+      ...e.interruptedJobs().map((j) => ({ j, state: 'interrupted' as const })),
+      ...e.cancelledJobs().map((j) => ({ j, state: 'cancelled' as const })),
+    ];
+    for (const { j, state } of stopped) {
       if (this.jobs.has(j.id)) continue;
       this.jobs.add({
         id: j.id,
         kind: 'backup',
-        state: 'interrupted',
+        state,
         backupId: j.id,
         title: titleFor(j.sources),
         target: e.ks.targetById(j.targetId).name,
         startedAt: j.createdAt,
         bytesTotal: 0,
         bytesDone: 0,
-        error: j.error,
+        error: state === 'cancelled' ? null : j.error,
+        stored: e.ks.jobs.stored(j.id),
       });
     }
+  }
+
+  private discard(jobId: string): JobView {
+    const job = this.jobs.get(jobId);
+    if (job.view.state === 'running' || job.view.state === 'paused')
+      throw new ApiCallError(`Job ${jobId} is ${job.view.state}: cancel it first.`);
+    if (job.view.kind === 'backup' && job.view.state !== 'done') this.e().discardJob(jobId);
+    return this.jobs.remove(jobId);
   }
 
   private async startBackup(sources: string[], target?: string, exclude?: string[]): Promise<JobView> {
@@ -240,9 +255,14 @@ export class AppService {
   private async resumeJob(jobId: string): Promise<JobView> {
     const job = this.jobs.get(jobId);
     if (job.view.state === 'paused') return this.control(jobId, 'resume');
-    if (job.view.state !== 'interrupted')
-      throw new ApiCallError(`Job ${jobId} is ${job.view.state}; only paused or interrupted jobs resume.`);
-    this.jobs.update(job, { state: 'running', error: null });
+    const stopped = job.view.state === 'interrupted' || job.view.state === 'cancelled';
+    if (job.view.kind !== 'backup' || !stopped)
+      throw new ApiCallError(
+        `Job ${jobId} is ${job.view.state}; only paused, interrupted or cancelled backups resume.`,
+      );
+    // A fresh control: the old one stays cancelled for good.
+    job.control = new JobControl();
+    this.jobs.update(job, { state: 'running', error: null, stored: undefined });
     const run = this.e().resumeJob(jobId, this.jobs.listenerFor(job, 'backup'), job.control);
     this.track(
       job,
@@ -255,6 +275,11 @@ export class AppService {
     const e = this.e();
     const b = e.listSnapshots().find((x) => x.id === req.backupId);
     if (!b) throw new ApiCallError(`No backup with id ${req.backupId}.`);
+    if (!path.isAbsolute(req.to))
+      throw new ApiCallError(
+        `The destination "${req.to}" is not a full path: give one that starts with ${path.sep === '/' ? '/' : 'a drive letter'}.`,
+        'to',
+      );
     const job = this.jobs.add({
       id: `r${Date.now().toString(16).slice(-11)}`,
       kind: 'restore',
@@ -273,7 +298,13 @@ export class AppService {
       job,
       run.then((r) => {
         this.jobs.update(job, {
-          restored: { files: r.restoredFiles, bytes: r.restoredBytes, failed: r.failed, to: req.to },
+          restored: {
+            files: r.restoredFiles,
+            bytes: r.restoredBytes,
+            alreadyPresent: r.alreadyPresent,
+            failed: r.failed,
+            to: req.to,
+          },
         });
         if (r.failed.length && !job.control.cancelled)
           throw new Error(`${r.failed.length} of the selected files could not be restored.`);
@@ -289,9 +320,11 @@ export class AppService {
         onEarlyError?.(toApiError(err));
         const cancelled = err instanceof JobCancelledError || job.control.cancelled;
         const resumable = job.view.kind === 'backup' && !cancelled && job.view.backupId !== '';
+        const started = job.view.kind === 'backup' && this.jobs.has(job.view.id);
         this.jobs.update(job, {
           state: cancelled ? 'cancelled' : resumable ? 'interrupted' : 'failed',
           error: cancelled ? null : toApiError(err).message,
+          ...(started && this.engine ? { stored: this.engine.ks.jobs.stored(job.view.id) } : {}),
         });
       },
     );
@@ -302,7 +335,7 @@ export class AppService {
     if (job.view.state !== 'running' && job.view.state !== 'paused') {
       if (action === 'cancel' && job.view.state === 'interrupted') {
         this.e().ks.jobs.cancel(job.view.id);
-        this.jobs.update(job, { state: 'cancelled' });
+        this.jobs.update(job, { state: 'cancelled', error: null });
         return job.view;
       }
       throw new ApiCallError(`Job ${jobId} is ${job.view.state}.`);
@@ -317,6 +350,10 @@ export class AppService {
       .listSnapshots()
       .map((b) => {
         const s = b.summary;
+        // A job resumed after a cancel or a crash: its earlier runs count too (time, reads, uploads).
+        const earlier = b.earlierRuns ?? { activeMs: 0, readBytes: 0, wireBytes: 0 };
+        const durationMs = s.durationMs + earlier.activeMs;
+        const bytesRead = s.bytesRead + earlier.readBytes;
         return {
           id: b.id,
           status: 'complete' as const,
@@ -328,13 +365,14 @@ export class AppService {
           totalBytes: s.totalBytes,
           chunkCount: s.blobsTotal,
           newChunks: s.blobsNew,
-          uploadedBytes: s.bytesUploaded,
-          dedupedBytes: Math.max(0, s.totalBytes - s.bytesRead),
-          durationMs: s.durationMs,
-          meanMbps: s.durationMs > 0 ? s.totalBytes / 1000 / s.durationMs : 0,
+          uploadedBytes: s.bytesUploaded + earlier.wireBytes,
+          dedupedBytes: Math.max(0, s.totalBytes - bytesRead),
+          durationMs,
+          meanMbps: durationMs > 0 ? s.totalBytes / 1000 / durationMs : 0,
           host: b.host,
           files: s.files,
-          bytesRead: s.bytesRead,
+          bytesRead,
+          resumed: b.earlierRuns !== undefined,
         };
       })
       .reverse();

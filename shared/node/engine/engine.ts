@@ -25,6 +25,7 @@ import { TargetAdmin } from './target-admin.ts';
 import { SettingsError, check, defaultHome, keystorePath } from './engine-settings.ts';
 import { ExcludePatternError, compileExcludes } from './exclude.ts';
 import { runBackupJob, newId, BackupFailedError, type BackupResult } from './backup-job.ts';
+import { accountRun, type JobRunStats } from './job-accounting.ts';
 import type { JobListener } from './job-events.ts';
 import { JobCancelledError, type JobControl } from './job-control.ts';
 import type { JobRow } from './keystore/job-table.ts';
@@ -51,6 +52,11 @@ export interface EntryInfo {
 
 export interface SnapshotInfo extends SnapshotDoc {
   target: string;
+  /**
+   * For a snapshot this keystore's job wrote after a cancel or a crash: what the runs before the last did
+   * (the summary describes the last run only).
+   */
+  earlierRuns?: JobRunStats['prior'];
 }
 
 /** The headless engine: one unlocked keystore, its repository, and the jobs that run against it. */
@@ -219,6 +225,7 @@ export class Engine {
       begun = true;
       listener.started?.({ backupId: jobId, jobId });
     };
+    const run = accountRun(this.ks.jobs, jobId, listener, { resumed: false });
     try {
       return await runBackupJob(
         this.repo,
@@ -232,10 +239,12 @@ export class Engine {
           control,
           begin,
         },
-        listener,
+        run.listener,
       );
     } catch (err) {
       throw begun ? this.jobFailed(jobId, err) : err;
+    } finally {
+      run.end();
     }
   }
 
@@ -266,20 +275,42 @@ export class Engine {
     listener: JobListener,
     control?: JobControl,
   ): Promise<BackupResult> {
+    const run = accountRun(this.ks.jobs, jobId, listener, { resumed: true });
     try {
       return await runBackupJob(
         this.repo,
         { jobId, target, sources, settings, forceRead: false, exclude, control },
-        listener,
+        run.listener,
       );
     } catch (err) {
       throw this.jobFailed(jobId, err);
+    } finally {
+      run.end();
     }
   }
 
   /** Unfinished backup jobs that no live process is running (this process's own jobs included). */
   interruptedJobs(): JobRow[] {
     return this.ks.jobs.unfinished().filter((j) => !j.pid || j.pid === process.pid || !isAlive(j.pid));
+  }
+
+  /** Backup jobs cancelled by the user: resumable (what they stored is reused) or discarded. */
+  cancelledJobs(): JobRow[] {
+    return this.ks.jobs.cancelled();
+  }
+
+  /**
+   * Forgets a stopped job: it will not be resumed. What it uploaded stays in the bucket and in the index,
+   * so a later backup of the same files does not upload it again.
+   */
+  discardJob(jobId: string): void {
+    const job = this.ks.jobs.get(jobId);
+    if (!job) throw new SettingsError(`No backup job ${jobId}.`);
+    if (job.state === 'done')
+      throw new SettingsError(`Backup job ${jobId} is complete; there is nothing to discard.`);
+    if (job.state === 'running' && job.pid && isAlive(job.pid))
+      throw new SettingsError(`Backup job ${jobId} is running (process ${job.pid}); cancel it first.`);
+    this.ks.jobs.discard(jobId);
   }
 
   /** Continues every interrupted backup job; a job still running in another live process is left alone. */
@@ -315,7 +346,15 @@ export class Engine {
 
   listSnapshots(): SnapshotInfo[] {
     const names = new Map(this.ks.listTargets().map((t) => [t.id, t.name]));
-    return this.ks.snapshots.list().map((s) => ({ ...s.doc, target: names.get(s.targetId) ?? '?' }));
+    const earlier = this.ks.jobs.earlierRunsBySnapshot<JobRunStats>();
+    return this.ks.snapshots.list().map((s) => {
+      const runs = earlier.get(s.doc.id);
+      return {
+        ...s.doc,
+        target: names.get(s.targetId) ?? '?',
+        ...(runs && runs.runs > 1 ? { earlierRuns: runs.prior } : {}),
+      };
+    });
   }
 
   snapshot(id: string): SnapshotInfo {

@@ -5,6 +5,8 @@ export interface JobListener {
   progress?(frame: StatsFrame): void;
   chunk?(timing: ChunkTiming): void;
   notice?(message: string): void;
+  /** Files finished (done or failed) out of those the job handles; restores report it. */
+  files?(done: number, total: number): void;
   /** The backup and its job exist in the keystore (before any chunk moves). */
   started?(ids: { backupId: string; jobId: string }): void;
 }

@@ -78,6 +78,7 @@ export async function runRestoreJob(
   const select = entrySelector(opts.paths, opts.snapshotId);
   const dirs: Planned[] = [];
   const links: (Planned & { linkTarget: string })[] = [];
+  let plannedFiles = 0;
   let plannedBytes = 0;
   let plannedBlobs = 0;
   for await (const { path, node } of walkSnapshot(repo, snap.doc.tree)) {
@@ -86,6 +87,7 @@ export async function runRestoreJob(
     if (node.type === 'dir') dirs.push(p);
     else if (node.type === 'symlink') links.push({ ...p, linkTarget: node.linkTarget ?? '' });
     else {
+      plannedFiles++;
       plannedBytes += node.size;
       plannedBlobs += node.content?.length ?? 0;
     }
@@ -110,6 +112,9 @@ export async function runRestoreJob(
   let alreadyPresent = 0;
   let restoredFiles = 0;
   let restoredBytes = 0;
+  let filesDone = 0;
+  const fileDone = () => listener.files?.(++filesDone, plannedFiles);
+  listener.files?.(0, plannedFiles);
   const stats = new StatsCollector(plannedBytes, plannedBlobs, (f) => listener.progress?.(f));
   stats.startTicking();
 
@@ -141,7 +146,10 @@ export async function runRestoreJob(
   async function restoreBatch(wanted: Wanted[]): Promise<void> {
     const files: FileState[] = [];
     for (const w of wanted) {
-      if (underBad(w.path)) continue;
+      if (underBad(w.path)) {
+        fileDone();
+        continue;
+      }
       const ids = w.content;
       const locs = ids.map((h) => ks.index.lookup(Buffer.from(h, 'hex')));
       const lost = locs.findIndex((l) => !l);
@@ -150,15 +158,18 @@ export async function runRestoreJob(
           path: w.path,
           message: `blob ${lost} (${ids[lost]!.slice(0, 12)}…) is not in the repository: its pack is missing`,
         });
+        fileDone();
         continue;
       }
       const kind = dest.exists(w.path);
       if (kind === 'file' && sameContent(repo, dest.abs(w.path), w.size, locs as BlobLocation[])) {
         alreadyPresent++;
+        fileDone();
         continue;
       }
       if (kind === 'dir') {
         failed.push({ path: w.path, message: `${dest.abs(w.path)} is a folder; a file cannot replace it` });
+        fileDone();
         continue;
       }
       if (kind && !opts.overwrite) {
@@ -166,6 +177,7 @@ export async function runRestoreJob(
           path: w.path,
           message: `${dest.abs(w.path)} already exists (restore with --overwrite to replace it)`,
         });
+        fileDone();
         continue;
       }
       files.push({
@@ -185,6 +197,7 @@ export async function runRestoreJob(
     const settle = (f: FileState) => {
       if (f.settled || (f.remaining > 0 && !f.failed)) return;
       f.settled = true;
+      fileDone();
       try {
         if (f.failed) throw new Error(f.failed);
         if (f.fd === null) prepare(f);

@@ -1,43 +1,32 @@
 import { useMemo, useState } from 'react';
-import type { EntryView } from '../../../../shared/api/views.ts';
+import { EntryIcon } from '../../components/Icons.tsx';
 import { formatSize } from '../../format.ts';
-import { isChecked, isPartial } from './wizard-state.ts';
+import { tickStates, visibleLeaves, visiblePaths, type TreeIndex } from './selection.ts';
 
-/** The entries of a backup as a tree with checkboxes; folders expand on demand; a filter narrows it. */
+/**
+ * The entries of a backup as a tree with checkboxes; folders expand on demand; a filter narrows it.
+ * A row's checkbox ticks or unticks the leaves it shows (with a filter, only the matching ones).
+ */
 export function FileTree(props: {
-  entries: EntryView[];
-  selected: string[];
+  index: TreeIndex;
+  selected: ReadonlySet<string>;
   filter: string;
-  onToggle: (path: string) => void;
+  onToggle: (leaves: string[]) => void;
 }) {
+  const { index, selected, filter } = props;
   const [expanded, setExpanded] = useState<Set<string>>(new Set());
-  const children = useMemo(() => {
-    const m = new Map<string | null, EntryView[]>();
-    for (const e of props.entries) {
-      const parent = e.path.includes('/') ? e.path.slice(0, e.path.lastIndexOf('/')) : null;
-      m.set(parent, [...(m.get(parent) ?? []), e]);
-    }
-    return m;
-  }, [props.entries]);
-  const matching = useMemo(() => {
-    const f = props.filter.trim().toLowerCase();
-    if (!f) return null;
-    const keep = new Set<string>();
-    for (const e of props.entries) {
-      if (!e.path.toLowerCase().includes(f)) continue;
-      const parts = e.path.split('/');
-      for (let i = 1; i <= parts.length; i++) keep.add(parts.slice(0, i).join('/'));
-    }
-    return keep;
-  }, [props.entries, props.filter]);
+  const shown = useMemo(() => visiblePaths(index, filter), [index, filter]);
+  const shownLeaves = useMemo(() => new Set(visibleLeaves(index, filter)), [index, filter]);
+  const tick = useMemo(() => tickStates(index, selected, filter), [index, selected, filter]);
 
   const rows: React.ReactNode[] = [];
   const walk = (parent: string | null, depth: number) => {
-    for (const e of children.get(parent) ?? []) {
-      if (matching && !matching.has(e.path)) continue;
+    for (const e of index.children.get(parent) ?? []) {
+      if (shown && !shown.has(e.path)) continue;
       const name = e.path.slice(e.path.lastIndexOf('/') + 1);
-      const open = matching !== null || expanded.has(e.path);
-      const checked = isChecked(props.selected, e.path);
+      const open = shown !== null || expanded.has(e.path);
+      const state = tick(e.path);
+      const leaves = (index.leavesUnder.get(e.path) ?? []).filter((p) => shownLeaves.has(p));
       rows.push(
         <li key={e.path} style={{ paddingLeft: depth * 18 }} className="tree-row">
           {e.kind === 'dir' ? (
@@ -63,14 +52,15 @@ export function FileTree(props: {
           <label>
             <input
               type="checkbox"
-              checked={checked}
+              aria-label={name}
+              checked={state === 'checked'}
               ref={(el) => {
-                if (el) el.indeterminate = isPartial(props.selected, e.path);
+                if (el) el.indeterminate = state === 'partial';
               }}
-              onChange={() => props.onToggle(e.path)}
+              onChange={() => props.onToggle(leaves)}
             />
-            {e.kind === 'dir' ? '📁 ' : e.kind === 'symlink' ? '↪ ' : ''}
-            {name}
+            <EntryIcon kind={e.kind} />
+            <span className="tree-name">{name}</span>
           </label>
           <span className="muted tree-size">
             {e.kind === 'file' ? formatSize(e.size) : e.kind === 'symlink' ? `→ ${e.linkTarget}` : ''}

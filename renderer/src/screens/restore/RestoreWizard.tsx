@@ -1,47 +1,66 @@
-import { useEffect, useMemo, useReducer, useRef, useState } from 'react';
+import { useEffect, useMemo, useReducer, useState } from 'react';
+import type { EntryView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useJobs, useQuery } from '../../api/hooks.ts';
-import { LiveCharts } from '../../charts/LiveCharts.tsx';
-import { FilePicker } from '../../components/FilePicker.tsx';
-import { formatDate, formatRate, formatSize, messageOf, percent } from '../../format.ts';
-import { FileTree } from './FileTree.tsx';
-import { STEPS, canNext, initialWizard, restorePaths, wizardReducer } from './wizard-state.ts';
+import { messageOf } from '../../format.ts';
+import { DestinationStep } from './DestinationStep.tsx';
+import { RestoreProgress, RestoreResult } from './RestoreRun.tsx';
+import { buildIndex, effectiveSelection, restorePaths } from './selection.ts';
+import { ChooseBackupStep, ChooseFilesStep } from './steps.tsx';
+import { STEPS, blocker, initialWizard, wizardReducer } from './wizard-state.ts';
+
+/** The entries of one backup, tagged with its id so that another backup's list is never mistaken for it. */
+function useEntries(backupId: string | null) {
+  const [loaded, setLoaded] = useState<{ backupId: string; entries: EntryView[] } | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    if (!backupId) return;
+    let live = true;
+    setError(null);
+    getApi()
+      .invoke('backups.entries', { backupId })
+      .then(
+        (entries) => live && setLoaded({ backupId, entries }),
+        (e) => live && setError(messageOf(e)),
+      );
+    return () => {
+      live = false;
+    };
+  }, [backupId]);
+  return { entries: loaded && loaded.backupId === backupId ? loaded.entries : null, error };
+}
 
 export function RestoreWizard({ initialBackup }: { initialBackup: string | null }) {
   const [s, dispatch] = useReducer(wizardReducer, initialWizard);
   const backups = useQuery('backups.list', {});
-  const entries = useQuery('backups.entries', s.backupId ? { backupId: s.backupId } : null);
-  const allPaths = useMemo(
-    () => (s.backupId ? (entries.data ?? []).map((e) => e.path) : []),
-    [entries.data, s.backupId],
-  );
+  const { entries, error: entriesError } = useEntries(s.backupId);
+  const index = useMemo(() => (entries ? buildIndex(entries) : null), [entries]);
   const jobs = useJobs();
   const job = jobs.find((j) => j.id === s.jobId);
   const [error, setError] = useState<string | null>(null);
-  const [browsing, setBrowsing] = useState(false);
 
   useEffect(() => {
-    if (initialBackup && s.backupId === null) dispatch({ t: 'backup', id: initialBackup, allPaths: [] });
-  }, [initialBackup, s.backupId]);
-  // Once a newly chosen backup's entries are known, everything in it starts selected.
-  const selectedFor = useRef<string | null>(null);
+    if (initialBackup && s.backupId === null && s.step === 0) dispatch({ t: 'backup', id: initialBackup });
+  }, [initialBackup, s.backupId, s.step]);
   useEffect(() => {
-    if (s.backupId && entries.data && selectedFor.current !== s.backupId) {
-      selectedFor.current = s.backupId;
-      dispatch({ t: 'select-all', allPaths });
-    }
-  }, [entries.data, allPaths, s.backupId]);
+    if (index && s.backupId) dispatch({ t: 'loaded', backupId: s.backupId, leaves: index.leaves });
+  }, [index, s.backupId, s.selectionFor]);
   useEffect(() => {
     if (job && ['done', 'failed', 'cancelled'].includes(job.state)) dispatch({ t: 'finished' });
   }, [job]);
 
-  const complete = (backups.data ?? []).filter((b) => b.status === 'complete');
+  const chosen = useMemo(
+    () => (index && s.selectionFor === s.backupId ? effectiveSelection(index, s.selected, s.filter) : []),
+    [index, s.selected, s.filter, s.selectionFor, s.backupId],
+  );
+  const why = blocker(s, chosen.length);
   const start = async () => {
     setError(null);
+    if (!index || chosen.length === 0) return setError('Nothing selected to restore.');
     try {
       const j = await getApi().invoke('restore.start', {
         backupId: s.backupId!,
-        paths: restorePaths(s.selected),
+        paths: restorePaths(index, chosen),
         to: s.to.trim(),
         existing: s.existing,
       });
@@ -69,180 +88,26 @@ export function RestoreWizard({ initialBackup }: { initialBackup: string | null 
       </ol>
 
       {s.step === 0 && (
-        <section aria-label="Choose a backup">
-          {backups.error && <p className="error">{backups.error}</p>}
-          {complete.length === 0 && backups.data && (
-            <p className="muted">No complete backup to restore yet.</p>
-          )}
-          <table className="table selectable" aria-label="Backups to restore">
-            <thead>
-              <tr>
-                <th />
-                <th>Date</th>
-                <th>Sources</th>
-                <th className="num">Size</th>
-                <th className="num">Files</th>
-                <th className="num">Chunks</th>
-              </tr>
-            </thead>
-            <tbody>
-              {complete.map((b) => (
-                <tr
-                  key={b.id}
-                  className={s.backupId === b.id ? 'selected' : ''}
-                  onClick={() => dispatch({ t: 'backup', id: b.id, allPaths: [] })}
-                >
-                  <td>
-                    <input
-                      type="radio"
-                      name="backup"
-                      aria-label={`Backup of ${formatDate(b.createdAt)}`}
-                      checked={s.backupId === b.id}
-                      onChange={() => dispatch({ t: 'backup', id: b.id, allPaths: [] })}
-                    />
-                  </td>
-                  <td>{formatDate(b.createdAt)}</td>
-                  <td>{b.sources.map((p) => p.split('/').pop()).join(', ')}</td>
-                  <td className="num">{formatSize(b.totalBytes)}</td>
-                  <td className="num">{b.fileCount}</td>
-                  <td className="num">{b.chunkCount}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </section>
+        <ChooseBackupStep
+          backups={backups.data}
+          error={backups.error}
+          chosen={s.backupId}
+          dispatch={dispatch}
+        />
       )}
-
       {s.step === 1 && (
-        <section aria-label="Choose files">
-          <div className="row">
-            <input
-              className="grow"
-              placeholder="Filter by name…"
-              aria-label="Filter files"
-              value={s.filter}
-              onChange={(e) => dispatch({ t: 'filter', text: e.target.value })}
-            />
-            <button type="button" onClick={() => dispatch({ t: 'select-all', allPaths })}>
-              All
-            </button>
-            <button type="button" onClick={() => dispatch({ t: 'select-none' })}>
-              None
-            </button>
-          </div>
-          {entries.error && <p className="error">{entries.error}</p>}
-          {entries.data && (
-            <FileTree
-              entries={entries.data}
-              selected={s.selected}
-              filter={s.filter}
-              onToggle={(path) => dispatch({ t: 'toggle', path, allPaths })}
-            />
-          )}
-          <p className="muted">{restorePaths(s.selected).length} item(s) selected</p>
-        </section>
+        <ChooseFilesStep
+          state={s}
+          index={index}
+          entriesError={entriesError}
+          chosen={chosen}
+          dispatch={dispatch}
+        />
       )}
-
-      {s.step === 2 && (
-        <section aria-label="Destination" className="form">
-          <label>
-            Restore into this folder
-            <div className="row">
-              <input
-                className="grow"
-                aria-label="Destination folder"
-                value={s.to}
-                onChange={(e) => dispatch({ t: 'to', path: e.target.value })}
-                placeholder="/home/you/restored"
-              />
-              <button type="button" onClick={() => setBrowsing(true)}>
-                Browse…
-              </button>
-            </div>
-          </label>
-          <fieldset>
-            <legend>If a file already exists there</legend>
-            <label className="inline">
-              <input
-                type="radio"
-                name="existing"
-                checked={s.existing === 'skip'}
-                onChange={() => dispatch({ t: 'existing', value: 'skip' })}
-              />{' '}
-              Keep it and report it
-            </label>
-            <label className="inline">
-              <input
-                type="radio"
-                name="existing"
-                checked={s.existing === 'overwrite'}
-                onChange={() => dispatch({ t: 'existing', value: 'overwrite' })}
-              />{' '}
-              Replace it with the backed-up version
-            </label>
-          </fieldset>
-          {browsing && (
-            <FilePicker
-              title="Choose the destination folder"
-              mode="folder"
-              start={s.to || undefined}
-              onClose={() => setBrowsing(false)}
-              onChoose={([p]) => (setBrowsing(false), dispatch({ t: 'to', path: p! }))}
-            />
-          )}
-        </section>
-      )}
-
-      {s.step >= 3 && job && (
-        <section aria-label="Restore progress">
-          <div
-            className="progress"
-            role="progressbar"
-            aria-label="Restore progress"
-            aria-valuemin={0}
-            aria-valuemax={100}
-            aria-valuenow={Math.round(job.state === 'done' ? 100 : percent(job.bytesDone, job.bytesTotal))}
-          >
-            <div
-              className="progress-fill"
-              style={{ width: `${job.state === 'done' ? 100 : percent(job.bytesDone, job.bytesTotal)}%` }}
-            />
-          </div>
-          <p className="job-meta">
-            {formatSize(job.bytesDone)} of {formatSize(job.bytesTotal)} ·{' '}
-            {formatRate(job.state === 'running' ? job.mbps : job.meanMbps)}
-          </p>
-          {s.step === 3 && <LiveCharts jobId={job.id} />}
-        </section>
-      )}
-
+      {s.step === 2 && <DestinationStep state={s} dispatch={dispatch} />}
+      {s.step === 3 && job && <RestoreProgress job={job} onError={setError} />}
       {s.step === 4 && job && (
-        <section aria-label="Restore result" className="result" data-testid="restore-result">
-          <h2>
-            {job.state === 'done'
-              ? 'Restored and verified'
-              : job.state === 'cancelled'
-                ? 'Restore cancelled'
-                : 'Restore finished with problems'}
-          </h2>
-          <p>
-            {job.restored?.files ?? 0} file(s), {formatSize(job.restored?.bytes ?? 0)} restored into{' '}
-            <code>{job.restored?.to}</code>, every chunk authenticated and every file checked against its
-            hash.
-          </p>
-          {job.restored && job.restored.failed.length > 0 && (
-            <ul className="failures" aria-label="Failed files">
-              {job.restored.failed.map((f) => (
-                <li key={f.path}>
-                  <strong>{f.path}</strong>: {f.message}
-                </li>
-              ))}
-            </ul>
-          )}
-          <button type="button" className="primary" onClick={() => dispatch({ t: 'restart' })}>
-            Restore something else
-          </button>
-        </section>
+        <RestoreResult job={job} to={s.to} onRestart={() => (setError(null), dispatch({ t: 'restart' }))} />
       )}
 
       {error && (
@@ -255,20 +120,15 @@ export function RestoreWizard({ initialBackup }: { initialBackup: string | null 
           <button type="button" disabled={s.step === 0} onClick={() => dispatch({ t: 'back' })}>
             Back
           </button>
-          {s.step < 2 ? (
-            <button
-              type="button"
-              className="primary"
-              disabled={!canNext(s)}
-              onClick={() => dispatch({ t: 'next' })}
-            >
-              Next
-            </button>
-          ) : (
-            <button type="button" className="primary" disabled={!canNext(s)} onClick={start}>
-              Restore
-            </button>
-          )}
+          <button
+            type="button"
+            className="primary"
+            disabled={why !== null}
+            title={why ?? undefined}
+            onClick={() => (s.step < 2 ? dispatch({ t: 'next', picked: chosen.length }) : void start())}
+          >
+            {s.step < 2 ? 'Next' : 'Restore'}
+          </button>
         </div>
       )}
     </div>

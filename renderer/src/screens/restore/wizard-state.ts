@@ -5,8 +5,10 @@ export const STEPS = ['Backup', 'Files', 'Destination', 'Restore', 'Result'] as 
 export interface WizardState {
   step: number;
   backupId: string | null;
-  /** Selected entry paths; a selected folder stands for everything under it. */
-  selected: string[];
+  /** Selected leaves (files, links, empty folders) of `selectionFor`'s backup; see selection.ts. */
+  selected: ReadonlySet<string>;
+  /** The backup whose entries `selected` was made from; null until its entries arrived. */
+  selectionFor: string | null;
   filter: string;
   to: string;
   existing: 'skip' | 'overwrite';
@@ -14,14 +16,18 @@ export interface WizardState {
 }
 
 export type WizardAction =
-  | { t: 'backup'; id: string; allPaths: string[] }
-  | { t: 'toggle'; path: string; allPaths: string[] }
-  | { t: 'select-all'; allPaths: string[] }
-  | { t: 'select-none' }
+  | { t: 'backup'; id: string }
+  /** The entries of `backupId` arrived: a backup seen for the first time starts with everything selected. */
+  | { t: 'loaded'; backupId: string; leaves: string[] }
+  /** Ticks or unticks `leaves` as one (the leaves a clicked row shows): unticks only when all are ticked. */
+  | { t: 'toggle'; leaves: string[] }
+  | { t: 'select'; leaves: string[] }
+  | { t: 'unselect'; leaves: string[] }
   | { t: 'filter'; text: string }
   | { t: 'to'; path: string }
   | { t: 'existing'; value: 'skip' | 'overwrite' }
-  | { t: 'next' }
+  /** `picked`: how many leaves a restore started now would bring back (see effectiveSelection). */
+  | { t: 'next'; picked: number }
   | { t: 'back' }
   | { t: 'started'; jobId: string }
   | { t: 'finished' }
@@ -30,65 +36,53 @@ export type WizardAction =
 export const initialWizard: WizardState = {
   step: 0,
   backupId: null,
-  selected: [],
+  selected: new Set(),
+  selectionFor: null,
   filter: '',
   to: '',
   existing: 'skip',
   jobId: null,
 };
 
-const parentOf = (p: string) => (p.includes('/') ? p.slice(0, p.lastIndexOf('/')) : null);
-const under = (p: string, dir: string) => p === dir || p.startsWith(dir + '/');
-
-/** Top-level entries: what "everything" means. */
-export function roots(allPaths: string[]): string[] {
-  return allPaths.filter((p) => !p.includes('/'));
-}
-
-export function isChecked(selected: string[], path: string): boolean {
-  return selected.some((s) => under(path, s));
-}
-
-/** Some but not all of a folder's content is selected. */
-export function isPartial(selected: string[], path: string): boolean {
-  return !isChecked(selected, path) && selected.some((s) => under(s, path));
-}
-
-export function toggle(selected: string[], path: string, allPaths: string[]): string[] {
-  if (!isChecked(selected, path)) {
-    // Select it; anything already selected beneath it is now implied.
-    return [...selected.filter((s) => !under(s, path)), path];
+/** Why Next (or Restore) cannot go on at this step, or null when it can. */
+export function blocker(s: WizardState, picked: number): string | null {
+  if (s.step === 0) return s.backupId === null ? 'Choose a backup first.' : null;
+  if (s.step === 1) {
+    if (s.selectionFor !== s.backupId) return 'The list of files is still loading.';
+    if (picked === 0)
+      return s.filter.trim()
+        ? 'Nothing selected among the files the filter shows.'
+        : 'Nothing selected: tick the files or folders to restore.';
+    return null;
   }
-  const owner = selected.find((s) => under(path, s))!;
-  if (owner === path) return selected.filter((s) => s !== path);
-  // Unselect a path inside a selected folder: replace the folder by its other children, down the chain.
-  const out = selected.filter((s) => s !== owner);
-  let dir = path;
-  while (dir !== owner) {
-    const parent = parentOf(dir)!;
-    for (const sibling of allPaths) if (parentOf(sibling) === parent && sibling !== dir) out.push(sibling);
-    dir = parent;
-  }
-  return out;
+  if (s.step === 2) return s.to.trim() ? null : 'Choose a destination folder.';
+  return 'A restore is under way.';
 }
 
-export function canNext(s: WizardState): boolean {
-  if (s.step === 0) return s.backupId !== null;
-  if (s.step === 1) return s.selected.length > 0;
-  if (s.step === 2) return s.to.trim().length > 0;
-  return false;
+export function canNext(s: WizardState, picked: number): boolean {
+  return blocker(s, picked) === null;
 }
 
 export function wizardReducer(s: WizardState, a: WizardAction): WizardState {
   switch (a.t) {
     case 'backup':
-      return a.id === s.backupId ? s : { ...s, backupId: a.id, selected: roots(a.allPaths), filter: '' };
-    case 'toggle':
-      return { ...s, selected: toggle(s.selected, a.path, a.allPaths) };
-    case 'select-all':
-      return { ...s, selected: roots(a.allPaths) };
-    case 'select-none':
-      return { ...s, selected: [] };
+      return a.id === s.backupId
+        ? s
+        : { ...s, backupId: a.id, selected: new Set(), selectionFor: null, filter: '' };
+    case 'loaded':
+      if (a.backupId !== s.backupId || s.selectionFor === a.backupId) return s;
+      return { ...s, selected: new Set(a.leaves), selectionFor: a.backupId };
+    case 'toggle': {
+      const all = a.leaves.length > 0 && a.leaves.every((p) => s.selected.has(p));
+      return wizardReducer(s, { t: all ? 'unselect' : 'select', leaves: a.leaves });
+    }
+    case 'select':
+      return { ...s, selected: new Set([...s.selected, ...a.leaves]) };
+    case 'unselect': {
+      const next = new Set(s.selected);
+      for (const p of a.leaves) next.delete(p);
+      return { ...s, selected: next };
+    }
     case 'filter':
       return { ...s, filter: a.text };
     case 'to':
@@ -96,7 +90,7 @@ export function wizardReducer(s: WizardState, a: WizardAction): WizardState {
     case 'existing':
       return { ...s, existing: a.value };
     case 'next':
-      return canNext(s) ? { ...s, step: s.step + 1 } : s;
+      return s.step < 2 && canNext(s, a.picked) ? { ...s, step: s.step + 1 } : s;
     case 'back':
       return s.step > 0 && s.step < 3 ? { ...s, step: s.step - 1 } : s;
     case 'started':
@@ -104,11 +98,6 @@ export function wizardReducer(s: WizardState, a: WizardAction): WizardState {
     case 'finished':
       return s.step === 3 ? { ...s, step: 4 } : s;
     case 'restart':
-      return { ...initialWizard };
+      return { ...initialWizard, selected: new Set() };
   }
-}
-
-/** Paths to send to the engine: the selection, minus anything implied by a selected folder. */
-export function restorePaths(selected: string[]): string[] {
-  return selected.filter((p) => !selected.some((o) => o !== p && under(p, o))).sort();
 }

@@ -9,7 +9,7 @@ import {
 import type { SettingsView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { Field } from '../../components/Field.tsx';
-import { formatSize, messageOf } from '../../format.ts';
+import { formatSize, formatSizeExact, messageOf } from '../../format.ts';
 
 type Errors = Partial<Record<'chunkSize' | 'workers' | 'uploadsPerWorker', string>>;
 
@@ -21,12 +21,17 @@ export function PipelineForm({
   settings: SettingsView;
   onSaved: (s: SettingsView) => void;
 }) {
-  const [chunk, setChunk] = useState(formatSize(settings.chunkSize).replace(' ', ''));
+  const [chunk, setChunk] = useState(formatSizeExact(settings.chunkSize));
   const [workers, setWorkers] = useState(String(settings.workers));
   const [uploads, setUploads] = useState(String(settings.uploadsPerWorker));
   const [errors, setErrors] = useState<Errors>({});
   const [message, setMessage] = useState<{ ok: boolean; text: string } | null>(null);
   useEffect(() => setMessage(null), [chunk, workers, uploads]);
+  // Editing a field drops its old error: the next check writes a fresh one instead of stacking.
+  const edit = (k: keyof Errors, set: (v: string) => void) => (e: React.ChangeEvent<HTMLInputElement>) => {
+    set(e.target.value);
+    setErrors((x) => ({ ...x, [k]: undefined }));
+  };
 
   const chunkBytes = parseSize(chunk);
   const parsed = {
@@ -71,7 +76,7 @@ export function PipelineForm({
       <h3>Pipeline</h3>
       <div className="grid3">
         <Field label="Chunk size" hint="64 KiB to 1 GiB" error={errors.chunkSize}>
-          {(c) => <input {...c} value={chunk} onChange={(e) => setChunk(e.target.value)} />}
+          {(c) => <input {...c} value={chunk} onChange={edit('chunkSize', setChunk)} />}
         </Field>
         <Field
           label="Worker threads"
@@ -79,13 +84,7 @@ export function PipelineForm({
           error={errors.workers}
         >
           {(c) => (
-            <input
-              {...c}
-              type="number"
-              min={1}
-              value={workers}
-              onChange={(e) => setWorkers(e.target.value)}
-            />
+            <input {...c} type="number" min={1} value={workers} onChange={edit('workers', setWorkers)} />
           )}
         </Field>
         <Field
@@ -99,11 +98,18 @@ export function PipelineForm({
               type="number"
               min={1}
               value={uploads}
-              onChange={(e) => setUploads(e.target.value)}
+              onChange={edit('uploadsPerWorker', setUploads)}
             />
           )}
         </Field>
       </div>
+      {parsed.workers.success && parsed.workers.data > settings.cpuCount * 2 && (
+        <p className="warning" data-testid="workers-warning">
+          {parsed.workers.data} workers on {settings.cpuCount} CPU cores: each worker compresses and encrypts
+          on a core of its own, so more than about {settings.cpuCount * 2} only adds memory and contention.
+          Raise “uploads in flight” instead for slow links.
+        </p>
+      )}
       <p className="muted" data-testid="memory-estimate">
         {memory !== null
           ? `Chunk buffers will use about ${formatSize(memory)} of memory, whatever the file size.`

@@ -21,7 +21,9 @@ export function TargetForm(props: { editing: TargetView | null; onSaved: () => v
   const set = <K extends keyof TargetFields>(k: K, v: TargetFields[K]) => {
     setF((x) => ({ ...x, [k]: v }));
     setErrors((e) => ({ ...e, [k]: undefined }));
+    // The last test or save said something about the old values: it no longer holds.
     setTest(null);
+    setSaveError(null);
   };
   const replacing = props.editing?.name;
 

@@ -104,6 +104,30 @@ export class JobTable {
       .run(Date.now(), id);
   }
 
+  /** Cancelled jobs: stopped on purpose, resumable until discarded. */
+  cancelled(): JobRow[] {
+    return (
+      this.db.prepare(`SELECT * FROM jobs WHERE state = 'cancelled' ORDER BY created_at`).all() as Raw[]
+    ).map(toRow);
+  }
+
+  /**
+   * What a stopped job has stored so far: the chunks in the data packs it uploaded (reused when it
+   * resumes, whether or not their files were complete), and the files whose every chunk is stored.
+   */
+  stored(id: string): { files: number; bytes: number; chunks: number } {
+    const c = this.db
+      .prepare(
+        `SELECT COUNT(b.id) AS chunks, COALESCE(SUM(b.plain_length), 0) AS bytes
+         FROM packs p JOIN blobs b ON b.pack_id = p.id WHERE p.job_id = ? AND p.kind = 'data'`,
+      )
+      .get(id) as { chunks: number; bytes: number };
+    const f = this.db.prepare('SELECT COUNT(*) AS files FROM job_files WHERE job_id = ?').get(id) as {
+      files: number;
+    };
+    return { files: f.files, bytes: c.bytes, chunks: c.chunks };
+  }
+
   /** Drops a job that will never be resumed; its packs stay (a later prune decides about them). */
   discard(id: string): void {
     this.db.prepare('DELETE FROM jobs WHERE id = ?').run(id);
@@ -113,6 +137,14 @@ export class JobTable {
     const r = this.db.prepare('SELECT stats FROM jobs WHERE id = ?').get(id) as
       { stats: string | null } | undefined;
     return r?.stats ? (JSON.parse(r.stats) as T) : undefined;
+  }
+
+  /** The saved counters of every finished job, by the snapshot it wrote. */
+  earlierRunsBySnapshot<T>(): Map<string, T> {
+    const rows = this.db
+      .prepare(`SELECT snapshot_id, stats FROM jobs WHERE snapshot_id IS NOT NULL AND stats IS NOT NULL`)
+      .all() as { snapshot_id: string; stats: string }[];
+    return new Map(rows.map((r) => [r.snapshot_id, JSON.parse(r.stats) as T]));
   }
 
   setStats(id: string, stats: unknown): void {
