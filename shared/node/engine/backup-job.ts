@@ -101,6 +101,9 @@ export async function runBackupJob(
       `${lost.missing} pack${lost.missing === 1 ? ' is' : 's are'} missing from target "${target.name}"; their blobs are stored again where the files still exist.`,
     );
   for (const w of warnings) listener.notice?.(w);
+  const filesTotal = walk.files.new + walk.files.changed + walk.files.unchanged;
+  let filesDone = filesTotal - walk.reads.length; // matched without reading
+  listener.files?.(filesDone, filesTotal);
 
   const stored = await storeFiles(repo, {
     target,
@@ -111,6 +114,7 @@ export async function runBackupJob(
     control: job.control,
     listener,
     warnings,
+    fileStored: () => listener.files?.(++filesDone, filesTotal),
   });
   const { bytesRead, blobsNew, transfer } = stored;
   let { bytesUploaded, packsWritten } = stored;

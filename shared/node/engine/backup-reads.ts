@@ -54,6 +54,8 @@ export async function storeFiles(
     listener: JobListener;
     /** Warnings of the job: torn files are added. */
     warnings: string[];
+    /** Called as each file is stored. */
+    fileStored?: () => void;
   },
 ): Promise<StoreResult> {
   const ks = repo.ks;
@@ -103,6 +105,7 @@ export async function storeFiles(
     });
     if (finished.length >= 256) flushFinished();
     fileStored(f.read.dir, seal);
+    o.fileStored?.();
   };
   /**
    * Plans a file again from its new size. Messages of the first attempt still in flight carry the old

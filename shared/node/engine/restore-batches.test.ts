@@ -14,12 +14,17 @@ beforeAll(async () => {
 afterAll(() => engine?.close());
 
 describe('restore in batches', () => {
-  it('restores a tree larger than one batch byte-identical, keeping files already there out of the totals', async () => {
+  it('reports files done / total while backing up; restores a tree larger than one batch byte-identical, keeping files already there out of the totals', async () => {
     const src = path.join(tempDir(), 'tree');
     for (let i = 0; i < 900; i++)
       writeRandomFile(path.join(src, `d${i % 3}`, `f${i}.bin`), 100 + ((i * 97) % 5000));
     writeRandomFile(path.join(src, 'big.bin'), 3_000_000);
-    const { snapshotId } = await engine.backup([src], {});
+    const counts: [number, number][] = [];
+    const { snapshotId } = await engine.backup([src], {}, { files: (d, t) => counts.push([d, t]) });
+    // Backups report files done / total: from none read yet to every file stored.
+    expect(counts[0]).toEqual([0, 901]);
+    expect(counts.at(-1)).toEqual([901, 901]);
+    expect(counts.length).toBe(902);
     const to = tempDir('cairn-restore-');
     // One file already restored and identical: it is kept, and the progress totals leave it out.
     fs.mkdirSync(path.join(to, 'tree', 'd1'), { recursive: true });
