@@ -9,3 +9,6 @@ export const GiB = 1024 * MiB;
 export const CHUNK_SIZE_MIN = 64 * KiB;
 export const CHUNK_SIZE_MAX = GiB;
 export const CHUNK_SIZE_DEFAULT = 8 * MiB;
+
+/** A restore's ranged GET stops growing at this size (workers keep one buffer of it per download slot). */
+export const RANGE_MAX = 8 * MiB;

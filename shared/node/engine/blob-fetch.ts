@@ -1,4 +1,5 @@
 import { ObjectKey } from '../../format/constants.ts';
+import { RANGE_MAX } from '../../limits.ts';
 import type { PipelineSettings } from '../../settings.ts';
 import type { FromWorker, RestoreTask } from '../../../workers/protocol.ts';
 import type { JobControl } from './job-control.ts';
@@ -11,7 +12,7 @@ import type { WorkerPool } from './worker-pool.ts';
 /** Neighbouring blobs closer than this are fetched in one ranged GET (the gap is read and dropped). */
 const COALESCE_GAP = 256 * 1024;
 /** A ranged GET stops growing at this size: with 3 in flight per worker, 48 MiB of bodies at most. */
-const MAX_RANGE = 8 * 1024 * 1024;
+const MAX_RANGE = RANGE_MAX;
 
 export interface BlobNeed {
   loc: BlobLocation;

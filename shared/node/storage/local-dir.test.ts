@@ -13,6 +13,9 @@ describe('folder storage', () => {
     await st.put('chunks/ab/abc', Buffer.from('0123456789'));
     await st.put('manifests/x', Buffer.from('m'));
     expect((await st.get('chunks/ab/abc', { start: 2, end: 4 })).toString()).toBe('234');
+    const into = Buffer.alloc(8);
+    const ranged = await st.get('chunks/ab/abc', { start: 1, end: 6 }, into);
+    expect([ranged.toString(), ranged.buffer === into.buffer]).toEqual(['123456', true]);
     expect(await st.head('chunks/ab/abc')).toEqual({ size: 10 });
     const keys: string[] = [];
     for await (const o of st.list('chunks/')) keys.push(o.key);

@@ -64,14 +64,14 @@ export function createLocalDirStorage(o: { label: string; root: string }): Stora
         fail(err, `upload of ${key}`);
       }
     },
-    async get(key, range) {
+    async get(key, range, into) {
       const file = fileFor(key);
       try {
         if (!range) return await fs.readFile(file);
         const fh = await fs.open(file, 'r');
         try {
           const len = range.end - range.start + 1;
-          const buf = Buffer.alloc(len);
+          const buf = into && into.length >= len ? into.subarray(0, len) : Buffer.alloc(len);
           const { bytesRead } = await fh.read(buf, 0, len, range.start);
           return buf.subarray(0, bytesRead);
         } finally {

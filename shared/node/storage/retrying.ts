@@ -47,7 +47,7 @@ export function withRetry(inner: Storage, policy: RetryPolicy = defaultRetryPoli
   return {
     label: inner.label,
     put: (key, body) => attempt(() => inner.put(key, body)),
-    get: (key, range) => attempt(() => inner.get(key, range)),
+    get: (key, range, into) => attempt(() => inner.get(key, range, into)),
     head: (key) => attempt(() => inner.head(key)),
     async *list(prefix) {
       // A listing restarts from the beginning on a retryable failure; keys already yielded are skipped.

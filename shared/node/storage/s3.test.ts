@@ -52,6 +52,12 @@ describe.each(['when-supported', 'when-required'] as const)('S3 storage with che
     await st.put('chunks/aa/one', body);
     expect((await st.get('chunks/aa/one')).equals(body)).toBe(true);
     expect((await st.get('chunks/aa/one', { start: 10, end: 19 })).equals(body.subarray(10, 20))).toBe(true);
+    // A range read into a caller's buffer is a view of it; one that does not fit gets its own.
+    const into = Buffer.alloc(2 * 1024 * 1024);
+    const ranged = await st.get('chunks/aa/one', { start: 5, end: 1_000_004 }, into);
+    expect(ranged.equals(body.subarray(5, 1_000_005)) && ranged.buffer === into.buffer).toBe(true);
+    const big = await st.get('chunks/aa/one', { start: 0, end: 3 * 1024 * 1024 }, into);
+    expect(big.equals(body.subarray(0, 3 * 1024 * 1024 + 1)) && big.buffer !== into.buffer).toBe(true);
     expect(await st.head('chunks/aa/one')).toEqual({ size: body.length });
     expect(await st.head('chunks/aa/none')).toBeNull();
     expect(await problem(st.get('chunks/aa/none'))).toBe('not-found');

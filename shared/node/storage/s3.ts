@@ -140,7 +140,7 @@ export function createS3Storage(o: S3Options): Storage {
         fail(err, 'upload', key);
       }
     },
-    async get(key, range) {
+    async get(key, range, into) {
       try {
         const res = await client.send(
           new GetObjectCommand({
@@ -150,10 +150,12 @@ export function createS3Storage(o: S3Options): Storage {
           }),
         );
         if (!res.Body) throw new StorageError('invalid', o.label, `${where} returned no body for ${key}.`);
-        return await readBody(res.Body as unknown as AsyncIterable<Uint8Array>, res.ContentLength, {
-          target: o.label,
-          what: `${where}: ${key}`,
-        });
+        return await readBody(
+          res.Body as unknown as AsyncIterable<Uint8Array>,
+          res.ContentLength,
+          { target: o.label, what: `${where}: ${key}` },
+          range && into,
+        );
       } catch (err) {
         if (err instanceof StorageError) throw err;
         fail(err, 'download', key);
@@ -217,6 +219,7 @@ async function readBody(
   body: AsyncIterable<Uint8Array>,
   length: number | undefined,
   about: { target: string; what: string },
+  into?: Buffer,
 ): Promise<Buffer> {
   const { target, what } = about;
   if (length === undefined) {
@@ -224,7 +227,7 @@ async function readBody(
     for await (const part of body) parts.push(part);
     return Buffer.concat(parts);
   }
-  const out = Buffer.allocUnsafe(length);
+  const out = into && into.length >= length ? into.subarray(0, length) : Buffer.allocUnsafe(length);
   let at = 0;
   for await (const part of body) {
     if (at + part.length > length)

@@ -6,8 +6,11 @@ export interface Storage {
   /** Target name, for messages. */
   readonly label: string;
   put(key: string, body: Buffer): Promise<void>;
-  /** Whole object, or bytes [start, end] inclusive. Throws StorageError('not-found') when absent. */
-  get(key: string, range?: { start: number; end: number }): Promise<Buffer>;
+  /**
+   * Whole object, or bytes [start, end] inclusive. Throws StorageError('not-found') when absent. A range
+   * is read into `into` when it fits (the result is then a view of it), so a worker can reuse its buffers.
+   */
+  get(key: string, range?: { start: number; end: number }, into?: Buffer): Promise<Buffer>;
   /** Size of the object, or null when absent. */
   head(key: string): Promise<{ size: number } | null>;
   list(prefix: string): AsyncIterable<{ key: string; size: number }>;
