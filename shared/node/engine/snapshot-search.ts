@@ -61,8 +61,6 @@ interface RelMatch {
   content: string;
 }
 
-class TooMany extends Error {}
-
 /**
  * Finds entries matching `query` in every snapshot, newest first, grouping them by original path and
  * content. A subtree reached in the same pattern state as before (same tree id) is not walked again:
@@ -76,21 +74,14 @@ export async function searchSnapshots(
 ): Promise<SearchResult> {
   const pattern = compileSearch(query);
   const memo = new Map<string, RelMatch[]>();
-  const counter = { trees: 0, fresh: 0 };
+  const counter = { trees: 0, fresh: 0, stopped: false };
   const files = new Map<string, Map<string, FoundVersion>>();
   let versions = 0;
   let truncated = false;
   const ordered = [...snapshots].sort((a, b) => Date.parse(b.doc.time) - Date.parse(a.doc.time));
   for (const s of ordered) {
     counter.fresh = 0;
-    let found: RelMatch[];
-    try {
-      found = await searchTree(repo, pattern, s.doc.tree, pattern.start, memo, counter, limit);
-    } catch (err) {
-      if (!(err instanceof TooMany)) throw err;
-      truncated = true;
-      break;
-    }
+    const found = await searchTree(repo, pattern, s.doc.tree, pattern.start, memo, counter, limit);
     const parents = new Map(s.doc.sources.map((src) => [path.basename(src), path.dirname(src)]));
     for (const m of found) {
       const top = m.rel.split('/', 1)[0]!;
@@ -115,7 +106,10 @@ export async function searchSnapshots(
         path: m.rel,
       });
     }
-    if (truncated) break;
+    if (truncated || counter.stopped) {
+      truncated = true;
+      break;
+    }
   }
   const out: FoundFile[] = [...files.entries()]
     .filter(([, byContent]) => byContent.size > 0)
@@ -142,7 +136,7 @@ async function searchTree(
   treeHex: string,
   state: State,
   memo: Map<string, RelMatch[]>,
-  counter: { trees: number; fresh: number },
+  counter: { trees: number; fresh: number; stopped: boolean },
   limit: number,
 ): Promise<RelMatch[]> {
   const key = `${treeHex}:${pattern.key(state)}`;
@@ -160,12 +154,14 @@ async function searchTree(
         mtimeMs: node.mtimeMs,
         content: fingerprint(node),
       });
-      // Every match of one snapshot is a distinct path: past the limit, stop walking.
-      if (++counter.fresh > limit) throw new TooMany();
+      // Every match of one snapshot is a distinct path: past the limit, the walk stops (and what it
+      // found is not remembered, being incomplete).
+      if (++counter.fresh > limit) counter.stopped = true;
     }
-    if (node.type === 'dir' && next.length > 0)
+    if (node.type === 'dir' && next.length > 0 && !counter.stopped)
       for (const m of await searchTree(repo, pattern, node.subtree!, next, memo, counter, limit))
         out.push({ ...m, rel: `${node.name}/${m.rel}` });
+    if (counter.stopped) return out;
   }
   memo.set(key, out);
   return out;
