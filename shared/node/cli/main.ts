@@ -2,9 +2,11 @@ import '../storage/quiet-sdk.ts';
 import { Command, CommanderError, Option } from 'commander';
 import { formatSize, parseSize, type PipelineSettings } from '../../settings.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
+import { VerifyHistory } from '../engine/verify-history.ts';
 import { createOutput, reportBackup, table, type Output } from './output.ts';
 import { readPassphrase } from './passphrase.ts';
 import { withEngine } from './session.ts';
+import { registerFindCommand } from './find-command.ts';
 import { registerKeyCommands } from './key-commands.ts';
 import { registerPlanCommands } from './plan-commands.ts';
 import { registerTargetCommands } from './target-commands.ts';
@@ -67,6 +69,7 @@ program
 registerTargetCommands(program, out);
 registerKeyCommands(program, out);
 registerPlanCommands(program, out, { size: sizeOption, int: intOption });
+registerFindCommand(program, out, { int: intOption });
 
 program
   .command('backup')
@@ -188,11 +191,11 @@ program
 
 program
   .command('verify')
-  .description('download and check every blob of a snapshot')
+  .description('download and check every blob of a snapshot (the outcome is kept: History shows it)')
   .argument('<snapshot-id>')
   .action(async (id: string) => {
     const o = out();
-    const r = await withEngine((e) => e.verify(id, o.listener()));
+    const r = await withEngine((e) => new VerifyHistory(e).run(id, o.listener()));
     o.endProgress();
     for (const p of r.problems)
       o.info(`Bad: ${p.path} blob ${p.blob}${p.target ? ` on target "${p.target}"` : ''}: ${p.message}`);
