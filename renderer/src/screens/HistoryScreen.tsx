@@ -2,9 +2,17 @@ import { useState } from 'react';
 import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
 import { formatDate, formatDuration, formatSize } from '../format.ts';
+import { HistoryRowActions, useVerifications } from './browse/HistoryRowActions.tsx';
 
-export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => void }) {
+export function HistoryScreen({
+  onRestore,
+  onBrowse,
+}: {
+  onRestore: (backupId: string) => void;
+  onBrowse: (backupId: string) => void;
+}) {
   const backups = useQuery('backups.list', {});
+  const verify = useVerifications();
   const [open, setOpen] = useState<string | null>(null);
   const jobs = useJobs();
   const openJob = jobs.find((j) => j.kind === 'backup' && j.backupId === open);
@@ -68,6 +76,7 @@ export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => 
                   <button type="button" onClick={(e) => (e.stopPropagation(), onRestore(b.id))}>
                     Restore…
                   </button>
+                  <HistoryRowActions backupId={b.id} verify={verify} onBrowse={() => onBrowse(b.id)} />
                 </td>
               </tr>
             ))}

@@ -1,0 +1,113 @@
+import { useEffect, useState } from 'react';
+import type { JobView, VerificationView } from '../../../../shared/api/views.ts';
+import { getApi } from '../../api/bridge.ts';
+import { useJobs, useQuery } from '../../api/hooks.ts';
+import { formatDate, messageOf, percent } from '../../format.ts';
+import './browse.css';
+
+export interface VerifyState {
+  byBackup: Map<string, VerificationView>;
+  jobs: JobView[];
+}
+
+/** The newest verification of every backup, loaded again whenever a verify job ends. */
+export function useVerifications(): VerifyState {
+  const q = useQuery('backups.verifications', {});
+  const jobs = useJobs();
+  const ended = jobs
+    .filter((j) => j.kind === 'verify' && j.state !== 'running')
+    .map((j) => `${j.id}:${j.state}`)
+    .join(',');
+  const { reload } = q;
+  useEffect(() => {
+    if (ended) reload();
+  }, [ended, reload]);
+  return { byBackup: new Map((q.data ?? []).map((v) => [v.backupId, v])), jobs };
+}
+
+/** History's per-backup actions beside "Restore…": browse its files, verify it, and the outcome. */
+export function HistoryRowActions(props: { backupId: string; verify: VerifyState; onBrowse: () => void }) {
+  const { backupId } = props;
+  const [error, setError] = useState<string | null>(null);
+  const running = props.verify.jobs.find(
+    (j) => j.kind === 'verify' && j.backupId === backupId && j.state === 'running',
+  );
+  const v = props.verify.byBackup.get(backupId);
+  const verify = () => {
+    setError(null);
+    getApi()
+      .invoke('backups.verify', { backupId })
+      .catch((e) => setError(messageOf(e)));
+  };
+  return (
+    <div className="verify-cell" onClick={(e) => e.stopPropagation()} role="presentation">
+      <div className="actions">
+        <button type="button" onClick={props.onBrowse}>
+          Browse
+        </button>
+        <button type="button" onClick={verify} disabled={running !== undefined}>
+          Verify
+        </button>
+      </div>
+      {running ? (
+        <div className="small" data-testid="verify-status" data-state="running">
+          Verifying… {percent(running.bytesDone, running.bytesTotal).toFixed(0)} %
+          <div
+            className="progress"
+            role="progressbar"
+            aria-label="Verify progress"
+            aria-valuemin={0}
+            aria-valuemax={100}
+            aria-valuenow={Math.round(percent(running.bytesDone, running.bytesTotal))}
+          >
+            <div
+              className="progress-fill"
+              style={{ width: `${percent(running.bytesDone, running.bytesTotal)}%` }}
+            />
+          </div>
+        </div>
+      ) : (
+        v && <VerifyOutcome v={v} />
+      )}
+      {error && (
+        <p className="error small" role="alert">
+          {error}
+        </p>
+      )}
+    </div>
+  );
+}
+
+function VerifyOutcome({ v }: { v: VerificationView }) {
+  const when = formatDate(v.finishedAt ?? v.startedAt);
+  const text =
+    v.state === 'ok'
+      ? `Verified ${when}: all ${v.blobs} chunks intact`
+      : v.state === 'problems'
+        ? `Verified ${when}: ${v.problems.length} problem(s)`
+        : v.state === 'failed'
+          ? `Verification of ${when} failed: ${v.error}`
+          : v.state === 'interrupted'
+            ? `Verification of ${when} was interrupted`
+            : `Verifying since ${when}`;
+  return (
+    <div className="small" data-testid="verify-status" data-state={v.state}>
+      <span className={v.state === 'ok' ? 'verify-ok' : v.state === 'running' ? 'muted' : 'verify-bad'}>
+        {text}
+      </span>
+      {v.problems.length > 0 && (
+        <details>
+          <summary>Files affected</summary>
+          <ul className="verify-problems" aria-label="Verify problems">
+            {v.problems.slice(0, 20).map((p, i) => (
+              <li key={i}>
+                <strong>{p.path}</strong>: {p.message}
+              </li>
+            ))}
+            {v.problems.length > 20 && <li>and {v.problems.length - 20} more</li>}
+          </ul>
+        </details>
+      )}
+    </div>
+  );
+}
