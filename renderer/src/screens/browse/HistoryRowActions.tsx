@@ -79,19 +79,20 @@ export function HistoryRowActions(props: { backupId: string; verify: VerifyState
 }
 
 function VerifyOutcome({ v }: { v: VerificationView }) {
-  const when = formatDate(v.finishedAt ?? v.startedAt);
+  const at = v.finishedAt ?? v.startedAt;
+  const when = new Date(at).toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
   const text =
     v.state === 'ok'
-      ? `Verified ${when}: all ${v.blobs} chunks intact`
+      ? `Verified OK (${v.blobs} chunks) · ${when}`
       : v.state === 'problems'
-        ? `Verified ${when}: ${v.problems.length} problem(s)`
+        ? `${v.problems.length} problem(s) found · ${when}`
         : v.state === 'failed'
-          ? `Verification of ${when} failed: ${v.error}`
+          ? `Verify failed · ${when}: ${v.error}`
           : v.state === 'interrupted'
-            ? `Verification of ${when} was interrupted`
+            ? `Verify interrupted · ${when}`
             : `Verifying since ${when}`;
   return (
-    <div className="small" data-testid="verify-status" data-state={v.state}>
+    <div className="small" data-testid="verify-status" data-state={v.state} title={formatDate(at)}>
       <span className={v.state === 'ok' ? 'verify-ok' : v.state === 'running' ? 'muted' : 'verify-bad'}>
         {text}
       </span>

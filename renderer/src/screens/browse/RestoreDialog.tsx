@@ -100,8 +100,13 @@ export function RestoreDialog({ request, onClose }: { request: RestoreRequest; o
                   disabled={original === null}
                   onChange={() => setWhere('original')}
                 />{' '}
-                To its original location {original && <code>{original}</code>}
+                To its original location
               </label>
+              {original && (
+                <code className="restore-original small" data-testid="original-location">
+                  {original}
+                </code>
+              )}
             </fieldset>
             <fieldset>
               <legend>If a file already exists there</legend>
