@@ -33,7 +33,9 @@ export class BrowseError extends Error {
   }
 }
 
+/** Sorted folders kept for paging: at most this many, and this many entries in all (memory). */
 const CACHED_TREES = 24;
+const CACHED_NODES = 250_000;
 const collator = new Intl.Collator(undefined, { numeric: true, sensitivity: 'base' });
 const NODE_START = Buffer.from('{"name":"');
 
@@ -50,6 +52,7 @@ interface SortedTree {
  */
 export class SnapshotBrowser {
   private readonly trees = new Map<string, SortedTree>();
+  private cachedNodes = 0;
 
   constructor(private readonly repo: Repository) {}
 
@@ -111,7 +114,13 @@ export class SnapshotBrowser {
     }
     const t = { nodes, folders, bytes };
     this.trees.set(treeHex, t);
-    if (this.trees.size > CACHED_TREES) this.trees.delete(this.trees.keys().next().value!);
+    this.cachedNodes += nodes.length;
+    // Oldest first; the folder just sorted stays even when it alone is over the budget.
+    while (this.trees.size > 1 && (this.trees.size > CACHED_TREES || this.cachedNodes > CACHED_NODES)) {
+      const [oldest, old] = this.trees.entries().next().value!;
+      this.trees.delete(oldest);
+      this.cachedNodes -= old.nodes.length;
+    }
     return t;
   }
 

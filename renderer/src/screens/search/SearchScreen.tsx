@@ -7,6 +7,9 @@ import { EntryIcon } from '../browse/EntryIcon.tsx';
 import { RestoreDialog, type RestoreRequest } from '../browse/RestoreDialog.tsx';
 import '../browse/browse.css';
 
+/** Backups listed per version; the rest are counted. */
+const SHOWN_BACKUPS = 5;
+
 /**
  * "Where is report.docx?": every backup searched by name or glob, each matching file with its distinct
  * versions (same content is one version, however many backups hold it), each restorable.
@@ -105,11 +108,17 @@ export function SearchScreen() {
                           <td>{formatDate(v.mtimeMs)}</td>
                           <td>
                             <ul className="found-in">
-                              {v.foundIn.map((at) => (
+                              {v.foundIn.slice(0, SHOWN_BACKUPS).map((at) => (
                                 <li key={at.snapshotId}>
                                   {formatDate(at.time)} <span className="muted">· {at.host}</span>
                                 </li>
                               ))}
+                              {v.foundIn.length > SHOWN_BACKUPS && (
+                                <li className="muted">
+                                  and {v.foundIn.length - SHOWN_BACKUPS} earlier backup(s), back to{' '}
+                                  {formatDate(v.foundIn.at(-1)!.time)}
+                                </li>
+                              )}
                             </ul>
                           </td>
                           <td className="num">
