@@ -67,7 +67,7 @@ export function browseHandlers(deps: {
         target: b.target,
       });
       const run = historyOf(e)
-        .run(backupId, deps.jobs.listenerFor(job, 'verify'))
+        .run(backupId, deps.jobs.listenerFor(job, 'verify'), job.control)
         .then((r) => {
           const problems = r.problems.map((p) => ({
             path: p.path,

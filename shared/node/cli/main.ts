@@ -189,7 +189,7 @@ program
     const { r, to } = await withEngine(async (e) => {
       await e.refresh();
       if (opts.original) {
-        const back = { paths: opts.path, overwrite: !!opts.overwrite };
+        const back = { paths: opts.path, overwrite: !!opts.overwrite, fsync: opts.fsync };
         const done = await restoreToOriginal(e, id, back, o.listener());
         return { r: done, to: done.places.join(', ') };
       }

@@ -7,6 +7,7 @@ import { listKeys } from '../../../test/support/cairn-env.ts';
 import { sha256File, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import { Engine } from './engine.ts';
+import { JobControl } from './job-control.ts';
 import { openDb } from './keystore/db.ts';
 import { migrations } from './keystore/schema.ts';
 import { VerifyTable } from './keystore/verify-table.ts';
@@ -137,6 +138,21 @@ describe('verifications kept in the keystore', () => {
     });
 
     await expect(history.run('000000000000')).rejects.toThrow(/No snapshot with id 000000000000/);
+  });
+
+  it('a cancelled verification is kept as failed, never as ok', async () => {
+    const src = path.join(work, 'w');
+    writeRandomFile(path.join(src, 'big.bin'), 3 << 20);
+    const { snapshotId } = await engine.backup([src], {});
+    const control = new JobControl();
+    control.cancel();
+    await expect(new VerifyHistory(engine).run(snapshotId, {}, control)).rejects.toThrow(
+      `The verification of ${snapshotId} was cancelled.`,
+    );
+    expect(new VerifyHistory(engine).latest().find((v) => v.snapshotId === snapshotId)).toMatchObject({
+      state: 'failed',
+      error: expect.stringMatching(/was cancelled/),
+    });
   });
 
   it('a verification left running by a process that is gone reads as interrupted', () => {

@@ -50,7 +50,7 @@ export function originalPlaces(sources: readonly string[], paths: readonly strin
 export async function restoreToOriginal(
   engine: Engine,
   snapshotId: string,
-  opts: { paths: string[]; overwrite: boolean },
+  opts: { paths: string[]; overwrite: boolean; fsync?: boolean },
   listener: JobListener = {},
   control?: JobControl,
 ): Promise<RestoreResult & { places: string[] }> {
@@ -61,7 +61,7 @@ export async function restoreToOriginal(
     if (control?.cancelled) break;
     const r = await engine.restore(
       snapshotId,
-      { to: place.parent, paths: place.paths, overwrite: opts.overwrite },
+      { to: place.parent, paths: place.paths, overwrite: opts.overwrite, fsync: opts.fsync },
       listener,
       control,
     );

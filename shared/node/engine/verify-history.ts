@@ -1,4 +1,5 @@
 import type { Engine, VerifyResult } from './engine.ts';
+import { JobCancelledError, type JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import { VerifyTable, type VerificationRow } from './keystore/verify-table.ts';
 
@@ -12,12 +13,16 @@ export class VerifyHistory {
     this.table = new VerifyTable(engine.ks.db);
   }
 
-  /** Runs `engine.verify` and records its outcome: ok, the problems with their files, or why it failed. */
-  async run(snapshotId: string, listener: JobListener = {}): Promise<VerifyResult> {
+  /**
+   * Runs `engine.verify` and records its outcome: ok, the problems with their files, or why it failed.
+   * A cancelled run checked only part of the blobs: it is recorded as failed, never as ok.
+   */
+  async run(snapshotId: string, listener: JobListener = {}, control?: JobControl): Promise<VerifyResult> {
     this.engine.snapshot(snapshotId);
     const id = this.table.start(snapshotId);
     try {
-      const r = await this.engine.verify(snapshotId, listener);
+      const r = await this.engine.verify(snapshotId, listener, control);
+      if (control?.cancelled) throw new JobCancelledError(`The verification of ${snapshotId}`);
       this.table.finish(id, r);
       return r;
     } catch (err) {
