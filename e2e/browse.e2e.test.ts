@@ -1,9 +1,10 @@
+import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliJson } from '../test/support/cli.ts';
-import { initHomeWithTarget, PASSPHRASE } from '../test/support/cairn-env.ts';
+import { initHomeWithTarget, listKeys, PASSPHRASE } from '../test/support/cairn-env.ts';
 import { formatSize } from '../shared/settings.ts';
 import { sha256File, tempDir, writeRandomFile } from '../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../test/support/versitygw.ts';
@@ -44,6 +45,7 @@ describe('seeing and finding what is backed up (web mode, Chromium, real engine,
   let shell: Shell;
   let page: Page;
   let cli: { env: Record<string, string> };
+  let bucket: string;
   const work = tempDir('cairn-e2e-browse-');
   const src = path.join(work, 'Documents');
   const report = path.join(src, 'letters', 'report.docx');
@@ -52,7 +54,8 @@ describe('seeing and finding what is backed up (web mode, Chromium, real engine,
 
   beforeAll(async () => {
     s3 = await startVersitygw();
-    ({ cli } = await initHomeWithTarget(s3, { bucket: await s3.createBucket(), target: 'versity' }));
+    bucket = await s3.createBucket();
+    ({ cli } = await initHomeWithTarget(s3, { bucket, target: 'versity' }));
     for (let i = 0; i < FILES; i++) writeRandomFile(path.join(src, 'many', `file${i}.txt`), 64 + (i % 200));
     writeRandomFile(path.join(src, 'letters', '2024', 'invoice-1.pdf'), 48_000);
     writeRandomFile(path.join(src, 'letters', 'notes.txt'), 700);
@@ -215,5 +218,22 @@ describe('seeing and finding what is backed up (web mode, Chromium, real engine,
     const again = page.getByRole('table', { name: 'Backups' }).locator('tbody tr').last();
     await again.locator('[data-testid=verify-status][data-state=ok]').waitFor();
     expect(snapshots).toHaveLength(4);
+  });
+
+  it('verify names each damaged file and why when the bucket lost its data', async () => {
+    for (const { key } of await listKeys(s3, bucket, 'data/'))
+      await s3.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+    const row = page.getByRole('table', { name: 'Backups' }).locator('tbody tr').first();
+    await row.getByRole('button', { name: 'Verify' }).click();
+    await row.locator('[data-testid=verify-status][data-state=problems]').waitFor({ timeout: 90_000 });
+    const status = row.getByTestId('verify-status');
+    expect(await status.textContent()).toMatch(/^10004 problem\(s\) found · /);
+    await status.getByRole('button', { name: 'Files affected…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Verify problems' });
+    const first = dialog.getByRole('list', { name: 'Damaged files' }).locator('li').first();
+    expect(await first.textContent()).toMatch(/^Documents\/.+: chunk 0: .+/);
+    expect(await dialog.getByRole('list').locator('li').last().textContent()).toBe('and 9804 more');
+    await screenshot(page, 'web-history-verify-problems');
+    await dialog.getByRole('button', { name: 'Close' }).click();
   });
 });

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import type { JobView, VerificationView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useJobs, useQuery } from '../../api/hooks.ts';
@@ -79,6 +79,7 @@ export function HistoryRowActions(props: { backupId: string; verify: VerifyState
 }
 
 function VerifyOutcome({ v }: { v: VerificationView }) {
+  const [showing, setShowing] = useState(false);
   const at = v.finishedAt ?? v.startedAt;
   const when = new Date(at).toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
   const text =
@@ -97,18 +98,45 @@ function VerifyOutcome({ v }: { v: VerificationView }) {
         {text}
       </span>
       {v.problems.length > 0 && (
-        <details>
-          <summary>Files affected</summary>
-          <ul className="verify-problems" aria-label="Verify problems">
-            {v.problems.slice(0, 20).map((p, i) => (
-              <li key={i}>
-                <strong>{p.path}</strong>: {p.message}
-              </li>
-            ))}
-            {v.problems.length > 20 && <li>and {v.problems.length - 20} more</li>}
-          </ul>
-        </details>
+        <button type="button" className="link" onClick={() => setShowing(true)}>
+          Files affected…
+        </button>
       )}
+      {showing && <ProblemsDialog v={v} onClose={() => setShowing(false)} />}
+    </div>
+  );
+}
+
+const SHOWN_PROBLEMS = 200;
+
+/** Every file a verification found damaged, with the reason, in a dialog (there may be thousands). */
+function ProblemsDialog({ v, onClose }: { v: VerificationView; onClose: () => void }) {
+  const close = useRef<HTMLButtonElement>(null);
+  useEffect(() => close.current?.focus(), []);
+  return (
+    <div className="modal-backdrop" role="presentation" onKeyDown={(e) => e.key === 'Escape' && onClose()}>
+      <div className="modal" role="dialog" aria-modal="true" aria-label="Verify problems">
+        <h2>
+          {v.problems.length} problem(s) in the backup, verified {formatDate(v.finishedAt ?? v.startedAt)}
+        </h2>
+        <p className="muted">
+          These files cannot be restored whole from this backup. The next backup stores again what their
+          sources still hold.
+        </p>
+        <ul className="failures verify-problems" aria-label="Damaged files">
+          {v.problems.slice(0, SHOWN_PROBLEMS).map((p, i) => (
+            <li key={i}>
+              <strong>{p.path}</strong>: {p.message}
+            </li>
+          ))}
+          {v.problems.length > SHOWN_PROBLEMS && <li>and {v.problems.length - SHOWN_PROBLEMS} more</li>}
+        </ul>
+        <div className="actions">
+          <button ref={close} type="button" onClick={onClose}>
+            Close
+          </button>
+        </div>
+      </div>
     </div>
   );
 }
