@@ -5,15 +5,18 @@ import { messageOf } from './format.ts';
 import { BackupScreen } from './screens/BackupScreen.tsx';
 import { HistoryScreen } from './screens/HistoryScreen.tsx';
 import { PlansScreen } from './screens/plans/PlansScreen.tsx';
+import { BrowseScreen } from './screens/browse/BrowseScreen.tsx';
 import { RestoreWizard } from './screens/restore/RestoreWizard.tsx';
+import { SearchScreen } from './screens/search/SearchScreen.tsx';
 import { SettingsScreen } from './screens/settings/SettingsScreen.tsx';
 import { UnlockScreen } from './screens/UnlockScreen.tsx';
 
-type Tab = 'backup' | 'plans' | 'history' | 'restore' | 'settings';
+type Tab = 'backup' | 'plans' | 'history' | 'search' | 'restore' | 'settings';
 const TABS: { id: Tab; label: string }[] = [
   { id: 'backup', label: 'Back up' },
   { id: 'plans', label: 'Plans' },
   { id: 'history', label: 'History' },
+  { id: 'search', label: 'Search' },
   { id: 'restore', label: 'Restore' },
   { id: 'settings', label: 'Settings' },
 ];
@@ -23,6 +26,7 @@ export function App() {
   const [error, setError] = useState<string | null>(null);
   const [tab, setTab] = useState<Tab>('backup');
   const [restoreBackup, setRestoreBackup] = useState<string | null>(null);
+  const [browseBackup, setBrowseBackup] = useState<string | null>(null);
   const [planSources, setPlanSources] = useState<string[] | null>(null);
   const [engineUp, setEngineUp] = useState(true);
   useEffect(() => getApi().onConnection?.(setEngineUp), []);
@@ -67,7 +71,7 @@ export function App() {
             type="button"
             className={`nav${tab === t.id ? ' active' : ''}`}
             aria-current={tab === t.id ? 'page' : undefined}
-            onClick={() => setTab(t.id)}
+            onClick={() => (setTab(t.id), setBrowseBackup(null))}
           >
             {t.label}
           </button>
@@ -89,8 +93,12 @@ export function App() {
         {tab === 'plans' && (
           <PlansScreen draftSources={planSources} onDraftUsed={() => setPlanSources(null)} />
         )}
-        {tab === 'history' && (
+        {tab === 'history' && browseBackup && (
+          <BrowseScreen backupId={browseBackup} onBack={() => setBrowseBackup(null)} />
+        )}
+        {tab === 'history' && !browseBackup && (
           <HistoryScreen
+            onBrowse={setBrowseBackup}
             onRestore={(id) => {
               setRestoreBackup(id);
               setTab('restore');
@@ -98,6 +106,7 @@ export function App() {
           />
         )}
         {tab === 'restore' && <RestoreWizard key={restoreBackup ?? 'none'} initialBackup={restoreBackup} />}
+        {tab === 'search' && <SearchScreen />}
         {tab === 'settings' && <SettingsScreen />}
       </main>
     </div>

@@ -10,14 +10,17 @@ import type { StatsFrame, ChunkTiming } from '../stats.ts';
 import type {
   AppStatus,
   BackupView,
+  BrowsePageView,
   DirListing,
   EntryView,
   JobStatsView,
   JobView,
   PlanView,
+  SearchView,
   SettingsView,
   TargetView,
   TestResult,
+  VerificationView,
 } from './views.ts';
 
 const passphrase = z.string().min(8, 'The passphrase must have at least 8 characters.').max(1024);
@@ -92,6 +95,32 @@ export const requests = {
     existing: z.enum(['skip', 'overwrite']),
   }),
   'fs.list': z.object({ path: z.string().optional() }),
+  /** One page of one folder of a backup ('' is the top: one folder per source). */
+  'backups.browse': z.object({
+    backupId: id,
+    dir: z.string().max(4096, 'The folder path is longer than 4096 characters.'),
+    offset: z.number().int().min(0, 'The offset must be 0 or more.'),
+    limit: z.number().int().min(1).max(1000, 'At most 1000 entries a page.'),
+  }),
+  /** Every backup's entries matching a name or glob ("report.docx", "*.pdf", "2024/**\/invoice*"). */
+  'backups.search': z.object({
+    query: z
+      .string()
+      .trim()
+      .min(1, 'Type a name or a pattern to search for.')
+      .max(512, 'The search is longer than 512 characters.'),
+    limit: z.number().int().min(1).max(5000).optional(),
+  }),
+  /** Downloads and checks every blob of a backup, as a job; its outcome is kept with the backup. */
+  'backups.verify': z.object({ backupId: id }),
+  /** The newest verification of each backup. */
+  'backups.verifications': z.object({}),
+  /** Restores into the places the backup's sources were taken from (each source's parent folder). */
+  'restore.original': z.object({
+    backupId: id,
+    paths: z.array(z.string()),
+    existing: z.enum(['skip', 'overwrite']),
+  }),
 } as const;
 
 export type Method = keyof typeof requests;
@@ -124,6 +153,11 @@ export interface Responses {
   'backups.entries': EntryView[];
   'restore.start': JobView;
   'fs.list': DirListing;
+  'backups.browse': BrowsePageView;
+  'backups.search': SearchView;
+  'backups.verify': JobView;
+  'backups.verifications': VerificationView[];
+  'restore.original': JobView;
 }
 
 export interface Events {

@@ -23,7 +23,7 @@ export interface SettingsView extends PipelineSettings {
   cpuCount: number;
 }
 
-export type JobKind = 'backup' | 'restore';
+export type JobKind = 'backup' | 'restore' | 'verify';
 export type JobState = 'running' | 'paused' | 'interrupted' | 'done' | 'failed' | 'cancelled';
 
 export interface JobView {
@@ -62,6 +62,8 @@ export interface JobView {
     failed: { path: string; message: string }[];
     to: string;
   };
+  /** Verify only: distinct blobs checked and the files with a bad or missing blob. */
+  verified?: { blobs: number; bytes: number; problems: VerifyProblemView[] };
 }
 
 export interface JobStatsView {
@@ -132,4 +134,71 @@ export interface PlanView extends PlanDraft {
     snapshotId: string | null;
     jobId: string | null;
   } | null;
+}
+
+/** One page of one folder of a backup (`backups.browse`); folders first, then names in natural order. */
+export interface BrowsePageView {
+  dir: string;
+  offset: number;
+  total: number;
+  folders: number;
+  files: number;
+  /** Bytes of the folder's own files. */
+  bytes: number;
+  entries: {
+    name: string;
+    /** What `restore.start` selects: "/"-separated, the first segment the source's name. */
+    path: string;
+    kind: 'file' | 'dir' | 'symlink';
+    size: number;
+    mode: number;
+    mtimeMs: number;
+    linkTarget: string | null;
+    /** Folders: their entry count when known without fetching; else null. */
+    items: number | null;
+  }[];
+}
+
+/** Search across every backup (`backups.search`): matching entries by original path, then by content. */
+export interface SearchView {
+  query: string;
+  files: {
+    /** The original absolute path (the source's folder joined with the entry's path). */
+    path: string;
+    name: string;
+    /** Distinct contents, newest first. */
+    versions: {
+      content: string;
+      kind: 'file' | 'dir' | 'symlink';
+      size: number;
+      mtimeMs: number;
+      /** Backups holding this version, newest first; `path` is the entry's path in that backup. */
+      foundIn: { snapshotId: string; time: number; host: string; target: string; path: string }[];
+    }[];
+  }[];
+  versions: number;
+  limit: number;
+  /** More than `limit` versions matched; the search stopped there. */
+  truncated: boolean;
+  snapshots: number;
+  treesRead: number;
+}
+
+export interface VerifyProblemView {
+  path: string;
+  message: string;
+  target?: string;
+}
+
+/** The newest verification of a backup, kept in the keystore. */
+export interface VerificationView {
+  backupId: string;
+  state: 'running' | 'ok' | 'problems' | 'failed' | 'interrupted';
+  startedAt: number;
+  finishedAt: number | null;
+  blobs: number | null;
+  bytes: number | null;
+  problems: VerifyProblemView[];
+  /** Why the verification itself stopped. */
+  error: string | null;
 }

@@ -36,7 +36,9 @@ export function JobCard(props: {
     >
       <button type="button" className="job-main" onClick={props.onSelect} aria-pressed={props.selected}>
         <span className="job-title">
-          {job.kind === 'backup' ? 'Backup' : 'Restore'} · {job.title}
+          {job.kind === 'verify'
+            ? job.title
+            : `${job.kind === 'backup' ? 'Backup' : 'Restore'} · ${job.title}`}
         </span>
         <span className={`badge badge-${job.state}`}>
           {STATE_LABEL[job.state]}

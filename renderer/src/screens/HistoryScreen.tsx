@@ -3,9 +3,17 @@ import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
 import { JobCard } from '../components/JobCard.tsx';
 import { formatDate, formatDuration, formatSize } from '../format.ts';
+import { HistoryRowActions, useVerifications } from './browse/HistoryRowActions.tsx';
 
-export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => void }) {
+export function HistoryScreen({
+  onRestore,
+  onBrowse,
+}: {
+  onRestore: (backupId: string) => void;
+  onBrowse: (backupId: string) => void;
+}) {
   const backups = useQuery('backups.list', {});
+  const verify = useVerifications();
   const [open, setOpen] = useState<string | null>(null);
   const jobs = useJobs();
   const openJob = jobs.find((j) => j.kind === 'backup' && j.backupId === open);
@@ -103,6 +111,7 @@ export function HistoryScreen({ onRestore }: { onRestore: (backupId: string) => 
                     <button type="button" onClick={(e) => (e.stopPropagation(), onRestore(b.id))}>
                       Restore…
                     </button>
+                    <HistoryRowActions backupId={b.id} verify={verify} onBrowse={() => onBrowse(b.id)} />
                   </td>
                 </tr>
               ))}

@@ -8,6 +8,7 @@ import { Engine, SettingsError, defaultHome, keystorePath, type BackupResult } f
 import { JobCancelledError, JobControl } from '../engine/job-control.ts';
 import type { JobListener } from '../engine/job-events.ts';
 import { defaultWorkerCount } from '../engine/worker-pool.ts';
+import { browseHandlers } from './browse-service.ts';
 import { listDirectory } from './dir-listing.ts';
 import { LiveJobs, type LiveJob } from './live-jobs.ts';
 import { PlanService, type PlanOutcome } from './plan-service.ts';
@@ -123,6 +124,12 @@ export class AppService {
         })),
       'restore.start': (req) => this.startRestore(req),
       'fs.list': ({ path: p }) => listDirectory(p ?? os.homedir()),
+      ...browseHandlers({
+        engine: () => this.e(),
+        jobs: this.jobs,
+        track: (job, run) => this.track(job, run),
+        title: titleFor,
+      }),
     };
   }
 

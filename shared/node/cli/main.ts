@@ -2,15 +2,21 @@ import '../storage/quiet-sdk.ts';
 import { Command, CommanderError, Option } from 'commander';
 import { formatSize, parseSize, type PipelineSettings } from '../../settings.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
+import { restoreToOriginal } from '../engine/restore-original.ts';
+import { VerifyHistory } from '../engine/verify-history.ts';
 import { createOutput, reportBackup, table, type Output } from './output.ts';
 import { readPassphrase } from './passphrase.ts';
 import { withEngine } from './session.ts';
+import { registerFindCommand } from './find-command.ts';
 import { registerKeyCommands } from './key-commands.ts';
 import { registerPlanCommands } from './plan-commands.ts';
 import { registerTargetCommands } from './target-commands.ts';
 
 /** Thrown when a command ran but did not fully succeed; its report was already printed. */
 export class PartialFailure extends Error {}
+
+/** Options that do not go together: exit status 2, as for commander's own usage errors. */
+class UsageError extends Error {}
 
 const program = new Command('cairn')
   .description('Encrypted, chunked, parallel backups to your own S3-compatible buckets.')
@@ -67,6 +73,7 @@ program
 registerTargetCommands(program, out);
 registerKeyCommands(program, out);
 registerPlanCommands(program, out, { size: sizeOption, int: intOption });
+registerFindCommand(program, out, { int: intOption });
 
 program
   .command('backup')
@@ -153,11 +160,20 @@ program
     });
   });
 
+interface RestoreOptions {
+  to?: string;
+  original?: boolean;
+  path: string[];
+  overwrite?: boolean;
+  fsync?: boolean;
+}
+
 program
   .command('restore')
   .description('restore a snapshot (or some of its paths) into a folder, verified byte for byte')
   .argument('<snapshot-id>')
-  .requiredOption('--to <dir>', 'destination folder')
+  .option('--to <dir>', 'destination folder')
+  .option('--original', "restore where the sources were backed up from (each source's folder)")
   .option(
     '--path <p>',
     'restore only this file or folder (repeatable)',
@@ -166,21 +182,29 @@ program
   )
   .option('--overwrite', 'replace files that already exist at the destination')
   .option('--fsync', 'flush every restored file to disk before it is renamed into place (slower)')
-  .action(async (id: string, opts: { to: string; path: string[]; overwrite?: boolean; fsync?: boolean }) => {
+  .action(async (id: string, opts: RestoreOptions) => {
     const o = out();
-    const r = await withEngine(async (e) => {
+    if ((opts.to === undefined) === !opts.original)
+      throw new UsageError('Give either --to <dir> or --original: where the files go.');
+    const { r, to } = await withEngine(async (e) => {
       await e.refresh();
-      return e.restore(
+      if (opts.original) {
+        const back = { paths: opts.path, overwrite: !!opts.overwrite, fsync: opts.fsync };
+        const done = await restoreToOriginal(e, id, back, o.listener());
+        return { r: done, to: done.places.join(', ') };
+      }
+      const done = await e.restore(
         id,
-        { to: opts.to, paths: opts.path, overwrite: opts.overwrite, fsync: opts.fsync },
+        { to: opts.to!, paths: opts.path, overwrite: opts.overwrite, fsync: opts.fsync },
         o.listener(),
       );
+      return { r: done, to: opts.to! };
     });
     o.endProgress();
     for (const f of r.failed) o.info(`Failed: ${f.path}: ${f.message}`);
     o.result(
       r,
-      `Restored ${r.restoredFiles} files (${formatSize(r.restoredBytes)}) to ${opts.to}${r.alreadyPresent ? `; ${r.alreadyPresent} already there and identical` : ''}${r.failed.length ? `; ${r.failed.length} failed` : ''}.`,
+      `Restored ${r.restoredFiles} files (${formatSize(r.restoredBytes)}) to ${to}${r.alreadyPresent ? `; ${r.alreadyPresent} already there and identical` : ''}${r.failed.length ? `; ${r.failed.length} failed` : ''}.`,
     );
     if (r.failed.length)
       throw new PartialFailure(`${r.failed.length} of the selected files could not be restored.`);
@@ -188,11 +212,11 @@ program
 
 program
   .command('verify')
-  .description('download and check every blob of a snapshot')
+  .description('download and check every blob of a snapshot (the outcome is kept: History shows it)')
   .argument('<snapshot-id>')
   .action(async (id: string) => {
     const o = out();
-    const r = await withEngine((e) => e.verify(id, o.listener()));
+    const r = await withEngine((e) => new VerifyHistory(e).run(id, o.listener()));
     o.endProgress();
     for (const p of r.problems)
       o.info(`Bad: ${p.path} blob ${p.blob}${p.target ? ` on target "${p.target}"` : ''}: ${p.message}`);
@@ -271,7 +295,7 @@ try {
     if (json) process.stdout.write(JSON.stringify({ error: message }) + '\n');
     process.stderr.write(`${err instanceof PartialFailure ? '' : 'Error: '}${message}\n`);
     if (process.env.CAIRN_DEBUG) console.error(err);
-    process.exitCode = 1;
+    process.exitCode = err instanceof UsageError ? 2 : 1;
   }
 }
 

@@ -407,9 +407,10 @@ export class Engine {
     );
   }
 
-  verify(snapshotId: string, listener: JobListener = {}): Promise<VerifyResult> {
+  /** Checks every blob of a snapshot; a cancelled verification stops fetching (its result is partial). */
+  verify(snapshotId: string, listener: JobListener = {}, control?: JobControl): Promise<VerifyResult> {
     this.snapshot(snapshotId);
-    return runVerifyJob(this.repo, { snapshotId, settings: this.settings() }, listener);
+    return runVerifyJob(this.repo, { snapshotId, settings: this.settings(), control }, listener);
   }
 
   /** The repository's structure against the bucket (see repository-check.ts). */

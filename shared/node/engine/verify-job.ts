@@ -1,6 +1,7 @@
 import type { PipelineSettings } from '../../settings.ts';
 import type { Repository } from '../repository/repository.ts';
 import { planFetches, runFetches, startFetchPool, type BlobNeed } from './blob-fetch.ts';
+import type { JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import { snapshotEntries } from './snapshot-tree.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
@@ -27,7 +28,7 @@ export interface VerifyResult {
  */
 export async function runVerifyJob(
   repo: Repository,
-  opts: { snapshotId: string; settings: PipelineSettings },
+  opts: { snapshotId: string; settings: PipelineSettings; control?: JobControl },
   listener: JobListener,
 ): Promise<VerifyResult> {
   const ks = repo.ks;
@@ -79,6 +80,7 @@ export async function runVerifyJob(
           for (const x of users.get(hex) ?? []) problems.push({ ...x, target, message });
         }
       },
+      opts.control,
     );
   } finally {
     await pool.close();

@@ -5,7 +5,7 @@ import { tempDir } from '../../../../test/support/fixtures.ts';
 import { openDb } from './db.ts';
 import { JobTable } from './job-table.ts';
 import { PlanTable } from './plan-table.ts';
-import { migrations } from './schema.ts';
+import { FIRST_V2_VERSION, migrations } from './schema.ts';
 
 describe('keystore migrations', () => {
   it('a keystore of the previous schema gains plans and job excludes, keeping its jobs', () => {
@@ -26,7 +26,7 @@ describe('keystore migrations', () => {
 
     const db = openDb(file, { create: false });
     try {
-      expect(db.pragma('user_version', { simple: true })).toBe(3);
+      expect(db.pragma('user_version', { simple: true })).toBe(FIRST_V2_VERSION - 1 + migrations.length);
       const jobs = new JobTable(db);
       expect(jobs.get('0123456789ab')).toMatchObject({ state: 'failed', sources: ['/a'], exclude: [] });
       const plans = new PlanTable(db);

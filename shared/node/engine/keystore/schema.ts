@@ -4,7 +4,7 @@
  * shipped migration: append a new one.
  *
  * The keystore is a cache of the repository in the bucket plus local settings: every table but
- * `settings`, `targets`, `jobs` and `plans` can be rebuilt from the bucket with `cairn connect`.
+ * `settings`, `targets`, `jobs`, `plans` and `verifications` can be rebuilt from the bucket with `cairn connect`.
  */
 export const FIRST_V2_VERSION = 2;
 
@@ -108,5 +108,20 @@ export const migrations: string[] = [
     last_snapshot TEXT,
     last_job TEXT
   );
+  `,
+  `
+  CREATE TABLE verifications (
+    id INTEGER PRIMARY KEY,
+    snapshot_id TEXT NOT NULL,     -- the snapshot verified (not a foreign key: snapshots are a cache)
+    state TEXT NOT NULL CHECK (state IN ('running', 'ok', 'problems', 'failed')),
+    pid INTEGER,                   -- the process verifying it, while running
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER,
+    blobs INTEGER,                 -- distinct blobs checked
+    bytes INTEGER,
+    problems TEXT,                 -- JSON [{path, blob, target?, message}]
+    error TEXT                     -- why the verification itself could not finish
+  );
+  CREATE INDEX verifications_by_snapshot ON verifications(snapshot_id, started_at);
   `,
 ];

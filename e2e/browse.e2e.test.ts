@@ -1,0 +1,239 @@
+import { DeleteObjectCommand } from '@aws-sdk/client-s3';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliJson } from '../test/support/cli.ts';
+import { initHomeWithTarget, listKeys, PASSPHRASE } from '../test/support/cairn-env.ts';
+import { formatSize } from '../shared/settings.ts';
+import { sha256File, tempDir, writeRandomFile } from '../test/support/fixtures.ts';
+import { startVersitygw, type S3Server } from '../test/support/versitygw.ts';
+import { screenshot, webShell, type Shell } from './support/shells.ts';
+
+const FILES = 10_000;
+
+function nav(page: Page, name: string): Promise<void> {
+  return page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name, exact: true }).click();
+}
+
+/** Clicks a folder in the browser and measures, in the page, until its first page of rows is drawn. */
+function timeOpen(page: Page, name: string, dir: string, rows: number): Promise<number> {
+  return page.evaluate(
+    ({ name, dir, rows }) =>
+      new Promise<number>((resolve) => {
+        const table = () =>
+          document.querySelector(`[data-testid=browse-table][data-dir="${CSS.escape(dir)}"]`);
+        const done = () => (table()?.querySelectorAll('tbody tr').length ?? 0) === rows;
+        const button = [
+          ...document.querySelectorAll<HTMLButtonElement>('[data-testid=browse-table] button.link'),
+        ].find((b) => b.textContent === name)!;
+        const t0 = performance.now();
+        const observer = new MutationObserver(() => {
+          if (!done()) return;
+          observer.disconnect();
+          resolve(performance.now() - t0);
+        });
+        observer.observe(document.body, { childList: true, subtree: true, attributes: true });
+        button.click();
+      }),
+    { name, dir, rows },
+  );
+}
+
+describe('seeing and finding what is backed up (web mode, Chromium, real engine, real versitygw)', () => {
+  let s3: S3Server;
+  let shell: Shell;
+  let page: Page;
+  let cli: { env: Record<string, string> };
+  let bucket: string;
+  const work = tempDir('cairn-e2e-browse-');
+  const src = path.join(work, 'Documents');
+  const report = path.join(src, 'letters', 'report.docx');
+  const versions: string[] = [];
+  const snapshots: string[] = [];
+
+  beforeAll(async () => {
+    s3 = await startVersitygw();
+    bucket = await s3.createBucket();
+    ({ cli } = await initHomeWithTarget(s3, { bucket, target: 'versity' }));
+    for (let i = 0; i < FILES; i++) writeRandomFile(path.join(src, 'many', `file${i}.txt`), 64 + (i % 200));
+    writeRandomFile(path.join(src, 'letters', '2024', 'invoice-1.pdf'), 48_000);
+    writeRandomFile(path.join(src, 'letters', 'notes.txt'), 700);
+    writeRandomFile(path.join(src, 'letters', 'photo.jpg'), 2_400_000);
+    fs.symlinkSync('report.docx', path.join(src, 'letters', 'latest'));
+    // Three backups, each with another version of the report, and a fourth with nothing changed.
+    for (const size of [3000, 4000, 5000, 5000]) {
+      if (versions.length < 3) writeRandomFile(report, size);
+      versions.push(sha256File(report));
+      snapshots.push((await cliJson<{ snapshotId: string }>(['backup', src], cli)).snapshotId);
+    }
+    shell = await webShell(cli.env);
+    page = shell.page;
+    await page.getByLabel('Passphrase', { exact: true }).fill(PASSPHRASE);
+    await page.getByRole('button', { name: 'Unlock' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+  });
+  afterAll(async () => {
+    await shell?.close();
+    await s3?.stop();
+  });
+
+  it(`the browser of a ${FILES}-file backup opens its big folder in < 300 ms, a page at a time`, async () => {
+    await nav(page, 'History');
+    const newest = page.getByRole('table', { name: 'Backups' }).locator('tbody tr').first();
+    await newest.getByRole('button', { name: 'Browse' }).click();
+    await page.locator('[data-testid=browse-table][data-dir=""]').waitFor();
+    await page.getByRole('button', { name: 'Documents', exact: true }).click();
+    await page.locator('[data-testid=browse-table][data-dir="Documents"]').waitFor();
+    // Folders first: "letters" and "many" before any file.
+    const names = await page.locator('[data-testid=browse-table] tbody tr').allTextContents();
+    expect(names[0]).toMatch(/^letters/);
+    expect(names[1]).toMatch(/^many10[,.\u202f\u00a0]?000 items/);
+
+    const ms = await timeOpen(page, 'many', 'Documents/many', 200);
+    expect(ms).toBeLessThan(300);
+    const rows = page.locator('[data-testid=browse-table] tbody tr');
+    await expect(rows.first().textContent()).resolves.toMatch(/^file0\.txt64 B/);
+    await expect(page.getByTestId('browse-range').textContent()).resolves.toBe(`1–200 of ${FILES}`);
+    await page.getByRole('button', { name: 'Next', exact: true }).click();
+    await page.locator('[data-testid=browse-table][data-offset="200"]').waitFor();
+    await expect(page.getByTestId('browse-range').textContent()).resolves.toBe(`201–400 of ${FILES}`);
+    // Natural order: file200 follows file199.
+    await expect(rows.first().textContent()).resolves.toMatch(/^file200\.txt/);
+    const breadcrumbs = page.getByRole('navigation', { name: 'Folder path' });
+    await expect(breadcrumbs.textContent()).resolves.toBe('All sources/Documents/many');
+    await breadcrumbs.getByRole('button', { name: 'Documents' }).click();
+    await page.locator('[data-testid=browse-table][data-dir="Documents"]').waitFor();
+    process.stdout.write(`browse: opened a ${FILES}-file folder in ${ms.toFixed(0)} ms\n`);
+  });
+
+  it('restores a file from the browser into a chosen folder, byte-identical', async () => {
+    await page.getByRole('button', { name: 'letters', exact: true }).click();
+    await page.locator('[data-testid=browse-table][data-dir="Documents/letters"]').waitFor();
+    await screenshot(page, 'web-browse', { doc: true });
+    await page.getByRole('button', { name: 'Restore report.docx' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Restore report.docx' });
+    const dest = path.join(work, 'from-browser');
+    await dialog.getByLabel('Restore into folder').fill(dest);
+    await screenshot(page, 'web-browse-restore-dialog');
+    await dialog.getByRole('button', { name: 'Restore', exact: true }).click();
+    await dialog.locator('[data-testid=restore-dialog-job][data-state=done]').waitFor({ timeout: 60_000 });
+    expect(await dialog.getByRole('status').textContent()).toMatch(/Restored and verified: 1 file\(s\)/);
+    expect(sha256File(path.join(dest, 'Documents', 'letters', 'report.docx'))).toBe(versions[2]);
+    await dialog.getByRole('button', { name: 'Close' }).click();
+  });
+
+  it('restores to the original location: "keep" leaves a changed file alone, "replace" brings the backed-up one back', async () => {
+    writeRandomFile(report, 1234); // changed since the last backup
+    const changed = sha256File(report);
+    const restoreOriginal = async (replace: boolean) => {
+      await page.getByRole('button', { name: 'Restore report.docx' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Restore report.docx' });
+      await dialog.getByLabel(/To its original location/).check();
+      expect(await dialog.textContent()).toContain(report);
+      if (replace) await dialog.getByLabel('Replace it with the backed-up version').check();
+      await dialog.getByRole('button', { name: 'Restore', exact: true }).click();
+      const job = dialog.getByTestId('restore-dialog-job');
+      await page.waitForFunction(
+        () =>
+          ['done', 'failed'].includes(
+            document.querySelector('[data-testid=restore-dialog-job]')?.getAttribute('data-state') ?? '',
+          ),
+        undefined,
+        { timeout: 60_000 },
+      );
+      const text = (await job.textContent()) ?? '';
+      await dialog.getByRole('button', { name: 'Close' }).click();
+      return text;
+    };
+    const kept = await restoreOriginal(false);
+    expect(kept).toContain(`${report}: ${report} already exists`);
+    expect(sha256File(report)).toBe(changed);
+    const replaced = await restoreOriginal(true);
+    expect(replaced).toMatch(/Restored and verified: 1 file\(s\)/);
+    expect(sha256File(report)).toBe(versions[2]);
+    expect(fs.readdirSync(path.dirname(report)).filter((n) => n.includes('.cairn-'))).toEqual([]);
+  });
+
+  it('search finds the three versions of the report across four backups and restores the oldest, byte-identical', async () => {
+    await nav(page, 'Search');
+    await page.getByLabel('Search backups').fill('report.docx');
+    await page.getByRole('search').getByRole('button', { name: 'Search', exact: true }).click();
+    const results = page.getByTestId('search-results');
+    await results.waitFor();
+    expect(await results.getByRole('status').textContent()).toBe(
+      '1 match(es), 3 version(s), in 4 backup(s).',
+    );
+    const file = results.getByTestId('found-file');
+    expect(await file.count()).toBe(1);
+    expect(await file.getByRole('heading').textContent()).toBe(report);
+    const rows = file.getByTestId('found-version');
+    expect(await rows.count()).toBe(3);
+    expect(await rows.nth(0).textContent()).toMatch(new RegExp(`^3 of 3 \\(newest\\)${formatSize(5000)}`));
+    expect(await rows.nth(2).textContent()).toMatch(new RegExp(`^1 of 3${formatSize(3000)}`));
+    // The newest content is in the last two backups: one version, listed with both.
+    expect(await rows.nth(0).locator('.found-in li').count()).toBe(2);
+    expect(await rows.nth(1).locator('.found-in li').count()).toBe(1);
+    await screenshot(page, 'web-search', { doc: true });
+
+    await page.getByRole('button', { name: `Restore version 1 of ${report}` }).click();
+    const dialog = page.getByRole('dialog', { name: 'Restore report.docx' });
+    const dest = path.join(work, 'oldest');
+    await dialog.getByLabel('Restore into folder').fill(dest);
+    await dialog.getByRole('button', { name: 'Restore', exact: true }).click();
+    await dialog.locator('[data-testid=restore-dialog-job][data-state=done]').waitFor({ timeout: 60_000 });
+    expect(sha256File(path.join(dest, 'Documents', 'letters', 'report.docx'))).toBe(versions[0]);
+    await dialog.getByRole('button', { name: 'Close' }).click();
+
+    // A glob, and a search too broad for its limit, say so.
+    await page.getByLabel('Search backups').fill('many/file1?.txt');
+    await page.getByRole('search').getByRole('button', { name: 'Search', exact: true }).click();
+    await page.waitForFunction(() =>
+      /^10 match\(es\)/.test(
+        document.querySelector('[data-testid=search-results] [role=status]')?.textContent ?? '',
+      ),
+    );
+    await page.getByLabel('Search backups').fill('*.txt');
+    await page.getByRole('search').getByRole('button', { name: 'Search', exact: true }).click();
+    await page.waitForFunction(() =>
+      /^More than 500 matches: showing the first 500\. Refine the search\.$/.test(
+        document.querySelector('[data-testid=search-results] [role=status]')?.textContent ?? '',
+      ),
+    );
+  });
+
+  it('verify from History runs as a job and shows its result, still there after a restart', async () => {
+    await nav(page, 'History');
+    const row = page.getByRole('table', { name: 'Backups' }).locator('tbody tr').last();
+    await row.getByRole('button', { name: 'Verify' }).click();
+    const status = row.getByTestId('verify-status');
+    await row.locator('[data-testid=verify-status][data-state=ok]').waitFor({ timeout: 90_000 });
+    expect(await status.textContent()).toMatch(/^Verified OK \(\d+ chunks\) · /);
+    await screenshot(page, 'web-history-verified');
+
+    page = await shell.restart();
+    await page.getByLabel('Passphrase', { exact: true }).fill(PASSPHRASE);
+    await page.getByRole('button', { name: 'Unlock' }).click();
+    await nav(page, 'History');
+    const again = page.getByRole('table', { name: 'Backups' }).locator('tbody tr').last();
+    await again.locator('[data-testid=verify-status][data-state=ok]').waitFor();
+    expect(snapshots).toHaveLength(4);
+  });
+
+  it('verify names each damaged file and why when the bucket lost its data', async () => {
+    for (const { key } of await listKeys(s3, bucket, 'data/'))
+      await s3.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+    const row = page.getByRole('table', { name: 'Backups' }).locator('tbody tr').first();
+    await row.getByRole('button', { name: 'Verify' }).click();
+    await row.locator('[data-testid=verify-status][data-state=problems]').waitFor({ timeout: 90_000 });
+    const status = row.getByTestId('verify-status');
+    expect(await status.textContent()).toMatch(/^10004 problem\(s\) found · /);
+    await status.getByRole('button', { name: 'Files affected…' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Verify problems' });
+    const first = dialog.getByRole('list', { name: 'Damaged files' }).locator('li').first();
+    expect(await first.textContent()).toMatch(/^Documents\/.+: chunk 0: .+/);
+    expect(await dialog.getByRole('list').locator('li').last().textContent()).toBe('and 9804 more');
+    await screenshot(page, 'web-history-verify-problems');
+    await dialog.getByRole('button', { name: 'Close' }).click();
+  });
+});

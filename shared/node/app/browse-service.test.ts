@@ -1,0 +1,102 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApiCallError, parseRequest, type Method, type Request } from '../../api/contract.ts';
+import type { JobView } from '../../api/views.ts';
+import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
+import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
+import { AppService } from './service.ts';
+
+let s3: S3Server;
+let app: AppService;
+let backupId: string;
+
+/** As a bridge does: the contract's schema first, then the service. */
+async function call<M extends Method>(method: M, body: unknown) {
+  return app.call(method, parseRequest(method, body) as Request<M>);
+}
+
+function finished(jobId: string): Promise<JobView> {
+  return new Promise((resolve) => {
+    const check = (j: JobView) => {
+      if (j.id !== jobId || j.state === 'running') return;
+      app.jobs.events.off('job', check);
+      resolve(j);
+    };
+    app.jobs.events.on('job', check);
+  });
+}
+
+beforeAll(async () => {
+  process.env.CAIRN_TEST_WEAK_KDF = '1';
+  s3 = await startVersitygw();
+  app = new AppService('web', path.join(tempDir(), 'home'));
+  await app.call('app.init', { passphrase: 'a passphrase for the service' });
+  await app.call('targets.save', {
+    draft: {
+      name: 't',
+      config: {
+        kind: 's3',
+        endpoint: s3.endpoint,
+        bucket: await s3.createBucket(),
+        region: 'us-east-1',
+        accessKeyId: s3.accessKeyId,
+        pathStyle: true,
+        checksums: 'when-supported',
+      },
+      secret: s3.secretAccessKey,
+    },
+  });
+  const src = path.join(tempDir(), 'docs');
+  writeRandomFile(path.join(src, 'a.txt'), 100);
+  const job = await app.call('backup.start', { sources: [src] });
+  backupId = (await finished(job.id)).backupId;
+});
+afterAll(async () => {
+  app?.close();
+  await s3?.stop();
+});
+
+describe('browse, search, verify and restore-to-original requests', () => {
+  it('answer pages and searches, and name the field of a bad input', async () => {
+    const page = await call('backups.browse', { backupId, dir: 'docs', offset: 0, limit: 50 });
+    expect(page.entries.map((e) => e.path)).toEqual(['docs/a.txt']);
+    await expect(call('backups.browse', { backupId, dir: 'nope', offset: 0, limit: 50 })).rejects.toEqual(
+      new ApiCallError('No folder "nope" in this backup.', 'dir'),
+    );
+    await expect(call('backups.browse', { backupId, dir: '', offset: 0, limit: 5000 })).rejects.toMatchObject(
+      {
+        message: 'At most 1000 entries a page.',
+        field: 'limit',
+      },
+    );
+    await expect(
+      call('backups.browse', { backupId: 'x', dir: '', offset: 0, limit: 1 }),
+    ).rejects.toMatchObject({
+      field: 'backupId',
+    });
+    expect((await call('backups.search', { query: 'A.TXT' })).files).toHaveLength(1);
+    await expect(call('backups.search', { query: '   ' })).rejects.toMatchObject({
+      message: 'Type a name or a pattern to search for.',
+      field: 'query',
+    });
+    await expect(call('backups.search', { query: 'a[' })).rejects.toMatchObject({ field: 'query' });
+    await expect(
+      call('restore.original', { backupId, paths: ['music/x'], existing: 'skip' }),
+    ).rejects.toMatchObject({
+      field: 'paths',
+      message: expect.stringMatching(/"music\/x" is not in this backup/),
+    });
+  });
+
+  it('verify runs as a job, refuses a second one of the same backup meanwhile, and keeps its outcome', async () => {
+    const job = await call('backups.verify', { backupId });
+    expect(job).toMatchObject({ kind: 'verify', state: 'running', backupId });
+    await expect(call('backups.verify', { backupId })).rejects.toThrow(/is being verified already/);
+    const done = await finished(job.id);
+    expect(done.state).toBe('done');
+    expect(done.verified).toMatchObject({ blobs: 1, problems: [] });
+    expect(await call('backups.verifications', {})).toEqual([
+      expect.objectContaining({ backupId, state: 'ok', blobs: 1, problems: [] }),
+    ]);
+  });
+});

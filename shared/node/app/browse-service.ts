@@ -1,0 +1,147 @@
+import { ApiCallError, type Request, type Responses } from '../../api/contract.ts';
+import type { JobView, VerificationView } from '../../api/views.ts';
+import type { Engine } from '../engine/engine.ts';
+import { OriginalLocationError, originalPlaces, restoreToOriginal } from '../engine/restore-original.ts';
+import { SearchPatternError } from '../engine/search-pattern.ts';
+import { BrowseError, SnapshotBrowser } from '../engine/snapshot-browse.ts';
+import { searchSnapshots } from '../engine/snapshot-search.ts';
+import { VerifyHistory } from '../engine/verify-history.ts';
+import type { LiveJob, LiveJobs } from './live-jobs.ts';
+
+type BrowseMethod =
+  'backups.browse' | 'backups.search' | 'backups.verify' | 'backups.verifications' | 'restore.original';
+type BrowseHandlers = { [M in BrowseMethod]: (req: Request<M>) => Promise<Responses[M]> | Responses[M] };
+
+export const SEARCH_LIMIT_DEFAULT = 500;
+
+/**
+ * Seeing and finding what is backed up: a backup's folders page by page, search across backups,
+ * restores to where the files came from, and verifications run as jobs and kept with their backup.
+ */
+export function browseHandlers(deps: {
+  engine: () => Engine;
+  jobs: LiveJobs;
+  /** Follows a job's run to its end state (AppService.track). */
+  track: (job: LiveJob, run: Promise<unknown>) => void;
+  title: (sources: string[]) => string;
+}): BrowseHandlers {
+  // Per unlocked engine: the browser keeps the last folders' sorted trees for paging.
+  const browsers = new WeakMap<Engine, SnapshotBrowser>();
+  const histories = new WeakMap<Engine, VerifyHistory>();
+  const browserOf = (e: Engine) => browsers.get(e) ?? set(browsers, e, new SnapshotBrowser(e.repo));
+  const historyOf = (e: Engine) => histories.get(e) ?? set(histories, e, new VerifyHistory(e));
+
+  return {
+    'backups.browse': async ({ backupId, dir, offset, limit }) => {
+      const e = deps.engine();
+      try {
+        return await browserOf(e).page(e.snapshot(backupId).tree, dir, offset, limit);
+      } catch (err) {
+        if (err instanceof BrowseError) throw new ApiCallError(err.message, 'dir');
+        throw err;
+      }
+    },
+    'backups.search': async ({ query, limit }) => {
+      const e = deps.engine();
+      const snapshots = e.listSnapshots().map((s) => ({ doc: s, target: s.target }));
+      try {
+        return await searchSnapshots(e.repo, snapshots, query, limit ?? SEARCH_LIMIT_DEFAULT);
+      } catch (err) {
+        if (err instanceof SearchPatternError) throw new ApiCallError(err.message, 'query');
+        throw err;
+      }
+    },
+    'backups.verify': ({ backupId }) => {
+      const e = deps.engine();
+      const b = e.snapshot(backupId);
+      const busy = deps.jobs
+        .list()
+        .find((j) => j.kind === 'verify' && j.backupId === backupId && j.state === 'running');
+      if (busy) throw new ApiCallError(`Backup ${backupId} is being verified already (job ${busy.id}).`);
+      const job = deps.jobs.add({
+        id: `v${Date.now().toString(16).slice(-11)}`,
+        kind: 'verify',
+        state: 'running',
+        backupId,
+        title: `Verify ${deps.title(b.sources)}`,
+        target: b.target,
+      });
+      const run = historyOf(e)
+        .run(backupId, deps.jobs.listenerFor(job, 'verify'), job.control)
+        .then((r) => {
+          const problems = r.problems.map((p) => ({
+            path: p.path,
+            message: p.blob >= 0 ? `chunk ${p.blob}: ${p.message}` : p.message,
+            ...(p.target ? { target: p.target } : {}),
+          }));
+          deps.jobs.update(job, { verified: { blobs: r.blobs, bytes: r.bytes, problems } });
+          if (problems.length)
+            throw new Error(`${problems.length} problem(s): a file of this backup cannot be restored whole.`);
+        });
+      deps.track(job, run);
+      return job.view;
+    },
+    'backups.verifications': () =>
+      historyOf(deps.engine())
+        .latest()
+        .map((v): VerificationView => ({
+          backupId: v.snapshotId,
+          state: v.state,
+          startedAt: v.startedAt,
+          finishedAt: v.finishedAt,
+          blobs: v.blobs,
+          bytes: v.bytes,
+          problems: v.problems.map((p) => ({
+            path: p.path,
+            message: p.blob >= 0 ? `chunk ${p.blob}: ${p.message}` : p.message,
+            ...(p.target ? { target: p.target } : {}),
+          })),
+          error: v.error,
+        })),
+    'restore.original': ({ backupId, paths, existing }): JobView => {
+      const e = deps.engine();
+      const b = e.snapshot(backupId);
+      let places: string[];
+      try {
+        places = originalPlaces(b.sources, paths).map((p) => p.parent);
+      } catch (err) {
+        if (err instanceof OriginalLocationError) throw new ApiCallError(err.message, 'paths');
+        throw err;
+      }
+      const job = deps.jobs.add({
+        id: `r${Date.now().toString(16).slice(-11)}`,
+        kind: 'restore',
+        state: 'running',
+        backupId,
+        title: `Restore to ${places.join(', ')}`,
+        target: b.target,
+      });
+      const run = restoreToOriginal(
+        e,
+        backupId,
+        { paths, overwrite: existing === 'overwrite' },
+        deps.jobs.listenerFor(job, 'restore'),
+        job.control,
+      ).then((r) => {
+        deps.jobs.update(job, {
+          restored: {
+            files: r.restoredFiles,
+            bytes: r.restoredBytes,
+            alreadyPresent: r.alreadyPresent,
+            failed: r.failed,
+            to: r.places.join(', '),
+          },
+        });
+        if (r.failed.length && !job.control.cancelled)
+          throw new Error(`${r.failed.length} of the selected files could not be restored.`);
+      });
+      deps.track(job, run);
+      return job.view;
+    },
+  };
+}
+
+function set<K extends object, V>(m: WeakMap<K, V>, k: K, v: V): V {
+  m.set(k, v);
+  return v;
+}
