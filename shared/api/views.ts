@@ -47,6 +47,8 @@ export interface JobView {
   elapsedMs?: number;
   /** Files finished (restored, or failed) out of those the job handles, when the job reports them. */
   files?: { done: number; total: number };
+  /** The file being read or written now (running jobs). */
+  current?: string;
   error: string | null;
   notices: string[];
   /** A stopped backup (cancelled or interrupted): what it stored so far, reused when it resumes. */

@@ -73,6 +73,11 @@ export function JobCard(props: {
         {job.state === 'done' && <span>mean {formatRate(job.meanMbps)}</span>}
         {job.target && <span className="muted">→ {job.target}</span>}
       </div>
+      {job.current && (job.state === 'running' || job.state === 'paused') && (
+        <p className="job-current" title={job.current} data-testid="job-current">
+          {job.current}
+        </p>
+      )}
       {job.stored && resumable(job) && (
         <p className="job-stored" data-testid="job-stored">
           {job.stored.chunks === 0

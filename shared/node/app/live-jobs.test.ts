@@ -50,8 +50,10 @@ describe('live job rate and ETA', () => {
     });
     const l = jobs.listenerFor(job, 'restore');
     l.files!(3, 10);
+    l.current!('docs/report.pdf');
     l.progress!(frame(250, 1, 1, 1));
     expect(job.view.files).toEqual({ done: 3, total: 10 });
+    expect(job.view.current).toBe('docs/report.pdf');
   });
 
   it('smooths over about 5 s and has no ETA while nothing moves', () => {

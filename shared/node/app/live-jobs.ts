@@ -114,6 +114,7 @@ export class LiveJobs {
     return {
       // Shown with the next frame (at most every 250 ms), not an event per file.
       files: (done, total) => void (job.view.files = { done, total }),
+      current: (p) => void (job.view.current = p),
       chunk: (t) => job.pendingChunks.push(t),
       notice: (m) => this.update(job, { notices: [...job.view.notices, m].slice(-20) }),
       progress: (f) => {

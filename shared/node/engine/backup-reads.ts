@@ -149,6 +149,7 @@ export async function storeFiles(
         continue;
       }
       const path = sourceOf(f.read);
+      listener.current?.(relOf(f.read));
       for (let idx = 0; idx < f.chunks; idx++) {
         const offset = idx * settings.chunkSize;
         const tid = nextTid++;

@@ -63,6 +63,7 @@ export function accountRun(
       progress: (f) => listener.progress?.(f),
       notice: (m) => listener.notice?.(m),
       files: (done, total) => listener.files?.(done, total),
+      current: (path) => listener.current?.(path),
       started: (ids) => listener.started?.(ids),
       chunk: (t) => {
         current.readBytes += t.bytes;

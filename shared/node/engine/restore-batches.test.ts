@@ -20,7 +20,18 @@ describe('restore in batches', () => {
       writeRandomFile(path.join(src, `d${i % 3}`, `f${i}.bin`), 100 + ((i * 97) % 5000));
     writeRandomFile(path.join(src, 'big.bin'), 3_000_000);
     const counts: [number, number][] = [];
-    const { snapshotId } = await engine.backup([src], {}, { files: (d, t) => counts.push([d, t]) });
+    const reading = new Set<string>();
+    const { snapshotId } = await engine.backup(
+      [src],
+      {},
+      {
+        files: (d, t) => counts.push([d, t]),
+        current: (p) => reading.add(p),
+      },
+    );
+    // Every file read is named as the current file, by its path in the snapshot.
+    expect(reading.size).toBe(901);
+    expect(reading.has('tree/d2/f899.bin') && reading.has('tree/big.bin')).toBe(true);
     // Backups report files done / total: from none read yet to every file stored.
     expect(counts[0]).toEqual([0, 901]);
     expect(counts.at(-1)).toEqual([901, 901]);
@@ -30,14 +41,19 @@ describe('restore in batches', () => {
     fs.mkdirSync(path.join(to, 'tree', 'd1'), { recursive: true });
     fs.copyFileSync(path.join(src, 'd1', 'f1.bin'), path.join(to, 'tree', 'd1', 'f1.bin'));
     let last = { bytesDone: 0, bytesTotal: -1 };
+    const writing = new Set<string>();
     const r = await runRestoreJob(
       engine.repo,
       { snapshotId, to, paths: [], overwrite: false, settings: engine.settings(), batchFiles: 250 },
-      { progress: (f) => (last = { bytesDone: f.bytesDone, bytesTotal: f.bytesTotal }) },
+      {
+        progress: (f) => (last = { bytesDone: f.bytesDone, bytesTotal: f.bytesTotal }),
+        current: (p) => writing.add(p),
+      },
     );
     expect(r.failed).toEqual([]);
     expect(r.alreadyPresent).toBe(1);
     expect(r.restoredFiles).toBe(900);
+    expect(writing.size).toBe(900); // the file already there is not written
     const walk = (d: string): string[] =>
       fs
         .readdirSync(d, { withFileTypes: true })

@@ -217,6 +217,7 @@ export async function runRestoreJob(
       }
     };
     const prepare = (f: FileState) => {
+      listener.current?.(f.path);
       const { fd, temp } = dest.createTemp(f.path);
       f.fd = fd;
       f.temp = temp;
