@@ -11,6 +11,7 @@
  * there, so a subtree's matches depend only on (tree id, state): identical subtrees of different
  * snapshots are searched once.
  */
+import { escapeRe, globToRegex } from './glob.ts';
 export class SearchPatternError extends Error {
   constructor(message: string) {
     super(message);
@@ -83,31 +84,4 @@ export function compileSearch(raw: string): SearchPattern {
     matches: (state) => state.includes(end),
     key: (state) => state.join(','),
   };
-}
-
-function globToRegex(glob: string): string {
-  let out = '';
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === '\\') {
-      const next = glob[++i];
-      if (next === undefined) throw new Error('it ends with a lone "\\".');
-      out += escapeRe(next);
-    } else if (c === '*') out += '.*';
-    else if (c === '?') out += '.';
-    else if (c === '[') {
-      const close = glob.indexOf(']', i + 2);
-      if (close < 0) throw new Error('a "[" has no closing "]".');
-      let cls = glob.slice(i + 1, close);
-      const neg = cls.startsWith('!') || cls.startsWith('^');
-      if (neg) cls = cls.slice(1);
-      out += `[${neg ? '^' : ''}${cls.replace(/[\\\]^]/g, '\\$&')}]`;
-      i = close;
-    } else out += escapeRe(c);
-  }
-  return out;
-}
-
-function escapeRe(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
 }
