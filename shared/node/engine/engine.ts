@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { makeKeySlot, type Unlocker } from '../crypto/keys.ts';
 import { KEY_BYTES } from '../crypto/provider.ts';
 import { loadSodium } from '../crypto/provider.ts';
@@ -23,13 +22,13 @@ import { KeyAdmin } from './key-admin.ts';
 import { PlanAdmin, PlanBusyError, type PlanInfo } from './plan-admin.ts';
 import { TargetAdmin } from './target-admin.ts';
 import { SettingsError, check, defaultHome, keystorePath } from './engine-settings.ts';
-import { ExcludePatternError, compileExcludes } from './exclude.ts';
-import { runBackupJob, newId, BackupFailedError, type BackupResult } from './backup-job.ts';
-import { accountRun, type JobRunStats } from './job-accounting.ts';
+import { BackupFailedError, type BackupResult } from './backup-job.ts';
+import { BackupJobs, isProcessAlive } from './backup-jobs.ts';
+import type { JobRunStats } from './job-accounting.ts';
 import type { JobListener } from './job-events.ts';
-import { JobCancelledError, type JobControl } from './job-control.ts';
+import type { JobControl } from './job-control.ts';
 import type { JobRow } from './keystore/job-table.ts';
-import { KeystoreError, describeDbError } from './keystore/db.ts';
+import { KeystoreError } from './keystore/db.ts';
 import { Keystore, type TargetRow } from './keystore/keystore.ts';
 import { runRestoreJob, type RestoreResult } from './restore-job.ts';
 import { snapshotChildren, snapshotEntries } from './snapshot-tree.ts';
@@ -69,15 +68,18 @@ export class Engine {
   /** Backup plans: stored sources, target, excludes and schedule, run as ordinary backups. */
   readonly plans: PlanAdmin;
 
+  private readonly backups: BackupJobs;
+
   private constructor(readonly ks: Keystore) {
     this.repo = new Repository(ks);
+    this.backups = new BackupJobs(ks, this.repo);
     this.keys = new KeyAdmin(ks, this.repo);
     this.targets = new TargetAdmin(ks, this.repo);
     this.plans = new PlanAdmin(
       ks,
       (sources, opts, l, c) => this.backup(sources, opts, l, c),
       { resume: (id, l, c) => this.resumeJob(id, l, c), interrupted: () => this.interruptedJobs() },
-      isAlive,
+      isProcessAlive,
     );
   }
 
@@ -208,90 +210,18 @@ export class Engine {
     listener: JobListener = {},
     control?: JobControl,
   ): Promise<BackupResult> {
-    const settings = this.settings(opts.settings);
-    const exclude = checkExcludes(opts.exclude ?? []);
     const target = opts.target ? this.target(opts.target) : this.defaultTarget();
-    const abs = sources.map((s) => path.resolve(s));
-    const jobId = newId();
-    let begun = false;
-    const begin = () => {
-      this.ks.jobs.create({
-        id: jobId,
-        targetId: target.id,
-        sources: abs,
-        settings: JSON.stringify(settings),
-        exclude,
-      });
-      begun = true;
-      listener.started?.({ backupId: jobId, jobId });
-    };
-    const run = accountRun(this.ks.jobs, jobId, listener, { resumed: false });
-    try {
-      return await runBackupJob(
-        this.repo,
-        {
-          jobId,
-          target,
-          sources: abs,
-          settings,
-          forceRead: Boolean(opts.forceRead),
-          exclude,
-          control,
-          begin,
-        },
-        run.listener,
-      );
-    } catch (err) {
-      throw begun ? this.jobFailed(jobId, err) : err;
-    } finally {
-      run.end();
-    }
-  }
-
-  /** Records why a started job stopped and says how to continue; the keystore's own errors name it. */
-  private jobFailed(jobId: string, err: unknown): Error {
-    if (err instanceof JobCancelledError) return err;
-    let e = describeDbError(err, this.ks.file);
-    if (!(e instanceof BackupFailedError))
-      e = new BackupFailedError(
-        `Backup stopped: ${e.message} Fix the cause and run "cairn resume" to continue.`,
-        jobId,
-        true,
-      );
-    try {
-      this.ks.jobs.fail(jobId, e.message);
-    } catch {
-      // The keystore itself failed: the message already says so.
-    }
-    return e;
-  }
-
-  private async runJob(
-    jobId: string,
-    target: TargetRow,
-    sources: string[],
-    settings: PipelineSettings,
-    exclude: string[],
-    listener: JobListener,
-    control?: JobControl,
-  ): Promise<BackupResult> {
-    const run = accountRun(this.ks.jobs, jobId, listener, { resumed: true });
-    try {
-      return await runBackupJob(
-        this.repo,
-        { jobId, target, sources, settings, forceRead: false, exclude, control },
-        run.listener,
-      );
-    } catch (err) {
-      throw this.jobFailed(jobId, err);
-    } finally {
-      run.end();
-    }
+    return this.backups.start(
+      sources,
+      { ...opts, target, settings: this.settings(opts.settings) },
+      listener,
+      control,
+    );
   }
 
   /** Unfinished backup jobs that no live process is running (this process's own jobs included). */
   interruptedJobs(): JobRow[] {
-    return this.ks.jobs.unfinished().filter((j) => !j.pid || j.pid === process.pid || !isAlive(j.pid));
+    return this.backups.interrupted();
   }
 
   /** Backup jobs cancelled by the user: resumable (what they stored is reused) or discarded. */
@@ -299,49 +229,18 @@ export class Engine {
     return this.ks.jobs.cancelled();
   }
 
-  /**
-   * Forgets a stopped job: it will not be resumed. What it uploaded stays in the bucket and in the index,
-   * so a later backup of the same files does not upload it again.
-   */
+  /** Forgets a stopped job (see BackupJobs.discard). */
   discardJob(jobId: string): void {
-    const job = this.ks.jobs.get(jobId);
-    if (!job) throw new SettingsError(`No backup job ${jobId}.`);
-    if (job.state === 'done')
-      throw new SettingsError(`Backup job ${jobId} is complete; there is nothing to discard.`);
-    if (job.state === 'running' && job.pid && isAlive(job.pid))
-      throw new SettingsError(`Backup job ${jobId} is running (process ${job.pid}); cancel it first.`);
-    this.ks.jobs.discard(jobId);
+    this.backups.discard(jobId);
   }
 
   /** Continues every interrupted backup job; a job still running in another live process is left alone. */
-  async resume(listener: JobListener = {}): Promise<BackupResult[]> {
-    const results: BackupResult[] = [];
-    for (const job of this.ks.jobs.unfinished()) {
-      if (job.pid && job.pid !== process.pid && isAlive(job.pid)) {
-        listener.notice?.(`Backup job ${job.id} is still running in process ${job.pid}; leaving it alone.`);
-        continue;
-      }
-      results.push(await this.resumeJob(job.id, listener));
-    }
-    return results;
+  resume(listener: JobListener = {}): Promise<BackupResult[]> {
+    return this.backups.resumeAll(listener);
   }
 
-  async resumeJob(jobId: string, listener: JobListener = {}, control?: JobControl): Promise<BackupResult> {
-    const job = this.ks.jobs.get(jobId);
-    if (!job || job.state === 'done') throw new SettingsError(`No interrupted job ${jobId}.`);
-    this.ks.jobs.claim(job.id);
-    listener.started?.({ backupId: job.id, jobId: job.id });
-    listener.notice?.(`Resuming backup job ${job.id}.`);
-    const settings = JSON.parse(job.settings) as PipelineSettings;
-    return this.runJob(
-      job.id,
-      this.ks.targetById(job.targetId),
-      job.sources,
-      settings,
-      job.exclude,
-      listener,
-      control,
-    );
+  resumeJob(jobId: string, listener: JobListener = {}, control?: JobControl): Promise<BackupResult> {
+    return this.backups.resume(jobId, listener, control);
   }
 
   listSnapshots(): SnapshotInfo[] {
@@ -416,25 +315,5 @@ export class Engine {
   /** The repository's structure against the bucket (see repository-check.ts). */
   check(): Promise<CheckResult> {
     return checkRepository(this.repo, this.listSnapshots());
-  }
-}
-
-/** Exclude patterns, checked before anything runs; a bad one is a settings error naming it. */
-function checkExcludes(patterns: readonly string[]): string[] {
-  try {
-    compileExcludes(patterns);
-  } catch (err) {
-    if (err instanceof ExcludePatternError) throw new SettingsError(err.message);
-    throw err;
-  }
-  return [...patterns];
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
