@@ -108,10 +108,12 @@ export function HistoryScreen({
                     {b.resumed && <div className="muted small">resumed</div>}
                   </td>
                   <td>
-                    <button type="button" onClick={(e) => (e.stopPropagation(), onRestore(b.id))}>
-                      Restore…
-                    </button>
-                    <HistoryRowActions backupId={b.id} verify={verify} onBrowse={() => onBrowse(b.id)} />
+                    <HistoryRowActions
+                      backupId={b.id}
+                      verify={verify}
+                      onRestore={() => onRestore(b.id)}
+                      onBrowse={() => onBrowse(b.id)}
+                    />
                   </td>
                 </tr>
               ))}

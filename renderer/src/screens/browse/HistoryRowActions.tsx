@@ -26,7 +26,12 @@ export function useVerifications(): VerifyState {
 }
 
 /** History's per-backup actions beside "Restore…": browse its files, verify it, and the outcome. */
-export function HistoryRowActions(props: { backupId: string; verify: VerifyState; onBrowse: () => void }) {
+export function HistoryRowActions(props: {
+  backupId: string;
+  verify: VerifyState;
+  onRestore: () => void;
+  onBrowse: () => void;
+}) {
   const { backupId } = props;
   const [error, setError] = useState<string | null>(null);
   const running = props.verify.jobs.find(
@@ -42,6 +47,9 @@ export function HistoryRowActions(props: { backupId: string; verify: VerifyState
   return (
     <div className="verify-cell" onClick={(e) => e.stopPropagation()} role="presentation">
       <div className="actions">
+        <button type="button" onClick={props.onRestore}>
+          Restore…
+        </button>
         <button type="button" onClick={props.onBrowse}>
           Browse
         </button>
