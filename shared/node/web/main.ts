@@ -1,5 +1,5 @@
 import '../storage/quiet-sdk.ts';
-import { AppService } from '../app/service.ts';
+import { AppService, toApiError } from '../app/service.ts';
 import { fastClock, systemClock } from '../app/scheduler.ts';
 import { ensureRendererBuilt } from './renderer-build.ts';
 import { startWebServer } from './server.ts';
@@ -11,6 +11,7 @@ const rendererDir = await ensureRendererBuilt(log);
 const clockRate = Number(process.env.CAIRN_TEST_CLOCK_RATE);
 const clock = process.env.VITEST && clockRate > 0 ? fastClock(clockRate) : systemClock;
 const service = new AppService('web', undefined, clock);
+await unlockFromEnvironment();
 const port = process.env.CAIRN_PORT ? Number(process.env.CAIRN_PORT) : undefined;
 const server = await startWebServer(service, { rendererDir, port });
 process.stdout.write(
@@ -20,6 +21,25 @@ if (process.env.CAIRN_READY_FD === '3') {
   // Tests read the address from a pipe instead of scraping the terminal.
   const { createWriteStream } = await import('node:fs');
   createWriteStream('', { fd: 3 }).end(JSON.stringify({ url: server.url, token: server.token }) + '\n');
+}
+
+/**
+ * A server started with CAIRN_PASSPHRASE (as the CLI takes it) unlocks at once, so due plans run for as
+ * long as it runs, with no browser open. The variable is removed from the environment first, so no child
+ * process inherits it.
+ */
+async function unlockFromEnvironment(): Promise<void> {
+  const passphrase = process.env.CAIRN_PASSPHRASE;
+  delete process.env.CAIRN_PASSPHRASE;
+  if (!passphrase || (await service.call('app.status', {})).state !== 'locked') return;
+  try {
+    await service.call('app.unlock', { passphrase });
+    log('Unlocked with CAIRN_PASSPHRASE: backup plans run while this server runs.');
+  } catch (err) {
+    log(
+      `CAIRN_PASSPHRASE did not unlock the keystore (${toApiError(err).message}); unlock it in the browser.`,
+    );
+  }
 }
 
 let stopping = false;
