@@ -56,10 +56,15 @@ export function JobCard(props: {
         <div className="progress-fill" style={{ width: `${shown}%` }} />
       </div>
       <div className="job-meta">
-        <span data-testid="job-percent">{shown.toFixed(0)} %</span>
-        <span>
-          {formatSize(job.bytesDone)} of {formatSize(job.bytesTotal)}
-        </span>
+        {/* A job found interrupted at start has no totals until it resumes: no "0 B of 0 B". */}
+        {(job.bytesTotal > 0 || job.state === 'running' || job.state === 'done') && (
+          <>
+            <span data-testid="job-percent">{shown.toFixed(0)} %</span>
+            <span>
+              {formatSize(job.bytesDone)} of {formatSize(job.bytesTotal)}
+            </span>
+          </>
+        )}
         {job.files && (job.state === 'running' || job.state === 'paused') && (
           <span>
             {formatCount(job.files.done)} of {formatCount(job.files.total)} files
