@@ -7,28 +7,12 @@ import { compileExcludes, ExcludePatternError } from './exclude.ts';
 import type { JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import type { JobRow } from './keystore/job-table.ts';
+import type { PlanView } from '../../api/views.ts';
 import type { Keystore } from './keystore/keystore.ts';
 import type { PlanRow, PlanSpec } from './keystore/plan-table.ts';
 
-/** A plan with its run state, as the CLI and the app show it. */
-export interface PlanInfo extends PlanDraft {
-  target?: string;
-  createdAt: number;
-  /** A process (this one or another) is running it now. */
-  running: boolean;
-  /** When it is next due (epoch ms; may be past when a run was missed); null for manual plans. */
-  nextDueAt: number | null;
-  last: {
-    startedAt: number;
-    /** null while it runs, or when the process running it died. */
-    finishedAt: number | null;
-    ok: boolean | null;
-    error: string | null;
-    /** The snapshot of the latest successful run. */
-    snapshotId: string | null;
-    jobId: string | null;
-  } | null;
-}
+/** A plan with its run state, as the CLI and the app show it (the app's view, on the engine's clock). */
+export type PlanInfo = PlanView;
 
 export class PlanBusyError extends SettingsError {}
 
