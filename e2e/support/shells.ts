@@ -48,10 +48,13 @@ interface WebProcess {
 }
 
 function startWebProcess(env: Record<string, string>): Promise<WebProcess> {
+  // The UI tests unlock through the page; a passphrase in the environment (the CLI's, which the tests
+  // share) would unlock web mode at start instead (headless-unlock.test.ts covers that).
+  const { CAIRN_PASSPHRASE: _passphrase, ...forWeb } = { ...process.env, ...env };
   return new Promise((resolve, reject) => {
     const proc = spawn(process.execPath, [path.join(ROOT, 'bin', 'web.js')], {
       cwd: ROOT,
-      env: { ...process.env, ...env, CAIRN_READY_FD: '3' },
+      env: { ...forWeb, CAIRN_READY_FD: '3' },
       stdio: ['ignore', 'ignore', 'pipe', 'pipe'],
     });
     let err = '';
