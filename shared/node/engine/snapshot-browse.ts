@@ -1,30 +1,10 @@
+import type { BrowsePageView } from '../../api/views.ts';
 import { decodeTree, type TreeNode } from '../format/tree.ts';
 import type { Repository } from '../repository/repository.ts';
 
-export interface BrowseEntry {
-  name: string;
-  /** "/"-separated, the first segment the source's name (what restores select). */
-  path: string;
-  kind: 'file' | 'dir' | 'symlink';
-  size: number;
-  mode: number;
-  mtimeMs: number;
-  linkTarget: string | null;
-  /** Folders: how many entries they hold, when their tree is already local; else null. */
-  items: number | null;
-}
-
-export interface BrowsePage {
-  dir: string;
-  offset: number;
-  /** Entries in the folder, all pages together. */
-  total: number;
-  folders: number;
-  files: number;
-  /** Bytes of the folder's own files (not of its subfolders). */
-  bytes: number;
-  entries: BrowseEntry[];
-}
+/** One page of one folder, as the app shows it (`backups.browse`). */
+export type BrowsePage = BrowsePageView;
+export type BrowseEntry = BrowsePageView['entries'][number];
 
 export class BrowseError extends Error {
   constructor(message: string) {
