@@ -116,7 +116,8 @@ export function makeVectors(sodium: SodiumProvider) {
     parent: null,
     tree: hex(treeId),
     chunkSize: 8 << 20,
-    summary: { files: { new: 1, changed: 0, unchanged: 0 } },
+    // `excluded` is present only when the backup had exclude patterns.
+    summary: { files: { new: 1, changed: 0, unchanged: 0 }, excluded: 2 },
   };
   const slot = makeKeySlot(
     sodium,
