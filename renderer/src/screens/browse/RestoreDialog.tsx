@@ -4,6 +4,7 @@ import { useJobs } from '../../api/hooks.ts';
 import { FilePicker } from '../../components/FilePicker.tsx';
 import { formatSize, messageOf, percent } from '../../format.ts';
 import { originalPath } from './restore-target.ts';
+import { ExistingPolicy } from '../../components/ExistingPolicy.tsx';
 
 export interface RestoreRequest {
   backupId: string;
@@ -108,27 +109,7 @@ export function RestoreDialog({ request, onClose }: { request: RestoreRequest; o
                 </code>
               )}
             </fieldset>
-            <fieldset>
-              <legend>If a file already exists there</legend>
-              <label className="inline">
-                <input
-                  type="radio"
-                  name="restore-existing"
-                  checked={existing === 'skip'}
-                  onChange={() => setExisting('skip')}
-                />{' '}
-                Keep it and report it
-              </label>
-              <label className="inline">
-                <input
-                  type="radio"
-                  name="restore-existing"
-                  checked={existing === 'overwrite'}
-                  onChange={() => setExisting('overwrite')}
-                />{' '}
-                Replace it with the backed-up version
-              </label>
-            </fieldset>
+            <ExistingPolicy name="restore-existing" value={existing} onChange={setExisting} />
           </>
         )}
         {job && (

@@ -3,6 +3,7 @@ import { FilePicker } from '../../components/FilePicker.tsx';
 import { nativeOpenDialog } from '../../components/native-dialog.ts';
 import { messageOf } from '../../format.ts';
 import type { WizardAction, WizardState } from './wizard-state.ts';
+import { ExistingPolicy } from '../../components/ExistingPolicy.tsx';
 
 /** Step 3: where to restore (typed, the native dialog in Electron, or the engine's browser) and what to do with files already there. */
 export function DestinationStep({
@@ -44,27 +45,11 @@ export function DestinationStep({
           {error}
         </p>
       )}
-      <fieldset>
-        <legend>If a file already exists there</legend>
-        <label className="inline">
-          <input
-            type="radio"
-            name="existing"
-            checked={s.existing === 'skip'}
-            onChange={() => dispatch({ t: 'existing', value: 'skip' })}
-          />{' '}
-          Keep it and report it
-        </label>
-        <label className="inline">
-          <input
-            type="radio"
-            name="existing"
-            checked={s.existing === 'overwrite'}
-            onChange={() => dispatch({ t: 'existing', value: 'overwrite' })}
-          />{' '}
-          Replace it with the backed-up version
-        </label>
-      </fieldset>
+      <ExistingPolicy
+        name="existing"
+        value={s.existing}
+        onChange={(value) => dispatch({ t: 'existing', value })}
+      />
       {browsing && (
         <FilePicker
           title="Choose the destination folder"
