@@ -3,6 +3,7 @@
  * icon that keeps Cairn running after the window closes, so that backup plans still start when due.
  * Everything else (engine, jobs, scheduler, validation) lives in modules that never import electron.
  */
+import '../shared/node/small-heap.ts';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import {

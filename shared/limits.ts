@@ -10,5 +10,8 @@ export const CHUNK_SIZE_MIN = 64 * KiB;
 export const CHUNK_SIZE_MAX = GiB;
 export const CHUNK_SIZE_DEFAULT = 8 * MiB;
 
-/** A restore's ranged GET stops growing at this size (workers keep one buffer of it per download slot). */
-export const RANGE_MAX = 8 * MiB;
+/**
+ * A restore's ranged GET stops growing at this size (workers keep one buffer of it per download slot). 4 MiB
+ * rather than 8: 32 MiB less peak RSS on a 100,000-file restore, and still ~500 GETs per 2 GiB of small files.
+ */
+export const RANGE_MAX = 4 * MiB;

@@ -1,3 +1,4 @@
+import '../small-heap.ts';
 import '../storage/quiet-sdk.ts';
 import { Command, CommanderError, Option } from 'commander';
 import { formatSize, parseSize, type PipelineSettings } from '../../settings.ts';

@@ -1,3 +1,4 @@
+import '../small-heap.ts';
 import '../storage/quiet-sdk.ts';
 import { AppService, toApiError } from '../app/service.ts';
 import { fastClock, systemClock } from '../app/scheduler.ts';
