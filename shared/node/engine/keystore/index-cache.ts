@@ -149,6 +149,42 @@ export class IndexCache {
     })();
   }
 
+  /**
+   * Forgets a target's index (packs, their blobs, loaded index files) before it is read again from the
+   * bucket; packs this machine stored and no index file describes yet stay when `keepStored` says so.
+   */
+  resetTarget(targetId: number, keepStored: (packHex: string, size: number) => boolean): void {
+    const stored = this.db
+      .prepare(`SELECT id, size FROM packs WHERE target_id = ? AND state = 'stored'`)
+      .all(targetId) as { id: Buffer; size: number }[];
+    const keep = stored.filter((p) => keepStored(p.id.toString('hex'), p.size));
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM index_files WHERE target_id = ?').run(targetId);
+      this.db.exec('CREATE TEMP TABLE IF NOT EXISTS keep_packs (id BLOB PRIMARY KEY)');
+      this.db.exec('DELETE FROM keep_packs');
+      const ins = this.db.prepare('INSERT INTO keep_packs (id) VALUES (?)');
+      for (const p of keep) ins.run(p.id);
+      this.db
+        .prepare(
+          'DELETE FROM blobs WHERE pack_id IN (SELECT id FROM packs WHERE target_id = ? AND id NOT IN (SELECT id FROM keep_packs))',
+        )
+        .run(targetId);
+      this.db
+        .prepare('DELETE FROM packs WHERE target_id = ? AND id NOT IN (SELECT id FROM keep_packs)')
+        .run(targetId);
+      this.db.exec('DELETE FROM keep_packs');
+    })();
+    this.packIds.clear();
+  }
+
+  /** Drops blobs found damaged (check --read-data): the next backup stores them again where it can. */
+  forgetBlobs(ids: readonly Uint8Array[]): void {
+    const st = this.db.prepare('DELETE FROM blobs WHERE id = ?');
+    this.db.transaction(() => {
+      for (const id of ids) st.run(id);
+    })();
+  }
+
   loadedIndexFiles(targetId: number): Set<string> {
     const rows = this.db.prepare('SELECT id FROM index_files WHERE target_id = ?').all(targetId) as {
       id: string;
