@@ -206,6 +206,8 @@ export class Engine {
       settings?: Partial<PipelineSettings>;
       forceRead?: boolean;
       exclude?: readonly string[];
+      /** How long to wait for a prune's exclusive lock (ms; default 10 minutes). */
+      lockWaitMs?: number;
     },
     listener: JobListener = {},
     control?: JobControl,
