@@ -47,7 +47,12 @@ describe('retention policy', () => {
     ];
     const r = applyPolicy(list, { hourly: 2, monthly: 2, yearly: 5 });
     const kept = Object.fromEntries(r.keep.map((k) => [k.snapshot.id, k.reasons]));
-    expect(kept).toEqual({ h3: ['hourly', 'monthly', 'yearly'], h2: ['hourly'], apr: ['monthly'], y25: ['yearly'] });
+    expect(kept).toEqual({
+      h3: ['hourly', 'monthly', 'yearly'],
+      h2: ['hourly'],
+      apr: ['monthly'],
+      y25: ['yearly'],
+    });
     expect(ids(r.remove)).toEqual(['h1']);
     // ISO week: 2026-01-01 is a Thursday (week 1); 2027-01-01 is a Friday (week 53 of 2026).
     expect(isoWeek(new Date(2026, 0, 1))).toBe('2026-W01');
@@ -68,15 +73,16 @@ describe('retention policy', () => {
       { ...snap('a-other', 2026, 1, 3, 12, 0, 'a'), sources: ['/other'], tags: ['x'] },
     ];
     const groups = applyPolicyGrouped(list, { last: 1 });
-    expect(groups.map((g) => [g.host, g.sources, ids(g.keep.map((k) => k.snapshot)), ids(g.remove)])).toEqual([
-      ['a', ['/data'], ['a2'], ['a1']],
-      ['a', ['/other'], ['a-other'], []],
-      ['b', ['/data'], ['b1'], []],
-    ]);
-    expect(list.filter((s) => matchesFilter(s, { hosts: ['a'], paths: ['/data'] })).map((s) => s.id)).toEqual([
-      'a1',
-      'a2',
-    ]);
+    expect(groups.map((g) => [g.host, g.sources, ids(g.keep.map((k) => k.snapshot)), ids(g.remove)])).toEqual(
+      [
+        ['a', ['/data'], ['a2'], ['a1']],
+        ['a', ['/other'], ['a-other'], []],
+        ['b', ['/data'], ['b1'], []],
+      ],
+    );
+    expect(list.filter((s) => matchesFilter(s, { hosts: ['a'], paths: ['/data'] })).map((s) => s.id)).toEqual(
+      ['a1', 'a2'],
+    );
     expect(list.filter((s) => matchesFilter(s, { tags: ['x'] })).map((s) => s.id)).toEqual(['a-other']);
     expect(policyIsEmpty({})).toBe(true);
     expect(policyIsEmpty({ last: 0, daily: 1 })).toBe(false);
