@@ -268,6 +268,7 @@ async function repack(
         } catch (err) {
           throw new Error(
             `Blob ${hex} in pack ${pack.id} on target "${t.name}" is damaged (${(err as Error).message}); nothing was deleted. Run "cairn check --read-data", then back up again.`,
+            { cause: err },
           );
         }
         let p = open.get(b.kind);
