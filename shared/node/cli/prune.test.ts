@@ -48,7 +48,10 @@ describe('forget and prune', () => {
         .map((id) => [id, ['last']]),
     );
     expect((await listKeys(s3, bucket, 'snapshots/')).map((k) => k.key).sort()).toEqual(
-      ids.slice(7).map((id) => `snapshots/${id}`).sort(),
+      ids
+        .slice(7)
+        .map((id) => `snapshots/${id}`)
+        .sort(),
     );
 
     // Without repacking, prune deletes exactly the packs that hold no blob the 3 snapshots need.
