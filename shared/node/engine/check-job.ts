@@ -146,7 +146,6 @@ async function readPack(
     problem({ kind: 'pack-header', blob: null, message: `pack ${packHex}: ${(err as Error).message}` });
   }
   const byOffset = new Map(header.map((e) => [e.offset, e]));
-  const damaged: Buffer[] = [];
   for (const b of indexed) {
     const h = byOffset.get(b.offset);
     const hex = b.id.toString('hex');
@@ -163,6 +162,11 @@ async function readPack(
         blob: hex,
         message: `pack ${packHex}: its header disagrees with the index about blob ${hex}`,
       });
+  }
+  // Every blob the header lists (or, when it is unreadable, the index places here) must authenticate.
+  const damaged: Buffer[] = [];
+  for (const b of header.length ? header : indexed) {
+    const hex = b.id.toString('hex');
     result.blobsRead++;
     try {
       if (b.offset + b.storedLength > body.length) throw new Error('beyond the end of the pack');
@@ -182,5 +186,6 @@ async function readPack(
       });
     }
   }
-  ks.index.forgetBlobs(damaged);
+  // Dropped only where the index places the blob in this pack: a good copy elsewhere stays.
+  ks.index.forgetBlobs(damaged.filter((id) => ks.index.lookup(id)?.packId.equals(packId)));
 }
