@@ -216,8 +216,9 @@ export class Repository {
     const present = new Set(listed);
     const rebuilt = [...loaded].some((id) => !present.has(id));
     if (rebuilt) {
+      const since = Date.now();
       const packs = await this.listPacks(t);
-      this.ks.index.resetTarget(t.id, (hex, size) => packs.get(hex) === size);
+      this.ks.index.resetTarget(t.id, (hex, size) => packs.get(hex) === size, since);
       loaded = new Set();
     }
     let indexFiles = 0;

@@ -153,11 +153,18 @@ export class IndexCache {
    * Forgets a target's index (packs, their blobs, loaded index files) before it is read again from the
    * bucket; packs this machine stored and no index file describes yet stay when `keepStored` says so.
    */
-  resetTarget(targetId: number, keepStored: (packHex: string, size: number) => boolean): void {
+  resetTarget(
+    targetId: number,
+    keepStored: (packHex: string, size: number) => boolean,
+    /** When the listing behind keepStored began: packs recorded since then are kept too. */
+    listedSince: number,
+  ): void {
     const stored = this.db
-      .prepare(`SELECT id, size FROM packs WHERE target_id = ? AND state = 'stored'`)
-      .all(targetId) as { id: Buffer; size: number }[];
-    const keep = stored.filter((p) => keepStored(p.id.toString('hex'), p.size));
+      .prepare(`SELECT id, size, created_at FROM packs WHERE target_id = ? AND state = 'stored'`)
+      .all(targetId) as { id: Buffer; size: number; created_at: number }[];
+    const keep = stored.filter(
+      (p) => p.created_at >= listedSince || keepStored(p.id.toString('hex'), p.size),
+    );
     this.db.transaction(() => {
       this.db.prepare('DELETE FROM index_files WHERE target_id = ?').run(targetId);
       this.db.exec('CREATE TEMP TABLE IF NOT EXISTS keep_packs (id BLOB PRIMARY KEY)');
