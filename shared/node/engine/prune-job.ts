@@ -24,6 +24,17 @@ export interface PruneListener extends JobListener {
   prune?(p: PruneProgress): void;
 }
 
+/** Largest ranged GET while repacking. */
+const MAX_RANGE = 4 << 20;
+
+/** `buf` with room for `more` bytes after `used` (grown to at least `hint` plus room for a trailer). */
+function reserve(buf: Buffer, used: number, more: number, hint = 0): Buffer {
+  if (used + more <= buf.length) return buf;
+  const grown = Buffer.allocUnsafe(Math.max(used + more, hint + (1 << 20), buf.length * 2));
+  buf.copy(grown, 0, 0, used);
+  return grown;
+}
+
 /** Packs per new index file (each also lists every index file it supersedes). */
 const PACKS_PER_INDEX = 512;
 
@@ -226,23 +237,32 @@ async function repack(
   const s = repo.storage(t);
   const packSize = ks.config.packSize;
   const written: IndexedPack[] = [];
-  const open = new Map<BlobKind, { parts: Buffer[]; entries: PackEntry[]; size: number }>();
+  // One growing buffer per open pack (no list of copies concatenated at the end: half the peak).
+  const open = new Map<BlobKind, { buf: Buffer; entries: PackEntry[]; size: number }>();
   const flush = async (kind: BlobKind) => {
     const p = open.get(kind);
     if (!p || p.entries.length === 0) return;
     open.delete(kind);
     const id = sodium.randomBytes(32);
-    const body = Buffer.concat([...p.parts, sealPackTrailer(sodium, ks.keys.metaSeal, id, p.entries)]);
-    await s.put(ObjectKey.pack(id.toString('hex')), body);
-    written.push({ id, size: body.length, blobs: p.entries });
+    const trailer = sealPackTrailer(sodium, ks.keys.metaSeal, id, p.entries);
+    const body = reserve(p.buf, p.size, trailer.length);
+    trailer.copy(body, p.size);
+    const size = p.size + trailer.length;
+    await s.put(ObjectKey.pack(id.toString('hex')), body.subarray(0, size));
+    written.push({ id, size, blobs: p.entries });
   };
   const seen = new Set<string>();
   let done = 0;
   for (const { pack, live } of plan.repack) {
     const sorted = [...live].sort((a, b) => a.offset - b.offset);
     for (let i = 0; i < sorted.length;) {
+      // A run of adjacent live blobs, one ranged GET of at most 4 MiB (or one larger blob).
       let j = i + 1;
-      while (j < sorted.length && sorted[j]!.offset === sorted[j - 1]!.offset + sorted[j - 1]!.storedLength)
+      while (
+        j < sorted.length &&
+        sorted[j]!.offset === sorted[j - 1]!.offset + sorted[j - 1]!.storedLength &&
+        sorted[j]!.offset + sorted[j]!.storedLength - sorted[i]!.offset <= MAX_RANGE
+      )
         j++;
       const first = sorted[i]!;
       const last = sorted[j - 1]!;
@@ -254,9 +274,7 @@ async function repack(
         const hex = b.id.toString('hex');
         if (seen.has(hex)) continue;
         seen.add(hex);
-        const sealed = Buffer.from(
-          bytes.subarray(b.offset - first.offset, b.offset - first.offset + b.storedLength),
-        );
+        const sealed = bytes.subarray(b.offset - first.offset, b.offset - first.offset + b.storedLength);
         try {
           openBlob(sodium, sealed, {
             sealKey: ks.keys.blobSeal,
@@ -272,9 +290,10 @@ async function repack(
           );
         }
         let p = open.get(b.kind);
-        if (!p) open.set(b.kind, (p = { parts: [], entries: [], size: 0 }));
+        if (!p) open.set(b.kind, (p = { buf: Buffer.allocUnsafe(0), entries: [], size: 0 }));
+        p.buf = reserve(p.buf, p.size, sealed.length, packSize);
+        sealed.copy(p.buf, p.size);
         p.entries.push({ ...b, offset: p.size });
-        p.parts.push(sealed);
         p.size += sealed.length;
         if (p.size >= packSize || p.entries.length >= MAX_BLOBS_PER_PACK) await flush(b.kind);
       }
