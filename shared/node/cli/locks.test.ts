@@ -68,9 +68,18 @@ describe('locks in the bucket', () => {
         ['00000000000000aa', true],
         ['00000000000000bb', true],
       ]);
+      const held = await engine.repo.lock(t, { kind: 'shared', operation: 'backup' });
       const removed = await cliJson<LockView[]>(['unlock'], cli);
       expect(removed.map((l) => l.id).sort()).toEqual(['00000000000000aa', '00000000000000bb']);
+      expect((await listKeys(s3, bucket, 'locks/')).map((k) => k.key)).toEqual([ObjectKey.lock(held.lockId)]);
+      // --all removes live locks too, with a warning.
+      const all = await runCli(['unlock', '--all'], cli);
+      expect(all.code).toBe(0);
+      expect(all.stderr).toMatch(/Warning: removing every lock/);
+      expect(all.stderr).toMatch(/Removed shared lock of backup on .+ \(process \d+\) from target "s3"/);
       expect(await listKeys(s3, bucket, 'locks/')).toEqual([]);
+      await expect(held.check()).rejects.toThrow(/removed by someone else/);
+      await held.release();
     } finally {
       engine.close();
     }

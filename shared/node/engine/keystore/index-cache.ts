@@ -150,8 +150,8 @@ export class IndexCache {
   }
 
   /**
-   * Forgets a target's index (packs, their blobs, loaded index files) before it is read again from the
-   * bucket; packs this machine stored and no index file describes yet stay when `keepStored` says so.
+   * Forgets a target's index (packs, their blobs; every target's loaded index files) before it is read
+   * again from the bucket; packs this machine stored and no index file describes yet stay when `keepStored` says so.
    */
   resetTarget(
     targetId: number,
@@ -166,7 +166,9 @@ export class IndexCache {
       (p) => p.created_at >= listedSince || keepStored(p.id.toString('hex'), p.size),
     );
     this.db.transaction(() => {
-      this.db.prepare('DELETE FROM index_files WHERE target_id = ?').run(targetId);
+      // Every target's index files are read again: a blob stored on two targets has one row, and the row
+      // dropped here may have been the only one another target's index file gave it.
+      this.db.prepare('DELETE FROM index_files').run();
       this.db.exec('CREATE TEMP TABLE IF NOT EXISTS keep_packs (id BLOB PRIMARY KEY)');
       this.db.exec('DELETE FROM keep_packs');
       const ins = this.db.prepare('INSERT INTO keep_packs (id) VALUES (?)');
