@@ -9,7 +9,7 @@ import {
 } from '../crypto/keys.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { blobId, openBlob } from '../format/blob-codec.ts';
-import { openIndexFile, sealIndexFile, type IndexedPack } from '../format/index-file.ts';
+import { openIndexFile, sealIndexFile, type IndexFile, type IndexedPack } from '../format/index-file.ts';
 import { openJson, sealJson } from '../format/json-object.ts';
 import { ObjectFormatError } from '../format/sealed-object.ts';
 import { openTarget, type TargetHandle } from '../storage/open-target.ts';
@@ -210,27 +210,39 @@ export class Repository {
       const id = o.key.slice(Prefix.index.length);
       if (/^[0-9a-f]{64}$/.test(id)) listed.push(id);
     }
-    // An index file this machine loaded is gone: a prune (here or elsewhere) replaced it and may have
-    // deleted packs. The target's index is rebuilt from the bucket's index files; packs this machine stored
-    // and no index describes yet are kept only while data/ still lists them.
+    // An index file this machine loaded is gone. When the bucket's index files supersede it, a prune (here
+    // or elsewhere) replaced it and may have deleted packs: the target's index is rebuilt from the bucket,
+    // dropping what no index file names. Otherwise the bucket lost it (or the target now points at another
+    // bucket): the packs it named are marked missing, to be reported and stored again. Packs this machine
+    // stored that no index file names yet are kept while data/ lists them.
     const present = new Set(listed);
-    const rebuilt = [...loaded].some((id) => !present.has(id));
+    const vanished = [...loaded].filter((id) => !present.has(id));
+    const opened = new Map<string, IndexFile>();
+    const openIndex = async (id: string) =>
+      openIndexFile(
+        this.sodium,
+        this.ks.keys.metaSeal,
+        Buffer.from(id, 'hex'),
+        await s.get(ObjectKey.index(id)),
+      );
+    const rebuilt = vanished.length > 0;
     if (rebuilt) {
+      for (const id of listed) opened.set(id, await openIndex(id));
+      const superseded = new Set(
+        [...opened.values()].flatMap((f) => f.supersedes.map((x) => x.toString('hex'))),
+      );
       const since = Date.now();
       const packs = await this.listPacks(t);
-      this.ks.index.resetTarget(t.id, (hex, size) => packs.get(hex) === size, since);
+      this.ks.index.resetTarget(t.id, (hex, size) => packs.get(hex) === size, since, {
+        drop: vanished.every((id) => superseded.has(id)),
+      });
       loaded = new Set();
     }
     let indexFiles = 0;
     for (const id of listed) {
       if (loaded.has(id)) continue;
-      const key = ObjectKey.index(id);
-      const file = openIndexFile(
-        this.sodium,
-        this.ks.keys.metaSeal,
-        Buffer.from(id, 'hex'),
-        await s.get(key),
-      );
+      const file = opened.get(id) ?? (await openIndex(id));
+      opened.delete(id);
       this.ks.index.addPacks(
         file.packs.map((p) => ({
           pack: {

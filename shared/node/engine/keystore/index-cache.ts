@@ -150,14 +150,17 @@ export class IndexCache {
   }
 
   /**
-   * Forgets a target's index (packs, their blobs; every target's loaded index files) before it is read
-   * again from the bucket; packs this machine stored and no index file describes yet stay when `keepStored` says so.
+   * Before a target's index is read again from the bucket: every target's loaded index files are
+   * forgotten (a blob stored on two targets has one row, which may be the one dropped here), and the
+   * target's packs are dropped with their blobs (`drop`: a prune replaced the index) or marked missing
+   * (the bucket lost index files: reported, and stored again). Packs this machine stored and no index
+   * file describes yet stay when `keepStored` says so or when recorded since `listedSince`.
    */
   resetTarget(
     targetId: number,
     keepStored: (packHex: string, size: number) => boolean,
-    /** When the listing behind keepStored began: packs recorded since then are kept too. */
     listedSince: number,
+    opts: { drop: boolean },
   ): void {
     const stored = this.db
       .prepare(`SELECT id, size, created_at FROM packs WHERE target_id = ? AND state = 'stored'`)
@@ -166,21 +169,20 @@ export class IndexCache {
       (p) => p.created_at >= listedSince || keepStored(p.id.toString('hex'), p.size),
     );
     this.db.transaction(() => {
-      // Every target's index files are read again: a blob stored on two targets has one row, and the row
-      // dropped here may have been the only one another target's index file gave it.
       this.db.prepare('DELETE FROM index_files').run();
       this.db.exec('CREATE TEMP TABLE IF NOT EXISTS keep_packs (id BLOB PRIMARY KEY)');
       this.db.exec('DELETE FROM keep_packs');
       const ins = this.db.prepare('INSERT INTO keep_packs (id) VALUES (?)');
       for (const p of keep) ins.run(p.id);
-      this.db
-        .prepare(
-          'DELETE FROM blobs WHERE pack_id IN (SELECT id FROM packs WHERE target_id = ? AND id NOT IN (SELECT id FROM keep_packs))',
-        )
-        .run(targetId);
-      this.db
-        .prepare('DELETE FROM packs WHERE target_id = ? AND id NOT IN (SELECT id FROM keep_packs)')
-        .run(targetId);
+      const others = 'target_id = ? AND id NOT IN (SELECT id FROM keep_packs)';
+      if (opts.drop) {
+        this.db
+          .prepare(`DELETE FROM blobs WHERE pack_id IN (SELECT id FROM packs WHERE ${others})`)
+          .run(targetId);
+        this.db.prepare(`DELETE FROM packs WHERE ${others}`).run(targetId);
+      } else {
+        this.db.prepare(`UPDATE packs SET state = 'missing' WHERE ${others}`).run(targetId);
+      }
       this.db.exec('DELETE FROM keep_packs');
     })();
     this.packIds.clear();
