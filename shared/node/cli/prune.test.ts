@@ -1,3 +1,4 @@
+import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ForgetResult, PruneResult } from '../../api/retention.ts';
@@ -113,5 +114,29 @@ describe('forget and prune', () => {
     expect(real.targets[0]!.packsDeleted).toBe(dry.targets[0]!.packsDeleted);
     expect(real.targets[0]!.packsRepacked).toBe(dry.targets[0]!.packsRepacked);
     expect(await fingerprint(s3, bucket, home)).not.toBe(forgotten);
+  });
+  it('with its index files lost, prune keeps the packs no index names (they hold blobs in use)', async () => {
+    const bucket = await s3.createBucket();
+    const { cli } = await initHomeWithTarget(s3, { bucket });
+    const src = path.join(tempDir(), 'lost-index');
+    const expected: Expected = new Map();
+    for (let i = 0; i < 2; i++) {
+      changeData(src, i);
+      await backupAndRecord(cli, src, expected);
+    }
+    const packs = await listKeys(s3, bucket, 'data/');
+    for (const { key } of await listKeys(s3, bucket, 'index/'))
+      await s3.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+    const r = await runCli(['--json', 'prune'], cli);
+    expect(r.code).toBe(0);
+    const result = JSON.parse(r.stdout) as PruneResult;
+    expect(result.targets[0]!.unindexedPacksDeleted).toBe(0);
+    expect(result.bytesFreed).toBe(0);
+    expect(await listKeys(s3, bucket, 'data/')).toEqual(packs);
+    const human = await runCli(['prune'], cli);
+    expect(human.stderr).toMatch(
+      /packs on target "s3" are in no index file, and \d+ blobs snapshots need are in no indexed pack: those packs are kept/,
+    );
+    expect(await listKeys(s3, bucket, 'data/')).toEqual(packs);
   });
 });

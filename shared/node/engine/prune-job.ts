@@ -81,7 +81,9 @@ export async function runPrune(
       { cache: !dryRun, progress: (n) => progress('mark', n, 0) },
     );
     const results: PruneTargetResult[] = [];
-    for (const t of targets) results.push(await pruneTarget(repo, t, used, locks.get(t.id)!, opts, progress));
+    const notice = (m: string) => listener.notice?.(m);
+    for (const t of targets)
+      results.push(await pruneTarget(repo, t, used, locks.get(t.id)!, opts, progress, notice));
     progress('done', 1, 1);
     return {
       dryRun,
@@ -103,6 +105,7 @@ async function pruneTarget(
   lock: RepoLock,
   opts: PruneOptions,
   progress: (phase: PruneProgress['phase'], done: number, total: number) => void,
+  notice: (message: string) => void,
 ): Promise<PruneTargetResult> {
   const s = repo.storage(t);
   const { sodium, ks } = repo;
@@ -135,17 +138,28 @@ async function pruneTarget(
   packs.clear();
   const sum = (xs: { size: number }[]) => xs.reduce((n, p) => n + p.size, 0);
   const bytesBefore = sum([...listed].map(([, size]) => ({ size })));
-  const doomed = [...plan.remove, ...plan.repack.map((r) => r.pack), ...plan.unindexed];
+  // Packs no index names may hold blobs in use that the index lacks (index files lost): kept then.
+  const unindexed = plan.usedNotHere ? [] : plan.unindexed;
+  if (plan.usedNotHere && plan.unindexed.length)
+    notice(
+      `${plan.unindexed.length} packs on target "${t.name}" are in no index file, and ${plan.usedNotHere} blobs snapshots need are in no indexed pack: those packs are kept. "cairn check" names the damaged snapshots.`,
+    );
+  if (plan.missing.length)
+    notice(
+      `${plan.missing.length} indexed packs are missing from target "${t.name}": they stay in the index; "cairn check" names the snapshots that need them.`,
+    );
+  const doomed = [...plan.remove, ...plan.repack.map((r) => r.pack), ...unindexed];
   const result: PruneTargetResult = {
     target: t.name,
     packs: listed.size,
     packsDeleted: plan.remove.length,
     packsRepacked: plan.repack.length,
     packsWritten: 0,
-    unindexedPacksDeleted: plan.unindexed.length,
-    unindexedBytes: sum(plan.unindexed),
+    unindexedPacksDeleted: unindexed.length,
+    unindexedBytes: sum(unindexed),
     missingPacks: plan.missing.length,
-    indexFilesRewritten: doomed.length || plan.missing.length ? oldIndex.length : 0,
+    // Whatever goes, the index is rewritten: other machines then drop it from their caches too.
+    indexFilesRewritten: doomed.length ? oldIndex.length : 0,
     indexFilesWritten: 0,
     bytesBefore,
     bytesAfter: bytesBefore - sum(doomed),
@@ -153,14 +167,7 @@ async function pruneTarget(
     bytesRepacked: plan.repackBytes,
     unusedBytesAfter: plan.unusedBytesAfter,
   };
-  if (opts.dryRun || result.indexFilesRewritten === 0) {
-    // Only unindexed packs (no index to rewrite) can still go.
-    if (!opts.dryRun && plan.unindexed.length) {
-      await lock.check();
-      await deletePacks(repo, t, plan.unindexed, progress);
-    }
-    return result;
-  }
+  if (opts.dryRun || doomed.length === 0) return result;
 
   lock.assertHeld();
   const written = await repack(repo, t, plan, (done) => progress('repack', done, plan.repack.length));
@@ -169,8 +176,13 @@ async function pruneTarget(
   result.bytesFreed -= sum(written);
   killPoint('repacked');
 
+  // Missing packs stay named: if the listing was wrong or they come back, nothing was forgotten.
   const remaining: IndexedPack[] = [
-    ...plan.keep.map((p) => ({ id: Buffer.from(p.id, 'hex'), size: p.size, blobs: p.blobs })),
+    ...[...plan.keep, ...plan.missing].map((p) => ({
+      id: Buffer.from(p.id, 'hex'),
+      size: p.size,
+      blobs: p.blobs,
+    })),
     ...written,
   ];
   const supersedes = oldIndex.map((id) => Buffer.from(id, 'hex'));

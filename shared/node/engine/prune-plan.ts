@@ -23,6 +23,8 @@ export interface PrunePlan {
   usedBytes: number;
   unusedBytesAfter: number;
   repackBytes: number;
+  /** Blobs in use that no present indexed pack of this target holds (lost, or on another target). */
+  usedNotHere: number;
 }
 
 /**
@@ -57,6 +59,7 @@ export function planPrune(
     usedBytes: 0,
     unusedBytesAfter: 0,
     repackBytes: 0,
+    usedNotHere: 0,
   };
   const indexed = new Set<string>();
   const owner = new Map<string, string>();
@@ -75,6 +78,7 @@ export function planPrune(
     }
   }
   for (const [id, size] of listed) if (!indexed.has(id)) plan.unindexed.push({ id, size });
+  for (const id of used) if (!owner.has(id)) plan.usedNotHere++;
 
   const partial: { pack: PlanPack; live: PackEntry[]; liveBytes: number; unused: number }[] = [];
   for (const p of present) {
