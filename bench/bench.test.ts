@@ -6,7 +6,18 @@ import { describe, expect, it } from 'vitest';
 import { tempDir } from '../test/support/fixtures.ts';
 
 const BENCH = fileURLToPath(new URL('../bin/bench.js', import.meta.url));
-const SUITES = ['cipher', 'hash', 'encrypt', 'upload', 'chunks', 'gaps', 'restore', 'memory', 'files'];
+const SUITES = [
+  'cipher',
+  'hash',
+  'encrypt',
+  'upload',
+  'chunks',
+  'gaps',
+  'restore',
+  'memory',
+  'files',
+  'prune',
+];
 
 // Asserts that the harness runs and writes well-formed results; speeds live in docs/PERFORMANCE.md.
 describe('npm run bench -- all --quick', () => {

@@ -11,13 +11,14 @@ import { filesSuite } from './suites/files.ts';
 import { hashSuite } from './suites/hash.ts';
 import { gapsSuite } from './suites/gaps.ts';
 import { memorySuite } from './suites/memory.ts';
+import { pruneSuite } from './suites/prune.ts';
 import { restoreSuite } from './suites/restore.ts';
 import { uploadSuite } from './suites/upload.ts';
 
 export interface BenchOptions {
   runs: number;
   quick: boolean;
-  /** files suite: how many files (default 10,000; 1,000 with --quick). */
+  /** files suite: how many files (default 10,000; 1,000 with --quick); prune suite: default 100,000. */
   files?: number;
 }
 
@@ -31,6 +32,7 @@ const suites: Record<string, (o: BenchOptions) => Promise<SuiteResult>> = {
   restore: restoreSuite,
   memory: memorySuite,
   files: filesSuite,
+  prune: pruneSuite,
 };
 
 const { positionals, values } = parseArgs({

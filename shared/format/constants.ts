@@ -12,6 +12,7 @@ export const Magic = {
   index: 'CRNI',
   snapshot: 'CRNS',
   config: 'CRNG',
+  lock: 'CRNL',
 } as const;
 
 export type BlobKind = 'data' | 'tree';
@@ -52,9 +53,16 @@ export const ObjectKey = {
   pack: (packIdHex: string) => `data/${packIdHex.slice(0, 2)}/${packIdHex}`,
   index: (indexIdHex: string) => `index/${indexIdHex}`,
   snapshot: (snapshotId: string) => `snapshots/${snapshotId}`,
+  lock: (lockId: string) => `locks/${lockId}`,
 } as const;
 
-export const Prefix = { keys: 'keys/', data: 'data/', index: 'index/', snapshots: 'snapshots/' } as const;
+export const Prefix = {
+  keys: 'keys/',
+  data: 'data/',
+  index: 'index/',
+  snapshots: 'snapshots/',
+  locks: 'locks/',
+} as const;
 
 const HEX64 = /^[0-9a-f]{64}$/;
 /** The pack id hex of a `data/xx/<64 hex>` key, or null for anything else. */

@@ -11,6 +11,7 @@ import { withEngine } from './session.ts';
 import { registerFindCommand } from './find-command.ts';
 import { registerKeyCommands } from './key-commands.ts';
 import { registerPlanCommands } from './plan-commands.ts';
+import { registerRetentionCommands } from './retention-commands.ts';
 import { registerTargetCommands } from './target-commands.ts';
 
 /** Thrown when a command ran but did not fully succeed; its report was already printed. */
@@ -75,6 +76,11 @@ registerTargetCommands(program, out);
 registerKeyCommands(program, out);
 registerPlanCommands(program, out, { size: sizeOption, int: intOption });
 registerFindCommand(program, out, { int: intOption });
+registerRetentionCommands(program, out, {
+  int: intOption,
+  size: sizeOption,
+  partial: (m) => new PartialFailure(m),
+});
 
 program
   .command('backup')
@@ -93,6 +99,12 @@ program
     ),
   )
   .option('--force-read', 'read every file, even those unchanged since the last snapshot')
+  .addOption(
+    new Option(
+      '--lock-wait <minutes>',
+      'wait this long for a running prune to finish (default 10)',
+    ).argParser(intOption('Minutes')),
+  )
   .option(
     '--exclude <glob>',
     'leave out files and folders that match (repeatable; "node_modules/", "*.tmp", "/build")',
@@ -109,6 +121,7 @@ program
           settings: pipelineOverrides(opts),
           forceRead: Boolean(opts.forceRead),
           exclude: opts.exclude,
+          lockWaitMs: opts.lockWait === undefined ? undefined : opts.lockWait * 60_000,
         },
         o.listener(),
       ),
@@ -229,28 +242,6 @@ program
     );
     if (r.problems.length)
       throw new PartialFailure(`Snapshot ${id} has ${r.problems.length} damaged or missing blobs.`);
-  });
-
-program
-  .command('check')
-  .description(
-    'check the repository against the bucket: every pack the index names exists, every snapshot is whole',
-  )
-  .action(async () => {
-    const o = out();
-    const r = await withEngine((e) => e.check());
-    for (const d of r.damaged) {
-      if (d.unreadable) o.info(`Snapshot ${d.snapshot}: its trees cannot be read (${d.unreadable})`);
-      for (const f of d.files.slice(0, 20)) o.info(`Snapshot ${d.snapshot}: ${f} needs a missing pack`);
-      if (d.files.length > 20) o.info(`Snapshot ${d.snapshot}: and ${d.files.length - 20} more files`);
-    }
-    o.result(
-      r,
-      r.missingPacks || r.damaged.length
-        ? `${r.missingPacks} of ${r.packs} packs are missing; ${r.damaged.length} of ${r.snapshots} snapshots are damaged. The next backup stores again what its sources still have.`
-        : `All ${r.packs} packs are present and all ${r.snapshots} snapshots are whole.`,
-    );
-    if (r.missingPacks || r.damaged.length) throw new PartialFailure('The repository is damaged.');
   });
 
 program

@@ -64,6 +64,8 @@ export async function runBackupJob(
     control?: JobControl;
     /** Records the job: called once the sources are proven readable, before anything is written. */
     begin?: () => void;
+    /** Called before the index and snapshot are written: throws when the job's lock was lost. */
+    beforeCommit?: () => Promise<void>;
   },
   listener: JobListener,
 ): Promise<BackupResult> {
@@ -133,6 +135,7 @@ export async function runBackupJob(
 
   const root = seal(walk.top.nodes);
   const saved = await trees.finish();
+  await job.beforeCommit?.();
   bytesUploaded += saved.bytes;
   packsWritten += saved.packs;
   bytesUploaded += await repo.writePendingIndex(target);

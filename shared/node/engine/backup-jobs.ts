@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { PipelineSettings } from '../../settings.ts';
+import { isProcessAlive, type RepoLock } from '../repository/locks.ts';
 import type { Repository } from '../repository/repository.ts';
 import { BackupFailedError, newId, runBackupJob, type BackupResult } from './backup-job.ts';
 import { SettingsError } from './engine-settings.ts';
@@ -24,7 +25,14 @@ export class BackupJobs {
 
   async start(
     sources: string[],
-    opts: { target: TargetRow; settings: PipelineSettings; forceRead?: boolean; exclude?: readonly string[] },
+    opts: {
+      target: TargetRow;
+      settings: PipelineSettings;
+      forceRead?: boolean;
+      exclude?: readonly string[];
+      /** How long to wait for a prune's exclusive lock (ms; default 10 minutes). */
+      lockWaitMs?: number;
+    },
     listener: JobListener,
     control?: JobControl,
   ): Promise<BackupResult> {
@@ -56,6 +64,7 @@ export class BackupJobs {
       },
       listener,
       () => begun,
+      opts.lockWaitMs,
     );
   }
 
@@ -111,17 +120,32 @@ export class BackupJobs {
     this.ks.jobs.discard(jobId);
   }
 
+  /**
+   * Runs a job under a shared lock on its target: beside other backups, forget and check, never beside a
+   * prune (it waits up to `lockWaitMs` for one to finish). The lock is proven held before the snapshot is
+   * written, so a snapshot never names blobs a prune that took over a stale lock may have deleted.
+   */
   private async run(
     job: Parameters<typeof runBackupJob>[1],
     listener: JobListener,
     recorded: () => boolean,
+    lockWaitMs = BACKUP_LOCK_WAIT_MS,
   ): Promise<BackupResult> {
     const run = accountRun(this.ks.jobs, job.jobId, listener, { resumed: !job.begin });
+    let lock: RepoLock | null = null;
     try {
-      return await runBackupJob(this.repo, job, run.listener);
+      lock = await this.repo.lock(job.target, {
+        kind: 'shared',
+        operation: job.begin ? 'backup' : 'resume',
+        waitMs: lockWaitMs,
+        onWait: (m) => listener.notice?.(m),
+      });
+      const held = lock;
+      return await runBackupJob(this.repo, { ...job, beforeCommit: () => held.check() }, run.listener);
     } catch (err) {
       throw recorded() ? this.failed(job.jobId, err) : err;
     } finally {
+      await lock?.release();
       run.end();
     }
   }
@@ -156,11 +180,7 @@ function checkExcludes(patterns: readonly string[]): string[] {
   return [...patterns];
 }
 
-export function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
+export { isProcessAlive };
+
+/** How long a backup waits for a prune's exclusive lock by default. */
+export const BACKUP_LOCK_WAIT_MS = 10 * 60_000;

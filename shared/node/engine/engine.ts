@@ -17,7 +17,11 @@ import type { TargetHandle } from '../storage/open-target.ts';
 import { newRepoConfig } from '../repository/config.ts';
 import { Repository, unlockFromTarget } from '../repository/repository.ts';
 import type { SnapshotDoc } from '../repository/snapshot.ts';
-import { checkRepository, type CheckResult } from './repository-check.ts';
+import { runCheck, type CheckOptions, type CheckResult } from './check-job.ts';
+import { runForget, type ForgetOptions } from './forget-job.ts';
+import { runPrune, type PruneListener, type PruneOptions } from './prune-job.ts';
+import { listLocks, removeLocks } from '../repository/locks.ts';
+import type { ForgetResult, LockView, PruneResult } from '../../api/retention.ts';
 import { KeyAdmin } from './key-admin.ts';
 import { PlanAdmin, PlanBusyError, type PlanInfo } from './plan-admin.ts';
 import { TargetAdmin } from './target-admin.ts';
@@ -36,7 +40,16 @@ import { runVerifyJob, type VerifyResult } from './verify-job.ts';
 import { defaultWorkerCount } from './worker-pool.ts';
 
 export { BackupFailedError, KeystoreError, SettingsError, defaultHome, keystorePath };
-export type { CheckResult, PlanInfo };
+export type {
+  CheckResult,
+  CheckOptions,
+  ForgetOptions,
+  ForgetResult,
+  PlanInfo,
+  PruneOptions,
+  PruneResult,
+  LockView,
+};
 export { PlanBusyError };
 export type { BackupResult, RestoreResult, VerifyResult, TargetRow, JobRow };
 
@@ -206,6 +219,8 @@ export class Engine {
       settings?: Partial<PipelineSettings>;
       forceRead?: boolean;
       exclude?: readonly string[];
+      /** How long to wait for a prune's exclusive lock (ms; default 10 minutes). */
+      lockWaitMs?: number;
     },
     listener: JobListener = {},
     control?: JobControl,
@@ -312,8 +327,39 @@ export class Engine {
     return runVerifyJob(this.repo, { snapshotId, settings: this.settings(), control }, listener);
   }
 
-  /** The repository's structure against the bucket (see repository-check.ts). */
-  check(): Promise<CheckResult> {
-    return checkRepository(this.repo, this.listSnapshots());
+  /** The repository against the bucket; with readData, the packs' contents too (see check-job.ts). */
+  async check(opts: CheckOptions = {}, listener: JobListener = {}): Promise<CheckResult> {
+    await this.refresh();
+    return runCheck(this.repo, this.listSnapshots(), opts, listener);
+  }
+
+  /** Removes snapshots by id or by a keep policy (see forget-job.ts); their data stays until prune. */
+  forget(opts: ForgetOptions, listener: JobListener = {}): Promise<ForgetResult> {
+    return runForget(this.repo, opts, listener);
+  }
+
+  /** Deletes and repacks what no snapshot needs, under an exclusive lock (see prune-job.ts). */
+  prune(opts: PruneOptions = {}, listener: PruneListener = {}): Promise<PruneResult> {
+    return runPrune(this.repo, opts, listener);
+  }
+
+  /** The locks in every target's locks/ (stale ones marked). */
+  async locks(): Promise<LockView[]> {
+    const out: LockView[] = [];
+    for (const t of this.ks.listTargets()) {
+      await this.repo.attach(t);
+      for (const l of await listLocks(this.repo.lockContext(t))) out.push({ ...l, target: t.name });
+    }
+    return out;
+  }
+
+  /** Removes stale locks, or every lock with `all` (only when no process holding one is still running). */
+  async unlock(opts: { all?: boolean } = {}): Promise<LockView[]> {
+    const out: LockView[] = [];
+    for (const t of this.ks.listTargets()) {
+      await this.repo.attach(t);
+      for (const l of await removeLocks(this.repo.lockContext(t), opts)) out.push({ ...l, target: t.name });
+    }
+    return out;
   }
 }

@@ -120,6 +120,10 @@ describe.each(['sodium-native', 'libsodium-wasm'] as const)('format v2 vectors w
       snap,
     );
 
+    expect(JSON.parse(open(s, 'CRNL', Buffer.from(v.lock.id), H(v.lock.object), meta).toString())).toEqual(
+      v.lock.value,
+    );
+
     const slot = v.keySlot.slot;
     const kek = s.pwhash(
       32,

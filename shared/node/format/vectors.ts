@@ -105,6 +105,15 @@ export function makeVectors(sodium: SodiumProvider) {
     blobId: 'blake3-keyed-256',
     cipher: 'xchacha20poly1305-ietf',
   };
+  const lockId = '0011223344556677';
+  const lock = {
+    host: 'vector-host',
+    pid: 4242,
+    kind: 'exclusive',
+    operation: 'prune',
+    createdAt: '2026-11-23T00:00:00.000Z',
+    refreshedAt: '2026-11-23T00:05:00.000Z',
+  };
   const snapshot = {
     version: 2,
     id: '0123456789ab',
@@ -171,6 +180,12 @@ export function makeVectors(sodium: SodiumProvider) {
       value: snapshot,
       nonce: hex(fill(24, 0xcd)),
       object: hex(sealJson(sodium, keys.metaSeal, Magic.snapshot, snapshot.id, snapshot, fill(24, 0xcd))),
+    },
+    lock: {
+      id: lockId,
+      value: lock,
+      nonce: hex(fill(24, 0xef)),
+      object: hex(sealJson(sodium, keys.metaSeal, Magic.lock, lockId, lock, fill(24, 0xef))),
     },
     keySlot: { passphrase: 'correct horse battery staple', slot },
     recovery: { bytes: hex(recoveryBytes), text: recoveryKey, slot: recoverySlot },

@@ -9,13 +9,14 @@ import {
 } from '../crypto/keys.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { blobId, openBlob } from '../format/blob-codec.ts';
-import { openIndexFile, sealIndexFile, type IndexedPack } from '../format/index-file.ts';
+import { openIndexFile, sealIndexFile, type IndexFile, type IndexedPack } from '../format/index-file.ts';
 import { openJson, sealJson } from '../format/json-object.ts';
 import { ObjectFormatError } from '../format/sealed-object.ts';
 import { openTarget, type TargetHandle } from '../storage/open-target.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
 import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
 import { openConfig, sealConfig, type RepoConfig } from './config.ts';
+import { RepoLock, type LockContext, type LockKind } from './locks.ts';
 import { parseSnapshotDoc, type SnapshotDoc } from './snapshot.ts';
 
 export class RepositoryError extends Error {
@@ -200,20 +201,48 @@ export class Repository {
    * are loaded; snapshots that vanished from the bucket are dropped. Cheap when nothing changed (two
    * listings).
    */
-  async refresh(t: TargetRow): Promise<{ snapshots: number; indexFiles: number }> {
+  async refresh(t: TargetRow): Promise<{ snapshots: number; indexFiles: number; rebuilt: boolean }> {
     await this.attach(t);
     const s = this.storage(t);
-    const loaded = this.ks.index.loadedIndexFiles(t.id);
-    let indexFiles = 0;
+    let loaded = this.ks.index.loadedIndexFiles(t.id);
+    const listed: string[] = [];
     for await (const o of s.list(Prefix.index)) {
       const id = o.key.slice(Prefix.index.length);
-      if (loaded.has(id) || !/^[0-9a-f]{64}$/.test(id)) continue;
-      const file = openIndexFile(
+      if (/^[0-9a-f]{64}$/.test(id)) listed.push(id);
+    }
+    // An index file this machine loaded is gone. When the bucket's index files supersede it, a prune (here
+    // or elsewhere) replaced it and may have deleted packs: the target's index is rebuilt from the bucket,
+    // dropping what no index file names. Otherwise the bucket lost it (or the target now points at another
+    // bucket): the packs it named are marked missing, to be reported and stored again. Packs this machine
+    // stored that no index file names yet are kept while data/ lists them.
+    const present = new Set(listed);
+    const vanished = [...loaded].filter((id) => !present.has(id));
+    const opened = new Map<string, IndexFile>();
+    const openIndex = async (id: string) =>
+      openIndexFile(
         this.sodium,
         this.ks.keys.metaSeal,
         Buffer.from(id, 'hex'),
-        await s.get(o.key),
+        await s.get(ObjectKey.index(id)),
       );
+    const rebuilt = vanished.length > 0;
+    if (rebuilt) {
+      for (const id of listed) opened.set(id, await openIndex(id));
+      const superseded = new Set(
+        [...opened.values()].flatMap((f) => f.supersedes.map((x) => x.toString('hex'))),
+      );
+      const since = Date.now();
+      const packs = await this.listPacks(t);
+      this.ks.index.resetTarget(t.id, (hex, size) => packs.get(hex) === size, since, {
+        drop: vanished.every((id) => superseded.has(id)),
+      });
+      loaded = new Set();
+    }
+    let indexFiles = 0;
+    for (const id of listed) {
+      if (loaded.has(id)) continue;
+      const file = opened.get(id) ?? (await openIndex(id));
+      opened.delete(id);
       this.ks.index.addPacks(
         file.packs.map((p) => ({
           pack: {
@@ -246,7 +275,7 @@ export class Repository {
       snapshots++;
     }
     this.ks.snapshots.remove([...known].filter((id) => !seen.has(id)));
-    return { snapshots, indexFiles };
+    return { snapshots, indexFiles, rebuilt };
   }
 
   /**
@@ -257,14 +286,9 @@ export class Repository {
     t: TargetRow,
     opts: { markListed?: boolean } = {},
   ): Promise<{ missing: number; present: number; listedAt: number }> {
-    const s = this.storage(t);
     const known = this.ks.index.packsOnTarget(t.id);
-    const listed = new Map<string, number>();
     const started = Date.now();
-    for await (const o of s.list(Prefix.data)) {
-      const id = packIdOfKey(o.key);
-      if (id) listed.set(id, o.size);
-    }
+    const listed = await this.listPacks(t);
     const changes: { id: Buffer; state: 'missing' | 'indexed' }[] = [];
     let missing = 0;
     for (const [hex, p] of known) {
@@ -277,6 +301,29 @@ export class Repository {
     // A backup marks the listing only once it has begun, so one that fails its checks changes nothing.
     if (opts.markListed !== false) this.ks.markListed(t.id, started);
     return { missing, present: known.size - missing, listedAt: started };
+  }
+
+  /** Every pack object in data/ with its size. */
+  async listPacks(t: TargetRow): Promise<Map<string, number>> {
+    const listed = new Map<string, number>();
+    for await (const o of this.storage(t).list(Prefix.data)) {
+      const id = packIdOfKey(o.key);
+      if (id) listed.set(id, o.size);
+    }
+    return listed;
+  }
+
+  lockContext(t: TargetRow): LockContext {
+    return { storage: this.storage(t), sodium: this.sodium, metaKey: this.ks.keys.metaSeal };
+  }
+
+  /** Takes a lock on a target (see locks.ts); the caller releases it in a finally block. */
+  async lock(
+    t: TargetRow,
+    opts: { kind: LockKind; operation: string; waitMs?: number; onWait?: (message: string) => void },
+  ): Promise<RepoLock> {
+    await this.attach(t);
+    return RepoLock.acquire(this.lockContext(t), { ...opts, label: t.name });
   }
 
   /** Writes one index file describing `packs` (all on `t`), then marks them indexed. */
@@ -306,7 +353,7 @@ export class Repository {
   }
 
   /** A tree blob's plaintext, from the local cache or the bucket (authenticated, then cached). */
-  async loadTree(idHex: string): Promise<Buffer> {
+  async loadTree(idHex: string, opts: { cache?: boolean } = {}): Promise<Buffer> {
     const id = Buffer.from(idHex, 'hex');
     const cached = this.ks.index.getTree(id);
     if (cached) return cached;
@@ -327,7 +374,7 @@ export class Repository {
       id,
       length: loc.plainLength,
     });
-    this.ks.index.putTree(id, plain);
+    if (opts.cache !== false) this.ks.index.putTree(id, plain);
     return plain;
   }
 

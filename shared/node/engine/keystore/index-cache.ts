@@ -149,6 +149,53 @@ export class IndexCache {
     })();
   }
 
+  /**
+   * Before a target's index is read again from the bucket: every target's loaded index files are
+   * forgotten (a blob stored on two targets has one row, which may be the one dropped here), and the
+   * target's packs are dropped with their blobs (`drop`: a prune replaced the index) or marked missing
+   * (the bucket lost index files: reported, and stored again). Packs this machine stored and no index
+   * file describes yet stay when `keepStored` says so or when recorded since `listedSince`.
+   */
+  resetTarget(
+    targetId: number,
+    keepStored: (packHex: string, size: number) => boolean,
+    listedSince: number,
+    opts: { drop: boolean },
+  ): void {
+    const stored = this.db
+      .prepare(`SELECT id, size, created_at FROM packs WHERE target_id = ? AND state = 'stored'`)
+      .all(targetId) as { id: Buffer; size: number; created_at: number }[];
+    const keep = stored.filter(
+      (p) => p.created_at >= listedSince || keepStored(p.id.toString('hex'), p.size),
+    );
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM index_files').run();
+      this.db.exec('CREATE TEMP TABLE IF NOT EXISTS keep_packs (id BLOB PRIMARY KEY)');
+      this.db.exec('DELETE FROM keep_packs');
+      const ins = this.db.prepare('INSERT INTO keep_packs (id) VALUES (?)');
+      for (const p of keep) ins.run(p.id);
+      const others = 'target_id = ? AND id NOT IN (SELECT id FROM keep_packs)';
+      if (opts.drop) {
+        this.db
+          .prepare(`DELETE FROM blobs WHERE pack_id IN (SELECT id FROM packs WHERE ${others})`)
+          .run(targetId);
+        this.db.prepare(`DELETE FROM packs WHERE ${others}`).run(targetId);
+      } else {
+        this.db.prepare(`UPDATE packs SET state = 'missing' WHERE ${others}`).run(targetId);
+      }
+      this.db.exec('DELETE FROM keep_packs');
+    })();
+    this.packIds.clear();
+  }
+
+  /** Drops blobs found damaged (check --read-data): the next backup stores them again where it can. */
+  forgetBlobs(ids: readonly Uint8Array[]): void {
+    const st = this.db.prepare('DELETE FROM blobs WHERE id = ?');
+    this.db.transaction(() => {
+      for (const id of ids) st.run(id);
+    })();
+  }
+
   loadedIndexFiles(targetId: number): Set<string> {
     const rows = this.db.prepare('SELECT id FROM index_files WHERE target_id = ?').all(targetId) as {
       id: string;

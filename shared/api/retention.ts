@@ -1,0 +1,94 @@
+/**
+ * Results of the retention operations (forget, prune, check, unlock) as the engine returns them and the
+ * CLI prints them with --json; the app will show the same. Browser-safe.
+ */
+
+export type KeepReason = 'last' | 'hourly' | 'daily' | 'weekly' | 'monthly' | 'yearly' | 'named';
+
+export interface ForgetGroupView {
+  host: string;
+  sources: string[];
+  keep: { id: string; time: string; reasons: KeepReason[] }[];
+  remove: { id: string; time: string }[];
+}
+
+export interface ForgetResult {
+  dryRun: boolean;
+  groups: ForgetGroupView[];
+  /** Snapshot ids removed (or that would be, with dryRun). */
+  removed: string[];
+}
+
+export type PrunePhase =
+  'index' | 'mark' | 'repack' | 'write-index' | 'delete-index' | 'delete-packs' | 'done';
+
+export interface PruneProgress {
+  phase: PrunePhase;
+  done: number;
+  total: number;
+}
+
+export interface PruneTargetResult {
+  target: string;
+  packs: number;
+  /** Packs no live blob needs: deleted. */
+  packsDeleted: number;
+  /** Partly used packs whose live blobs were copied into new packs, then deleted. */
+  packsRepacked: number;
+  packsWritten: number;
+  /** Packs in data/ no index file names (uploads of interrupted backups): deleted. */
+  unindexedPacksDeleted: number;
+  unindexedBytes: number;
+  /** Indexed packs absent from data/: left out of the new index. */
+  missingPacks: number;
+  indexFilesRewritten: number;
+  indexFilesWritten: number;
+  bytesBefore: number;
+  bytesAfter: number;
+  bytesFreed: number;
+  bytesRepacked: number;
+  /** Bytes of blobs no snapshot needs that stay (in packs kept within --max-unused). */
+  unusedBytesAfter: number;
+}
+
+export interface PruneResult {
+  dryRun: boolean;
+  snapshots: number;
+  usedBlobs: number;
+  targets: PruneTargetResult[];
+  bytesFreed: number;
+  durationMs: number;
+}
+
+export interface CheckProblem {
+  kind: 'missing-pack' | 'pack-size' | 'damaged-blob' | 'unindexed-blob' | 'pack-header' | 'unreadable-tree';
+  target: string | null;
+  pack: string | null;
+  blob: string | null;
+  message: string;
+}
+
+export interface CheckResult {
+  packs: number;
+  missingPacks: number;
+  snapshots: number;
+  /** Packs downloaded and authenticated (--read-data / --read-data-subset). */
+  packsRead: number;
+  bytesRead: number;
+  blobsRead: number;
+  problems: CheckProblem[];
+  /** Snapshots that cannot be fully restored: the files whose blobs are gone, or why its trees cannot be read. */
+  damaged: { snapshot: string; files: string[]; unreadable: string | null }[];
+}
+
+export interface LockView {
+  target: string;
+  id: string;
+  host: string;
+  pid: number;
+  kind: 'shared' | 'exclusive';
+  operation: string;
+  createdAt: string;
+  refreshedAt: string;
+  stale: boolean;
+}

@@ -1,0 +1,73 @@
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CheckResult } from '../../api/retention.ts';
+import { cliJson, runCli } from '../../../test/support/cli.ts';
+import { initHomeWithTarget, listKeys } from '../../../test/support/cairn-env.ts';
+import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
+import { backupAndRecord, expectRestores, type Expected } from '../../../test/support/retention.ts';
+import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
+
+let s3: S3Server;
+beforeAll(async () => {
+  s3 = await startVersitygw();
+});
+afterAll(async () => {
+  await s3?.stop();
+});
+
+describe('check --read-data', () => {
+  it('names a damaged blob with its snapshot and file; the next backup stores it again', async () => {
+    const bucket = await s3.createBucket();
+    const { cli } = await initHomeWithTarget(s3, { bucket });
+    const src = path.join(tempDir(), 'precious');
+    writeRandomFile(path.join(src, 'one.bin'), 200_000);
+    writeRandomFile(path.join(src, 'two.bin'), 300_000);
+    const expected: Expected = new Map();
+    const first = await backupAndRecord(cli, src, expected, ['--chunk-size', '1MiB']);
+    expect((await runCli(['check', '--read-data'], cli)).code).toBe(0);
+
+    // Flip one byte inside the first blob of the (largest) data pack: same size, so only reading finds it.
+    const packs = await listKeys(s3, bucket, 'data/');
+    const data = packs.reduce((a, b) => (b.size > a.size ? b : a));
+    const res = await s3.client.send(new GetObjectCommand({ Bucket: bucket, Key: data.key }));
+    const body = Buffer.from(await res.Body!.transformToByteArray());
+    body[100] = body[100]! ^ 0xff;
+    await s3.client.send(new PutObjectCommand({ Bucket: bucket, Key: data.key, Body: body }));
+
+    expect((await runCli(['check'], cli)).code).toBe(0); // the structure is fine
+    const subset = await runCli(['--json', 'check', '--read-data-subset', '100%'], cli);
+    expect(subset.code).toBe(1);
+    // The report, then (as for every partial failure with --json) a line {"error": …}.
+    const r = JSON.parse(subset.stdout.slice(0, subset.stdout.lastIndexOf('{"error"'))) as CheckResult;
+    expect(r.packsRead).toBe(packs.length);
+    expect(r.problems.map((p) => p.kind)).toEqual(['damaged-blob']);
+    expect(r.problems[0]!.pack).toBe(data.key.split('/')[2]);
+    expect(r.damaged).toHaveLength(1);
+    expect(r.damaged[0]!.snapshot).toBe(first);
+    expect(r.damaged[0]!.files).toHaveLength(1);
+    const file = r.damaged[0]!.files[0]!;
+    expect(file).toMatch(/^precious\/(one|two)\.bin$/);
+
+    const human = await runCli(['check', '--read-data'], cli);
+    expect(human.code).toBe(1);
+    expect(human.stderr).toMatch(new RegExp(`Snapshot ${first}: ${file} needs a missing pack or blob`));
+    expect(human.stderr).toMatch(/Problem: blob [0-9a-f]{64} in pack [0-9a-f]{64}: /);
+
+    // The damaged blob is no longer trusted: the next backup reads the file again and stores it.
+    const second = await backupAndRecord(cli, src, expected, ['--chunk-size', '1MiB']);
+    await expectRestores(cli, expected, [second]);
+    // Both snapshots are whole again (the blob has a good copy), and the first restores.
+    const after = await cliJson<CheckResult>(['check'], cli);
+    expect(after.damaged).toEqual([]);
+    const restoreFirst = await runCli(['restore', first, '--to', tempDir()], cli);
+    expect(restoreFirst.stderr).toBe('');
+    expect(restoreFirst.code).toBe(0);
+    // Reading the packs still finds the damaged copy, but no snapshot needs it any more.
+    const reread = await runCli(['--json', 'check', '--read-data'], cli);
+    expect(reread.code).toBe(1);
+    const rr = JSON.parse(reread.stdout.slice(0, reread.stdout.lastIndexOf('{"error"'))) as CheckResult;
+    expect(rr.problems.map((p) => [p.kind, p.blob])).toEqual([['damaged-blob', r.problems[0]!.blob]]);
+    expect(rr.damaged).toEqual([]);
+  });
+});

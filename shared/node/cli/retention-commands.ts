@@ -1,0 +1,197 @@
+import { Option, type Command } from 'commander';
+import type { PruneProgress } from '../../api/retention.ts';
+import { formatSize, parseSize } from '../../settings.ts';
+import type { KeepPolicy } from '../engine/retention-policy.ts';
+import type { Output } from './output.ts';
+import { withEngine } from './session.ts';
+
+type Parsers = {
+  int: (name: string) => (v: string) => number;
+  size: (v: string) => number;
+  partial: (message: string) => Error;
+};
+
+/** "5%", "unlimited", or a size ("200MiB"). */
+function maxUnusedOption(v: string): { percent: number } | { bytes: number } {
+  if (v === 'unlimited') return { percent: 100 };
+  const m = /^(\d+(?:\.\d+)?)%$/.exec(v);
+  if (m) return { percent: Number(m[1]) };
+  const n = parseSize(v);
+  if (!Number.isNaN(n)) return { bytes: n };
+  throw new Error(`--max-unused "${v}" is not a percentage, a size or "unlimited" (examples: 5%, 1GiB).`);
+}
+
+const PHASES: Record<PruneProgress['phase'], string> = {
+  index: 'reading the index',
+  mark: 'finding the blobs snapshots need',
+  repack: 'repacking',
+  'write-index': 'writing the new index',
+  'delete-index': 'deleting old index files',
+  'delete-packs': 'deleting packs',
+  done: 'done',
+};
+
+export function registerRetentionCommands(program: Command, out: () => Output, p: Parsers): void {
+  const collect = (v: string, acc: string[]) => [...acc, v];
+  const keep = (name: string) =>
+    new Option(
+      `--keep-${name} <n>`,
+      `keep the newest snapshot of each of the last n ${name === 'last' ? 'snapshots' : name.replace('ly', '').replace('dai', 'day') + 's'}`,
+    ).argParser(p.int('Count'));
+  program
+    .command('forget')
+    .description(
+      'remove snapshots, by id or by a keep policy over each host and set of sources (the data stays until "cairn prune")',
+    )
+    .argument('[snapshot-id...]')
+    .addOption(keep('last'))
+    .addOption(keep('hourly'))
+    .addOption(keep('daily'))
+    .addOption(keep('weekly'))
+    .addOption(keep('monthly'))
+    .addOption(keep('yearly'))
+    .option('--host <host>', 'only snapshots of this host (repeatable)', collect, [] as string[])
+    .option('--path <path>', 'only snapshots with this source (repeatable)', collect, [] as string[])
+    .option('--tag <tag>', 'only snapshots with this tag (repeatable)', collect, [] as string[])
+    .option('--dry-run', 'show what would be removed; remove nothing')
+    .action(async (ids: string[], opts) => {
+      const o = out();
+      const policy: KeepPolicy = {
+        last: opts.keepLast,
+        hourly: opts.keepHourly,
+        daily: opts.keepDaily,
+        weekly: opts.keepWeekly,
+        monthly: opts.keepMonthly,
+        yearly: opts.keepYearly,
+      };
+      const r = await withEngine((e) =>
+        e.forget(
+          { ids, policy, hosts: opts.host, paths: opts.path, tags: opts.tag, dryRun: Boolean(opts.dryRun) },
+          o.listener(),
+        ),
+      );
+      const lines: string[] = [];
+      for (const g of r.groups) {
+        if (g.host) lines.push(`${g.host} ${g.sources.join(' ')}:`);
+        for (const k of g.keep) lines.push(`  keep   ${k.id}  ${k.time}  (${k.reasons.join(', ')})`);
+        for (const x of g.remove) lines.push(`  remove ${x.id}  ${x.time}`);
+      }
+      lines.push(
+        r.dryRun
+          ? `Would remove ${r.removed.length} snapshots (dry run: nothing was changed).`
+          : `Removed ${r.removed.length} snapshots. "cairn prune" deletes the data only they needed.`,
+      );
+      o.result(r, lines.join('\n'));
+    });
+
+  program
+    .command('prune')
+    .description('delete data no snapshot needs and repack partly used packs (locks the repository)')
+    .option('--dry-run', 'show what would be deleted; change nothing')
+    .addOption(
+      new Option('--max-unused <limit>', 'unused space to tolerate: a percentage, a size or "unlimited"')
+        .argParser(maxUnusedOption)
+        .default({ percent: 5 }, '5%'),
+    )
+    .addOption(
+      new Option('--max-repack-size <size>', 'copy at most this many bytes into new packs').argParser(p.size),
+    )
+    .addOption(
+      new Option('--wait <minutes>', 'wait this long for backups to release the repository').argParser(
+        p.int('Minutes'),
+      ),
+    )
+    .action(async (opts) => {
+      const o = out();
+      const tty = !o.json && process.stderr.isTTY === true;
+      let last = '';
+      const r = await withEngine((e) =>
+        e.prune(
+          {
+            dryRun: Boolean(opts.dryRun),
+            maxUnused: opts.maxUnused,
+            maxRepackBytes: opts.maxRepackSize,
+            lockWaitMs: opts.wait === undefined ? 0 : opts.wait * 60_000,
+          },
+          {
+            ...o.listener(),
+            prune: (f) => {
+              if (!tty) return;
+              const line = `Prune: ${PHASES[f.phase]}${f.total ? ` ${f.done}/${f.total}` : f.done ? ` ${f.done}` : ''}`;
+              if (line !== last) process.stderr.write('\r\x1b[2K' + line);
+              last = line;
+            },
+          },
+        ),
+      );
+      if (tty) process.stderr.write('\r\x1b[2K');
+      const lines = r.targets.map(
+        (t) =>
+          `Target "${t.target}": ${t.packsDeleted} packs deleted, ${t.packsRepacked} repacked into ${t.packsWritten}, ${t.unindexedPacksDeleted} unindexed packs (uploads of interrupted backups, ${formatSize(t.unindexedBytes)}) deleted, ${t.indexFilesRewritten} index files rewritten; ${formatSize(t.bytesBefore)} → ${formatSize(t.bytesAfter)}, ${formatSize(t.unusedBytesAfter)} unused left${t.missingPacks ? `; ${t.missingPacks} indexed packs were missing` : ''}.`,
+      );
+      lines.push(
+        `${r.dryRun ? 'Would free' : 'Freed'} ${formatSize(r.bytesFreed)} in ${(r.durationMs / 1000).toFixed(1)} s (${r.snapshots} snapshots, ${r.usedBlobs} blobs in use)${r.dryRun ? '; dry run: nothing was changed' : ''}.`,
+      );
+      o.result(r, lines.join('\n'));
+    });
+
+  program
+    .command('check')
+    .description(
+      'check the repository against the bucket: every pack the index names exists, every snapshot is whole; --read-data reads the packs too',
+    )
+    .option('--read-data', 'download every pack and authenticate every blob')
+    .addOption(
+      new Option('--read-data-subset <n%>', 'download this share of the packs, chosen at random').argParser(
+        (v) => {
+          const m = /^(\d+(?:\.\d+)?)%?$/.exec(v);
+          if (!m || Number(m[1]) <= 0 || Number(m[1]) > 100)
+            throw new Error(`"${v}" is not a percentage (1% to 100%).`);
+          return Number(m[1]);
+        },
+      ),
+    )
+    .action(async (opts) => {
+      const o = out();
+      const r = await withEngine((e) =>
+        e.check({ readData: Boolean(opts.readData), readDataSubset: opts.readDataSubset }, o.listener()),
+      );
+      for (const pr of r.problems.filter((x) => x.kind !== 'missing-pack').slice(0, 50))
+        o.info(`Problem: ${pr.message}`);
+      for (const d of r.damaged) {
+        if (d.unreadable) o.info(`Snapshot ${d.snapshot}: its trees cannot be read (${d.unreadable})`);
+        for (const f of d.files.slice(0, 20))
+          o.info(`Snapshot ${d.snapshot}: ${f} needs a missing pack or blob`);
+        if (d.files.length > 20) o.info(`Snapshot ${d.snapshot}: and ${d.files.length - 20} more files`);
+      }
+      const read = r.packsRead
+        ? `; read ${r.packsRead} packs (${formatSize(r.bytesRead)}, ${r.blobsRead} blobs)`
+        : '';
+      const bad = r.problems.length > 0 || r.damaged.length > 0;
+      o.result(
+        r,
+        bad
+          ? `${r.missingPacks} of ${r.packs} packs are missing; ${r.damaged.length} of ${r.snapshots} snapshots are damaged; ${r.problems.length} problems${read}. The next backup stores again what its sources still have.`
+          : `All ${r.packs} packs are present and all ${r.snapshots} snapshots are whole${read}.`,
+      );
+      if (bad) throw p.partial('The repository is damaged.');
+    });
+
+  program
+    .command('unlock')
+    .description('remove stale locks (left by processes that were killed or machines that went away)')
+    .option('--all', 'remove every lock, also those of running backups or prunes (dangerous)')
+    .action(async (opts) => {
+      const o = out();
+      if (opts.all)
+        o.info(
+          'Warning: removing every lock. A backup or prune still running elsewhere is no longer protected; it stops when it notices.',
+        );
+      const removed = await withEngine((e) => e.unlock({ all: Boolean(opts.all) }));
+      for (const l of removed)
+        o.info(
+          `Removed ${l.stale ? 'stale ' : ''}${l.kind} lock of ${l.operation} on ${l.host} (process ${l.pid}) from target "${l.target}".`,
+        );
+      o.result(removed, `Removed ${removed.length} lock${removed.length === 1 ? '' : 's'}.`);
+    });
+}

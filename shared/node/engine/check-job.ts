@@ -1,0 +1,191 @@
+import { ObjectKey } from '../../format/constants.ts';
+import type { CheckProblem, CheckResult } from '../../api/retention.ts';
+import { openBlob } from '../format/blob-codec.ts';
+import { openPackTrailer, type PackEntry } from '../format/pack.ts';
+import type { RepoLock } from '../repository/locks.ts';
+import type { Repository } from '../repository/repository.ts';
+import type { SnapshotDoc } from '../repository/snapshot.ts';
+import type { JobListener } from './job-events.ts';
+import type { TargetRow } from './keystore/keystore.ts';
+import { walkSnapshot } from './snapshot-tree.ts';
+
+export type { CheckResult };
+
+export interface CheckOptions {
+  /** Download every pack and authenticate every blob. */
+  readData?: boolean;
+  /** Download this percentage of the packs (chosen at random), as readData does for all. */
+  readDataSubset?: number;
+  lockWaitMs?: number;
+}
+
+/**
+ * The repository against the bucket, under a shared lock: loads what other machines wrote, lists every
+ * target's packs (an indexed pack that is absent, or of another size, is marked missing), optionally reads
+ * packs back (header against the index, every blob authenticated; damaged blobs are dropped from the local
+ * index), then names the snapshots and files that need what is gone. What was marked missing or dropped is
+ * stored again by the next backup whose sources still have it.
+ */
+export async function runCheck(
+  repo: Repository,
+  snapshots: SnapshotDoc[],
+  opts: CheckOptions = {},
+  listener: JobListener = {},
+): Promise<CheckResult> {
+  const ks = repo.ks;
+  const result: CheckResult = {
+    packs: 0,
+    missingPacks: 0,
+    snapshots: 0,
+    packsRead: 0,
+    bytesRead: 0,
+    blobsRead: 0,
+    problems: [],
+    damaged: [],
+  };
+  const locks: RepoLock[] = [];
+  try {
+    for (const t of ks.listTargets()) {
+      locks.push(
+        await repo.lock(t, {
+          kind: 'shared',
+          operation: 'check',
+          waitMs: opts.lockWaitMs ?? 60_000,
+          onWait: (m) => listener.notice?.(m),
+        }),
+      );
+      await repo.refresh(t);
+      const r = await repo.reconcilePacks(t);
+      result.packs += r.present + r.missing;
+      result.missingPacks += r.missing;
+      const packs = ks.index.packsOnTarget(t.id);
+      for (const [id, p] of packs)
+        if (p.state === 'missing')
+          result.problems.push({
+            kind: 'missing-pack',
+            target: t.name,
+            pack: id,
+            blob: null,
+            message: `pack ${id} is missing from target "${t.name}" (or has another size than the index says)`,
+          });
+      const share = opts.readData ? 100 : (opts.readDataSubset ?? 0);
+      if (share > 0) {
+        const present = [...packs].filter(([, p]) => p.state !== 'missing');
+        const chosen =
+          share >= 100 ? present : shuffle(present).slice(0, Math.ceil((present.length * share) / 100));
+        let done = 0;
+        for (const [id, p] of chosen) {
+          await readPack(repo, t, id, p.size, result);
+          listener.files?.(++done, chosen.length);
+        }
+      }
+    }
+    for (const s of snapshots) {
+      result.snapshots++;
+      const files: string[] = [];
+      let unreadable: string | null = null;
+      try {
+        if (!ks.index.has(Buffer.from(s.tree, 'hex'))) files.push('/ (root folder)');
+        for await (const { path, node } of walkSnapshot(repo, s.tree)) {
+          if (node.type === 'dir' && node.subtree && !ks.index.has(Buffer.from(node.subtree, 'hex')))
+            files.push(`${path}/`);
+          else if ((node.content ?? []).some((h) => !ks.index.has(Buffer.from(h, 'hex')))) files.push(path);
+        }
+      } catch (err) {
+        unreadable = (err as Error).message;
+      }
+      if (files.length || unreadable) result.damaged.push({ snapshot: s.id, files, unreadable });
+      if (unreadable)
+        result.problems.push({
+          kind: 'unreadable-tree',
+          target: null,
+          pack: null,
+          blob: null,
+          message: unreadable,
+        });
+    }
+  } finally {
+    for (const l of locks) await l.release();
+  }
+  return result;
+}
+
+function shuffle<T>(xs: T[]): T[] {
+  for (let i = xs.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [xs[i], xs[j]] = [xs[j]!, xs[i]!];
+  }
+  return xs;
+}
+
+/**
+ * Downloads one pack: its header must open and list, at the same offsets, the blobs the index places in
+ * it; every blob must authenticate and hash to its id. Damaged blobs leave the local index.
+ */
+async function readPack(
+  repo: Repository,
+  t: TargetRow,
+  packHex: string,
+  size: number,
+  result: CheckResult,
+): Promise<void> {
+  const { sodium, ks } = repo;
+  const packId = Buffer.from(packHex, 'hex');
+  const indexed = ks.index.blobsOfPack(packId);
+  const problem = (p: Omit<CheckProblem, 'target' | 'pack'>) =>
+    result.problems.push({ ...p, target: t.name, pack: packHex });
+  const body = await repo.storage(t).get(ObjectKey.pack(packHex));
+  result.packsRead++;
+  result.bytesRead += body.length;
+  let header: PackEntry[] = [];
+  try {
+    const r = openPackTrailer(sodium, ks.keys.metaSeal, packId, body.length, body);
+    if ('need' in r) throw new Error('header longer than the pack');
+    header = r.entries;
+  } catch (err) {
+    problem({ kind: 'pack-header', blob: null, message: `pack ${packHex}: ${(err as Error).message}` });
+  }
+  const byOffset = new Map(header.map((e) => [e.offset, e]));
+  for (const b of indexed) {
+    const h = byOffset.get(b.offset);
+    const hex = b.id.toString('hex');
+    if (
+      header.length &&
+      (!h ||
+        !h.id.equals(b.id) ||
+        h.kind !== b.kind ||
+        h.storedLength !== b.storedLength ||
+        h.plainLength !== b.plainLength)
+    )
+      problem({
+        kind: 'pack-header',
+        blob: hex,
+        message: `pack ${packHex}: its header disagrees with the index about blob ${hex}`,
+      });
+  }
+  // Every blob the header lists (or, when it is unreadable, the index places here) must authenticate.
+  const damaged: Buffer[] = [];
+  for (const b of header.length ? header : indexed) {
+    const hex = b.id.toString('hex');
+    result.blobsRead++;
+    try {
+      if (b.offset + b.storedLength > body.length) throw new Error('beyond the end of the pack');
+      openBlob(sodium, body.subarray(b.offset, b.offset + b.storedLength), {
+        sealKey: ks.keys.blobSeal,
+        idKey: ks.keys.blobId,
+        kind: b.kind,
+        id: b.id,
+        length: b.plainLength,
+      });
+    } catch (err) {
+      damaged.push(b.id);
+      problem({
+        kind: 'damaged-blob',
+        blob: hex,
+        message: `blob ${hex} in pack ${packHex}: ${(err as Error).message}`,
+      });
+    }
+  }
+  // Dropped only where the index places the blob in this pack: a good copy elsewhere stays.
+  ks.index.forgetBlobs(damaged.filter((id) => ks.index.lookup(id)?.packId.equals(packId)));
+}

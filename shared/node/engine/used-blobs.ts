@@ -1,0 +1,32 @@
+import { decodeTree } from '../format/tree.ts';
+import type { Repository } from '../repository/repository.ts';
+
+/**
+ * Every blob the given snapshots need (hex ids: their tree blobs and their files' data blobs). Each tree
+ * is read once however many snapshots share it, one at a time, so memory is the set itself (~100 bytes per
+ * distinct blob) plus one tree. Throws when a tree cannot be read: then nobody knows what is in use.
+ */
+export async function usedBlobs(
+  repo: Repository,
+  roots: readonly string[],
+  opts: { cache?: boolean; progress?: (treesDone: number) => void } = {},
+): Promise<Set<string>> {
+  const used = new Set<string>();
+  let trees = 0;
+  for (const root of roots) {
+    const stack = [root];
+    while (stack.length) {
+      const id = stack.pop()!;
+      if (used.has(id)) continue;
+      used.add(id);
+      const nodes = decodeTree(await repo.loadTree(id, { cache: opts.cache }), `tree ${id}`);
+      for (const n of nodes) {
+        if (n.type === 'dir' && n.subtree && !used.has(n.subtree)) stack.push(n.subtree);
+        else if (n.content) for (const c of n.content) used.add(c);
+      }
+      if (++trees % 500 === 0) opts.progress?.(trees);
+    }
+  }
+  opts.progress?.(trees);
+  return used;
+}
