@@ -93,6 +93,7 @@ export class Engine {
       (sources, opts, l, c) => this.backup(sources, opts, l, c),
       { resume: (id, l, c) => this.resumeJob(id, l, c), interrupted: () => this.interruptedJobs() },
       isProcessAlive,
+      (opts) => this.forget(opts),
     );
   }
 

@@ -10,6 +10,8 @@ import type { JobRow } from './keystore/job-table.ts';
 import type { PlanView } from '../../api/views.ts';
 import type { Keystore } from './keystore/keystore.ts';
 import type { PlanRow, PlanSpec } from './keystore/plan-table.ts';
+import { applyPlanRetention, type Forget } from './plan-retention.ts';
+import { keepPolicyIsEmpty } from '../../retention.ts';
 
 /** A plan with its run state, as the CLI and the app show it (the app's view, on the engine's clock). */
 export type PlanInfo = PlanView;
@@ -32,6 +34,8 @@ export class PlanAdmin {
     private readonly backup: RunBackup,
     private readonly jobs: { resume: ResumeJob; interrupted: () => JobRow[] },
     private readonly isAlive: (pid: number) => boolean,
+    /** Applies a keep policy after a successful run (see plan-retention.ts). */
+    private readonly forget: Forget,
   ) {}
 
   list(): PlanInfo[] {
@@ -71,6 +75,7 @@ export class PlanAdmin {
       schedule: d.schedule,
       ...(d.chunkSize !== undefined ? { chunkSize: d.chunkSize } : {}),
       ...(d.workers !== undefined ? { workers: d.workers } : {}),
+      ...(!keepPolicyIsEmpty(d.retention) ? { retention: d.retention } : {}),
     };
     const now = Date.now();
     if (existing) this.ks.plans.update(existing.id, d.name, targetId, spec, now);
@@ -100,6 +105,7 @@ export class PlanAdmin {
     const row = this.row(name);
     if (this.running(row) || !this.ks.plans.claim(row.id, row.runPid, now()))
       throw new PlanBusyError(`Plan "${name}" is already running; this run was not started.`);
+    let r: BackupResult;
     try {
       const target = row.targetId === null ? undefined : this.ks.targetById(row.targetId);
       const tracking: JobListener = {
@@ -110,7 +116,7 @@ export class PlanAdmin {
         },
       };
       const unfinished = this.unfinishedJob(row, target?.id ?? this.defaultTargetId());
-      const r = unfinished
+      r = unfinished
         ? await this.jobs.resume(unfinished, tracking, control)
         : await this.backup(
             row.spec.sources,
@@ -123,11 +129,27 @@ export class PlanAdmin {
             control,
           );
       this.ks.plans.finish(row.id, { ok: true, snapshotId: r.snapshotId }, now());
-      return r;
     } catch (err) {
-      const error = ((err as Error)?.message ?? String(err)).replace(/\s*\n\s*/g, ' ');
-      this.ks.plans.finish(row.id, { ok: false, error }, now());
+      this.ks.plans.finish(row.id, { ok: false, error: oneLine(err) }, now());
       throw err;
+    }
+    await this.applyRetention(row, listener, now);
+    return r;
+  }
+
+  /**
+   * The plan's keep policy, after a successful run: the outcome is recorded with the plan, and a failure
+   * (the bucket refused a delete, a prune held the repository) is its own error, never the backup's.
+   */
+  private async applyRetention(row: PlanRow, listener: JobListener, now: () => number): Promise<void> {
+    if (keepPolicyIsEmpty(row.spec.retention)) return;
+    try {
+      const removed = await applyPlanRetention(this.forget, row.spec.retention, row.spec.sources);
+      this.ks.plans.recordRetention(row.id, { at: now(), removed: removed.length, error: null });
+    } catch (err) {
+      const error = oneLine(err);
+      this.ks.plans.recordRetention(row.id, { at: now(), removed: 0, error });
+      listener.notice?.(`Retention was not applied: ${error}`);
     }
   }
 
@@ -181,12 +203,14 @@ export class PlanAdmin {
       ...(r.targetId !== null ? { target: this.ks.targetById(r.targetId).name } : {}),
       ...(r.spec.chunkSize !== undefined ? { chunkSize: r.spec.chunkSize } : {}),
       ...(r.spec.workers !== undefined ? { workers: r.spec.workers } : {}),
+      ...(r.spec.retention ? { retention: r.spec.retention } : {}),
       exclude: r.spec.exclude,
       schedule: r.spec.schedule,
       createdAt: r.createdAt,
       running,
       nextDueAt: nextDue(r.spec.schedule, r.lastStartedAt ?? r.createdAt),
       last: lastRun(r, running),
+      retentionLast: r.retention,
     };
   }
 }
@@ -199,6 +223,10 @@ function lastRun(r: PlanRow, running: boolean): PlanInfo['last'] {
     // Claimed, neither running nor finished: the process running it died.
     return { ...base, finishedAt: null, ok: false, error: 'Cairn stopped while it ran.' };
   return { ...base, finishedAt: r.lastFinishedAt, ok: r.lastOk, error: r.lastError };
+}
+
+function oneLine(err: unknown): string {
+  return ((err as Error)?.message ?? String(err)).replace(/\s*\n\s*/g, ' ');
 }
 
 /** Absolute paths with distinct last components: a backup names each source by its folder's name. */

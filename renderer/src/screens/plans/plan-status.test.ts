@@ -13,6 +13,7 @@ const plan = (last: PlanView['last'], running = false): PlanView => ({
   running,
   nextDueAt: null,
   last,
+  retentionLast: null,
 });
 const run = (minutesAgo: number, ok: boolean | null, error: string | null = null) => ({
   startedAt: NOW - minutesAgo * MIN - MIN,
