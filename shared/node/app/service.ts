@@ -12,6 +12,7 @@ import { browseHandlers } from './browse-service.ts';
 import { listDirectory } from './dir-listing.ts';
 import { LiveJobs, type LiveJob } from './live-jobs.ts';
 import { PlanService, type PlanOutcome } from './plan-service.ts';
+import { RetentionService } from './retention-service.ts';
 import { systemClock, type Clock } from './scheduler.ts';
 
 export type { PlanOutcome };
@@ -27,6 +28,8 @@ export class AppService {
   readonly jobs = new LiveJobs();
   private readonly handlers: Handlers;
   readonly plans: PlanService;
+  /** Prune on its schedule and by hand; deleting backups. */
+  readonly retention: RetentionService;
 
   constructor(
     readonly shell: 'electron' | 'web',
@@ -43,11 +46,18 @@ export class AppService {
       title: titleFor,
       describeError: (err) => toApiError(err).message,
     });
+    this.retention = new RetentionService({
+      engine: () => this.e(),
+      unlocked: () => this.engine !== null,
+      jobs: this.jobs,
+      clock,
+      describeError: (err) => toApiError(err).message,
+    });
     this.handlers = {
       'app.status': () => this.status(),
       'app.init': async ({ passphrase }) => {
         this.engine = await Engine.init(this.home, passphrase);
-        this.plans.startScheduler();
+        this.startSchedulers();
         return this.status();
       },
       'app.unlock': async ({ passphrase, recoveryKey }) => {
@@ -57,7 +67,7 @@ export class AppService {
             recoveryKey !== undefined ? { recoveryKey } : { passphrase: passphrase ?? '' },
           );
         this.loadInterrupted();
-        this.plans.startScheduler();
+        this.startSchedulers();
         return this.status();
       },
       'app.connect': async ({ draft, passphrase, recoveryKey }) => {
@@ -70,7 +80,7 @@ export class AppService {
           draft.secret,
           recoveryKey !== undefined ? { recoveryKey } : { passphrase: passphrase ?? '' },
         );
-        this.plans.startScheduler();
+        this.startSchedulers();
         return this.status();
       },
       'keys.recovery': async () => ({ recoveryKey: (await this.e().keys.createRecoveryKey()).recoveryKey }),
@@ -130,7 +140,13 @@ export class AppService {
         track: (job, run) => this.track(job, run),
         title: titleFor,
       }),
+      ...this.retention.handlers(),
     };
+  }
+
+  private startSchedulers(): void {
+    this.plans.startScheduler();
+    this.retention.startScheduler();
   }
 
   async call<M extends Method>(method: M, req: Request<M>): Promise<Responses[M]> {
@@ -143,6 +159,7 @@ export class AppService {
 
   close(): void {
     this.plans.stopScheduler();
+    this.retention.stopScheduler();
     for (const j of this.jobs.list())
       if (j.state === 'running' || j.state === 'paused') this.jobs.get(j.id).control.cancel();
     this.engine?.close();
