@@ -78,7 +78,9 @@ describe('engine.estimateForget', () => {
     engine.ks.db.exec('DELETE FROM tree_cache');
     const cold = await engine.estimateForget([ids[1]!]);
     const warm = await engine.estimateForget([ids[1]!]);
-    process.stdout.write(`estimate over 3 × 1000-file snapshots: cold ${cold.durationMs} ms, warm ${warm.durationMs} ms\n`);
+    process.stdout.write(
+      `estimate over 3 × 1000-file snapshots: cold ${cold.durationMs} ms, warm ${warm.durationMs} ms\n`,
+    );
     expect(warm).toMatchObject({ bytes: cold.bytes, blobs: cold.blobs });
     expect(cold.durationMs).toBeLessThan(5000);
     expect(warm.durationMs).toBeLessThan(1000);
