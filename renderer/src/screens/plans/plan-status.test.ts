@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BackupView, PlanView } from '../../../../shared/api/views.ts';
-import { ago, overallStatus, planStatus, statusText, until } from './plan-status.ts';
+import { ago, overallStatus, planStatus, retentionLine, statusText, until } from './plan-status.ts';
 
 const NOW = Date.UTC(2026, 4, 1, 12);
 const MIN = 60_000;
@@ -54,5 +54,25 @@ describe('plan status lines', () => {
     );
     expect(statusText(overallStatus([failedRecently], [backup(1)]), NOW)).toBe('Last backup: 1 min ago, OK');
     expect(overallStatus([plan(null, true), failedRecently], []).state).toBe('running');
+  });
+});
+
+describe('retention line', () => {
+  const withKeep = (retentionLast: PlanView['retentionLast']): PlanView => ({
+    ...plan(null),
+    retention: { daily: 7, weekly: 4 },
+    retentionLast,
+  });
+  it('tells the policy and how it was last applied, or why it failed', () => {
+    expect(retentionLine(plan(null), NOW)).toBeNull();
+    expect(retentionLine(withKeep(null), NOW)!.text).toBe(
+      'Keeps 7 daily, 4 weekly · not applied yet (after the next backup)',
+    );
+    const ok = retentionLine(withKeep({ at: NOW - MIN, removed: 2, error: null }), NOW)!;
+    expect(ok.failed).toBe(false);
+    expect(ok.text).toMatch(/^Keeps 7 daily, 4 weekly · last applied \d\d?:\d\d.*, removed 2$/);
+    const bad = retentionLine(withKeep({ at: NOW - MIN, removed: 0, error: 'bucket said no' }), NOW)!;
+    expect(bad).toMatchObject({ failed: true });
+    expect(bad.text).toMatch(/could not apply at .*: bucket said no$/);
   });
 });
