@@ -68,3 +68,14 @@ export function nextPruneDue(
   const due = since + (s.prune === 'daily' ? DAY_MS : 7 * DAY_MS);
   return lastFailedAt !== null && lastFailedAt >= since ? Math.max(due, lastFailedAt + PRUNE_RETRY_MS) : due;
 }
+
+/** What each prune phase does, for progress lines ("Finding the data backups need: 120 of 400"). */
+export const PRUNE_PHASE_LABELS = {
+  index: 'Reading the index',
+  mark: 'Finding the data backups need',
+  repack: 'Repacking partly used packs',
+  'write-index': 'Writing the new index',
+  'delete-index': 'Deleting old index files',
+  'delete-packs': 'Deleting unused packs',
+  done: 'Done',
+} as const;

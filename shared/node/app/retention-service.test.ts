@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import type { JobView, MaintenanceView } from '../../api/views.ts';
+import type { Engine } from '../engine/engine.ts';
 import { fastClock } from './scheduler.ts';
 import { AppService } from './service.ts';
 
@@ -102,7 +103,7 @@ describe('maintenance: prune on its schedule', () => {
   });
 
   it('a prune the repository refuses (a backup holds it) says so and is retried an hour later', async () => {
-    const e = (app as unknown as { engine: import('../engine/engine.ts').Engine }).engine;
+    const e = (app as unknown as { engine: Engine }).engine;
     const lock = await e.repo.lock(e.ks.listTargets()[0]!, { kind: 'shared', operation: 'backup' });
     const failed = maintenanceWhere((v) => v.last?.ok === false);
     await app.call('maintenance.save', { prune: 'weekly', maxUnusedPercent: 5 });

@@ -195,10 +195,7 @@ const UNIT: Record<string, string> = {
 };
 
 /** The plan's keep policy with the --keep-* options given applied (0 drops a rule); none: no retention. */
-function retentionOption(
-  current: KeepPolicyDraft,
-  opts: Partial<AddOpts>,
-): { retention?: KeepPolicyDraft } {
+function retentionOption(current: KeepPolicyDraft, opts: Partial<AddOpts>): { retention?: KeepPolicyDraft } {
   const given: Record<string, number | undefined> = {
     last: opts.keepLast,
     hourly: opts.keepHourly,

@@ -13,9 +13,7 @@ const LABELS: Record<KeepRuleName, string> = {
 export type RetentionText = Record<KeepRuleName, string>;
 
 export function retentionText(p: KeepPolicyDraft | undefined): RetentionText {
-  return Object.fromEntries(
-    KEEP_RULE_NAMES.map((r) => [r, p?.[r] ? String(p[r]) : '']),
-  ) as RetentionText;
+  return Object.fromEntries(KEEP_RULE_NAMES.map((r) => [r, p?.[r] ? String(p[r]) : ''])) as RetentionText;
 }
 
 /** The policy the texts say, or the first rule that is not a whole number. */
