@@ -55,7 +55,6 @@ describe('retention in web mode (Chromium, real engine, real versitygw)', () => 
     await keepError.waitFor();
     expect(await keepError.textContent()).toMatch(/Keep latest: “one” is not a whole number/);
     await form.getByLabel('Keep latest').fill('1');
-    await screenshot(page, 'web-plan-retention', { doc: true });
     await form.getByRole('button', { name: 'Create plan' }).click();
 
     const card = page.locator('[data-testid=plan][data-plan="Letters"]');
@@ -90,6 +89,12 @@ describe('retention in web mode (Chromium, real engine, real versitygw)', () => 
       /^Keeps the last 1 · last applied \d\d?:\d\d.*, removed 1$/,
     );
     await screenshot(page, 'web-plans-retention', { doc: true });
+    await card.getByRole('button', { name: 'Edit' }).click();
+    const edit = page.getByRole('form', { name: 'Edit plan Letters' });
+    await expect(edit.getByLabel('Keep latest').inputValue()).resolves.toBe('1');
+    await expect(edit.getByLabel('Keep daily').inputValue()).resolves.toBe('');
+    await screenshot(page, 'web-plan-retention', { doc: true });
+    await edit.getByRole('button', { name: 'Cancel' }).click();
 
     await nav(page, 'History');
     await page.getByRole('button', { name: 'Refresh' }).click();
@@ -155,7 +160,7 @@ describe('retention in web mode (Chromium, real engine, real versitygw)', () => 
     await page.waitForFunction(() =>
       /^Next prune: /.test(document.querySelector('[data-testid=prune-next]')?.textContent ?? ''),
     );
-    await section.getByRole('button', { name: 'Estimate' }).click();
+    await section.getByRole('button', { name: 'Estimate', exact: true }).click();
     const est = section.getByTestId('prune-estimate');
     await est.waitFor({ timeout: 60_000 });
     expect(await est.textContent()).toMatch(/^Last estimate: .* · would free .* · \d+ packs to delete/);
@@ -163,7 +168,7 @@ describe('retention in web mode (Chromium, real engine, real versitygw)', () => 
     // At the narrowest window the desktop app allows, the section still fits.
     await page.setViewportSize({ width: 900, height: 700 });
     await screenshot(page, 'web-settings-maintenance-900');
-    const box = (await section.getByRole('button', { name: 'Estimate' }).boundingBox())!;
+    const box = (await section.getByRole('button', { name: 'Estimate', exact: true }).boundingBox())!;
     expect(box.x + box.width).toBeLessThanOrEqual(900);
     await page.setViewportSize({ width: 1360, height: 900 });
   });

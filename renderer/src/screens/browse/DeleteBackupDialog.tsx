@@ -47,16 +47,17 @@ export function DeleteBackupDialog(props: {
     <div className="modal-backdrop" role="presentation" onClick={(e) => e.stopPropagation()}>
       <div
         ref={dialog}
-        className="modal"
+        className="modal delete-backup"
         role="dialog"
         aria-modal="true"
         aria-label="Delete backup"
         tabIndex={-1}
       >
         <h2>Delete the backup of {formatDate(backup.createdAt)}?</h2>
-        <p>
-          {backup.sources.join(', ')} · {formatCount(backup.fileCount)} files, {formatSize(backup.totalBytes)}{' '}
-          · {backup.host}
+        <p className="paths">{backup.sources.join(', ')}</p>
+        <p className="muted">
+          {formatCount(backup.fileCount)} files, {formatSize(backup.totalBytes)} · made on {backup.host} ·
+          stored on {backup.target}
         </p>
         <p data-testid="forget-estimate" aria-live="polite">
           {estimate === null && !error && <span className="muted">Working out the space it would free…</span>}
