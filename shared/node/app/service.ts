@@ -8,6 +8,7 @@ import { Engine, SettingsError, defaultHome, keystorePath, type BackupResult } f
 import { JobCancelledError, JobControl } from '../engine/job-control.ts';
 import type { JobListener } from '../engine/job-events.ts';
 import { defaultWorkerCount } from '../engine/worker-pool.ts';
+import { backupView } from './backup-view.ts';
 import { browseHandlers } from './browse-service.ts';
 import { listDirectory } from './dir-listing.ts';
 import { LiveJobs, type LiveJob } from './live-jobs.ts';
@@ -370,36 +371,7 @@ export class AppService {
   }
 
   private backups(): BackupView[] {
-    return this.e()
-      .listSnapshots()
-      .map((b) => {
-        const s = b.summary;
-        // A job resumed after a cancel or a crash: its earlier runs count too (time, reads, uploads).
-        const earlier = b.earlierRuns ?? { activeMs: 0, readBytes: 0, wireBytes: 0 };
-        const durationMs = s.durationMs + earlier.activeMs;
-        const bytesRead = s.bytesRead + earlier.readBytes;
-        return {
-          id: b.id,
-          status: 'complete' as const,
-          target: b.target,
-          createdAt: Date.parse(b.time),
-          finishedAt: Date.parse(b.time) + s.durationMs,
-          sources: b.sources,
-          fileCount: s.files.new + s.files.changed + s.files.unchanged,
-          totalBytes: s.totalBytes,
-          chunkCount: s.blobsTotal,
-          newChunks: s.blobsNew,
-          uploadedBytes: s.bytesUploaded + earlier.wireBytes,
-          dedupedBytes: Math.max(0, s.totalBytes - bytesRead),
-          durationMs,
-          meanMbps: durationMs > 0 ? s.totalBytes / 1000 / durationMs : 0,
-          host: b.host,
-          files: s.files,
-          bytesRead,
-          resumed: b.earlierRuns !== undefined,
-        };
-      })
-      .reverse();
+    return this.e().listSnapshots().map(backupView).reverse();
   }
 }
 
