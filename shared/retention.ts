@@ -46,6 +46,11 @@ export const maintenanceSchema = z.object({
     .number({ error: 'Unused space: a percentage.' })
     .min(0, 'Unused space: 0 % or more.')
     .max(100, 'Unused space: at most 100 %.'),
+  /**
+   * Keep policy of plans that have none of their own; null: such plans keep every backup. Left out of a
+   * save: unchanged.
+   */
+  defaultRetention: keepPolicySchema.nullable().optional(),
 });
 export type MaintenanceSettings = z.infer<typeof maintenanceSchema>;
 

@@ -50,6 +50,17 @@ describe('retention requests', () => {
       field: 'maxUnusedPercent',
     });
     expect(refused('maintenance.prune', { dryRun: 'yes' })).toMatchObject({ field: 'dryRun' });
+    // The default for plans: a policy, null to drop it, or left out (unchanged).
+    const m = { prune: 'manual', maxUnusedPercent: 5 };
+    expect(
+      parseRequest('maintenance.save', { ...m, defaultRetention: { weekly: 4 } }).defaultRetention,
+    ).toEqual({
+      weekly: 4,
+    });
+    expect(parseRequest('maintenance.save', { ...m, defaultRetention: null }).defaultRetention).toBeNull();
+    expect(refused('maintenance.save', { ...m, defaultRetention: { daily: 0.5 } })).toMatchObject({
+      field: 'defaultRetention.daily',
+    });
   });
 
   it('describes policies and prune due times', () => {

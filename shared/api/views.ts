@@ -1,6 +1,6 @@
 /** What the engine shows the UI. Plain data, browser-safe. */
 import type { PlanDraft } from '../plans.ts';
-import type { MaintenanceSettings } from '../retention.ts';
+import type { KeepPolicyDraft, MaintenanceSettings } from '../retention.ts';
 import type { PruneProgress } from './retention.ts';
 import type { PipelineSettings, TargetConfig } from '../settings.ts';
 import type { ChunkTiming, StatsFrame } from '../stats.ts';
@@ -140,6 +140,8 @@ export interface PlanView extends PlanDraft {
     snapshotId: string | null;
     jobId: string | null;
   } | null;
+  /** The policy applied after its runs: its own, or the repository default (null: keeps every backup). */
+  keeps: { policy: KeepPolicyDraft; from: 'plan' | 'default' } | null;
   /** The plan's retention as last applied after a run (a failure here does not fail the backup). */
   retentionLast: { at: number; removed: number; error: string | null } | null;
 }

@@ -118,6 +118,31 @@ describe('maintenance: prune on its schedule', () => {
     expect(ok.last!.at - v.last!.at).toBeLessThan((7 * 86_400_000) / RATE);
   });
 
+  it('the default retention for plans is saved with maintenance; a save without it leaves it', async () => {
+    const plans = () => app.call('plans.list', {});
+    await app.call('plans.save', {
+      draft: { name: 'docs', sources: [tempDir()], exclude: [], schedule: { every: 'manual' } },
+    });
+    expect((await plans())[0]!.keeps).toBeNull();
+    let planEvents = 0;
+    const onPlan = () => planEvents++;
+    app.jobs.events.on('plan', onPlan);
+    const v = await app.call('maintenance.save', {
+      prune: 'manual',
+      maxUnusedPercent: 5,
+      defaultRetention: { daily: 7 },
+    });
+    expect(v.defaultRetention).toEqual({ daily: 7 });
+    expect(planEvents).toBe(1);
+    expect((await plans())[0]!.keeps).toEqual({ policy: { daily: 7 }, from: 'default' });
+    await app.call('maintenance.save', { prune: 'manual', maxUnusedPercent: 10 });
+    expect((await app.call('maintenance.get', {})).defaultRetention).toEqual({ daily: 7 });
+    await app.call('maintenance.save', { prune: 'manual', maxUnusedPercent: 10, defaultRetention: null });
+    expect((await app.call('maintenance.get', {})).defaultRetention).toBeNull();
+    expect((await plans())[0]!.keeps).toBeNull();
+    app.jobs.events.off('plan', onPlan);
+  });
+
   it('a dry run is kept apart as the estimate; two prunes never run at once', async () => {
     await app.call('maintenance.save', { prune: 'manual', maxUnusedPercent: 5 });
     const before = (await app.call('maintenance.get', {})).last;

@@ -25,7 +25,7 @@ const SETTINGS_KEY = 'maintenance';
 const LAST_KEY = 'maintenance.lastPrune';
 const ESTIMATE_KEY = 'maintenance.lastEstimate';
 
-interface StoredSettings extends MaintenanceSettings {
+interface StoredSettings extends Omit<MaintenanceSettings, 'defaultRetention'> {
   /** When the schedule was chosen: the first prune is a period after it. */
   since: number;
 }
@@ -99,6 +99,7 @@ export class RetentionService {
     return {
       prune: s.prune,
       maxUnusedPercent: s.maxUnusedPercent,
+      defaultRetention: this.deps.engine().plans.defaultRetention() ?? null,
       nextDueAt: next === null ? null : Math.round(this.deps.clock.toSystem(next)),
       running: this.running !== null,
       last: sys(ks.getSetting<PruneOutcomeView>(LAST_KEY)),
@@ -107,11 +108,19 @@ export class RetentionService {
   }
 
   private save(draft: MaintenanceSettings): MaintenanceView {
-    const s = maintenanceSchema.parse(draft);
+    const { defaultRetention, ...s } = maintenanceSchema.parse(draft);
     const prev = this.settings();
+    if (defaultRetention !== undefined) {
+      this.deps.engine().plans.setDefaultRetention(defaultRetention ?? undefined);
+      this.deps.jobs.emit('plan', { name: '' }); // plan cards show the default they apply
+    }
     // A changed schedule counts from now; a changed percentage alone keeps the due time.
     const since = prev.prune === s.prune ? prev.since : this.deps.clock.now();
-    this.deps.engine().ks.setSetting(SETTINGS_KEY, { ...s, since } satisfies StoredSettings);
+    this.deps.engine().ks.setSetting(SETTINGS_KEY, {
+      prune: s.prune,
+      maxUnusedPercent: s.maxUnusedPercent,
+      since,
+    } satisfies StoredSettings);
     this.scheduler.tick();
     return this.changed();
   }

@@ -214,8 +214,9 @@ function retentionOption(current: KeepPolicyDraft, opts: Partial<AddOpts>): { re
 
 /** "the last 3, 7 daily · applied 10:02, removed 2" or "-". */
 function retentionText(p: PlanInfo): string {
-  if (keepPolicyIsEmpty(p.retention)) return '-';
-  const policy = describeKeep(p.retention).replace(/^Keeps /, '');
+  if (!p.keeps) return '-';
+  const policy =
+    describeKeep(p.keeps.policy).replace(/^Keeps /, '') + (p.keeps.from === 'default' ? ' (default)' : '');
   const l = p.retentionLast;
   if (!l) return policy;
   return l.error

@@ -11,7 +11,10 @@ import type { PlanView } from '../../api/views.ts';
 import type { Keystore } from './keystore/keystore.ts';
 import type { PlanRow, PlanSpec } from './keystore/plan-table.ts';
 import { applyPlanRetention, type Forget } from './plan-retention.ts';
-import { keepPolicyIsEmpty } from '../../retention.ts';
+import { keepPolicyIsEmpty, keepPolicySchema, type KeepPolicyDraft } from '../../retention.ts';
+
+/** Keystore setting: the keep policy of plans without one of their own. */
+const DEFAULT_RETENTION_KEY = 'retention.default';
 
 /** A plan with its run state, as the CLI and the app show it (the app's view, on the engine's clock). */
 export type PlanInfo = PlanView;
@@ -83,6 +86,24 @@ export class PlanAdmin {
     return this.get(d.name);
   }
 
+  /** The repository default keep policy (Settings → Maintenance), for plans without their own. */
+  defaultRetention(): KeepPolicyDraft | undefined {
+    const p = this.ks.getSetting<KeepPolicyDraft>(DEFAULT_RETENTION_KEY);
+    return keepPolicyIsEmpty(p) ? undefined : p;
+  }
+
+  setDefaultRetention(p: KeepPolicyDraft | undefined): void {
+    const checked = p === undefined ? undefined : check(keepPolicySchema, p);
+    this.ks.setSetting(DEFAULT_RETENTION_KEY, keepPolicyIsEmpty(checked) ? null : checked);
+  }
+
+  /** The policy a plan's runs apply: its own, else the repository default. */
+  private keeps(r: PlanRow): PlanInfo['keeps'] {
+    if (!keepPolicyIsEmpty(r.spec.retention)) return { policy: r.spec.retention!, from: 'plan' };
+    const d = this.defaultRetention();
+    return d ? { policy: d, from: 'default' } : null;
+  }
+
   remove(name: string): void {
     const row = this.row(name);
     if (this.running(row))
@@ -142,9 +163,10 @@ export class PlanAdmin {
    * (the bucket refused a delete, a prune held the repository) is its own error, never the backup's.
    */
   private async applyRetention(row: PlanRow, listener: JobListener, now: () => number): Promise<void> {
-    if (keepPolicyIsEmpty(row.spec.retention)) return;
+    const keeps = this.keeps(row);
+    if (!keeps) return;
     try {
-      const removed = await applyPlanRetention(this.forget, row.spec.retention, row.spec.sources);
+      const removed = await applyPlanRetention(this.forget, keeps.policy, row.spec.sources);
       this.ks.plans.recordRetention(row.id, { at: now(), removed: removed.length, error: null });
     } catch (err) {
       const error = oneLine(err);
@@ -210,6 +232,7 @@ export class PlanAdmin {
       running,
       nextDueAt: nextDue(r.spec.schedule, r.lastStartedAt ?? r.createdAt),
       last: lastRun(r, running),
+      keeps: this.keeps(r),
       retentionLast: r.retention,
     };
   }

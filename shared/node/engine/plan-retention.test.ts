@@ -109,6 +109,32 @@ describe('plan retention', () => {
     expect(snapshotsOf([src])).toEqual([third]);
   });
 
+  it('a plan without a policy of its own applies the repository default; its own wins', async () => {
+    const root = tempDir();
+    const a = path.join(root, 'music');
+    const b = path.join(root, 'books');
+    writeRandomFile(path.join(a, 'm.bin'), 20_000);
+    writeRandomFile(path.join(b, 'b.bin'), 20_000);
+    const base = { exclude: [], schedule: { every: 'manual' as const } };
+    engine.plans.save({ ...base, name: 'music', sources: [a] });
+    engine.plans.save({ ...base, name: 'books', sources: [b], retention: { last: 2 } });
+    expect(engine.plans.get('music').keeps).toBeNull();
+    engine.plans.setDefaultRetention({ last: 1 });
+    expect(engine.plans.get('music').keeps).toEqual({ policy: { last: 1 }, from: 'default' });
+    expect(engine.plans.get('books').keeps).toEqual({ policy: { last: 2 }, from: 'plan' });
+    for (let i = 0; i < 3; i++) {
+      await engine.plans.run('music');
+      await engine.plans.run('books');
+    }
+    expect(snapshotsOf([a])).toHaveLength(1);
+    expect(snapshotsOf([b])).toHaveLength(2);
+    expect(engine.plans.get('music').retentionLast).toMatchObject({ removed: 1, error: null });
+    engine.plans.setDefaultRetention(undefined);
+    expect(engine.plans.defaultRetention()).toBeUndefined();
+    expect(engine.plans.get('music').keeps).toBeNull();
+    expect(() => engine.plans.setDefaultRetention({ weekly: -2 })).toThrow(/Keep weekly: 0 or more/);
+  });
+
   it('rejects negative or fractional keep counts', () => {
     const base = { name: 'bad', sources: [tempDir()], exclude: [], schedule: { every: 'manual' as const } };
     expect(() => engine.plans.save({ ...base, retention: { daily: -1 } })).toThrow(/Keep daily: 0 or more/);

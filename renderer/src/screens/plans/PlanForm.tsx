@@ -4,7 +4,9 @@ import type { PlanView, TargetView } from '../../../../shared/api/views.ts';
 import { SUGGESTED_EXCLUDES, type PlanDraft } from '../../../../shared/plans.ts';
 import { WEEKDAYS, type Schedule, type Weekday } from '../../../../shared/schedule.ts';
 import { parseSize } from '../../../../shared/settings.ts';
+import { describeKeep } from '../../../../shared/retention.ts';
 import { getApi } from '../../api/bridge.ts';
+import { useQuery } from '../../api/hooks.ts';
 import { Field } from '../../components/Field.tsx';
 import { FilePicker } from '../../components/FilePicker.tsx';
 import { formatSize, messageOf } from '../../format.ts';
@@ -59,6 +61,7 @@ export function PlanForm(props: {
   const [chunk, setChunk] = useState(p?.chunkSize ? formatSize(p.chunkSize).replace(' ', '') : '');
   const [workers, setWorkers] = useState(p?.workers ? String(p.workers) : '');
   const [keep, setKeep] = useState(retentionText(p?.retention));
+  const maintenance = useQuery('maintenance.get', {});
   const [errors, setErrors] = useState<Errors>({});
   const [error, setError] = useState<string | null>(null);
   const [picking, setPicking] = useState(false);
@@ -214,7 +217,16 @@ export function PlanForm(props: {
             </button>
           ))}
         </div>
-        <RetentionFields value={keep} onChange={setKeep} error={errors.retention} />
+        <RetentionFields
+          value={keep}
+          onChange={setKeep}
+          error={errors.retention}
+          whenEmpty={
+            maintenance.data?.defaultRetention
+              ? `Leave all empty to use the repository default (${describeKeep(maintenance.data.defaultRetention).replace(/^Keeps/, 'keeps')}, Settings → Maintenance).`
+              : 'Leave all empty to keep every backup (or to use a default set in Settings → Maintenance).'
+          }
+        />
         <details>
           <summary>Performance (optional)</summary>
           <div className="grid2">

@@ -30,20 +30,28 @@ export function retentionFromText(
   return { policy: Object.keys(policy).length ? policy : undefined };
 }
 
-/** The plan editor's "Keep backups" section: how many of this plan's backups stay after each run. */
+/**
+ * "Keep backups": how many of a plan's backups stay after each run (the plan editor), or the repository
+ * default for plans without their own (Settings → Maintenance).
+ */
 export function RetentionFields(props: {
   value: RetentionText;
   onChange: (v: RetentionText) => void;
   error?: string;
+  /** Accessible name of the group. */
+  label?: string;
+  legend?: string;
+  /** What leaving every rule empty means here. */
+  whenEmpty: string;
 }) {
   return (
-    <fieldset className="retention" aria-label="Retention">
-      <legend>Keep backups</legend>
+    <fieldset className="retention" aria-label={props.label ?? 'Retention'}>
+      <legend>{props.legend ?? 'Keep backups'}</legend>
       <small className="muted">
-        After each successful run, Cairn deletes this plan’s older backups except those kept here. “Latest 3”
+        After each successful run, Cairn deletes the plan’s older backups except those kept here. “Latest 3”
         keeps the 3 newest; “Daily 7” keeps the newest backup of each of the last 7 days that have one; a
-        backup kept by any rule stays. Leave all empty to keep every backup. The space is given back when
-        prune runs (Settings → Maintenance).
+        backup kept by any rule stays. {props.whenEmpty} The space is given back when prune runs (Settings →
+        Maintenance).
       </small>
       <div className="retention-grid">
         {KEEP_RULE_NAMES.map((r) => (

@@ -13,6 +13,7 @@ const plan = (last: PlanView['last'], running = false): PlanView => ({
   running,
   nextDueAt: null,
   last,
+  keeps: null,
   retentionLast: null,
 });
 const run = (minutesAgo: number, ok: boolean | null, error: string | null = null) => ({
@@ -58,9 +59,13 @@ describe('plan status lines', () => {
 });
 
 describe('retention line', () => {
-  const withKeep = (retentionLast: PlanView['retentionLast']): PlanView => ({
+  const withKeep = (
+    retentionLast: PlanView['retentionLast'],
+    from: 'plan' | 'default' = 'plan',
+  ): PlanView => ({
     ...plan(null),
-    retention: { daily: 7, weekly: 4 },
+    ...(from === 'plan' ? { retention: { daily: 7, weekly: 4 } } : {}),
+    keeps: { policy: { daily: 7, weekly: 4 }, from },
     retentionLast,
   });
   it('tells the policy and how it was last applied, or why it failed', () => {
@@ -74,5 +79,8 @@ describe('retention line', () => {
     const bad = retentionLine(withKeep({ at: NOW - MIN, removed: 0, error: 'bucket said no' }), NOW)!;
     expect(bad).toMatchObject({ failed: true });
     expect(bad.text).toMatch(/could not apply at .*: bucket said no$/);
+    expect(retentionLine(withKeep(null, 'default'), NOW)!.text).toBe(
+      'Keeps 7 daily, 4 weekly (repository default) · not applied yet (after the next backup)',
+    );
   });
 });

@@ -1,5 +1,5 @@
 import type { BackupView, PlanView } from '../../../../shared/api/views.ts';
-import { describeKeep, keepPolicyIsEmpty } from '../../../../shared/retention.ts';
+import { describeKeep } from '../../../../shared/retention.ts';
 
 /** "just now", "5 min ago", "2 h ago", "3 days ago" (a time ahead of `now` counts as just now). */
 export function ago(ms: number, now: number): string {
@@ -76,8 +76,8 @@ export function clockTime(ms: number, now: number): string {
 
 /** "Keeps 7 daily, 4 weekly · last applied 10:02, removed 2"; null for a plan that keeps everything. */
 export function retentionLine(p: PlanView, now: number): { text: string; failed: boolean } | null {
-  if (keepPolicyIsEmpty(p.retention)) return null;
-  const policy = describeKeep(p.retention);
+  if (!p.keeps) return null;
+  const policy = `${describeKeep(p.keeps.policy)}${p.keeps.from === 'default' ? ' (repository default)' : ''}`;
   const l = p.retentionLast;
   if (!l) return { text: `${policy} · not applied yet (after the next backup)`, failed: false };
   if (l.error)

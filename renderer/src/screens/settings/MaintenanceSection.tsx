@@ -1,6 +1,7 @@
 import { useEffect, useState } from 'react';
 import type { MaintenanceView, PruneOutcomeView } from '../../../../shared/api/views.ts';
 import type { MaintenanceSettings } from '../../../../shared/retention.ts';
+import { RetentionFields, retentionFromText, retentionText } from '../plans/RetentionFields.tsx';
 import { getApi } from '../../api/bridge.ts';
 import { useJobs, useQuery } from '../../api/hooks.ts';
 import { JobCard } from '../../components/JobCard.tsx';
@@ -106,6 +107,49 @@ export function MaintenanceSection() {
           <JobCard job={latest} selected={false} onSelect={() => {}} onError={setError} />
         </ul>
       )}
+      <DefaultRetention
+        key={JSON.stringify(m.defaultRetention ?? null)}
+        m={m}
+        onSave={(policy) =>
+          save({ prune: m.prune, maxUnusedPercent: m.maxUnusedPercent, defaultRetention: policy ?? null })
+        }
+      />
+    </div>
+  );
+}
+
+/** The keep policy of plans that have none of their own. */
+function DefaultRetention(props: {
+  m: MaintenanceView;
+  onSave: (p: MaintenanceSettings['defaultRetention']) => Promise<void>;
+}) {
+  const [text, setText] = useState(retentionText(props.m.defaultRetention ?? undefined));
+  const [error, setError] = useState<string | undefined>();
+  const saved = JSON.stringify(retentionText(props.m.defaultRetention ?? undefined));
+  return (
+    <div className="default-retention">
+      <RetentionFields
+        value={text}
+        onChange={setText}
+        error={error}
+        label="Default retention"
+        legend="Keep backups, for plans without their own"
+        whenEmpty="Leave all empty and such plans keep every backup."
+      />
+      <div className="actions start">
+        <button
+          type="button"
+          disabled={JSON.stringify(text) === saved}
+          onClick={() => {
+            const r = retentionFromText(text);
+            if ('error' in r) return setError(r.error);
+            setError(undefined);
+            void props.onSave(r.policy);
+          }}
+        >
+          Save default
+        </button>
+      </div>
     </div>
   );
 }
