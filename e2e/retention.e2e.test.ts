@@ -164,6 +164,20 @@ describe('retention in web mode (Chromium, real engine, real versitygw)', () => 
     const est = section.getByTestId('prune-estimate');
     await est.waitFor({ timeout: 60_000 });
     expect(await est.textContent()).toMatch(/^Last estimate: .* · would free .* · \d+ packs to delete/);
+    // A default for plans without their own, saved here, shows on such a plan's card.
+    const defaults = section.getByRole('group', { name: 'Default retention' });
+    await defaults.getByLabel('Keep daily').fill('7');
+    await defaults.getByLabel('Keep weekly').fill('4');
+    await section.getByRole('button', { name: 'Save default' }).click();
+    await page.waitForFunction(
+      () =>
+        (
+          document.querySelector(
+            '[aria-label="Default retention"] input[aria-label="Keep daily"]',
+          ) as HTMLInputElement
+        )?.value === '7' &&
+        (document.querySelector('button.save-default') as HTMLButtonElement | null)?.disabled === true,
+    );
     await screenshot(page, 'web-settings-maintenance', { doc: true });
     // At the narrowest window the desktop app allows, the section still fits.
     await page.setViewportSize({ width: 900, height: 700 });
@@ -171,5 +185,13 @@ describe('retention in web mode (Chromium, real engine, real versitygw)', () => 
     const box = (await section.getByRole('button', { name: 'Estimate', exact: true }).boundingBox())!;
     expect(box.x + box.width).toBeLessThanOrEqual(900);
     await page.setViewportSize({ width: 1360, height: 900 });
+
+    await cliJson(['plan', 'add', 'Scans', '--source', scans], cli);
+    await nav(page, 'Plans');
+    const card = page.locator('[data-testid=plan][data-plan="Scans"]');
+    await card.waitFor();
+    expect(await card.getByTestId('plan-retention').textContent()).toBe(
+      'Keeps 7 daily, 4 weekly (repository default) · not applied yet (after the next backup)',
+    );
   });
 });

@@ -42,6 +42,13 @@ export function MaintenanceSection() {
 
   return (
     <div className="card form maintenance" data-testid="maintenance">
+      <DefaultRetention
+        key={JSON.stringify(m.defaultRetention ?? null)}
+        m={m}
+        onSave={(policy) =>
+          save({ prune: m.prune, maxUnusedPercent: m.maxUnusedPercent, defaultRetention: policy ?? null })
+        }
+      />
       <p className="muted small">
         Deleting backups (by hand or by a plan’s “Keep backups”) leaves their data in the bucket until prune
         deletes what no backup needs. Prune locks the repository: backups on every machine wait for it.
@@ -107,13 +114,6 @@ export function MaintenanceSection() {
           <JobCard job={latest} selected={false} onSelect={() => {}} onError={setError} />
         </ul>
       )}
-      <DefaultRetention
-        key={JSON.stringify(m.defaultRetention ?? null)}
-        m={m}
-        onSave={(policy) =>
-          save({ prune: m.prune, maxUnusedPercent: m.maxUnusedPercent, defaultRetention: policy ?? null })
-        }
-      />
     </div>
   );
 }
@@ -139,6 +139,7 @@ function DefaultRetention(props: {
       <div className="actions start">
         <button
           type="button"
+          className="save-default"
           disabled={JSON.stringify(text) === saved}
           onClick={() => {
             const r = retentionFromText(text);
