@@ -151,7 +151,6 @@ export class RetentionService {
       target: null,
       prune: { phase: 'index', done: 0, total: 0, dryRun },
     });
-    const startedAt = this.deps.clock.now();
     let lastSent = 0;
     const live = this.deps.jobs.listenerFor(job, 'prune');
     const run = e.prune(
@@ -170,47 +169,40 @@ export class RetentionService {
       },
     );
     const done = run.then(
-      (r) => this.finish(job, dryRun, startedAt, r, null),
-      (err: unknown) => this.finish(job, dryRun, startedAt, null, err),
+      (r) => this.finish(job, dryRun, r, null),
+      (err: unknown) => this.finish(job, dryRun, null, err),
     );
     this.running = done;
     this.changed();
     return { view: job.view, done };
   }
 
-  private finish(
-    job: LiveJob,
-    dryRun: boolean,
-    startedAt: number,
-    r: PruneResult | null,
-    err: unknown,
-  ): void {
+  /** Keeps the outcome and ends the job; never throws (a manual prune's `done` has no one awaiting it). */
+  private finish(job: LiveJob, dryRun: boolean, r: PruneResult | null, err: unknown): void {
     this.running = null;
-    const scheduled = this.settings().prune !== 'manual';
-    const outcome: PruneOutcomeView = {
-      at: this.deps.clock.now(),
-      dryRun,
-      ok: r !== null,
-      durationMs:
-        r?.durationMs ??
-        Math.round(this.deps.clock.toSystem(this.deps.clock.now()) - this.deps.clock.toSystem(startedAt)),
-      bytesFreed: r?.bytesFreed ?? 0,
-      packsDeleted: r ? r.targets.reduce((n, t) => n + t.packsDeleted + t.unindexedPacksDeleted, 0) : 0,
-      packsRepacked: r ? r.targets.reduce((n, t) => n + t.packsRepacked, 0) : 0,
-      error: r ? null : this.describe(err),
-      willRetry: r === null && !dryRun && scheduled,
-    };
+    const elapsedMs = Date.now() - job.view.startedAt;
+    const error = r ? null : this.describe(err);
+    this.deps.jobs.update(job, { state: r ? 'done' : 'failed', error, elapsedMs });
     try {
+      const outcome: PruneOutcomeView = {
+        at: this.deps.clock.now(),
+        dryRun,
+        ok: r !== null,
+        durationMs: r?.durationMs ?? elapsedMs,
+        bytesFreed: r?.bytesFreed ?? 0,
+        packsDeleted: r ? r.targets.reduce((n, t) => n + t.packsDeleted + t.unindexedPacksDeleted, 0) : 0,
+        packsRepacked: r ? r.targets.reduce((n, t) => n + t.packsRepacked, 0) : 0,
+        error,
+        willRetry: r === null && !dryRun && this.settings().prune !== 'manual',
+      };
       this.deps.engine().ks.setSetting(dryRun ? ESTIMATE_KEY : LAST_KEY, outcome);
-    } catch {
-      // Locked meanwhile (the keystore closed): the job's own state still tells.
+      this.changed();
+    } catch (e) {
+      // The keystore closed meanwhile (the app quit): the job's own state still tells.
+      process.stderr.write(
+        `Cairn maintenance: the prune's outcome was not kept: ${this.deps.describeError(e)}\n`,
+      );
     }
-    this.deps.jobs.update(job, {
-      state: r ? 'done' : 'failed',
-      error: outcome.error,
-      elapsedMs: Date.now() - job.view.startedAt,
-    });
-    if (this.deps.unlocked()) this.changed();
   }
 
   /** A repository held by a backup is said plainly: the machine, what it runs. */
