@@ -118,6 +118,28 @@ describe('maintenance: prune on its schedule', () => {
     expect(ok.last!.at - v.last!.at).toBeLessThan((7 * 86_400_000) / RATE);
   });
 
+  it('a due prune waits while this app backs up, then runs', async () => {
+    const backup = app.jobs.add({
+      id: 'b0123456789a',
+      kind: 'backup',
+      state: 'running',
+      backupId: '',
+      title: 'a long backup',
+      target: 's3',
+    });
+    const before = (await app.call('maintenance.get', {})).last!.at;
+    await app.call('maintenance.save', { prune: 'daily', maxUnusedPercent: 5 });
+    // Several (fast) days pass: the prune stays due but does not start.
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(app.jobs.list().filter((j) => j.kind === 'prune' && j.state === 'running')).toHaveLength(0);
+    expect((await app.call('maintenance.get', {})).last!.at).toBe(before);
+    const ran = maintenanceWhere((v) => v.last !== null && v.last.at > before && v.last.ok);
+    app.jobs.update(backup, { state: 'done' });
+    await ran;
+    app.jobs.remove(backup.view.id);
+    await app.call('maintenance.save', { prune: 'manual', maxUnusedPercent: 5 });
+  });
+
   it('the default retention for plans is saved with maintenance; a save without it leaves it', async () => {
     const plans = () => app.call('plans.list', {});
     await app.call('plans.save', {

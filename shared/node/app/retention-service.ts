@@ -53,9 +53,16 @@ export class RetentionService {
   ) {
     this.scheduler = new Scheduler({
       clock: deps.clock,
+      // While this app backs up, a due prune waits (it would only find the repository locked).
       plans: () =>
         deps.unlocked()
-          ? [{ name: 'prune', nextDueAt: this.nextDueAt(), running: this.running !== null }]
+          ? [
+              {
+                name: 'prune',
+                nextDueAt: this.nextDueAt(),
+                running: this.running !== null || this.backingUp(),
+              },
+            ]
           : [],
       run: async () => (await this.startPrune(false)).done,
       onError: (name, err) => {
@@ -66,6 +73,12 @@ export class RetentionService {
 
   startScheduler(): void {
     this.scheduler.start();
+  }
+
+  private backingUp(): boolean {
+    return this.deps.jobs
+      .list()
+      .some((j) => j.kind === 'backup' && (j.state === 'running' || j.state === 'paused'));
   }
 
   stopScheduler(): void {
