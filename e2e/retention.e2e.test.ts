@@ -93,6 +93,7 @@ describe('retention in web mode (Chromium, real engine, real versitygw)', () => 
     const edit = page.getByRole('form', { name: 'Edit plan Letters' });
     await expect(edit.getByLabel('Keep latest').inputValue()).resolves.toBe('1');
     await expect(edit.getByLabel('Keep daily').inputValue()).resolves.toBe('');
+    expect(await edit.getByTestId('retention-status').textContent()).toMatch(/last applied .*, removed 1$/);
     await screenshot(page, 'web-plan-retention', { doc: true });
     await edit.getByRole('button', { name: 'Cancel' }).click();
 

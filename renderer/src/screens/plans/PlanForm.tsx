@@ -10,6 +10,7 @@ import { useQuery } from '../../api/hooks.ts';
 import { Field } from '../../components/Field.tsx';
 import { FilePicker } from '../../components/FilePicker.tsx';
 import { formatSize, messageOf } from '../../format.ts';
+import { retentionLine } from './plan-status.ts';
 import { RetentionFields, retentionFromText, retentionText } from './RetentionFields.tsx';
 
 const DAY_NAMES: Record<Weekday, string> = {
@@ -221,6 +222,7 @@ export function PlanForm(props: {
           value={keep}
           onChange={setKeep}
           error={errors.retention}
+          status={p ? retentionLine(p, Date.now()) : null}
           whenEmpty={
             maintenance.data?.defaultRetention
               ? `Leave all empty to use the repository default (${describeKeep(maintenance.data.defaultRetention).replace(/^Keeps/, 'keeps')}, Settings → Maintenance).`

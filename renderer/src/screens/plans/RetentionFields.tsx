@@ -43,6 +43,8 @@ export function RetentionFields(props: {
   legend?: string;
   /** What leaving every rule empty means here. */
   whenEmpty: string;
+  /** How the policy was last applied (editing a plan). */
+  status?: { text: string; failed: boolean } | null;
 }) {
   return (
     <fieldset className="retention" aria-label={props.label ?? 'Retention'}>
@@ -67,6 +69,11 @@ export function RetentionFields(props: {
           </label>
         ))}
       </div>
+      {props.status && (
+        <small className={props.status.failed ? 'error' : 'muted'} data-testid="retention-status">
+          {props.status.text}
+        </small>
+      )}
       {props.error && (
         <small className="error" role="alert">
           {props.error}
