@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliJson } from '../test/support/cli.ts';
 import { initHomeWithTarget, PASSPHRASE } from '../test/support/cairn-env.ts';
 import { tempDir, writeRandomFile } from '../test/support/fixtures.ts';
+import { startProxy, type Proxy } from '../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../test/support/versitygw.ts';
 import { screenshot, webShell, type Shell } from './support/shells.ts';
 
@@ -18,6 +19,8 @@ function nav(page: Page, name: string): Promise<void> {
 
 describe('retention in web mode (Chromium, real engine, real versitygw)', () => {
   let s3: S3Server;
+  /** Between Cairn and versitygw: slows the bucket down so that a prune's progress can be seen. */
+  let proxy: Proxy;
   let shell: Shell;
   let page: Page;
   let cli: { env: Record<string, string> };
@@ -27,7 +30,12 @@ describe('retention in web mode (Chromium, real engine, real versitygw)', () => 
 
   beforeAll(async () => {
     s3 = await startVersitygw();
-    ({ cli } = await initHomeWithTarget(s3, { bucket: await s3.createBucket(), target: 'versity' }));
+    proxy = await startProxy(s3.endpoint);
+    ({ cli } = await initHomeWithTarget(s3, {
+      bucket: await s3.createBucket(),
+      target: 'versity',
+      endpoint: proxy.endpoint,
+    }));
     for (let i = 0; i < 4; i++) writeRandomFile(path.join(letters, `letter-${i}.bin`), 30_000);
     for (let i = 0; i < 6; i++) writeRandomFile(path.join(scans, `scan-${i}.bin`), 120_000);
     shell = await webShell(cli.env);
@@ -38,6 +46,7 @@ describe('retention in web mode (Chromium, real engine, real versitygw)', () => 
   });
   afterAll(async () => {
     await shell?.close();
+    await proxy?.close();
     await s3?.stop();
   });
 
@@ -143,7 +152,22 @@ describe('retention in web mode (Chromium, real engine, real versitygw)', () => 
         if (t && w.phases[w.phases.length - 1] !== t) w.phases.push(t);
       }).observe(document.body, { subtree: true, childList: true, characterData: true });
     });
+    proxy.setDelay(250);
     await section.getByRole('button', { name: 'Prune now' }).click();
+    // While it runs: its card in this section, with the phase and how far.
+    const running = section.locator('[data-testid=job][data-state=running]');
+    await running.waitFor({ timeout: 30_000 });
+    await page.waitForFunction(
+      () =>
+        /^Deleting unused packs: \d+ of \d+$/.test(
+          document.querySelector('[data-testid=prune-phase]')?.textContent ?? '',
+        ),
+      undefined,
+      { timeout: 30_000 },
+    );
+    expect(await section.getByRole('button', { name: 'Prune now' }).isDisabled()).toBe(true);
+    await screenshot(page, 'web-settings-prune-running', { doc: true });
+    proxy.setDelay(0);
     const last = section.getByTestId('prune-last');
     await last.waitFor({ timeout: 60_000 });
     expect(await last.getAttribute('data-ok')).toBe('true');
