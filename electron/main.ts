@@ -19,14 +19,14 @@ import {
   shell,
   type IpcMainInvokeEvent,
 } from 'electron';
-import { isMethod, parseRequest, type EventName } from '../shared/api/contract.ts';
+import { EVENT_NAMES, isMethod, parseRequest, type EventName } from '../shared/api/contract.ts';
 import { AppService, toApiError } from '../shared/node/app/service.ts';
 import { folderOf, openDialogOptions, openDialogRequest } from './open-dialog.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const rendererIndex = path.join(here, '..', 'renderer', 'index.html');
 const rendererUrl = pathToFileURL(rendererIndex).href;
-const EVENTS: EventName[] = ['job', 'stats', 'plan'];
+const EVENTS: readonly EventName[] = EVENT_NAMES;
 
 // Copied beside the bundle by bin/build-electron.js (tray@2x.png next to it serves high-DPI screens).
 const trayIcon = path.join(here, 'tray.png');

@@ -1,6 +1,7 @@
 /** Backup plans as the UI, the CLI and the engine describe them. Browser-safe. */
 import { z } from 'zod';
 import { chunkSizeSchema, workersSchema } from './settings.ts';
+import { keepPolicySchema } from './retention.ts';
 import { scheduleSchema } from './schedule.ts';
 
 export const planNameSchema = z
@@ -26,5 +27,7 @@ export const planDraftSchema = z.object({
   /** Exclude patterns (README, "Exclude patterns"); checked by the engine. */
   exclude: z.array(z.string().max(1024, 'An exclude pattern is longer than 1024 characters.')).max(200),
   schedule: scheduleSchema,
+  /** Applied (forget, this machine's backups of these sources) after each successful run; absent: keep all. */
+  retention: keepPolicySchema.optional(),
 });
 export type PlanDraft = z.infer<typeof planDraftSchema>;

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { planDraftSchema } from '../plans.ts';
+import { maintenanceSchema } from '../retention.ts';
 import { targetConfigSchema } from '../settings.ts';
 import type { StatsFrame, ChunkTiming } from '../stats.ts';
 import type {
@@ -13,7 +14,9 @@ import type {
   BrowsePageView,
   DirListing,
   EntryView,
+  ForgetEstimateView,
   JobStatsView,
+  MaintenanceView,
   JobView,
   PlanView,
   SearchView,
@@ -121,7 +124,22 @@ export const requests = {
     paths: z.array(z.string()),
     existing: z.enum(['skip', 'overwrite']),
   }),
+  /** The space deleting these backups would free once prune has run (blobs no other backup uses). */
+  'backups.estimateForget': z.object({ backupIds: backupIds() }),
+  /** Deletes backups (forget by id); their data stays until prune. */
+  'backups.forget': z.object({ backupIds: backupIds() }),
+  'maintenance.get': z.object({}),
+  'maintenance.save': maintenanceSchema,
+  /** Runs prune now as a job (dryRun: only estimates what it would free). */
+  'maintenance.prune': z.object({ dryRun: z.boolean() }),
 } as const;
+
+function backupIds() {
+  return z
+    .array(id, { error: 'Name the backups as a list of ids.' })
+    .min(1, 'Name at least one backup.')
+    .max(1000, 'At most 1000 backups at a time.');
+}
 
 export type Method = keyof typeof requests;
 export type Request<M extends Method> = z.infer<(typeof requests)[M]>;
@@ -158,6 +176,11 @@ export interface Responses {
   'backups.verify': JobView;
   'backups.verifications': VerificationView[];
   'restore.original': JobView;
+  'backups.estimateForget': ForgetEstimateView;
+  'backups.forget': { removed: string[] };
+  'maintenance.get': MaintenanceView;
+  'maintenance.save': MaintenanceView;
+  'maintenance.prune': JobView;
 }
 
 export interface Events {
@@ -167,9 +190,14 @@ export interface Events {
   stats: { jobId: string; frame: StatsFrame; chunks: ChunkTiming[] };
   /** A plan started or finished a run (scheduled or not), or was saved or removed. */
   plan: { name: string };
+  /** Maintenance settings or a prune's outcome changed. */
+  maintenance: MaintenanceView;
 }
 
 export type EventName = keyof Events;
+
+/** Every event, for the bridges to forward (declared here once). */
+export const EVENT_NAMES = ['job', 'stats', 'plan', 'maintenance'] as const satisfies readonly EventName[];
 
 /** Failure answer of any method: a sentence for people, plus a field name when an input was wrong. */
 export interface ApiError {

@@ -1,5 +1,7 @@
 /** What the engine shows the UI. Plain data, browser-safe. */
 import type { PlanDraft } from '../plans.ts';
+import type { KeepPolicyDraft, MaintenanceSettings } from '../retention.ts';
+import type { PruneProgress } from './retention.ts';
 import type { PipelineSettings, TargetConfig } from '../settings.ts';
 import type { ChunkTiming, StatsFrame } from '../stats.ts';
 
@@ -23,7 +25,7 @@ export interface SettingsView extends PipelineSettings {
   cpuCount: number;
 }
 
-export type JobKind = 'backup' | 'restore' | 'verify';
+export type JobKind = 'backup' | 'restore' | 'verify' | 'prune';
 export type JobState = 'running' | 'paused' | 'interrupted' | 'done' | 'failed' | 'cancelled';
 
 export interface JobView {
@@ -64,6 +66,8 @@ export interface JobView {
     failed: { path: string; message: string }[];
     to: string;
   };
+  /** Prune only: the phase it is in and how far (packs, trees or files of that phase). */
+  prune?: PruneProgress & { dryRun: boolean };
   /** Verify only: distinct blobs checked and the files with a bad or missing blob. */
   verified?: { blobs: number; bytes: number; problems: VerifyProblemView[] };
 }
@@ -136,6 +140,10 @@ export interface PlanView extends PlanDraft {
     snapshotId: string | null;
     jobId: string | null;
   } | null;
+  /** The policy applied after its runs: its own, or the repository default (null: keeps every backup). */
+  keeps: { policy: KeepPolicyDraft; from: 'plan' | 'default' } | null;
+  /** The plan's retention as last applied after a run (a failure here does not fail the backup). */
+  retentionLast: { at: number; removed: number; error: string | null } | null;
 }
 
 /** One page of one folder of a backup (`backups.browse`); folders first, then names in natural order. */
@@ -203,4 +211,40 @@ export interface VerificationView {
   problems: VerifyProblemView[];
   /** Why the verification itself stopped. */
   error: string | null;
+}
+
+/** How a prune (scheduled or by hand, or a dry-run estimate) ended. Times are epoch ms. */
+export interface PruneOutcomeView {
+  at: number;
+  dryRun: boolean;
+  ok: boolean;
+  durationMs: number;
+  /** Bytes deleted (or that would be, for a dry run). */
+  bytesFreed: number;
+  packsDeleted: number;
+  packsRepacked: number;
+  /** Why it failed, in a sentence; with `willRetry` when it runs again by itself soon. */
+  error: string | null;
+  willRetry: boolean;
+}
+
+/** Settings → Maintenance: when prune runs by itself and how the latest ones went. */
+export interface MaintenanceView extends MaintenanceSettings {
+  /** When prune next starts by itself (null: manual). */
+  nextDueAt: number | null;
+  running: boolean;
+  /** The latest real prune and the latest estimate (dry run). */
+  last: PruneOutcomeView | null;
+  lastEstimate: PruneOutcomeView | null;
+}
+
+/** What deleting backups would free once prune has run: blobs no other backup references. */
+export interface ForgetEstimateView {
+  backupIds: string[];
+  /** Stored (compressed, encrypted) bytes of those blobs. */
+  bytes: number;
+  blobs: number;
+  dataBytes: number;
+  treeBytes: number;
+  durationMs: number;
 }

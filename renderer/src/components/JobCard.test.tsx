@@ -55,3 +55,36 @@ describe('JobCard', () => {
     expect(screen.getByTestId('job-stored').textContent).toMatch(/4 chunks \(32 MiB\), completing 2 files/);
   });
 });
+
+describe('JobCard of a prune', () => {
+  it('shows the phase and how far it is, no bytes, rate, pause or cancel', () => {
+    card(
+      job({
+        kind: 'prune',
+        title: 'Prune: delete data no backup needs',
+        target: null,
+        prune: { phase: 'mark', done: 120, total: 400, dryRun: false },
+      }),
+    );
+    expect(screen.getByTestId('prune-phase').textContent).toBe('Finding the data backups need: 120 of 400');
+    expect(screen.getByRole('progressbar').getAttribute('aria-valuenow')).toBe('30');
+    expect(screen.queryByTestId('job-percent')).toBeNull();
+    expect(screen.queryByRole('button', { name: 'Pause' })).toBeNull();
+    expect(screen.queryByRole('button', { name: 'Cancel' })).toBeNull();
+    expect(screen.getByText('Prune: delete data no backup needs')).toBeTruthy();
+  });
+
+  it('a failed prune shows why', () => {
+    card(
+      job({
+        kind: 'prune',
+        state: 'failed',
+        title: 'Prune: delete data no backup needs',
+        error: 'The repository is in use (laptop is running backup): prune needs it to itself.',
+        prune: { phase: 'index', done: 0, total: 0, dryRun: false },
+      }),
+    );
+    expect(screen.getByRole('alert').textContent).toMatch(/laptop is running backup/);
+    expect(screen.queryByRole('button', { name: 'Discard' })).toBeNull();
+  });
+});

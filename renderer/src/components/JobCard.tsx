@@ -1,4 +1,5 @@
 import type { JobView } from '../../../shared/api/views.ts';
+import { PRUNE_PHASE_LABELS } from '../../../shared/retention.ts';
 import { getApi } from '../api/bridge.ts';
 import { formatCount, formatDuration, formatRate, formatSize, messageOf, percent } from '../format.ts';
 
@@ -22,7 +23,8 @@ export function JobCard(props: {
   onError: (m: string) => void;
 }) {
   const { job } = props;
-  const pct = percent(job.bytesDone, job.bytesTotal);
+  const prune = job.kind === 'prune' ? job.prune : undefined;
+  const pct = prune ? percent(prune.done, prune.total) : percent(job.bytesDone, job.bytesTotal);
   const act = (m: 'jobs.pause' | 'jobs.resume' | 'jobs.cancel' | 'jobs.discard') =>
     getApi()
       .invoke(m, { jobId: job.id })
@@ -36,7 +38,7 @@ export function JobCard(props: {
     >
       <button type="button" className="job-main" onClick={props.onSelect} aria-pressed={props.selected}>
         <span className="job-title">
-          {job.kind === 'verify'
+          {job.kind === 'verify' || job.kind === 'prune'
             ? job.title
             : `${job.kind === 'backup' ? 'Backup' : 'Restore'} · ${job.title}`}
         </span>
@@ -57,7 +59,15 @@ export function JobCard(props: {
       </div>
       <div className="job-meta">
         {/* A job found interrupted at start has no totals until it resumes: no "0 B of 0 B". */}
-        {(job.bytesTotal > 0 || job.state === 'running' || job.state === 'done') && (
+        {prune && (
+          <span data-testid="prune-phase">
+            {PRUNE_PHASE_LABELS[prune.phase]}
+            {prune.total > 0 && prune.phase !== 'done'
+              ? `: ${formatCount(prune.done)} of ${formatCount(prune.total)}`
+              : ''}
+          </span>
+        )}
+        {!prune && (job.bytesTotal > 0 || job.state === 'running' || job.state === 'done') && (
           <>
             <span data-testid="job-percent">{shown.toFixed(0)} %</span>
             <span>
@@ -70,12 +80,14 @@ export function JobCard(props: {
             {formatCount(job.files.done)} of {formatCount(job.files.total)} files
           </span>
         )}
-        {job.state === 'running' && <span>{formatRate(job.mbps)}</span>}
+        {job.state === 'running' && !prune && <span>{formatRate(job.mbps)}</span>}
         {job.elapsedMs !== undefined && (job.state === 'running' || job.state === 'paused') && (
           <span>elapsed {formatDuration(job.elapsedMs / 1000)}</span>
         )}
-        {job.state === 'running' && <span className="job-eta">ETA {formatDuration(job.etaSeconds)}</span>}
-        {job.state === 'done' && <span>mean {formatRate(job.meanMbps)}</span>}
+        {job.state === 'running' && !prune && (
+          <span className="job-eta">ETA {formatDuration(job.etaSeconds)}</span>
+        )}
+        {job.state === 'done' && !prune && <span>mean {formatRate(job.meanMbps)}</span>}
         {job.target && <span className="muted">→ {job.target}</span>}
       </div>
       {job.current && (job.state === 'running' || job.state === 'paused') && (
@@ -96,7 +108,7 @@ export function JobCard(props: {
         </p>
       )}
       <div className="job-actions">
-        {job.state === 'running' && (
+        {job.state === 'running' && !prune && (
           <button type="button" onClick={() => act('jobs.pause')}>
             Pause
           </button>
@@ -106,7 +118,7 @@ export function JobCard(props: {
             Resume
           </button>
         )}
-        {(job.state === 'running' || job.state === 'paused' || job.state === 'interrupted') && (
+        {!prune && (job.state === 'running' || job.state === 'paused' || job.state === 'interrupted') && (
           <button type="button" className="danger" onClick={() => act('jobs.cancel')}>
             Cancel
           </button>
@@ -114,7 +126,7 @@ export function JobCard(props: {
         {(resumable(job) || job.state === 'failed') && job.kind === 'backup' && (
           <button
             type="button"
-            title="Forget this job: it will not be resumed (what it uploaded stays and is reused by later backups)"
+            title="Forget this job: it will not be resumed. What it uploaded is reused by later backups that need it; the rest becomes reclaimable and the next prune deletes it."
             onClick={() => act('jobs.discard')}
           >
             Discard

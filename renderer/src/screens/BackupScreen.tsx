@@ -114,7 +114,9 @@ export function BackupScreen({
               ))}
             </ul>
           ) : null}
-          {shown && shownJob?.state !== 'interrupted' ? (
+          {shownJob?.kind === 'prune' ? (
+            <p className="muted">A prune has no transfer charts: its phase and progress are on its card.</p>
+          ) : shown && shownJob?.state !== 'interrupted' ? (
             <LiveCharts
               key={shown}
               jobId={shown}

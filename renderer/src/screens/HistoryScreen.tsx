@@ -3,6 +3,8 @@ import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
 import { JobCard } from '../components/JobCard.tsx';
 import { formatDate, formatDuration, formatSize } from '../format.ts';
+import type { BackupView } from '../../../shared/api/views.ts';
+import { DeleteBackupDialog } from './browse/DeleteBackupDialog.tsx';
 import { HistoryRowActions, useVerifications } from './browse/HistoryRowActions.tsx';
 
 export function HistoryScreen({
@@ -18,6 +20,7 @@ export function HistoryScreen({
   const jobs = useJobs();
   const openJob = jobs.find((j) => j.kind === 'backup' && j.backupId === open);
   const [error, setError] = useState<string | null>(null);
+  const [deleting, setDeleting] = useState<BackupView | null>(null);
   // A backup that finishes while History is open (a resumed one, say) shows up without a Refresh.
   const finished = jobs.filter((j) => j.kind === 'backup' && j.state === 'done').length;
   const { reload } = backups;
@@ -46,6 +49,11 @@ export function HistoryScreen({
       {unfinished.length > 0 && (
         <section aria-label="Unfinished backups">
           <h2>Unfinished backups</h2>
+          <p className="muted small" data-testid="unfinished-hint">
+            Resume one to finish it without sending again what it stored. Discard one you will not resume:
+            what it uploaded and no backup uses becomes reclaimable, and the next prune (Settings →
+            Maintenance) deletes it.
+          </p>
           <ul className="job-list unfinished">
             {unfinished.map((j) => (
               <JobCard key={j.id} job={j} selected={false} onSelect={() => {}} onError={setError} />
@@ -76,6 +84,8 @@ export function HistoryScreen({
               {backups.data.map((b) => (
                 <tr
                   key={b.id}
+                  data-testid="backup"
+                  data-backup={b.id}
                   className={open === b.id ? 'selected' : ''}
                   onClick={() => setOpen(open === b.id ? null : b.id)}
                 >
@@ -113,6 +123,7 @@ export function HistoryScreen({
                       verify={verify}
                       onRestore={() => onRestore(b.id)}
                       onBrowse={() => onBrowse(b.id)}
+                      onDelete={() => setDeleting(b)}
                     />
                   </td>
                 </tr>
@@ -120,6 +131,17 @@ export function HistoryScreen({
             </tbody>
           </table>
         </div>
+      )}
+      {deleting && (
+        <DeleteBackupDialog
+          backup={deleting}
+          onClose={() => setDeleting(null)}
+          onDeleted={() => {
+            if (open === deleting.id) setOpen(null);
+            setDeleting(null);
+            reload();
+          }}
+        />
       )}
       {open && (
         <section aria-label="Charts of the selected backup" className="live">

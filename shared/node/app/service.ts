@@ -8,10 +8,12 @@ import { Engine, SettingsError, defaultHome, keystorePath, type BackupResult } f
 import { JobCancelledError, JobControl } from '../engine/job-control.ts';
 import type { JobListener } from '../engine/job-events.ts';
 import { defaultWorkerCount } from '../engine/worker-pool.ts';
+import { backupView } from './backup-view.ts';
 import { browseHandlers } from './browse-service.ts';
 import { listDirectory } from './dir-listing.ts';
 import { LiveJobs, type LiveJob } from './live-jobs.ts';
 import { PlanService, type PlanOutcome } from './plan-service.ts';
+import { RetentionService } from './retention-service.ts';
 import { systemClock, type Clock } from './scheduler.ts';
 
 export type { PlanOutcome };
@@ -27,6 +29,8 @@ export class AppService {
   readonly jobs = new LiveJobs();
   private readonly handlers: Handlers;
   readonly plans: PlanService;
+  /** Prune on its schedule and by hand; deleting backups. */
+  readonly retention: RetentionService;
 
   constructor(
     readonly shell: 'electron' | 'web',
@@ -43,11 +47,18 @@ export class AppService {
       title: titleFor,
       describeError: (err) => toApiError(err).message,
     });
+    this.retention = new RetentionService({
+      engine: () => this.e(),
+      unlocked: () => this.engine !== null,
+      jobs: this.jobs,
+      clock,
+      describeError: (err) => toApiError(err).message,
+    });
     this.handlers = {
       'app.status': () => this.status(),
       'app.init': async ({ passphrase }) => {
         this.engine = await Engine.init(this.home, passphrase);
-        this.plans.startScheduler();
+        this.startSchedulers();
         return this.status();
       },
       'app.unlock': async ({ passphrase, recoveryKey }) => {
@@ -57,7 +68,7 @@ export class AppService {
             recoveryKey !== undefined ? { recoveryKey } : { passphrase: passphrase ?? '' },
           );
         this.loadInterrupted();
-        this.plans.startScheduler();
+        this.startSchedulers();
         return this.status();
       },
       'app.connect': async ({ draft, passphrase, recoveryKey }) => {
@@ -70,7 +81,7 @@ export class AppService {
           draft.secret,
           recoveryKey !== undefined ? { recoveryKey } : { passphrase: passphrase ?? '' },
         );
-        this.plans.startScheduler();
+        this.startSchedulers();
         return this.status();
       },
       'keys.recovery': async () => ({ recoveryKey: (await this.e().keys.createRecoveryKey()).recoveryKey }),
@@ -130,7 +141,13 @@ export class AppService {
         track: (job, run) => this.track(job, run),
         title: titleFor,
       }),
+      ...this.retention.handlers(),
     };
+  }
+
+  private startSchedulers(): void {
+    this.plans.startScheduler();
+    this.retention.startScheduler();
   }
 
   async call<M extends Method>(method: M, req: Request<M>): Promise<Responses[M]> {
@@ -143,6 +160,7 @@ export class AppService {
 
   close(): void {
     this.plans.stopScheduler();
+    this.retention.stopScheduler();
     for (const j of this.jobs.list())
       if (j.state === 'running' || j.state === 'paused') this.jobs.get(j.id).control.cancel();
     this.engine?.close();
@@ -353,36 +371,7 @@ export class AppService {
   }
 
   private backups(): BackupView[] {
-    return this.e()
-      .listSnapshots()
-      .map((b) => {
-        const s = b.summary;
-        // A job resumed after a cancel or a crash: its earlier runs count too (time, reads, uploads).
-        const earlier = b.earlierRuns ?? { activeMs: 0, readBytes: 0, wireBytes: 0 };
-        const durationMs = s.durationMs + earlier.activeMs;
-        const bytesRead = s.bytesRead + earlier.readBytes;
-        return {
-          id: b.id,
-          status: 'complete' as const,
-          target: b.target,
-          createdAt: Date.parse(b.time),
-          finishedAt: Date.parse(b.time) + s.durationMs,
-          sources: b.sources,
-          fileCount: s.files.new + s.files.changed + s.files.unchanged,
-          totalBytes: s.totalBytes,
-          chunkCount: s.blobsTotal,
-          newChunks: s.blobsNew,
-          uploadedBytes: s.bytesUploaded + earlier.wireBytes,
-          dedupedBytes: Math.max(0, s.totalBytes - bytesRead),
-          durationMs,
-          meanMbps: durationMs > 0 ? s.totalBytes / 1000 / durationMs : 0,
-          host: b.host,
-          files: s.files,
-          bytesRead,
-          resumed: b.earlierRuns !== undefined,
-        };
-      })
-      .reverse();
+    return this.e().listSnapshots().map(backupView).reverse();
   }
 }
 

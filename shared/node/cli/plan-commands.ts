@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import type { PlanDraft } from '../../plans.ts';
+import { describeKeep, KEEP_RULE_NAMES, keepPolicyIsEmpty, type KeepPolicyDraft } from '../../retention.ts';
 import { describeSchedule, type Schedule } from '../../schedule.ts';
 import { SettingsError, type PlanInfo } from '../engine/engine.ts';
 import { reportBackup, table, type Output } from './output.ts';
@@ -14,6 +15,12 @@ interface AddOpts {
   day?: string;
   chunkSize?: number;
   workers?: number;
+  keepLast?: number;
+  keepHourly?: number;
+  keepDaily?: number;
+  keepWeekly?: number;
+  keepMonthly?: number;
+  keepYearly?: number;
 }
 
 /** Which option a plan field came from, so that an error names what the user typed. */
@@ -28,6 +35,8 @@ const OPTION_OF: Record<string, string> = {
   'schedule.day': '--day',
   chunkSize: '--chunk-size',
   workers: '--workers',
+  retention: '--keep-*',
+  ...Object.fromEntries(KEEP_RULE_NAMES.map((r) => [`retention.${r}`, `--keep-${r}`])),
 };
 
 export function registerPlanCommands(
@@ -45,6 +54,15 @@ export function registerPlanCommands(
       'daily',
       'weekly',
     ]);
+    for (const r of KEEP_RULE_NAMES)
+      c.addOption(
+        new Option(
+          `--keep-${r} <n>`,
+          r === 'last'
+            ? 'after each run, keep the n newest backups of this plan (0: drop the rule)'
+            : `after each run, keep the newest backup of each of the last n ${UNIT[r]} (0: drop the rule)`,
+        ).argParser(parse.int('Count')),
+      );
     return c
       .option('--source <path>', 'a file or folder to back up (repeatable)', collect, [] as string[])
       .option('--target <name>', 'target to store on (needed when there are several)')
@@ -74,6 +92,7 @@ export function registerPlanCommands(
       schedule: scheduleFromOptions(opts),
       ...(opts.chunkSize !== undefined ? { chunkSize: opts.chunkSize } : {}),
       ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
+      ...retentionOption({}, opts),
     };
     const p = await withEngine(async (e) => namingOption(() => e.plans.save(draft)));
     o.result(p, `Added plan "${p.name}": ${describeSchedule(p.schedule).toLowerCase()}${due(p)}.`);
@@ -111,6 +130,7 @@ export function registerPlanCommands(
           ? { chunkSize: opts.chunkSize ?? cur.chunkSize }
           : {}),
         ...((opts.workers ?? cur.workers) !== undefined ? { workers: opts.workers ?? cur.workers } : {}),
+        ...retentionOption(cur.retention ?? {}, opts),
       };
       return namingOption(() => e.plans.save(draft, name));
     });
@@ -128,7 +148,7 @@ export function registerPlanCommands(
         plans.length === 0
           ? 'No plans yet: "cairn plan add <name> --source <path> --every daily --at 02:00".'
           : table([
-              ['NAME', 'SCHEDULE', 'LAST RUN', 'NEXT DUE', 'SOURCES'],
+              ['NAME', 'SCHEDULE', 'LAST RUN', 'NEXT DUE', 'RETENTION', 'SOURCES'],
               ...plans.map((p) => [
                 p.name,
                 describeSchedule(p.schedule),
@@ -136,6 +156,7 @@ export function registerPlanCommands(
                 p.nextDueAt === null
                   ? '-'
                   : `${when(p.nextDueAt)}${p.nextDueAt <= Date.now() ? ' (due: runs when the app is open)' : ''}`,
+                retentionText(p),
                 p.sources.join(' ') + (p.exclude.length ? ` (excluding ${p.exclude.join(' ')})` : ''),
               ]),
             ]),
@@ -163,6 +184,44 @@ export function registerPlanCommands(
       reportBackup(o, r);
       o.result({ plan: name, ...r }, r.snapshotId);
     });
+}
+
+const UNIT: Record<string, string> = {
+  hourly: 'hours',
+  daily: 'days',
+  weekly: 'weeks',
+  monthly: 'months',
+  yearly: 'years',
+};
+
+/** The plan's keep policy with the --keep-* options given applied (0 drops a rule); none: no retention. */
+function retentionOption(current: KeepPolicyDraft, opts: Partial<AddOpts>): { retention?: KeepPolicyDraft } {
+  const given: Record<string, number | undefined> = {
+    last: opts.keepLast,
+    hourly: opts.keepHourly,
+    daily: opts.keepDaily,
+    weekly: opts.keepWeekly,
+    monthly: opts.keepMonthly,
+    yearly: opts.keepYearly,
+  };
+  const next: KeepPolicyDraft = {};
+  for (const r of KEEP_RULE_NAMES) {
+    const n = given[r] ?? current[r];
+    if (n) next[r] = n;
+  }
+  return keepPolicyIsEmpty(next) ? {} : { retention: next };
+}
+
+/** "the last 3, 7 daily · applied 10:02, removed 2" or "-". */
+function retentionText(p: PlanInfo): string {
+  if (!p.keeps) return '-';
+  const policy =
+    describeKeep(p.keeps.policy).replace(/^Keeps /, '') + (p.keeps.from === 'default' ? ' (default)' : '');
+  const l = p.retentionLast;
+  if (!l) return policy;
+  return l.error
+    ? `${policy} (failed ${when(l.at)}: ${l.error})`
+    : `${policy} (applied ${when(l.at)}, removed ${l.removed})`;
 }
 
 function scheduleFromOptions(o: AddOpts): Schedule {

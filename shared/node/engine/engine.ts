@@ -19,6 +19,7 @@ import { Repository, unlockFromTarget } from '../repository/repository.ts';
 import type { SnapshotDoc } from '../repository/snapshot.ts';
 import { runCheck, type CheckOptions, type CheckResult } from './check-job.ts';
 import { runForget, type ForgetOptions } from './forget-job.ts';
+import { estimateForget } from './forget-estimate.ts';
 import { runPrune, type PruneListener, type PruneOptions } from './prune-job.ts';
 import { listLocks, removeLocks } from '../repository/locks.ts';
 import type { ForgetResult, LockView, PruneResult } from '../../api/retention.ts';
@@ -93,6 +94,7 @@ export class Engine {
       (sources, opts, l, c) => this.backup(sources, opts, l, c),
       { resume: (id, l, c) => this.resumeJob(id, l, c), interrupted: () => this.interruptedJobs() },
       isProcessAlive,
+      (opts) => this.forget(opts),
     );
   }
 
@@ -336,6 +338,11 @@ export class Engine {
   /** Removes snapshots by id or by a keep policy (see forget-job.ts); their data stays until prune. */
   forget(opts: ForgetOptions, listener: JobListener = {}): Promise<ForgetResult> {
     return runForget(this.repo, opts, listener);
+  }
+
+  /** The space forgetting these snapshots would free after prune (see forget-estimate.ts). */
+  estimateForget(ids: readonly string[]) {
+    return estimateForget(this.repo, ids);
   }
 
   /** Deletes and repacks what no snapshot needs, under an exclusive lock (see prune-job.ts). */

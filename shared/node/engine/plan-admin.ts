@@ -10,6 +10,11 @@ import type { JobRow } from './keystore/job-table.ts';
 import type { PlanView } from '../../api/views.ts';
 import type { Keystore } from './keystore/keystore.ts';
 import type { PlanRow, PlanSpec } from './keystore/plan-table.ts';
+import { applyPlanRetention, type Forget } from './plan-retention.ts';
+import { keepPolicyIsEmpty, keepPolicySchema, type KeepPolicyDraft } from '../../retention.ts';
+
+/** Keystore setting: the keep policy of plans without one of their own. */
+const DEFAULT_RETENTION_KEY = 'retention.default';
 
 /** A plan with its run state, as the CLI and the app show it (the app's view, on the engine's clock). */
 export type PlanInfo = PlanView;
@@ -32,6 +37,8 @@ export class PlanAdmin {
     private readonly backup: RunBackup,
     private readonly jobs: { resume: ResumeJob; interrupted: () => JobRow[] },
     private readonly isAlive: (pid: number) => boolean,
+    /** Applies a keep policy after a successful run (see plan-retention.ts). */
+    private readonly forget: Forget,
   ) {}
 
   list(): PlanInfo[] {
@@ -71,11 +78,30 @@ export class PlanAdmin {
       schedule: d.schedule,
       ...(d.chunkSize !== undefined ? { chunkSize: d.chunkSize } : {}),
       ...(d.workers !== undefined ? { workers: d.workers } : {}),
+      ...(!keepPolicyIsEmpty(d.retention) ? { retention: d.retention } : {}),
     };
     const now = Date.now();
     if (existing) this.ks.plans.update(existing.id, d.name, targetId, spec, now);
     else this.ks.plans.insert(d.name, targetId, spec, now);
     return this.get(d.name);
+  }
+
+  /** The repository default keep policy (Settings → Maintenance), for plans without their own. */
+  defaultRetention(): KeepPolicyDraft | undefined {
+    const p = this.ks.getSetting<KeepPolicyDraft>(DEFAULT_RETENTION_KEY);
+    return keepPolicyIsEmpty(p) ? undefined : p;
+  }
+
+  setDefaultRetention(p: KeepPolicyDraft | undefined): void {
+    const checked = p === undefined ? undefined : check(keepPolicySchema, p);
+    this.ks.setSetting(DEFAULT_RETENTION_KEY, keepPolicyIsEmpty(checked) ? null : checked);
+  }
+
+  /** The policy a plan's runs apply: its own, else the repository default. */
+  private keeps(r: PlanRow): PlanInfo['keeps'] {
+    if (!keepPolicyIsEmpty(r.spec.retention)) return { policy: r.spec.retention!, from: 'plan' };
+    const d = this.defaultRetention();
+    return d ? { policy: d, from: 'default' } : null;
   }
 
   remove(name: string): void {
@@ -100,6 +126,7 @@ export class PlanAdmin {
     const row = this.row(name);
     if (this.running(row) || !this.ks.plans.claim(row.id, row.runPid, now()))
       throw new PlanBusyError(`Plan "${name}" is already running; this run was not started.`);
+    let r: BackupResult;
     try {
       const target = row.targetId === null ? undefined : this.ks.targetById(row.targetId);
       const tracking: JobListener = {
@@ -110,7 +137,7 @@ export class PlanAdmin {
         },
       };
       const unfinished = this.unfinishedJob(row, target?.id ?? this.defaultTargetId());
-      const r = unfinished
+      r = unfinished
         ? await this.jobs.resume(unfinished, tracking, control)
         : await this.backup(
             row.spec.sources,
@@ -123,11 +150,28 @@ export class PlanAdmin {
             control,
           );
       this.ks.plans.finish(row.id, { ok: true, snapshotId: r.snapshotId }, now());
-      return r;
     } catch (err) {
-      const error = ((err as Error)?.message ?? String(err)).replace(/\s*\n\s*/g, ' ');
-      this.ks.plans.finish(row.id, { ok: false, error }, now());
+      this.ks.plans.finish(row.id, { ok: false, error: oneLine(err) }, now());
       throw err;
+    }
+    await this.applyRetention(row, listener, now);
+    return r;
+  }
+
+  /**
+   * The plan's keep policy, after a successful run: the outcome is recorded with the plan, and a failure
+   * (the bucket refused a delete, a prune held the repository) is its own error, never the backup's.
+   */
+  private async applyRetention(row: PlanRow, listener: JobListener, now: () => number): Promise<void> {
+    const keeps = this.keeps(row);
+    if (!keeps) return;
+    try {
+      const removed = await applyPlanRetention(this.forget, keeps.policy, row.spec.sources);
+      this.ks.plans.recordRetention(row.id, { at: now(), removed: removed.length, error: null });
+    } catch (err) {
+      const error = oneLine(err);
+      this.ks.plans.recordRetention(row.id, { at: now(), removed: 0, error });
+      listener.notice?.(`Retention was not applied: ${error}`);
     }
   }
 
@@ -181,12 +225,15 @@ export class PlanAdmin {
       ...(r.targetId !== null ? { target: this.ks.targetById(r.targetId).name } : {}),
       ...(r.spec.chunkSize !== undefined ? { chunkSize: r.spec.chunkSize } : {}),
       ...(r.spec.workers !== undefined ? { workers: r.spec.workers } : {}),
+      ...(r.spec.retention ? { retention: r.spec.retention } : {}),
       exclude: r.spec.exclude,
       schedule: r.spec.schedule,
       createdAt: r.createdAt,
       running,
       nextDueAt: nextDue(r.spec.schedule, r.lastStartedAt ?? r.createdAt),
       last: lastRun(r, running),
+      keeps: this.keeps(r),
+      retentionLast: r.retention,
     };
   }
 }
@@ -199,6 +246,10 @@ function lastRun(r: PlanRow, running: boolean): PlanInfo['last'] {
     // Claimed, neither running nor finished: the process running it died.
     return { ...base, finishedAt: null, ok: false, error: 'Cairn stopped while it ran.' };
   return { ...base, finishedAt: r.lastFinishedAt, ok: r.lastOk, error: r.lastError };
+}
+
+function oneLine(err: unknown): string {
+  return ((err as Error)?.message ?? String(err)).replace(/\s*\n\s*/g, ' ');
 }
 
 /** Absolute paths with distinct last components: a backup names each source by its folder's name. */

@@ -23,7 +23,12 @@ afterAll(async () => {
 });
 
 /** Writes raw bytes (nothing normalises them) and returns the status line of the answer ('' if none). */
-function raw(request: string | Buffer, opts: { abortAfterWrite?: boolean } = {}): Promise<string> {
+async function raw(request: string | Buffer, opts: { abortAfterWrite?: boolean } = {}): Promise<string> {
+  return (await rawAnswer(request, opts)).split('\r\n')[0] ?? '';
+}
+
+/** The whole answer, status line to body. */
+function rawAnswer(request: string | Buffer, opts: { abortAfterWrite?: boolean } = {}): Promise<string> {
   return new Promise((resolve) => {
     const s = net.connect(port, '127.0.0.1', () => {
       s.write(request);
@@ -31,8 +36,8 @@ function raw(request: string | Buffer, opts: { abortAfterWrite?: boolean } = {})
     });
     let got = '';
     s.on('data', (d) => (got += d.toString('latin1')));
-    s.on('close', () => resolve(got.split('\r\n')[0] ?? ''));
-    s.on('error', () => resolve(got.split('\r\n')[0] ?? ''));
+    s.on('close', () => resolve(got));
+    s.on('error', () => resolve(got));
     s.setTimeout(3000, () => s.destroy());
   });
 }
@@ -87,6 +92,28 @@ describe('web mode refuses what it must and survives what clients send', () => {
       /^HTTP\/1.1 404/,
     );
     expect(await raw('THIS IS NOT HTTP\r\n\r\n')).toMatch(/^HTTP\/1.1 400/);
+    await stillServes();
+  });
+
+  it('answers malformed retention requests with 400 naming the field, and stays up', async () => {
+    for (const [method, body, field] of [
+      ['backups.forget', '{"backupIds":"all"}', 'backupIds'],
+      ['backups.estimateForget', '{"backupIds":["../../x"]}', 'backupIds.0'],
+      ['maintenance.save', '{"prune":"hourly","maxUnusedPercent":5}', 'prune'],
+      ['maintenance.save', '{"prune":"daily","maxUnusedPercent":-3}', 'maxUnusedPercent'],
+      ['maintenance.prune', '{"dryRun":"maybe"}', 'dryRun'],
+      ['maintenance.prune', 'null', 'dryRun'],
+      [
+        'plans.save',
+        '{"draft":{"name":"p","sources":["/a"],"exclude":[],"schedule":{"every":"manual"},"retention":{"last":-1}}}',
+        'draft.retention.last',
+      ],
+    ]) {
+      const answer = await rawAnswer(post(method!, body!, auth()));
+      expect(answer, `${method} ${body}`).toMatch(/^HTTP\/1.1 400/);
+      // Refused by the contract's schema (naming the field), before the locked engine is asked.
+      expect(answer).toContain(`"field":"${field}"`);
+    }
     await stillServes();
   });
 

@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { ApiCallError, isMethod, parseRequest, type EventName } from '../../api/contract.ts';
+import { ApiCallError, EVENT_NAMES, isMethod, parseRequest, type EventName } from '../../api/contract.ts';
 import type { AppService } from '../app/service.ts';
 
 export interface WebServer {
@@ -26,7 +26,7 @@ const TYPES: Record<string, string> = {
   '.woff2': 'font/woff2',
 };
 const MAX_BODY = 1 << 20;
-const EVENTS: EventName[] = ['job', 'stats', 'plan'];
+const EVENTS: readonly EventName[] = EVENT_NAMES;
 
 /**
  * Serves the built renderer and the API on 127.0.0.1 only. Every API call and the event socket need the

@@ -31,6 +31,7 @@ export function HistoryRowActions(props: {
   verify: VerifyState;
   onRestore: () => void;
   onBrowse: () => void;
+  onDelete: () => void;
 }) {
   const { backupId } = props;
   const [error, setError] = useState<string | null>(null);
@@ -55,6 +56,9 @@ export function HistoryRowActions(props: {
         </button>
         <button type="button" onClick={verify} disabled={running !== undefined}>
           Verify
+        </button>
+        <button type="button" className="danger" onClick={props.onDelete} disabled={running !== undefined}>
+          Delete…
         </button>
       </div>
       {running ? (

@@ -4,10 +4,14 @@ import type { PlanView, TargetView } from '../../../../shared/api/views.ts';
 import { SUGGESTED_EXCLUDES, type PlanDraft } from '../../../../shared/plans.ts';
 import { WEEKDAYS, type Schedule, type Weekday } from '../../../../shared/schedule.ts';
 import { parseSize } from '../../../../shared/settings.ts';
+import { describeKeep } from '../../../../shared/retention.ts';
 import { getApi } from '../../api/bridge.ts';
+import { useQuery } from '../../api/hooks.ts';
 import { Field } from '../../components/Field.tsx';
 import { FilePicker } from '../../components/FilePicker.tsx';
 import { formatSize, messageOf } from '../../format.ts';
+import { retentionLine } from './plan-status.ts';
+import { RetentionFields, retentionFromText, retentionText } from './RetentionFields.tsx';
 
 const DAY_NAMES: Record<Weekday, string> = {
   mon: 'Monday',
@@ -19,7 +23,16 @@ const DAY_NAMES: Record<Weekday, string> = {
   sun: 'Sunday',
 };
 
-const FIELDS = ['name', 'sources', 'target', 'schedule', 'exclude', 'chunkSize', 'workers'] as const;
+const FIELDS = [
+  'name',
+  'sources',
+  'target',
+  'schedule',
+  'exclude',
+  'chunkSize',
+  'workers',
+  'retention',
+] as const;
 type FieldName = (typeof FIELDS)[number];
 type Errors = Partial<Record<FieldName, string>>;
 
@@ -48,6 +61,8 @@ export function PlanForm(props: {
   const [exclude, setExclude] = useState((p?.exclude ?? []).join('\n'));
   const [chunk, setChunk] = useState(p?.chunkSize ? formatSize(p.chunkSize).replace(' ', '') : '');
   const [workers, setWorkers] = useState(p?.workers ? String(p.workers) : '');
+  const [keep, setKeep] = useState(retentionText(p?.retention));
+  const maintenance = useQuery('maintenance.get', {});
   const [errors, setErrors] = useState<Errors>({});
   const [error, setError] = useState<string | null>(null);
   const [picking, setPicking] = useState(false);
@@ -67,6 +82,8 @@ export function PlanForm(props: {
     if (chunkSize !== undefined && Number.isNaN(chunkSize))
       errs.chunkSize = `“${chunk}” is not a size (examples: 8MiB, 512KiB).`;
     if (workers.trim() && !/^\d+$/.test(workers.trim())) errs.workers = `“${workers}” is not a whole number.`;
+    const retention = retentionFromText(keep);
+    if ('error' in retention) errs.retention = retention.error;
     setErrors(errs);
     setError(null);
     if (Object.keys(errs).length) return;
@@ -78,6 +95,7 @@ export function PlanForm(props: {
       schedule: schedule(),
       ...(chunkSize !== undefined ? { chunkSize } : {}),
       ...(workers.trim() ? { workers: Number(workers) } : {}),
+      ...('policy' in retention && retention.policy ? { retention: retention.policy } : {}),
     };
     setSaving(true);
     try {
@@ -200,6 +218,17 @@ export function PlanForm(props: {
             </button>
           ))}
         </div>
+        <RetentionFields
+          value={keep}
+          onChange={setKeep}
+          error={errors.retention}
+          status={p ? retentionLine(p, Date.now()) : null}
+          whenEmpty={
+            maintenance.data?.defaultRetention
+              ? `Leave all empty to use the repository default (${describeKeep(maintenance.data.defaultRetention).replace(/^Keeps/, 'keeps')}, Settings → Maintenance).`
+              : 'Leave all empty to keep every backup (or to use a default set in Settings → Maintenance).'
+          }
+        />
         <details>
           <summary>Performance (optional)</summary>
           <div className="grid2">

@@ -6,7 +6,7 @@ import { useQuery } from '../../api/hooks.ts';
 import { messageOf } from '../../format.ts';
 import { PlanForm } from './PlanForm.tsx';
 import './plans.css';
-import { planStatus, statusText, until } from './plan-status.ts';
+import { planStatus, retentionLine, statusText, until } from './plan-status.ts';
 import { useNow, usePlans } from './use-plans.ts';
 
 /** Backup plans: what runs when, how the last run went, and the form to make or change one. */
@@ -80,6 +80,7 @@ export function PlansScreen(props: { draftSources: string[] | null; onDraftUsed:
       <ul className="plans" aria-label="Plans">
         {plans.data?.map((p) => {
           const status = planStatus(p);
+          const keep = retentionLine(p, now);
           return (
             <li
               key={p.name}
@@ -105,6 +106,14 @@ export function PlansScreen(props: { draftSources: string[] | null; onDraftUsed:
                 >
                   {statusText(status, now)}
                 </div>
+                {keep && (
+                  <div
+                    className={`small-text plan-retention${keep.failed ? ' failed' : ' muted'}`}
+                    data-testid="plan-retention"
+                  >
+                    {keep.text}
+                  </div>
+                )}
                 {p.nextDueAt !== null && !p.running && (
                   <div className="muted small-text" data-testid="plan-next">
                     Next: {until(p.nextDueAt, now)} ({new Date(p.nextDueAt).toLocaleString()})

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BackupView, PlanView } from '../../../../shared/api/views.ts';
-import { ago, overallStatus, planStatus, statusText, until } from './plan-status.ts';
+import { ago, overallStatus, planStatus, retentionLine, statusText, until } from './plan-status.ts';
 
 const NOW = Date.UTC(2026, 4, 1, 12);
 const MIN = 60_000;
@@ -13,6 +13,8 @@ const plan = (last: PlanView['last'], running = false): PlanView => ({
   running,
   nextDueAt: null,
   last,
+  keeps: null,
+  retentionLast: null,
 });
 const run = (minutesAgo: number, ok: boolean | null, error: string | null = null) => ({
   startedAt: NOW - minutesAgo * MIN - MIN,
@@ -53,5 +55,32 @@ describe('plan status lines', () => {
     );
     expect(statusText(overallStatus([failedRecently], [backup(1)]), NOW)).toBe('Last backup: 1 min ago, OK');
     expect(overallStatus([plan(null, true), failedRecently], []).state).toBe('running');
+  });
+});
+
+describe('retention line', () => {
+  const withKeep = (
+    retentionLast: PlanView['retentionLast'],
+    from: 'plan' | 'default' = 'plan',
+  ): PlanView => ({
+    ...plan(null),
+    ...(from === 'plan' ? { retention: { daily: 7, weekly: 4 } } : {}),
+    keeps: { policy: { daily: 7, weekly: 4 }, from },
+    retentionLast,
+  });
+  it('tells the policy and how it was last applied, or why it failed', () => {
+    expect(retentionLine(plan(null), NOW)).toBeNull();
+    expect(retentionLine(withKeep(null), NOW)!.text).toBe(
+      'Keeps 7 daily, 4 weekly · not applied yet (after the next backup)',
+    );
+    const ok = retentionLine(withKeep({ at: NOW - MIN, removed: 2, error: null }), NOW)!;
+    expect(ok.failed).toBe(false);
+    expect(ok.text).toMatch(/^Keeps 7 daily, 4 weekly · last applied \d\d?:\d\d.*, removed 2$/);
+    const bad = retentionLine(withKeep({ at: NOW - MIN, removed: 0, error: 'bucket said no' }), NOW)!;
+    expect(bad).toMatchObject({ failed: true });
+    expect(bad.text).toMatch(/could not apply at .*: bucket said no$/);
+    expect(retentionLine(withKeep(null, 'default'), NOW)!.text).toBe(
+      'Keeps 7 daily, 4 weekly (repository default) · not applied yet (after the next backup)',
+    );
   });
 });

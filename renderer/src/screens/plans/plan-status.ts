@@ -1,4 +1,5 @@
 import type { BackupView, PlanView } from '../../../../shared/api/views.ts';
+import { describeKeep } from '../../../../shared/retention.ts';
 
 /** "just now", "5 min ago", "2 h ago", "3 days ago" (a time ahead of `now` counts as just now). */
 export function ago(ms: number, now: number): string {
@@ -62,4 +63,24 @@ export function statusText(s: LastBackup, now: number): string {
     case 'failed':
       return `Last backup: ${ago(s.at, now)}, failed: ${s.why}`;
   }
+}
+
+/** "10:02" today, else "3 May 10:02". */
+export function clockTime(ms: number, now: number): string {
+  const d = new Date(ms);
+  const hm = d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
+  return new Date(now).toDateString() === d.toDateString()
+    ? hm
+    : `${d.toLocaleDateString(undefined, { day: 'numeric', month: 'short' })} ${hm}`;
+}
+
+/** "Keeps 7 daily, 4 weekly · last applied 10:02, removed 2"; null for a plan that keeps everything. */
+export function retentionLine(p: PlanView, now: number): { text: string; failed: boolean } | null {
+  if (!p.keeps) return null;
+  const policy = `${describeKeep(p.keeps.policy)}${p.keeps.from === 'default' ? ' (repository default)' : ''}`;
+  const l = p.retentionLast;
+  if (!l) return { text: `${policy} · not applied yet (after the next backup)`, failed: false };
+  if (l.error)
+    return { text: `${policy} · could not apply at ${clockTime(l.at, now)}: ${l.error}`, failed: true };
+  return { text: `${policy} · last applied ${clockTime(l.at, now)}, removed ${l.removed}`, failed: false };
 }

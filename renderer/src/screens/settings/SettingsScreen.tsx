@@ -4,6 +4,7 @@ import { targetWhere } from '../../../../shared/settings.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useQuery } from '../../api/hooks.ts';
 import { messageOf } from '../../format.ts';
+import { MaintenanceSection } from './MaintenanceSection.tsx';
 import { PipelineForm } from './PipelineForm.tsx';
 import { TargetForm } from './TargetForm.tsx';
 
@@ -72,6 +73,10 @@ export function SettingsScreen() {
             }}
           />
         )}
+      </section>
+      <section aria-label="Maintenance">
+        <h2>Maintenance</h2>
+        <MaintenanceSection />
       </section>
       <section aria-label="Pipeline">
         <h2>Performance</h2>

@@ -44,3 +44,36 @@ describe('keystore migrations', () => {
     openDb(file, { create: false }).close();
   });
 });
+
+describe('keystore migration 5 (plan retention)', () => {
+  it("a keystore with plans gains the retention outcome columns; the plans' runs stay", () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const old = new Database(file);
+    for (const m of migrations.slice(0, 3)) old.exec(m);
+    old.pragma(`user_version = ${FIRST_V2_VERSION - 1 + 3}`);
+    old.exec(
+      `INSERT INTO targets (id, name, config, created_at) VALUES (1, 't', '{"kind":"dir","path":"/x"}', 0)`,
+    );
+    old.exec(
+      `INSERT INTO plans (name, target_id, spec, created_at, updated_at, last_started_at, last_finished_at, last_ok, last_snapshot)
+       VALUES ('docs', 1, '{"sources":["/a"],"exclude":[],"schedule":{"every":"manual"}}', 1, 1, 10, 20, 1, 'aaaaaaaaaaaa')`,
+    );
+    old.close();
+
+    const db = openDb(file, { create: false });
+    try {
+      expect(db.pragma('user_version', { simple: true })).toBe(FIRST_V2_VERSION - 1 + migrations.length);
+      const plans = new PlanTable(db);
+      const p = plans.get('docs')!;
+      expect(p).toMatchObject({ lastOk: true, lastSnapshot: 'aaaaaaaaaaaa', retention: null });
+      expect(p.spec.retention).toBeUndefined();
+      plans.recordRetention(p.id, { at: 30, removed: 2, error: null });
+      expect(plans.get('docs')!.retention).toEqual({ at: 30, removed: 2, error: null });
+      plans.recordRetention(p.id, { at: 40, removed: 0, error: 'bucket said no' });
+      expect(plans.get('docs')!.retention).toEqual({ at: 40, removed: 0, error: 'bucket said no' });
+    } finally {
+      db.close();
+    }
+    openDb(file, { create: false }).close();
+  });
+});

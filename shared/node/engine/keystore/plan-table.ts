@@ -1,3 +1,4 @@
+import type { KeepPolicyDraft } from '../../../retention.ts';
 import type { Schedule } from '../../../schedule.ts';
 import type { Db } from './db.ts';
 
@@ -8,6 +9,14 @@ export interface PlanSpec {
   schedule: Schedule;
   chunkSize?: number;
   workers?: number;
+  /** Forget policy applied after each successful run. */
+  retention?: KeepPolicyDraft;
+}
+
+export interface RetentionOutcome {
+  at: number;
+  removed: number;
+  error: string | null;
 }
 
 export interface PlanRow {
@@ -26,6 +35,8 @@ export interface PlanRow {
   lastError: string | null;
   lastSnapshot: string | null;
   lastJob: string | null;
+  /** The plan's retention as last applied. */
+  retention: RetentionOutcome | null;
 }
 
 /** Backup plans and the outcome of their latest run. */
@@ -91,6 +102,12 @@ export class PlanTable {
       )
       .run(now, r.ok ? 1 : 0, r.ok ? null : r.error, r.ok ? r.snapshotId : null, id);
   }
+
+  recordRetention(id: number, r: RetentionOutcome): void {
+    this.db
+      .prepare('UPDATE plans SET retention_at = ?, retention_removed = ?, retention_error = ? WHERE id = ?')
+      .run(r.at, r.removed, r.error, id);
+  }
 }
 
 interface Raw {
@@ -107,6 +124,9 @@ interface Raw {
   last_error: string | null;
   last_snapshot: string | null;
   last_job: string | null;
+  retention_at: number | null;
+  retention_removed: number | null;
+  retention_error: string | null;
 }
 
 const toRow = (r: Raw): PlanRow => ({
@@ -123,4 +143,8 @@ const toRow = (r: Raw): PlanRow => ({
   lastError: r.last_error,
   lastSnapshot: r.last_snapshot,
   lastJob: r.last_job,
+  retention:
+    r.retention_at === null
+      ? null
+      : { at: r.retention_at, removed: r.retention_removed ?? 0, error: r.retention_error },
 });

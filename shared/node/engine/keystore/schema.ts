@@ -124,4 +124,9 @@ export const migrations: string[] = [
   );
   CREATE INDEX verifications_by_snapshot ON verifications(snapshot_id, started_at);
   `,
+  `
+  ALTER TABLE plans ADD COLUMN retention_at INTEGER;       -- when its keep policy was last applied (after a run)
+  ALTER TABLE plans ADD COLUMN retention_removed INTEGER;  -- snapshots that removed
+  ALTER TABLE plans ADD COLUMN retention_error TEXT;       -- why applying it failed (the backup stays ok)
+  `,
 ];

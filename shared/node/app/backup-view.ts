@@ -1,0 +1,31 @@
+import type { BackupView } from '../../api/views.ts';
+import type { SnapshotInfo } from '../engine/engine.ts';
+
+/** A snapshot as History lists it. */
+export function backupView(b: SnapshotInfo): BackupView {
+  const s = b.summary;
+  // A job resumed after a cancel or a crash: its earlier runs count too (time, reads, uploads).
+  const earlier = b.earlierRuns ?? { activeMs: 0, readBytes: 0, wireBytes: 0 };
+  const durationMs = s.durationMs + earlier.activeMs;
+  const bytesRead = s.bytesRead + earlier.readBytes;
+  return {
+    id: b.id,
+    status: 'complete' as const,
+    target: b.target,
+    createdAt: Date.parse(b.time),
+    finishedAt: Date.parse(b.time) + s.durationMs,
+    sources: b.sources,
+    fileCount: s.files.new + s.files.changed + s.files.unchanged,
+    totalBytes: s.totalBytes,
+    chunkCount: s.blobsTotal,
+    newChunks: s.blobsNew,
+    uploadedBytes: s.bytesUploaded + earlier.wireBytes,
+    dedupedBytes: Math.max(0, s.totalBytes - bytesRead),
+    durationMs,
+    meanMbps: durationMs > 0 ? s.totalBytes / 1000 / durationMs : 0,
+    host: b.host,
+    files: s.files,
+    bytesRead,
+    resumed: b.earlierRuns !== undefined,
+  };
+}
