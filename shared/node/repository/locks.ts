@@ -167,6 +167,8 @@ export class RepoLock {
   private lastRefresh = Date.now();
   private refreshing: Promise<void> = Promise.resolve();
   private released = false;
+  /** Once unrefreshed for the stale age, a lock stays lost: a prune elsewhere may have taken over. */
+  private lost = false;
 
   private constructor(
     private readonly ctx: LockContext,
@@ -240,7 +242,13 @@ export class RepoLock {
 
   /** A new object with a fresh time, then the old one deleted (objects are never rewritten in place). */
   private async refresh(): Promise<void> {
-    if (this.released) return;
+    if (this.released || this.lost) return;
+    // Asleep (or starved) past the stale age: others may have ignored this lock meanwhile, so a fresh
+    // object now would hide that, not undo it.
+    if (Date.now() - this.lastRefresh > lockTiming().staleMs) {
+      this.lost = true;
+      return;
+    }
     const id = this.ctx.sodium.randomBytes(8).toString('hex');
     const doc = { ...this.doc, refreshedAt: new Date().toISOString() };
     try {
@@ -257,7 +265,7 @@ export class RepoLock {
   /** Throws when the lock has not been refreshed for the stale age: others may have removed it. */
   assertHeld(): void {
     const { staleMs } = lockTiming();
-    if (Date.now() - this.lastRefresh > staleMs)
+    if (this.lost || Date.now() - this.lastRefresh > staleMs)
       throw new LockLostError(
         `The lock on target "${this.label}" could not be refreshed for ${Math.round((Date.now() - this.lastRefresh) / 60_000)} minutes; stopped before changing anything more.`,
       );
