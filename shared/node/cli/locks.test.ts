@@ -29,7 +29,7 @@ async function setup() {
 }
 
 describe('locks in the bucket', () => {
-  it('a stale lock (old, or of a dead process on this host) is ignored, and "cairn unlock" removes it', async () => {
+  it('a stale lock (old, or of a dead process of this keystore on this host) is ignored, and "cairn unlock" removes it', async () => {
     const { bucket, cli, src, engine, t } = await setup();
     try {
       const ctx = engine.repo.lockContext(t);
@@ -46,11 +46,12 @@ describe('locks in the bucket', () => {
             refreshedAt: old,
           },
         ],
-        // This host, a pid that is not running: stale at once, however fresh.
+        // This keystore on this host, a pid that is not running: stale at once, however fresh.
         [
           '00000000000000bb',
           {
             host: (await import('node:os')).hostname(),
+            machine: ctx.machine,
             pid: 2 ** 22 + 12345,
             kind: 'exclusive',
             operation: 'prune',

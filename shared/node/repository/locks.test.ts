@@ -1,8 +1,10 @@
+import os from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from '../../../test/support/fixtures.ts';
 import { loadSodium } from '../crypto/provider.ts';
 import { createLocalDirStorage } from '../storage/local-dir.ts';
-import { LockLostError, RepoLock, type LockContext } from './locks.ts';
+import { ObjectKey } from '../../format/constants.ts';
+import { LockLostError, RepoLock, listLocks, sealLock, type LockContext } from './locks.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -12,6 +14,7 @@ async function context(): Promise<LockContext> {
     storage: createLocalDirStorage({ label: 'drive', root: tempDir() }),
     sodium,
     metaKey: sodium.randomBytes(32),
+    machine: sodium.randomBytes(8).toString('hex'),
   };
 }
 
@@ -39,5 +42,34 @@ describe('a lock held across a pause longer than the stale age (a laptop asleep)
     } finally {
       await lock.release();
     }
+  });
+});
+
+describe('a lock of a process that is gone', () => {
+  it('is stale at once only when this keystore on this host wrote it: a same-named host is another machine', async () => {
+    const ctx = await context();
+    const dead = 2 ** 22 + 12345; // above Linux's pid_max default: never a live process
+    const doc = (machine: string) => ({
+      host: os.hostname(),
+      machine,
+      pid: dead,
+      kind: 'exclusive' as const,
+      operation: 'prune',
+      createdAt: new Date().toISOString(),
+      refreshedAt: new Date().toISOString(),
+    });
+    await ctx.storage.put(
+      ObjectKey.lock('00000000000000aa'),
+      sealLock(ctx, '00000000000000aa', doc(ctx.machine)),
+    );
+    await ctx.storage.put(
+      ObjectKey.lock('00000000000000bb'),
+      sealLock(ctx, '00000000000000bb', doc('0123456789abcdef')),
+    );
+    const locks = await listLocks(ctx);
+    expect(locks.map((l) => [l.id, l.stale])).toEqual([
+      ['00000000000000aa', true],
+      ['00000000000000bb', false],
+    ]);
   });
 });

@@ -13,6 +13,8 @@ export type LockKind = 'shared' | 'exclusive';
 
 export interface LockDoc {
   host: string;
+  /** The writer's keystore (random per data folder): host names repeat across machines, this does not. */
+  machine?: string;
   pid: number;
   kind: LockKind;
   operation: string;
@@ -55,6 +57,8 @@ export interface LockContext {
   storage: Storage;
   sodium: SodiumProvider;
   metaKey: Uint8Array;
+  /** This keystore's machine id (LockDoc.machine). */
+  machine: string;
 }
 
 export class LockConflictError extends Error {
@@ -79,11 +83,19 @@ export function describeHolder(l: LockInfo): string {
   return `${l.kind} lock for ${l.operation} on host ${l.host} (process ${l.pid}) since ${l.createdAt}`;
 }
 
-/** Stale: refreshed longer ago than the stale age by the reader's clock, or on this host by a dead process. */
-export function isStale(doc: LockDoc, now: number, staleMs: number, host = os.hostname()): boolean {
+/**
+ * Stale: refreshed longer ago than the stale age by the reader's clock, or written from this very keystore
+ * and host by a process that is gone. (Same host name alone is not enough: two laptops may share one.)
+ */
+export function isStale(
+  doc: LockDoc,
+  now: number,
+  staleMs: number,
+  self: { host: string; machine: string },
+): boolean {
   const refreshed = Date.parse(doc.refreshedAt);
   if (!Number.isFinite(refreshed)) return true;
-  if (doc.host === host && !isProcessAlive(doc.pid)) return true;
+  if (doc.host === self.host && doc.machine === self.machine && !isProcessAlive(doc.pid)) return true;
   // A time in the future (another machine's clock ahead) is live.
   return now - refreshed > staleMs;
 }
@@ -96,11 +108,13 @@ function parseLockDoc(v: unknown): LockDoc {
     (o.kind !== 'shared' && o.kind !== 'exclusive') ||
     typeof o.operation !== 'string' ||
     typeof o.createdAt !== 'string' ||
-    typeof o.refreshedAt !== 'string'
+    typeof o.refreshedAt !== 'string' ||
+    (o.machine !== undefined && typeof o.machine !== 'string')
   )
     throw new Error('malformed lock');
   return {
     host: o.host,
+    ...(o.machine === undefined ? {} : { machine: o.machine }),
     pid: o.pid,
     kind: o.kind,
     operation: o.operation,
@@ -131,7 +145,7 @@ export async function listLocks(ctx: LockContext): Promise<LockInfo[]> {
     }
     try {
       const doc = parseLockDoc(openJson(ctx.sodium, ctx.metaKey, Magic.lock, id, body));
-      out.push({ ...doc, id, stale: isStale(doc, now, staleMs) });
+      out.push({ ...doc, id, stale: isStale(doc, now, staleMs, { host: os.hostname(), machine: ctx.machine }) });
     } catch {
       out.push({
         id,
@@ -203,6 +217,7 @@ export class RepoLock {
       const now = new Date().toISOString();
       const doc: LockDoc = {
         host: os.hostname(),
+        machine: ctx.machine,
         pid: process.pid,
         kind: opts.kind,
         operation: opts.operation,

@@ -314,7 +314,12 @@ export class Repository {
   }
 
   lockContext(t: TargetRow): LockContext {
-    return { storage: this.storage(t), sodium: this.sodium, metaKey: this.ks.keys.metaSeal };
+    return {
+      storage: this.storage(t),
+      sodium: this.sodium,
+      metaKey: this.ks.keys.metaSeal,
+      machine: this.ks.machineId(),
+    };
   }
 
   /** Takes a lock on a target (see locks.ts); the caller releases it in a finally block. */

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   deriveSubkeys,
   openKeySlot,
@@ -157,6 +158,13 @@ export class Keystore {
 
   removeKeySlot(id: string): void {
     this.db.prepare('DELETE FROM key_slots WHERE id = ?').run(id);
+  }
+
+  /** A random id for this data folder, made on first use: names this machine in bucket locks. */
+  machineId(): string {
+    let id = this.getSetting<string>('machineId');
+    if (!id) this.setSetting('machineId', (id = randomBytes(8).toString('hex')));
+    return id;
   }
 
   getSetting<T>(key: string): T | undefined {
