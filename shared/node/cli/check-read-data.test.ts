@@ -69,5 +69,17 @@ describe('check --read-data', () => {
     const rr = JSON.parse(reread.stdout.slice(0, reread.stdout.lastIndexOf('{"error"'))) as CheckResult;
     expect(rr.problems.map((p) => [p.kind, p.blob])).toEqual([['damaged-blob', r.problems[0]!.blob]]);
     expect(rr.damaged).toEqual([]);
+
+    // Prune keeps the copy that authenticates (it reads the blobs stored twice), never the damaged one.
+    const pruned = await cliJson<{ targets: { packsRepacked: number; packsDeleted: number }[] }>(
+      ['prune', '--max-unused', '0%'],
+      cli,
+    );
+    expect(pruned.targets[0]!.packsRepacked + pruned.targets[0]!.packsDeleted).toBeGreaterThan(0);
+    expect((await listKeys(s3, bucket, 'data/')).map((k) => k.key)).not.toContain(data.key);
+    await expectRestores(cli, expected, [first, second]);
+    const clean = await runCli(['check', '--read-data'], cli);
+    expect(clean.stderr).toBe('');
+    expect(clean.code).toBe(0);
   });
 });

@@ -109,6 +109,14 @@ describe('forget and prune', () => {
     expect(dry.dryRun).toBe(true);
     expect(dry.bytesFreed).toBeGreaterThan(0);
     expect(await fingerprint(s3, bucket, home)).toBe(forgotten);
+    expect(dry.targets[0]!.packsRepacked).toBeGreaterThan(0);
+    const capped = await cliJson<PruneResult>(
+      ['prune', '--dry-run', '--max-unused', '0%', '--max-repack-size', '1KiB'],
+      cli,
+    );
+    expect(capped.targets[0]!.packsRepacked).toBe(0);
+    expect(capped.targets[0]!.bytesRepacked).toBe(0);
+    expect(await fingerprint(s3, bucket, home)).toBe(forgotten);
     // The real run frees what the dry run announced.
     const real = await cliJson<PruneResult>(['prune', '--max-unused', '0%'], cli);
     expect(real.targets[0]!.packsDeleted).toBe(dry.targets[0]!.packsDeleted);

@@ -134,6 +134,7 @@ async function pruneTarget(
   const plan = planPrune(packs.values(), listed, used, {
     maxUnused: opts.maxUnused ?? { percent: 5 },
     maxRepackBytes: opts.maxRepackBytes ?? Infinity,
+    preferred: await goodCopies(repo, t, packs, listed, used),
   });
   packs.clear();
   const sum = (xs: { size: number }[]) => xs.reduce((n, p) => n + p.size, 0);
@@ -213,6 +214,63 @@ async function pruneTarget(
   await repo.refresh(t);
   await repo.reconcilePacks(t);
   return result;
+}
+
+/**
+ * For each blob in use stored more than once (a re-store after `check` found a copy damaged or missing,
+ * or two machines storing the same data at once): the first pack whose copy authenticates. Only the
+ * duplicates are read, so prune never keeps a damaged copy and deletes the good one.
+ */
+async function goodCopies(
+  repo: Repository,
+  t: TargetRow,
+  packs: ReadonlyMap<string, PlanPack>,
+  listed: ReadonlyMap<string, number>,
+  used: ReadonlySet<string>,
+): Promise<Map<string, string>> {
+  const first = new Map<string, string>();
+  const copies = new Map<string, { pack: string; entry: PackEntry }[]>();
+  for (const p of packs.values()) {
+    if (listed.get(p.id) !== p.size) continue;
+    for (const b of p.blobs) {
+      const hex = b.id.toString('hex');
+      if (!used.has(hex)) continue;
+      const at = first.get(hex);
+      if (at === undefined) first.set(hex, p.id);
+      else if (at !== p.id) {
+        let list = copies.get(hex);
+        if (!list) {
+          const own = packs.get(at)!.blobs.find((x) => x.id.equals(b.id))!;
+          copies.set(hex, (list = [{ pack: at, entry: own }]));
+        }
+        list.push({ pack: p.id, entry: b });
+      }
+    }
+  }
+  first.clear();
+  const { sodium, ks } = repo;
+  const preferred = new Map<string, string>();
+  for (const [hex, list] of copies)
+    for (const { pack, entry } of list) {
+      try {
+        const sealed = await repo.storage(t).get(ObjectKey.pack(pack), {
+          start: entry.offset,
+          end: entry.offset + entry.storedLength - 1,
+        });
+        openBlob(sodium, sealed, {
+          sealKey: ks.keys.blobSeal,
+          idKey: ks.keys.blobId,
+          kind: entry.kind,
+          id: entry.id,
+          length: entry.plainLength,
+        });
+        preferred.set(hex, pack);
+        break;
+      } catch {
+        // Damaged (or unreadable): try the next copy.
+      }
+    }
+  return preferred;
 }
 
 async function deletePacks(

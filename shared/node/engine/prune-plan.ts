@@ -39,8 +39,8 @@ export function maxUnusedBytes(limit: { percent: number } | { bytes: number }, u
 
 /**
  * Decides what prune does with each pack of one target. `used` holds the hex ids of every blob a
- * snapshot needs; a blob stored in several packs counts as live in the first present pack that holds it
- * (the others' copies are unused). Packs with no live blob go; partly used packs are repacked, those with
+ * snapshot needs; a blob stored in several packs counts as live in its preferred pack, else in the first
+ * present pack that holds it (the others' copies are unused). Packs with no live blob go; partly used packs are repacked, those with
  * the largest share of unused bytes first, until the unused bytes left are within `maxUnused` or the
  * bytes to copy would pass `maxRepackBytes`.
  */
@@ -48,7 +48,12 @@ export function planPrune(
   packs: Iterable<PlanPack>,
   listed: ReadonlyMap<string, number>,
   used: ReadonlySet<string>,
-  opts: { maxUnused: { percent: number } | { bytes: number }; maxRepackBytes: number },
+  opts: {
+    maxUnused: { percent: number } | { bytes: number };
+    maxRepackBytes: number;
+    /** For a blob stored more than once: the pack whose copy to keep (one that authenticates). */
+    preferred?: ReadonlyMap<string, string>;
+  },
 ): PrunePlan {
   const plan: PrunePlan = {
     keep: [],
@@ -74,7 +79,7 @@ export function planPrune(
     present.push(p);
     for (const b of p.blobs) {
       const hex = b.id.toString('hex');
-      if (used.has(hex) && !owner.has(hex)) owner.set(hex, p.id);
+      if (used.has(hex) && !owner.has(hex)) owner.set(hex, opts.preferred?.get(hex) ?? p.id);
     }
   }
   for (const [id, size] of listed) if (!indexed.has(id)) plan.unindexed.push({ id, size });

@@ -4,7 +4,16 @@ import { tempDir } from '../../../test/support/fixtures.ts';
 import { loadSodium } from '../crypto/provider.ts';
 import { createLocalDirStorage } from '../storage/local-dir.ts';
 import { ObjectKey } from '../../format/constants.ts';
-import { LockLostError, RepoLock, listLocks, sealLock, type LockContext } from './locks.ts';
+import {
+  LOCK_STALE_MS,
+  LockLostError,
+  RepoLock,
+  isStale,
+  listLocks,
+  sealLock,
+  type LockContext,
+  type LockDoc,
+} from './locks.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -71,5 +80,41 @@ describe('a lock of a process that is gone', () => {
       ['00000000000000aa', true],
       ['00000000000000bb', false],
     ]);
+  });
+});
+
+const doc = (over: Partial<LockDoc>): LockDoc => ({
+  host: 'other-machine',
+  pid: 1,
+  kind: 'shared',
+  operation: 'backup',
+  createdAt: '2026-11-23T00:00:00.000Z',
+  refreshedAt: '2026-11-23T00:00:00.000Z',
+  ...over,
+});
+
+describe('when a lock is stale', () => {
+  const now = Date.parse('2026-11-23T01:00:00.000Z');
+  const at = (ms: number) => new Date(now - ms).toISOString();
+  const self = { host: os.hostname(), machine: 'aaaaaaaaaaaaaaaa' };
+
+  it('by age on the reader clock: 30 minutes without a refresh; a time in the future is live', () => {
+    expect(isStale(doc({ refreshedAt: at(LOCK_STALE_MS - 1000) }), now, LOCK_STALE_MS, self)).toBe(false);
+    expect(isStale(doc({ refreshedAt: at(LOCK_STALE_MS + 1000) }), now, LOCK_STALE_MS, self)).toBe(true);
+    expect(isStale(doc({ refreshedAt: at(-7 * 86_400_000) }), now, LOCK_STALE_MS, self)).toBe(false);
+    expect(isStale(doc({ refreshedAt: 'not a time' }), now, LOCK_STALE_MS, self)).toBe(true);
+  });
+
+  it('of this keystore on this host, as soon as its process is gone; elsewhere the pid says nothing', () => {
+    const fresh = at(1000);
+    const gonePid = 2 ** 22 + 4321;
+    const here = os.hostname();
+    const mine = self;
+    const stale = (d: Partial<LockDoc>) =>
+      isStale(doc({ refreshedAt: fresh, ...d }), now, LOCK_STALE_MS, self);
+    expect(stale({ host: here, machine: mine.machine, pid: gonePid })).toBe(true);
+    expect(stale({ host: here, machine: mine.machine, pid: process.pid })).toBe(false);
+    expect(stale({ host: 'elsewhere', machine: mine.machine, pid: gonePid })).toBe(false);
+    expect(stale({ host: here, machine: 'bbbbbbbbbbbbbbbb', pid: gonePid })).toBe(false);
   });
 });

@@ -76,6 +76,9 @@ export class Keystore {
         );
         for (const s of repo.slots)
           db.prepare('INSERT INTO key_slots (id, slot) VALUES (?, ?)').run(s.id, JSON.stringify(s));
+        db.prepare("INSERT INTO settings (key, value) VALUES ('machineId', ?)").run(
+          JSON.stringify(randomBytes(8).toString('hex')),
+        );
       })();
       const master = Buffer.from(repo.master);
       return new Keystore(
@@ -160,7 +163,7 @@ export class Keystore {
     this.db.prepare('DELETE FROM key_slots WHERE id = ?').run(id);
   }
 
-  /** A random id for this data folder, made on first use: names this machine in bucket locks. */
+  /** A random id for this data folder, made with it (or on first use): names this machine in bucket locks. */
   machineId(): string {
     let id = this.getSetting<string>('machineId');
     if (!id) this.setSetting('machineId', (id = randomBytes(8).toString('hex')));
