@@ -108,6 +108,7 @@ export function makeVectors(sodium: SodiumProvider) {
   const lockId = '0011223344556677';
   const lock = {
     host: 'vector-host',
+    machine: '8899aabbccddeeff',
     pid: 4242,
     kind: 'exclusive',
     operation: 'prune',
