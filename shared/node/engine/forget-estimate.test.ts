@@ -54,7 +54,16 @@ describe('engine.estimateForget', () => {
     expect(both.dataBytes).toBeGreaterThan(12 * 40_000 + 5 * 90_000);
 
     await engine.forget({ ids: [s2] });
-    const pruned = await engine.prune({ maxUnused: { percent: 0 } });
+    const marks: [number, number][] = [];
+    const pruned = await engine.prune(
+      { maxUnused: { percent: 0 } },
+      { prune: (p) => p.phase === 'mark' && marks.push([p.done, p.total]) },
+    );
+    // Progress of the mark phase counts snapshots: 0 of 1, then 1 of 1 (s1 is left).
+    expect(marks).toEqual([
+      [0, 1],
+      [1, 1],
+    ]);
     const t = pruned.targets[0]!;
     // s2's backup wrote packs of s2's own blobs only: they go whole, nothing is repacked.
     expect(t.packsRepacked).toBe(0);

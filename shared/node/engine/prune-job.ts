@@ -78,7 +78,7 @@ export async function runPrune(
     const used = await usedBlobs(
       repo,
       snapshots.map((s) => s.doc.tree),
-      { cache: !dryRun, progress: (n) => progress('mark', n, 0) },
+      { cache: !dryRun, progress: (n) => progress('mark', n, snapshots.length) },
     );
     const results: PruneTargetResult[] = [];
     const notice = (m: string) => listener.notice?.(m);

@@ -9,11 +9,10 @@ import type { Repository } from '../repository/repository.ts';
 export async function usedBlobs(
   repo: Repository,
   roots: readonly string[],
-  opts: { cache?: boolean; progress?: (treesDone: number) => void } = {},
+  opts: { cache?: boolean; progress?: (snapshotsDone: number) => void } = {},
 ): Promise<Set<string>> {
   const used = new Set<string>();
-  let trees = 0;
-  for (const root of roots) {
+  for (const [done, root] of roots.entries()) {
     const stack = [root];
     while (stack.length) {
       const id = stack.pop()!;
@@ -24,9 +23,8 @@ export async function usedBlobs(
         if (n.type === 'dir' && n.subtree && !used.has(n.subtree)) stack.push(n.subtree);
         else if (n.content) for (const c of n.content) used.add(c);
       }
-      if (++trees % 500 === 0) opts.progress?.(trees);
     }
+    opts.progress?.(done + 1);
   }
-  opts.progress?.(trees);
   return used;
 }
