@@ -95,6 +95,7 @@ const restic =
     const to = tempDir('restic-restore-');
     const restore = await timed(bin, ['restore', 'latest', '--target', to], env);
     fs.rmSync(to, { recursive: true, force: true });
+    fs.rmSync(env.RESTIC_CACHE_DIR, { recursive: true, force: true });
     return { tool: 'restic', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
   };
 
