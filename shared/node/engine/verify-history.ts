@@ -1,3 +1,4 @@
+import { isProcessAlive } from '../repository/locks.ts';
 import type { Engine, VerifyResult } from './engine.ts';
 import { JobCancelledError, type JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
@@ -45,11 +46,5 @@ export class VerifyHistory {
 }
 
 function alive(pid: number | null): boolean {
-  if (!pid) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  return pid ? isProcessAlive(pid) : false;
 }

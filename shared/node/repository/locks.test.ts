@@ -1,3 +1,6 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
 import os from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { tempDir } from '../../../test/support/fixtures.ts';
@@ -8,6 +11,7 @@ import {
   LOCK_STALE_MS,
   LockLostError,
   RepoLock,
+  isProcessAlive,
   isStale,
   listLocks,
   sealLock,
@@ -116,5 +120,34 @@ describe('when a lock is stale', () => {
     expect(stale({ host: here, machine: mine.machine, pid: process.pid })).toBe(false);
     expect(stale({ host: 'elsewhere', machine: mine.machine, pid: gonePid })).toBe(false);
     expect(stale({ host: here, machine: 'bbbbbbbbbbbbbbbb', pid: gonePid })).toBe(false);
+  });
+});
+
+describe('a process killed but not yet reaped by its parent (a zombie)', () => {
+  it.runIf(process.platform === 'linux')('counts as gone', async () => {
+    // The child kills its own child, then blocks its event loop, so nothing reaps the grandchild.
+    const child = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const c = require('child_process').spawn('sleep', ['100']);
+         console.log(c.pid); process.kill(c.pid, 'SIGKILL');
+         Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5000);`,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    try {
+      const pid = Number((await once(child.stdout, 'data'))[0].toString().trim());
+      const state = () => {
+        const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+        return s.slice(s.lastIndexOf(')') + 2, s.lastIndexOf(')') + 3);
+      };
+      while (state() !== 'Z') await sleep(20);
+      expect(() => process.kill(pid, 0)).not.toThrow(); // signal 0 still reaches it
+      expect(isProcessAlive(pid)).toBe(false);
+      expect(isProcessAlive(process.pid)).toBe(true);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });

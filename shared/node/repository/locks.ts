@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import os from 'node:os';
 import { Magic, ObjectKey, Prefix } from '../../format/constants.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
@@ -46,9 +47,17 @@ export const lockTiming = () => ({
 export function isProcessAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  // A process killed but not yet waited for by its parent (a zombie, state Z on Linux) still takes
+  // signal 0: right after `kill -9`, "cairn resume" would otherwise say the job is still running.
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.charAt(stat.lastIndexOf(')') + 2);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return true; // no /proc (macOS, Windows): signal 0 is all there is
   }
 }
 
@@ -145,7 +154,11 @@ export async function listLocks(ctx: LockContext): Promise<LockInfo[]> {
     }
     try {
       const doc = parseLockDoc(openJson(ctx.sodium, ctx.metaKey, Magic.lock, id, body));
-      out.push({ ...doc, id, stale: isStale(doc, now, staleMs, { host: os.hostname(), machine: ctx.machine }) });
+      out.push({
+        ...doc,
+        id,
+        stale: isStale(doc, now, staleMs, { host: os.hostname(), machine: ctx.machine }),
+      });
     } catch {
       out.push({
         id,
