@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
-import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
-import { Engine } from '../engine/engine.ts';
+import type { Engine } from '../engine/engine.ts';
 import { Scheduler, type Clock } from './scheduler.ts';
+import { startEngineEnv, stopEngineEnv, type EngineEnv } from '../../../test/support/engine-env.ts';
 
 const HOUR = 3_600_000;
 
@@ -30,32 +30,17 @@ class ManualClock implements Clock {
   }
 }
 
-let s3: S3Server;
 let engine: Engine;
+let env: EngineEnv | undefined;
 let src: string;
 beforeAll(async () => {
-  process.env.CAIRN_TEST_WEAK_KDF = '1';
-  s3 = await startVersitygw();
-  engine = await Engine.init(path.join(tempDir(), 'home'), 'a passphrase for plans');
-  await engine.addTarget(
-    's3',
-    {
-      kind: 's3',
-      endpoint: s3.endpoint,
-      bucket: await s3.createBucket(),
-      region: 'us-east-1',
-      accessKeyId: s3.accessKeyId,
-      pathStyle: true,
-      checksums: 'when-supported',
-    },
-    s3.secretAccessKey,
-  );
+  env = await startEngineEnv({ passphrase: 'a passphrase for plans' });
+  ({ engine } = env);
   src = path.join(tempDir(), 'work');
   for (let i = 0; i < 20; i++) writeRandomFile(path.join(src, `f${i}.bin`), 300_000);
 });
 afterAll(async () => {
-  engine?.close();
-  await s3?.stop();
+  await stopEngineEnv(env);
 });
 
 /** A scheduler over the real engine's plans, counting runs and how many overlapped. */

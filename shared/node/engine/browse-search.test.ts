@@ -2,37 +2,26 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256File, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
-import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
-import { Engine } from './engine.ts';
+import type { Engine } from './engine.ts';
 import { SnapshotBrowser } from './snapshot-browse.ts';
 import { searchSnapshots } from './snapshot-search.ts';
+import { startEngineEnv, stopEngineEnv, type EngineEnv } from '../../../test/support/engine-env.ts';
 
-let s3: S3Server;
 let engine: Engine;
+let env: EngineEnv | undefined;
 const work = tempDir('cairn-browse-');
 const docs = path.join(work, 'docs');
 
 beforeAll(async () => {
-  process.env.CAIRN_TEST_WEAK_KDF = '1';
-  s3 = await startVersitygw();
-  engine = await Engine.init(path.join(work, 'home'), 'a passphrase for browsing');
-  await engine.addTarget(
-    't',
-    {
-      kind: 's3',
-      endpoint: s3.endpoint,
-      bucket: await s3.createBucket(),
-      region: 'us-east-1',
-      accessKeyId: s3.accessKeyId,
-      pathStyle: true,
-      checksums: 'when-supported',
-    },
-    s3.secretAccessKey,
-  );
+  env = await startEngineEnv({
+    passphrase: 'a passphrase for browsing',
+    target: 't',
+    home: path.join(work, 'home'),
+  });
+  ({ engine } = env);
 });
 afterAll(async () => {
-  engine?.close();
-  await s3?.stop();
+  await stopEngineEnv(env);
 });
 
 const snapshots = () => engine.listSnapshots().map((s) => ({ doc: s, target: s.target }));

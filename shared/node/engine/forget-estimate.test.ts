@@ -3,33 +3,18 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACK_ENTRY_BYTES } from '../../format/constants.ts';
 import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
-import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import { packTrailerLength } from '../format/pack.ts';
-import { Engine } from './engine.ts';
+import type { Engine } from './engine.ts';
+import { startEngineEnv, stopEngineEnv, type EngineEnv } from '../../../test/support/engine-env.ts';
 
-let s3: S3Server;
 let engine: Engine;
+let env: EngineEnv | undefined;
 beforeAll(async () => {
-  process.env.CAIRN_TEST_WEAK_KDF = '1';
-  s3 = await startVersitygw();
-  engine = await Engine.init(path.join(tempDir(), 'home'), 'a passphrase for estimates');
-  await engine.addTarget(
-    's3',
-    {
-      kind: 's3',
-      endpoint: s3.endpoint,
-      bucket: await s3.createBucket(),
-      region: 'us-east-1',
-      accessKeyId: s3.accessKeyId,
-      pathStyle: true,
-      checksums: 'when-supported',
-    },
-    s3.secretAccessKey,
-  );
+  env = await startEngineEnv({ passphrase: 'a passphrase for estimates' });
+  ({ engine } = env);
 });
 afterAll(async () => {
-  engine?.close();
-  await s3?.stop();
+  await stopEngineEnv(env);
 });
 
 describe('engine.estimateForget', () => {

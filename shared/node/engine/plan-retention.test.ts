@@ -1,36 +1,20 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
-import { startProxy, type Proxy } from '../../../test/support/proxy.ts';
-import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
-import { Engine } from './engine.ts';
+import type { Proxy } from '../../../test/support/proxy.ts';
+import type { Engine } from './engine.ts';
+import { startEngineEnv, stopEngineEnv, type EngineEnv } from '../../../test/support/engine-env.ts';
 
-let s3: S3Server;
 let proxy: Proxy;
 let engine: Engine;
+let env: EngineEnv | undefined;
 beforeAll(async () => {
-  process.env.CAIRN_TEST_WEAK_KDF = '1';
-  s3 = await startVersitygw();
-  proxy = await startProxy(s3.endpoint);
-  engine = await Engine.init(path.join(tempDir(), 'home'), 'a passphrase for retention');
-  await engine.addTarget(
-    'via-proxy',
-    {
-      kind: 's3',
-      endpoint: proxy.endpoint,
-      bucket: await s3.createBucket(),
-      region: 'us-east-1',
-      accessKeyId: s3.accessKeyId,
-      pathStyle: true,
-      checksums: 'when-supported',
-    },
-    s3.secretAccessKey,
-  );
+  env = await startEngineEnv({ passphrase: 'a passphrase for retention', viaProxy: true });
+  ({ engine } = env);
+  proxy = env.proxy!;
 });
 afterAll(async () => {
-  engine?.close();
-  await proxy?.close();
-  await s3?.stop();
+  await stopEngineEnv(env);
 });
 
 const snapshotsOf = (sources: string[]) =>
