@@ -7,7 +7,7 @@ import type { BlobLocation } from './keystore/index-cache.ts';
 import type { Keystore } from './keystore/keystore.ts';
 import type { StatsCollector } from './stats-collector.ts';
 import { startPool } from './storage-access.ts';
-import type { WorkerPool } from './worker-pool.ts';
+import { NOT_READY, type WorkerPool } from './worker-pool.ts';
 
 /** Neighbouring blobs closer than this are fetched in one ranged GET (the gap is read and dropped). */
 const COALESCE_GAP = 256 * 1024;
@@ -59,11 +59,6 @@ export function planFetches(needs: BlobNeed[]): { pack: BlobLocation; blobs: Blo
   return out;
 }
 
-/**
- * Runs the fetches on a worker pool. `resolveWrites` turns a need's abstract writes into (fd, position)
- * just before its task is sent (opening files lazily); `onOutcome` gets each task's result with the needs
- * it carried.
- */
 /** A worker pool that can read from every target (a snapshot's blobs may be on any of them). */
 export function startFetchPool(ks: Keystore, settings: PipelineSettings): Promise<WorkerPool> {
   return startPool(
@@ -73,52 +68,106 @@ export function startFetchPool(ks: Keystore, settings: PipelineSettings): Promis
   );
 }
 
-export async function runFetches(
-  pool: WorkerPool,
-  plan: { pack: BlobLocation; blobs: BlobNeed[] }[][],
-  stats: StatsCollector,
-  resolveWrites: (n: BlobNeed) => { fd: number; position: number }[],
-  onOutcome: (m: FetchOutcome, needs: BlobNeed[]) => void,
-  control?: JobControl,
-): Promise<void> {
+/** Ranges whose files are being prepared (created) while earlier ranges are fetched. */
+const PREPARE_AHEAD = 8;
+
+/**
+ * Runs the fetches on a worker pool, ranges in plan order. `prepare` (optional) gets each range's needs
+ * before it is sent, up to PREPARE_AHEAD ranges ahead, several at once: creating a restore's files costs
+ * a directory operation each, and on a busy disk those overlap only when several are in flight.
+ * `resolveWrites` then turns a need's abstract writes into (fd, position) as its task is sent;
+ * `onOutcome` gets each task's result with the needs it carried.
+ */
+export async function runFetches(o: {
+  pool: WorkerPool;
+  plan: { pack: BlobLocation; blobs: BlobNeed[] }[][];
+  stats: StatsCollector;
+  prepare?: (needs: BlobNeed[]) => Promise<void>;
+  resolveWrites: (n: BlobNeed) => { fd: number; position: number }[];
+  onOutcome: (m: FetchOutcome, needs: BlobNeed[]) => void;
+  control?: JobControl;
+}): Promise<void> {
+  const ranges = o.plan.flat();
+  const ready: boolean[] = [];
+  let prepError: Error | null = null;
+  let next = 0;
+  let started = 0;
+  let resume = () => {};
+  const preparing = new Set<Promise<void>>();
+  const prepareAhead = () => {
+    const prepare = o.prepare;
+    while (started < ranges.length && started - next < PREPARE_AHEAD && !prepError) {
+      const i = started++;
+      if (!prepare) {
+        ready[i] = true;
+        continue;
+      }
+      const p = prepare(ranges[i]!.blobs).then(
+        () => {
+          ready[i] = true;
+          preparing.delete(p);
+          if (i === next) resume();
+        },
+        (err: unknown) => {
+          prepError = err as Error;
+          preparing.delete(p);
+          resume();
+        },
+      );
+      preparing.add(p);
+    }
+  };
   const sent = new Map<number, BlobNeed[]>();
   let tid = 1;
-  function* tasks(): Generator<RestoreTask> {
-    for (const ranges of plan)
-      for (const r of ranges) {
-        const first = r.blobs[0]!.loc;
-        const last = r.blobs[r.blobs.length - 1]!.loc;
-        const t = tid++;
-        sent.set(t, r.blobs);
-        yield {
-          tid: t,
-          targetId: first.targetId,
-          packKey: ObjectKey.pack(first.packId.toString('hex')),
-          start: first.offset,
-          end: last.offset + last.storedLength - 1,
-          blobs: r.blobs.map((n) => ({
-            id: n.loc.id,
-            kind: n.loc.kind,
-            offset: n.loc.offset,
-            storedLength: n.loc.storedLength,
-            plainLength: n.loc.plainLength,
-            writes: resolveWrites(n),
-          })),
-        };
+  function* tasks(): Generator<RestoreTask | typeof NOT_READY> {
+    prepareAhead();
+    while (next < ranges.length) {
+      if (prepError) throw prepError;
+      if (!ready[next]) {
+        yield NOT_READY;
+        continue;
       }
+      const r = ranges[next++]!;
+      prepareAhead();
+      const first = r.blobs[0]!.loc;
+      const last = r.blobs[r.blobs.length - 1]!.loc;
+      const t = tid++;
+      sent.set(t, r.blobs);
+      yield {
+        tid: t,
+        targetId: first.targetId,
+        packKey: ObjectKey.pack(first.packId.toString('hex')),
+        start: first.offset,
+        end: last.offset + last.storedLength - 1,
+        blobs: r.blobs.map((n) => ({
+          id: n.loc.id,
+          kind: n.loc.kind,
+          offset: n.loc.offset,
+          storedLength: n.loc.storedLength,
+          plainLength: n.loc.plainLength,
+          writes: o.resolveWrites(n),
+        })),
+      };
+    }
   }
-  await pool.run({
-    kind: 'restore',
-    tasks: tasks(),
-    credits: pool.slotsPerWorker,
-    control,
-    handle: (m) => {
-      if (m.t === 'xfer-start') stats.transferStarted();
-      if (m.t !== 'restored' && m.t !== 'failed') return false;
-      const needs = sent.get(m.tid)!;
-      sent.delete(m.tid);
-      onOutcome(m, needs);
-      return true;
-    },
-  });
+  try {
+    await o.pool.run({
+      kind: 'restore',
+      tasks: tasks(),
+      onReady: (r) => (resume = r),
+      credits: o.pool.slotsPerWorker,
+      control: o.control,
+      handle: (m) => {
+        if (m.t === 'xfer-start') o.stats.transferStarted();
+        if (m.t !== 'restored' && m.t !== 'failed') return false;
+        const needs = sent.get(m.tid)!;
+        sent.delete(m.tid);
+        o.onOutcome(m, needs);
+        return true;
+      },
+    });
+  } finally {
+    // A cancelled or failed run leaves nothing being prepared behind it (no file opened after its end).
+    await Promise.allSettled([...preparing]);
+  }
 }

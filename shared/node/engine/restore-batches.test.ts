@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256File, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { Engine } from './engine.ts';
+import { JobControl } from './job-control.ts';
 import { runRestoreJob } from './restore-job.ts';
 
 let engine: Engine;
@@ -70,5 +71,34 @@ describe('restore in batches', () => {
       expect(sha256File(path.join(to, 'tree', rel))).toBe(sha256File(path.join(src, rel)));
     expect(last.bytesTotal).toBe(r.restoredBytes);
     expect(last.bytesDone).toBe(r.restoredBytes);
+  });
+
+  it('a restore cancelled while files are being created ahead of their fetches leaves only complete files and no temporaries', async () => {
+    const src = path.join(tempDir(), 'many');
+    for (let i = 0; i < 2000; i++)
+      writeRandomFile(path.join(src, `d${i % 40}`, `f${i}.bin`), 50 + ((i * 7919) % 60_000));
+    const { snapshotId } = await engine.backup([src], {}, {});
+    const to = tempDir('cairn-restore-cancel-');
+    const control = new JobControl();
+    const r = await runRestoreJob(
+      engine.repo,
+      { snapshotId, to, paths: [], overwrite: false, settings: engine.settings(), control },
+      { files: (done) => done >= 100 && control.cancel() },
+    );
+    expect(r.restoredFiles).toBeGreaterThan(0);
+    expect(r.restoredFiles).toBeLessThan(2000);
+    expect(r.restoredFiles + r.failed.length).toBe(2000);
+    expect(r.failed.every((f) => f.message === 'the restore was cancelled')).toBe(true);
+    const left: string[] = [];
+    const walk = (d: string) => {
+      for (const e of fs.readdirSync(d, { withFileTypes: true }))
+        if (e.isDirectory()) walk(path.join(d, e.name));
+        else left.push(path.join(d, e.name));
+    };
+    walk(to);
+    expect(left.filter((p) => p.includes('.cairn-'))).toEqual([]);
+    expect(left.length).toBe(r.restoredFiles);
+    for (const p of left)
+      expect(sha256File(p)).toBe(sha256File(path.join(src, path.relative(path.join(to, 'many'), p))));
   });
 });

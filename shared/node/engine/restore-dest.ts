@@ -13,6 +13,7 @@ export class DestinationError extends Error {
 }
 
 const { O_CREAT, O_EXCL, O_WRONLY, O_RDONLY, O_NOFOLLOW = 0, O_DIRECTORY = 0 } = fs.constants;
+const TEMP_FLAGS = O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW;
 const TEMP = /^\..+\.cairn-[0-9a-f]{8}$/;
 
 /**
@@ -24,6 +25,11 @@ const TEMP = /^\..+\.cairn-[0-9a-f]{8}$/;
  */
 export class RestoreDestination {
   private readonly dirsOk = new Set<string>(['']);
+  /** Folders this restore created: empty when made, so nothing in them needs an existence check. */
+  private readonly dirsMade = new Set<string>();
+  /** Temporaries are named from one random base and a counter: O_EXCL refuses any name already taken. */
+  private readonly tempBase = randomBytes(4).readUInt32BE(0);
+  private tempCount = 0;
 
   private constructor(readonly root: string) {}
 
@@ -45,6 +51,7 @@ export class RestoreDestination {
   }
 
   exists(rel: string): 'file' | 'dir' | 'symlink' | 'other' | null {
+    if (this.dirsMade.has(this.parentOf(rel)) && !this.dirsOk.has(rel)) return null;
     const st = fs.lstatSync(rel === '' ? this.root : this.abs(rel), { throwIfNoEntry: false });
     if (!st) return null;
     return st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : st.isDirectory() ? 'dir' : 'other';
@@ -56,9 +63,11 @@ export class RestoreDestination {
     this.ensureDir(parent);
     const abs = this.abs(rel);
     let st = fs.lstatSync(abs, { throwIfNoEntry: false });
+    let made = false;
     if (!st) {
       try {
         fs.mkdirSync(abs, { mode: 0o700 });
+        made = true;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       }
@@ -71,30 +80,41 @@ export class RestoreDestination {
       );
     if (!st.isDirectory()) throw new DestinationError(abs, 'is not a folder');
     this.dirsOk.add(rel);
+    if (made) this.dirsMade.add(rel);
   }
 
   private parentOf(rel: string): string {
     return rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '';
   }
 
-  createTemp(rel: string): { fd: number; temp: string } {
-    this.ensureDir(this.parentOf(rel));
-    const final = this.abs(rel);
-    const temp = path.join(
-      path.dirname(final),
-      `.${path.basename(final)}.cairn-${randomBytes(4).toString('hex')}`,
+  /** Creates a file's temporary beside it, on libuv's thread pool (several can be in flight). */
+  createTempAsync(rel: string): Promise<{ fd: number; temp: string }> {
+    const temp = this.tempPath(rel);
+    return new Promise((resolve, reject) =>
+      fs.open(temp, TEMP_FLAGS, 0o600, (err, fd) => (err ? reject(err) : resolve({ fd, temp }))),
     );
-    const fd = fs.openSync(temp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW, 0o600);
-    return { fd, temp };
   }
 
-  commit(temp: string, rel: string, opts: { overwrite: boolean }): void {
-    const kind = this.exists(rel);
-    if (kind === 'dir') throw new DestinationError(this.abs(rel), 'is a folder; a file cannot replace it');
-    if (kind && !opts.overwrite)
-      throw new DestinationError(this.abs(rel), 'already exists (restore with --overwrite to replace it)');
-    // rename() replaces a link itself, never what it points at.
-    fs.renameSync(temp, this.abs(rel));
+  private tempPath(rel: string): string {
+    this.ensureDir(this.parentOf(rel));
+    const final = this.abs(rel);
+    const tag = ((this.tempBase + this.tempCount++) >>> 0).toString(16).padStart(8, '0');
+    return path.join(path.dirname(final), `.${path.basename(final)}.cairn-${tag}`);
+  }
+
+  /** Renames a completed temporary into place; rename() replaces a link itself, never what it points at. */
+  async commitAsync(temp: string, rel: string, opts: { overwrite: boolean }): Promise<void> {
+    const abs = this.abs(rel);
+    if (!opts.overwrite && this.exists(rel))
+      throw new DestinationError(abs, 'already exists (restore with --overwrite to replace it)');
+    try {
+      await fs.promises.rename(temp, abs);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'EISDIR' || code === 'ENOTEMPTY')
+        throw new DestinationError(abs, 'is a folder; a file cannot replace it');
+      throw err;
+    }
   }
 
   symlink(rel: string, target: string, opts: { overwrite: boolean }): void {

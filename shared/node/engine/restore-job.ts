@@ -7,6 +7,7 @@ import type { JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import type { BlobLocation } from './keystore/index-cache.ts';
 import { RestoreDestination } from './restore-dest.ts';
+import { RestoreFileWrites, type RestoringFile } from './restore-file-writes.ts';
 import { entrySelector } from './select-entries.ts';
 import { walkSnapshot } from './snapshot-tree.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
@@ -39,13 +40,9 @@ const RESTORE_BATCH_FILES = 10_000;
 
 type Wanted = Planned & { size: number; content: string[] };
 
-interface FileState extends Planned {
-  size: number;
+interface FileState extends RestoringFile {
   locs: BlobLocation[];
-  fd: number | null;
-  temp: string | null;
   remaining: number;
-  failed: string | null;
   settled: boolean;
 }
 
@@ -115,6 +112,10 @@ export async function runRestoreJob(
   let filesDone = 0;
   const fileDone = () => listener.files?.(++filesDone, plannedFiles);
   listener.files?.(0, plannedFiles);
+  const writes = new RestoreFileWrites(dest, {
+    fsync: opts.fsync ?? false,
+    onCurrent: (p) => listener.current?.(p),
+  });
   const stats = new StatsCollector(plannedBytes, plannedBlobs, (f) => listener.progress?.(f));
   stats.startTicking();
 
@@ -188,6 +189,7 @@ export async function runRestoreJob(
         locs: locs as BlobLocation[],
         fd: null,
         temp: null,
+        opening: null,
         remaining: ids.length,
         failed: null,
         settled: false,
@@ -197,31 +199,14 @@ export async function runRestoreJob(
     const settle = (f: FileState) => {
       if (f.settled || (f.remaining > 0 && !f.failed)) return;
       f.settled = true;
-      fileDone();
-      try {
-        if (f.failed) throw new Error(f.failed);
-        if (f.fd === null) prepare(f);
-        const fd = f.fd!;
-        if (opts.fsync) fsSync.fsyncSync(fd);
-        fsSync.fchmodSync(fd, f.mode);
-        fsSync.futimesSync(fd, f.mtimeMs / 1000, f.mtimeMs / 1000);
-        fsSync.closeSync(fd);
-        f.fd = null;
-        dest.commit(f.temp!, f.path, { overwrite: true });
-        restoredFiles++;
-        restoredBytes += f.size;
-      } catch (err) {
-        if (f.fd !== null) fsSync.closeSync(f.fd);
-        if (f.temp) fsSync.rmSync(f.temp, { force: true });
-        failed.push({ path: f.path, message: (err as Error).message });
-      }
-    };
-    const prepare = (f: FileState) => {
-      listener.current?.(f.path);
-      const { fd, temp } = dest.createTemp(f.path);
-      f.fd = fd;
-      f.temp = temp;
-      fsSync.ftruncateSync(fd, f.size);
+      writes.finish(f, (error) => {
+        fileDone();
+        if (error) failed.push({ path: f.path, message: error });
+        else {
+          restoredFiles++;
+          restoredBytes += f.size;
+        }
+      });
     };
 
     // What was planned but will not be fetched (present, refused, lost) leaves the progress totals.
@@ -243,22 +228,20 @@ export async function runRestoreJob(
       }
     }
     if (needs.length === 0) return;
-    await runFetches(
-      pool!,
-      planFetches(needs),
+    await runFetches({
+      pool: pool!,
+      plan: planFetches(needs),
       stats,
-      (n) => {
+      prepare: async (range) => {
+        // One at a time within a range (mostly one folder); ranges, hence folders, run side by side.
+        for (const f of new Set(range.map((n) => owner.get(n)!))) await writes.open(f);
+      },
+      resolveWrites: (n) => {
         const f = owner.get(n)!;
-        if (f.failed) return [];
-        try {
-          if (f.fd === null) prepare(f);
-        } catch (err) {
-          f.failed = (err as Error).message;
-          return [];
-        }
+        if (f.failed || f.fd === null) return [];
         return n.writes.map((w) => ({ fd: f.fd!, position: w.position }));
       },
-      (m, carried) => {
+      onOutcome: (m, carried) => {
         const ok = new Set(m.t === 'restored' ? m.ok : []);
         const why = new Map(m.t === 'restored' ? m.failed.map((x) => [x.id, x.error.message]) : []);
         if (m.t === 'restored') {
@@ -276,14 +259,15 @@ export async function runRestoreJob(
           settle(f);
         }
       },
-      opts.control,
-    );
+      control: opts.control,
+    });
     for (const f of files) {
       if (!f.settled) {
         f.failed ??= opts.control?.cancelled ? 'the restore was cancelled' : 'not every blob was fetched';
         settle(f);
       }
     }
+    await writes.drain();
   }
 
   for (const l of links) {

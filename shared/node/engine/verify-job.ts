@@ -63,12 +63,12 @@ export async function runVerifyJob(
   stats.startTicking();
   const pool = await startFetchPool(ks, opts.settings);
   try {
-    await runFetches(
+    await runFetches({
       pool,
-      planFetches(needs),
+      plan: planFetches(needs),
       stats,
-      () => [],
-      (m, carried) => {
+      resolveWrites: () => [],
+      onOutcome: (m, carried) => {
         if (m.t === 'restored') stats.add(m.timing, true);
         const ok = new Set(m.t === 'restored' ? m.ok : []);
         const why = new Map(m.t === 'restored' ? m.failed.map((x) => [x.id, x.error.message]) : []);
@@ -80,8 +80,8 @@ export async function runVerifyJob(
           for (const x of users.get(hex) ?? []) problems.push({ ...x, target, message });
         }
       },
-      opts.control,
-    );
+      control: opts.control,
+    });
   } finally {
     await pool.close();
   }
