@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import type * as S3Sdk from '@aws-sdk/client-s3';
 import type * as SmithyHttp from '@smithy/node-http-handler';
 import type { S3TargetConfig } from '../../settings.ts';
+import { BufferedBody, LeanGetHandler, bodyInto } from './lean-get.ts';
 import { StorageError, type Storage, type StorageProblem } from './storage.ts';
 
 // The SDK's CommonJS build loads in about half the time of its many-file ESM build (~70 vs ~120 ms),
@@ -97,12 +98,15 @@ export function createS3Storage(o: S3Options): Storage {
     // Every object Cairn reads is authenticated (AEAD bound to its name) and re-hashed after download,
     // so validating a response CRC32 in JavaScript on top would only cost CPU.
     responseChecksumValidation: 'WHEN_REQUIRED',
-    requestHandler: new NodeHttpHandler({
-      httpAgent,
-      httpsAgent,
-      connectionTimeout: 10_000,
-      requestTimeout: 120_000,
-    }),
+    requestHandler: new LeanGetHandler(
+      new NodeHttpHandler({
+        httpAgent,
+        httpsAgent,
+        connectionTimeout: 10_000,
+        requestTimeout: 120_000,
+      }),
+      120_000,
+    ),
   });
   const where = `S3 target "${o.label}" (${o.endpoint}, bucket "${o.bucket}")`;
 
@@ -142,14 +146,17 @@ export function createS3Storage(o: S3Options): Storage {
     },
     async get(key, range, into) {
       try {
-        const res = await client.send(
-          new GetObjectCommand({
-            Bucket: o.bucket,
-            Key: key,
-            Range: range ? `bytes=${range.start}-${range.end}` : undefined,
-          }),
+        const res = await bodyInto.run(range && into, () =>
+          client.send(
+            new GetObjectCommand({
+              Bucket: o.bucket,
+              Key: key,
+              Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+            }),
+          ),
         );
         if (!res.Body) throw new StorageError('invalid', o.label, `${where} returned no body for ${key}.`);
+        if (res.Body instanceof BufferedBody) return res.Body.bytes;
         return await readBody(
           res.Body as unknown as AsyncIterable<Uint8Array>,
           res.ContentLength,

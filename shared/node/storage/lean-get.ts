@@ -1,0 +1,283 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import net from 'node:net';
+import { Readable } from 'node:stream';
+import tls from 'node:tls';
+import { createRequire } from 'node:module';
+import type * as SmithyProtocols from '@smithy/core/protocols';
+import type * as SmithyHttp from '@smithy/node-http-handler';
+
+const require = createRequire(import.meta.url);
+const { buildQueryString, HttpResponse } = require('@smithy/core/protocols') as typeof SmithyProtocols;
+type NodeHttpHandler = InstanceType<typeof SmithyHttp.NodeHttpHandler>;
+type HttpRequest = Parameters<NodeHttpHandler['handle']>[0];
+type HandleResult = Awaited<ReturnType<NodeHttpHandler['handle']>>;
+
+/** The buffer a GET's body should land in, when the caller has one (set around `client.send`). */
+export const bodyInto = new AsyncLocalStorage<Buffer | undefined>();
+
+/** A response body already in memory: `readBody` takes `.bytes`; anything else reads it as a stream. */
+export class BufferedBody extends Readable {
+  constructor(readonly bytes: Buffer) {
+    super();
+  }
+  override _read(): void {
+    if (this.bytes.length) this.push(this.bytes);
+    this.push(null);
+  }
+}
+
+const HEAD_MAX = 64 * 1024;
+const CONNECT_TIMEOUT_MS = 10_000;
+
+class HttpFormatError extends Error {
+  readonly code = 'ECONNRESET'; // retried like a dropped connection
+}
+
+interface Exchange {
+  resolve(r: HandleResult): void;
+  reject(e: Error): void;
+  into: Buffer | undefined;
+}
+
+/**
+ * One keep-alive HTTP/1.1 connection whose reads land straight in the destination: the response head in
+ * a small buffer, the body in the caller's buffer (net's `onread`), so a 4 MiB range costs no per-packet
+ * Buffer objects. Node's HTTP client allocates one per socket read, and on a 1 GiB restore those drove
+ * ~80 full collections per worker (~1 s of CPU), the largest cost after decryption.
+ */
+class LeanConnection {
+  readonly socket: net.Socket;
+  private readonly head = Buffer.allocUnsafe(HEAD_MAX);
+  private headUsed = 0;
+  private body: Buffer | null = null;
+  private bodyAt = 0;
+  private status = 0;
+  private headers: Record<string, string> = {};
+  private current: Exchange | null = null;
+  /** Bodies without Content-Length (chunked error bodies, say) are copied out of `head` as they come. */
+  private framing: 'length' | 'chunked' | 'close' = 'length';
+  private copied: Buffer = Buffer.alloc(0);
+  reusable = true;
+
+  constructor(
+    url: { protocol: string; hostname: string; port: number },
+    private readonly timeoutMs: number,
+  ) {
+    const onread = {
+      buffer: () =>
+        this.body && this.bodyAt < this.body.length
+          ? this.body.subarray(this.bodyAt)
+          : this.head.subarray(this.status && !this.body ? 0 : this.headUsed),
+      callback: (n: number) => {
+        this.received(n);
+        return true;
+      },
+    };
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    this.socket =
+      url.protocol === 'https:'
+        ? // Node's TLS sockets take `onread` too (tested on Node 20); its types leave it out.
+          tls.connect({
+            host,
+            port: url.port,
+            servername: net.isIP(host) ? undefined : host,
+            ALPNProtocols: ['http/1.1'],
+            onread,
+          } as tls.ConnectionOptions)
+        : net.connect({ host, port: url.port, onread });
+    this.socket.setNoDelay(true);
+    this.socket.setTimeout(CONNECT_TIMEOUT_MS, () =>
+      this.socket.destroy(Object.assign(new Error('socket timed out'), { name: 'TimeoutError' })),
+    );
+    this.socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () =>
+      this.socket.setTimeout(this.timeoutMs),
+    );
+    this.socket.on('error', (err) => this.fail(err));
+    this.socket.on('close', () => {
+      if (this.current && this.framing === 'close' && this.status) return this.finish(this.copied);
+      this.fail(new HttpFormatError('connection closed mid-response'));
+    });
+  }
+
+  send(request: HttpRequest, exchange: Exchange): void {
+    this.current = exchange;
+    this.socket.ref();
+    this.headUsed = 0;
+    this.body = null;
+    this.bodyAt = 0;
+    this.status = 0;
+    this.framing = 'length';
+    this.copied = Buffer.alloc(0);
+    if (this.socket.destroyed) return this.fail(new HttpFormatError('connection already closed'));
+    const q = request.query ? buildQueryString(request.query) : '';
+    const lines = [`GET ${request.path}${q ? `?${q}` : ''} HTTP/1.1`];
+    let hasHost = false;
+    for (const [k, v] of Object.entries(request.headers)) {
+      if (/[\r\n]/.test(k) || /[\r\n]/.test(v)) return this.fail(new Error(`bad header ${k}`));
+      if (k.toLowerCase() === 'host') hasHost = true;
+      lines.push(`${k}: ${v}`);
+    }
+    if (!hasHost) lines.push(`host: ${request.hostname}${request.port ? `:${request.port}` : ''}`);
+    this.socket.write(lines.join('\r\n') + '\r\n\r\n');
+  }
+
+  private received(n: number): void {
+    if (!this.current) return this.fail(new HttpFormatError('data without a request'));
+    if (this.body) {
+      this.bodyAt += n;
+      return this.maybeDone();
+    }
+    if (this.status) {
+      this.copied = Buffer.concat([this.copied, this.head.subarray(0, n)]);
+      return this.copiedMore();
+    }
+    this.headUsed += n;
+    const end = this.head.subarray(0, this.headUsed).indexOf('\r\n\r\n');
+    if (end < 0) {
+      if (this.headUsed === HEAD_MAX) this.fail(new HttpFormatError('response head too large'));
+      return;
+    }
+    const [statusLine, ...fields] = this.head.toString('latin1', 0, end).split('\r\n');
+    const m = /^HTTP\/1\.[01] (\d{3})/.exec(statusLine ?? '');
+    if (!m) return this.fail(new HttpFormatError(`not an HTTP/1.1 response: ${statusLine}`));
+    this.status = Number(m[1]);
+    this.headers = {};
+    for (const f of fields) {
+      const i = f.indexOf(':');
+      if (i > 0) this.headers[f.slice(0, i).trim().toLowerCase()] = f.slice(i + 1).trim();
+    }
+    if (this.headers.connection?.toLowerCase() === 'close') this.reusable = false;
+    const te = this.headers['transfer-encoding'];
+    const length = te ? NaN : Number(this.headers['content-length'] ?? NaN);
+    if (!Number.isSafeInteger(length) || length < 0) {
+      if (te && te.toLowerCase() !== 'chunked')
+        return this.fail(new HttpFormatError(`unsupported Transfer-Encoding ${te}`));
+      this.framing = te ? 'chunked' : 'close';
+      if (!te) this.reusable = false;
+      this.copied = Buffer.from(this.head.subarray(end + 4, this.headUsed));
+      this.headUsed = 0;
+      return this.copiedMore();
+    }
+    const into = this.current.into;
+    this.body = into && into.length >= length ? into.subarray(0, length) : Buffer.allocUnsafe(length);
+    const extra = this.headUsed - (end + 4);
+    if (extra > length) return this.fail(new HttpFormatError('more bytes than Content-Length'));
+    this.head.copy(this.body, 0, end + 4, this.headUsed);
+    this.bodyAt = extra;
+    this.maybeDone();
+  }
+
+  /** Chunked framing (RFC 9112 §7.1), decoded once the terminating chunk has arrived. */
+  private copiedMore(): void {
+    if (this.framing !== 'chunked') return;
+    const parts: Buffer[] = [];
+    let at = 0;
+    for (;;) {
+      const eol = this.copied.indexOf('\r\n', at);
+      if (eol < 0) return;
+      const size = parseInt(this.copied.toString('latin1', at, eol).split(';')[0]!.trim(), 16);
+      if (!Number.isSafeInteger(size) || size < 0) return this.fail(new HttpFormatError('bad chunk size'));
+      if (size === 0) {
+        if (this.copied.indexOf('\r\n\r\n', eol) < 0 && this.copied.indexOf('\r\n', eol + 2) !== eol + 2)
+          return;
+        return this.finish(Buffer.concat(parts));
+      }
+      if (this.copied.length < eol + 2 + size + 2) return;
+      parts.push(this.copied.subarray(eol + 2, eol + 2 + size));
+      at = eol + 2 + size + 2;
+    }
+  }
+
+  private maybeDone(): void {
+    if (!this.body || this.bodyAt < this.body.length || !this.current) return;
+    const body = this.body;
+    this.body = null;
+    this.finish(body);
+  }
+
+  private finish(body: Buffer): void {
+    const ex = this.current;
+    if (!ex) return;
+    this.current = null;
+    ex.resolve({
+      response: new HttpResponse({
+        statusCode: this.status,
+        headers: this.headers,
+        body: new BufferedBody(body),
+      }),
+    });
+    if (!this.reusable && !this.socket.destroyed) this.socket.destroy();
+  }
+
+  private fail(err: Error): void {
+    this.reusable = false;
+    const ex = this.current;
+    this.current = null;
+    if (!this.socket.destroyed) this.socket.destroy();
+    ex?.reject(err);
+  }
+}
+
+/**
+ * The SDK's request handler with GETs taken over by LeanConnection; every other request, and everything
+ * around the transport (endpoint, signing, error parsing, retries), stays the SDK's.
+ */
+export class LeanGetHandler {
+  readonly metadata = { handlerProtocol: 'http/1.1' };
+  private readonly idle = new Map<string, LeanConnection[]>();
+
+  constructor(
+    private readonly inner: NodeHttpHandler,
+    private readonly timeoutMs: number,
+  ) {}
+
+  handle(request: HttpRequest, options?: Parameters<NodeHttpHandler['handle']>[1]): Promise<HandleResult> {
+    if (request.method !== 'GET' || request.fragment || request.username || request.password)
+      return this.inner.handle(request, options);
+    const port = request.port ?? (request.protocol === 'https:' ? 443 : 80);
+    const key = `${request.protocol}//${request.hostname}:${port}`;
+    const idle = this.idle.get(key) ?? [];
+    let conn = idle.pop();
+    while (conn && (conn.socket.destroyed || !conn.reusable)) conn = idle.pop();
+    conn ??= new LeanConnection(
+      { protocol: request.protocol, hostname: request.hostname, port },
+      this.timeoutMs,
+    );
+    return new Promise<HandleResult>((resolve, reject) => {
+      const signal = options?.abortSignal as AbortSignal | undefined;
+      const onAbort = () => conn.socket.destroy(Object.assign(new Error('aborted'), { name: 'AbortError' }));
+      signal?.addEventListener?.('abort', onAbort, { once: true });
+      conn.send(request, {
+        into: bodyInto.getStore(),
+        resolve: (r) => {
+          signal?.removeEventListener?.('abort', onAbort);
+          if (conn.reusable && !conn.socket.destroyed) {
+            conn.socket.unref(); // an idle connection never keeps the process alive
+            let list = this.idle.get(key);
+            if (!list) this.idle.set(key, (list = []));
+            list.push(conn);
+          }
+          resolve(r);
+        },
+        reject: (e) => {
+          signal?.removeEventListener?.('abort', onAbort);
+          reject(e);
+        },
+      });
+    });
+  }
+
+  updateHttpClientConfig(...args: Parameters<NodeHttpHandler['updateHttpClientConfig']>): void {
+    this.inner.updateHttpClientConfig(...args);
+  }
+
+  httpHandlerConfigs(): ReturnType<NodeHttpHandler['httpHandlerConfigs']> {
+    return this.inner.httpHandlerConfigs();
+  }
+
+  destroy(): void {
+    for (const list of this.idle.values()) for (const c of list) c.socket.destroy();
+    this.idle.clear();
+    this.inner.destroy();
+  }
+}
