@@ -17,6 +17,7 @@ const SUITES = [
   'memory',
   'files',
   'prune',
+  'compare',
 ];
 
 // Asserts that the harness runs and writes well-formed results; speeds live in docs/PERFORMANCE.md.

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { markdown, type SuiteResult } from './lib/report.ts';
 import { chunksSuite } from './suites/chunks.ts';
+import { compareSuite } from './suites/compare.ts';
 import { cipherSuite } from './suites/cipher.ts';
 import { encryptSuite } from './suites/encrypt.ts';
 import { filesSuite } from './suites/files.ts';
@@ -33,6 +34,7 @@ const suites: Record<string, (o: BenchOptions) => Promise<SuiteResult>> = {
   memory: memorySuite,
   files: filesSuite,
   prune: pruneSuite,
+  compare: compareSuite,
 };
 
 const { positionals, values } = parseArgs({

@@ -1,17 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { tempDir, warmPageCache, writeRandomFile } from '../../test/support/fixtures.ts';
 import { dataFile } from '../lib/env.ts';
-import { listKeys } from '../../test/support/cairn-env.ts';
-import { startVersitygw, type S3Server } from '../../test/support/versitygw.ts';
+import { startVersitygw } from '../../test/support/versitygw.ts';
 import { fmt } from '../lib/measure.ts';
 import type { SuiteResult } from '../lib/report.ts';
-import { onPath, timed, type ProcRun } from '../lib/tools.ts';
+import { cairnCli, kopiaCli, resticCli, type ToolRun, type Runner } from '../lib/cli-tools.ts';
+import { onPath } from '../lib/tools.ts';
 import type { BenchOptions } from '../run.ts';
-
-const CLI = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
-const PASSWORD = 'benchmark passphrase';
 
 /** `count` files of 0.2–40 KB in 100 folders (10,000 ≈ 111 MiB), made once and reused, warmed. */
 function smallFiles(count: number): { dir: string; bytes: number } {
@@ -30,122 +26,14 @@ function smallFiles(count: number): { dir: string; bytes: number } {
   return { dir: path.join(dir, 'data'), bytes };
 }
 
-interface ToolRun {
-  tool: string;
-  backup: ProcRun;
-  again: ProcRun;
-  restore: ProcRun;
-  objects: number;
-}
-
-type Runner = (s3: S3Server, src: string) => Promise<ToolRun>;
-
-const cairn: Runner = async (s3, src) => {
-  const bucket = await s3.createBucket();
-  const home = path.join(tempDir('cairn-bench-files-'), 'home');
-  const env = {
-    CAIRN_HOME: home,
-    CAIRN_PASSPHRASE: PASSWORD,
-    CAIRN_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
-  };
-  const node = process.execPath;
-  await timed(node, [CLI, 'init'], env);
-  await timed(
-    node,
-    [
-      CLI,
-      'target',
-      'add',
-      's3',
-      '--s3',
-      '--endpoint',
-      s3.endpoint,
-      '--bucket',
-      bucket,
-      '--access-key-id',
-      s3.accessKeyId,
-      '--path-style',
-    ],
-    env,
-  );
-  const backup = await timed(node, [CLI, '--json', 'backup', src], env);
-  const again = await timed(node, [CLI, '--json', 'backup', src], env);
-  const id = (JSON.parse(again.stdout) as { snapshotId: string }).snapshotId;
-  const to = tempDir('cairn-bench-restore-');
-  const restore = await timed(node, [CLI, 'restore', id, '--to', to], env);
-  fs.rmSync(to, { recursive: true, force: true });
-  fs.rmSync(path.dirname(home), { recursive: true, force: true });
-  return { tool: 'Cairn', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
-};
-
-const restic =
-  (bin: string): Runner =>
-  async (s3, src) => {
-    const bucket = await s3.createBucket();
-    const env = {
-      RESTIC_REPOSITORY: `s3:${s3.endpoint}/${bucket}`,
-      RESTIC_PASSWORD: PASSWORD,
-      AWS_ACCESS_KEY_ID: s3.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
-      RESTIC_CACHE_DIR: tempDir('restic-cache-'),
-    };
-    await timed(bin, ['init'], env);
-    const backup = await timed(bin, ['backup', '--quiet', src], env);
-    const again = await timed(bin, ['backup', '--quiet', src], env);
-    const to = tempDir('restic-restore-');
-    const restore = await timed(bin, ['restore', 'latest', '--target', to], env);
-    fs.rmSync(to, { recursive: true, force: true });
-    fs.rmSync(env.RESTIC_CACHE_DIR, { recursive: true, force: true });
-    return { tool: 'restic', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
-  };
-
-const kopia =
-  (bin: string): Runner =>
-  async (s3, src) => {
-    const bucket = await s3.createBucket();
-    const dir = tempDir('kopia-');
-    const env = { KOPIA_PASSWORD: PASSWORD, KOPIA_CHECK_FOR_UPDATES: 'false' };
-    const cfg = ['--config-file', path.join(dir, 'repo.config'), '--log-dir', path.join(dir, 'logs')];
-    const u = new URL(s3.endpoint);
-    await timed(
-      bin,
-      [
-        'repository',
-        'create',
-        's3',
-        ...cfg,
-        '--cache-directory',
-        path.join(dir, 'cache'),
-        '--bucket',
-        bucket,
-        '--endpoint',
-        u.host,
-        '--disable-tls',
-        '--access-key',
-        s3.accessKeyId,
-        '--secret-access-key',
-        s3.secretAccessKey,
-      ],
-      env,
-    );
-    const backup = await timed(bin, ['snapshot', 'create', ...cfg, src], env);
-    const again = await timed(bin, ['snapshot', 'create', ...cfg, src], env);
-    const list = await timed(bin, ['snapshot', 'list', ...cfg, '--json', src], env);
-    const snaps = JSON.parse(list.stdout) as { id: string }[];
-    const to = tempDir('kopia-restore-');
-    const restore = await timed(bin, ['snapshot', 'restore', ...cfg, snaps.at(-1)!.id, to], env);
-    fs.rmSync(to, { recursive: true, force: true });
-    return { tool: 'Kopia', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
-  };
-
 export async function filesSuite(o: BenchOptions): Promise<SuiteResult> {
   const count = o.files ?? (o.quick ? 1000 : 10_000);
   const { dir, bytes } = smallFiles(count);
   const tools: [string, Runner | null][] = [
-    ['Cairn', cairn],
+    ['Cairn', cairnCli],
     // --quick (what npm test runs) checks the harness with Cairn alone, whatever is installed.
-    ['restic', !o.quick && onPath('restic') ? restic(onPath('restic')!) : null],
-    ['Kopia', !o.quick && onPath('kopia') ? kopia(onPath('kopia')!) : null],
+    ['restic', !o.quick && onPath('restic') ? resticCli(onPath('restic')!) : null],
+    ['Kopia', !o.quick && onPath('kopia') ? kopiaCli(onPath('kopia')!) : null],
   ];
   // The large-file case in the same run: one file (hard-linked into a folder of its own).
   const bigSize = o.quick ? 64 << 20 : 1 << 30;

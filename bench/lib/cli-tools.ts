@@ -1,0 +1,168 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { listKeys } from '../../test/support/cairn-env.ts';
+import { tempDir } from '../../test/support/fixtures.ts';
+import type { S3Server } from '../../test/support/versitygw.ts';
+import { timed, type ProcRun } from './tools.ts';
+
+/** Each tool's own command line, run as a user would: a fresh bucket, backup, again, restore. */
+const CLI = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
+const RAW_CLI = fileURLToPath(new URL('./raw-sdk-cli.ts', import.meta.url));
+const PASSWORD = 'benchmark passphrase';
+
+export interface ToolRun {
+  tool: string;
+  backup: ProcRun;
+  again: ProcRun;
+  restore: ProcRun;
+  objects: number;
+}
+
+export type Runner = (s3: S3Server, src: string) => Promise<ToolRun>;
+
+export const cairnCli: Runner = async (s3, src) => {
+  const bucket = await s3.createBucket();
+  const home = path.join(tempDir('cairn-bench-files-'), 'home');
+  const env = {
+    CAIRN_HOME: home,
+    CAIRN_PASSPHRASE: PASSWORD,
+    CAIRN_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+  };
+  const node = process.execPath;
+  await timed(node, [CLI, 'init'], env);
+  await timed(
+    node,
+    [
+      CLI,
+      'target',
+      'add',
+      's3',
+      '--s3',
+      '--endpoint',
+      s3.endpoint,
+      '--bucket',
+      bucket,
+      '--access-key-id',
+      s3.accessKeyId,
+      '--path-style',
+    ],
+    env,
+  );
+  const backup = await timed(node, [CLI, '--json', 'backup', src], env);
+  const again = await timed(node, [CLI, '--json', 'backup', src], env);
+  const id = (JSON.parse(again.stdout) as { snapshotId: string }).snapshotId;
+  const to = tempDir('cairn-bench-restore-');
+  const restore = await timed(node, [CLI, 'restore', id, '--to', to], env);
+  fs.rmSync(to, { recursive: true, force: true });
+  fs.rmSync(path.dirname(home), { recursive: true, force: true });
+  return { tool: 'Cairn', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
+};
+
+export const resticCli =
+  (bin: string): Runner =>
+  async (s3, src) => {
+    const bucket = await s3.createBucket();
+    const env = {
+      RESTIC_REPOSITORY: `s3:${s3.endpoint}/${bucket}`,
+      RESTIC_PASSWORD: PASSWORD,
+      AWS_ACCESS_KEY_ID: s3.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+      RESTIC_CACHE_DIR: tempDir('restic-cache-'),
+    };
+    await timed(bin, ['init'], env);
+    const backup = await timed(bin, ['backup', '--quiet', src], env);
+    const again = await timed(bin, ['backup', '--quiet', src], env);
+    const to = tempDir('restic-restore-');
+    const restore = await timed(bin, ['restore', 'latest', '--target', to], env);
+    fs.rmSync(to, { recursive: true, force: true });
+    fs.rmSync(env.RESTIC_CACHE_DIR, { recursive: true, force: true });
+    return { tool: 'restic', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
+  };
+
+export const kopiaCli =
+  (bin: string): Runner =>
+  async (s3, src) => {
+    const bucket = await s3.createBucket();
+    const dir = tempDir('kopia-');
+    const env = { KOPIA_PASSWORD: PASSWORD, KOPIA_CHECK_FOR_UPDATES: 'false' };
+    const cfg = ['--config-file', path.join(dir, 'repo.config'), '--log-dir', path.join(dir, 'logs')];
+    const u = new URL(s3.endpoint);
+    await timed(
+      bin,
+      [
+        'repository',
+        'create',
+        's3',
+        ...cfg,
+        '--cache-directory',
+        path.join(dir, 'cache'),
+        '--bucket',
+        bucket,
+        '--endpoint',
+        u.host,
+        '--disable-tls',
+        '--access-key',
+        s3.accessKeyId,
+        '--secret-access-key',
+        s3.secretAccessKey,
+      ],
+      env,
+    );
+    const backup = await timed(bin, ['snapshot', 'create', ...cfg, src], env);
+    const again = await timed(bin, ['snapshot', 'create', ...cfg, src], env);
+    const list = await timed(bin, ['snapshot', 'list', ...cfg, '--json', src], env);
+    const snaps = JSON.parse(list.stdout) as { id: string }[];
+    const to = tempDir('kopia-restore-');
+    const restore = await timed(bin, ['snapshot', 'restore', ...cfg, snaps.at(-1)!.id, to], env);
+    fs.rmSync(to, { recursive: true, force: true });
+    return { tool: 'Kopia', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
+  };
+
+/** rclone with a crypt remote over an S3 remote, configured through environment variables only. */
+export const rcloneCryptCli =
+  (bin: string): Runner =>
+  async (s3, src) => {
+    const bucket = await s3.createBucket();
+    const obscured = (await timed(bin, ['obscure', PASSWORD], {})).stdout.trim();
+    const env = {
+      RCLONE_CONFIG: '/dev/null',
+      RCLONE_CONFIG_S3_TYPE: 's3',
+      RCLONE_CONFIG_S3_PROVIDER: 'Other',
+      RCLONE_CONFIG_S3_ENDPOINT: s3.endpoint,
+      RCLONE_CONFIG_S3_ACCESS_KEY_ID: s3.accessKeyId,
+      RCLONE_CONFIG_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
+      RCLONE_CONFIG_S3_FORCE_PATH_STYLE: 'true',
+      RCLONE_CONFIG_CRYPT_TYPE: 'crypt',
+      RCLONE_CONFIG_CRYPT_REMOTE: `s3:${bucket}`,
+      RCLONE_CONFIG_CRYPT_PASSWORD: obscured,
+    };
+    const backup = await timed(bin, ['copy', src, 'crypt:'], env);
+    const again = await timed(bin, ['copy', src, 'crypt:'], env);
+    const to = tempDir('rclone-restore-');
+    const restore = await timed(bin, ['copy', 'crypt:', to], env);
+    fs.rmSync(to, { recursive: true, force: true });
+    return { tool: 'rclone crypt', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
+  };
+
+/**
+ * The baseline: the files' bytes as plain 8 MiB objects, PutObject and GetObject through the AWS SDK
+ * for JavaScript with its own HTTP handler, 8 requests in flight, in a process of its own.
+ */
+export const rawSdkCli: Runner = async (s3, src) => {
+  const bucket = await s3.createBucket();
+  const env = {
+    RAW_ENDPOINT: s3.endpoint,
+    RAW_BUCKET: bucket,
+    AWS_ACCESS_KEY_ID: s3.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: s3.secretAccessKey,
+  };
+  const node = process.execPath;
+  const args = (op: string, dir: string) => ['--import', 'tsx', RAW_CLI, op, dir];
+  const backup = await timed(node, args('put', src), env);
+  const again = backup;
+  const to = tempDir('raw-restore-');
+  const restore = await timed(node, args('get', to), env);
+  fs.rmSync(to, { recursive: true, force: true });
+  return { tool: 'raw SDK', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
+};
