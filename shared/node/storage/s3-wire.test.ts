@@ -1,61 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { rawHttpServer, type RawHttpServer } from '../../../test/support/raw-http.ts';
 import { createS3Storage } from './s3.ts';
 import { StorageError } from './storage.ts';
 
-/**
- * A raw HTTP/1.1 server that answers each request with whatever `reply` writes: the response framings
- * real providers use and versitygw does not (AWS sends error bodies chunked, some proxies end a body by
- * closing), and faults (a connection dropped mid-body, an idle connection closed by the server).
- */
-interface RawServer {
-  endpoint: string;
-  connections: number;
-  requests: string[];
-  close(): Promise<void>;
-}
-let server: RawServer | null = null;
+let server: RawHttpServer | null = null;
 afterEach(async () => {
   await server?.close();
   server = null;
 });
 
-async function rawServer(reply: (sock: net.Socket, request: string, n: number) => void): Promise<RawServer> {
-  const sockets = new Set<net.Socket>();
-  const state = { connections: 0, requests: [] as string[] };
-  const srv = net.createServer((sock) => {
-    state.connections++;
-    sockets.add(sock);
-    sock.on('close', () => sockets.delete(sock));
-    let pending = '';
-    sock.on('data', (d) => {
-      pending += d.toString('latin1');
-      let end;
-      while ((end = pending.indexOf('\r\n\r\n')) >= 0) {
-        const request = pending.slice(0, end);
-        pending = pending.slice(end + 4);
-        state.requests.push(request);
-        reply(sock, request, state.requests.length);
-      }
-    });
-  });
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    get connections() {
-      return state.connections;
-    },
-    requests: state.requests,
-    close: () => {
-      for (const s of sockets) s.destroy();
-      return new Promise((r) => srv.close(() => r()));
-    },
-  };
-}
-
-function storageAt(endpoint: string) {
+function storageAt(endpoint: string, over: { unsignedPayload?: boolean } = {}) {
   return createS3Storage({
     kind: 's3',
     label: 'raw',
@@ -67,6 +22,7 @@ function storageAt(endpoint: string) {
     pathStyle: true,
     checksums: 'when-supported',
     concurrency: 2,
+    ...over,
   });
 }
 
@@ -93,7 +49,7 @@ async function problemOf(p: Promise<unknown>): Promise<string> {
 describe('GETs on the lean transport', () => {
   it('reads a ranged body straight into the caller’s buffer over one kept-alive, signed connection', async () => {
     const data = randomBytes(3 * 1024 * 1024);
-    server = await rawServer((sock) => sock.write(ok(data)));
+    server = await rawHttpServer((sock) => sock.write(ok(data)));
     const st = storageAt(server.endpoint);
     const into = Buffer.alloc(4 * 1024 * 1024);
     for (let i = 0; i < 3; i++) {
@@ -111,7 +67,7 @@ describe('GETs on the lean transport', () => {
   });
 
   it('parses a chunked error body (as AWS sends them) into the right problem', async () => {
-    server = await rawServer((sock) => {
+    server = await rawHttpServer((sock) => {
       const half = NO_SUCH_KEY.length >> 1;
       sock.write(
         'HTTP/1.1 404 Not Found\r\nContent-Type: application/xml\r\nTransfer-Encoding: chunked\r\n\r\n' +
@@ -129,7 +85,7 @@ describe('GETs on the lean transport', () => {
 
   it('takes a body that ends when the server closes the connection', async () => {
     const data = randomBytes(100_000);
-    server = await rawServer((sock) => {
+    server = await rawHttpServer((sock) => {
       sock.write('HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n');
       sock.end(data);
     });
@@ -140,7 +96,7 @@ describe('GETs on the lean transport', () => {
 
   it('reports a connection dropped mid-body as unreachable, and a server-closed idle connection costs nothing', async () => {
     const data = randomBytes(200_000);
-    server = await rawServer((sock, _req, n) => {
+    server = await rawHttpServer((sock, _req, n) => {
       if (n === 1) {
         sock.write(ok(data).subarray(0, 120_000));
         setTimeout(() => sock.destroy(), 20);
@@ -155,6 +111,60 @@ describe('GETs on the lean transport', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect((await st.get('data/aa/p', { start: 0, end: data.length - 1 })).equals(data)).toBe(true);
     expect(server.connections).toBe(3);
+    st.close();
+  });
+});
+
+describe('uploads', () => {
+  const okPut = (sock: import('node:net').Socket) =>
+    sock.write('HTTP/1.1 200 OK\r\nETag: "x"\r\nContent-Length: 0\r\n\r\n');
+
+  it('leave the body out of the signature and carry a CRC32 of it', async () => {
+    server = await rawHttpServer((sock) => okPut(sock));
+    const st = storageAt(server.endpoint);
+    await st.put('data/aa/p1', Buffer.from('hello world'));
+    const req = server.requests[0]!;
+    expect(req).toMatch(/^PUT \/bkt\/data\/aa\/p1/);
+    expect(req).toMatch(/\r\nx-amz-content-sha256: UNSIGNED-PAYLOAD\r\n/i);
+    expect(req).toMatch(/\r\nx-amz-checksum-crc32: DUoRhQ==\r\n/i);
+    expect(req).toMatch(/SignedHeaders=[^,\r]*x-amz-content-sha256/);
+    st.close();
+  });
+
+  it('fall back to signed bodies, for good, on a server that refuses unsigned ones', async () => {
+    const bodies: string[] = [];
+    server = await rawHttpServer((sock, req, _n, body) => {
+      if (/x-amz-content-sha256: UNSIGNED-PAYLOAD/i.test(req)) {
+        const xml =
+          '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NotImplemented</Code><Message>unsigned payloads are not supported</Message></Error>';
+        sock.write(`HTTP/1.1 501 Not Implemented\r\nContent-Length: ${xml.length}\r\n\r\n${xml}`);
+        return;
+      }
+      bodies.push(body.toString());
+      okPut(sock);
+    });
+    const st = storageAt(server.endpoint);
+    await st.put('data/aa/p1', Buffer.from('one'));
+    await st.put('data/aa/p2', Buffer.from('two'));
+    expect(bodies).toEqual(['one', 'two']);
+    const hashes = server.requests.map((r) => /x-amz-content-sha256: (\S+)/i.exec(r)?.[1]);
+    // One refused try, then signed bodies only: the SHA-256 of "one", then of "two".
+    expect(hashes).toEqual([
+      'UNSIGNED-PAYLOAD',
+      '7692c3ad3540bb803c020b3aee66cd8887123234ea0c6e7143c0add73ff431ed',
+      '3fc4ccfe745870e2c0d99f71f30ff0656c8dedd41cc1d7d3d376b0dbe685e2f3',
+    ]);
+    st.close();
+  });
+
+  it('never retry rejected credentials unsigned and then signed', async () => {
+    server = await rawHttpServer((sock) => {
+      const xml = '<Error><Code>SignatureDoesNotMatch</Code><Message>no</Message></Error>';
+      sock.write(`HTTP/1.1 403 Forbidden\r\nContent-Length: ${xml.length}\r\n\r\n${xml}`);
+    });
+    const st = storageAt(server.endpoint);
+    await expect(st.put('data/aa/p1', Buffer.from('x'))).rejects.toMatchObject({ problem: 'auth' });
+    expect(server.requests.length).toBe(1);
     st.close();
   });
 });

@@ -1,0 +1,54 @@
+import net from 'node:net';
+
+/**
+ * A raw HTTP/1.1 server that answers each request with whatever `reply` writes: the response framings
+ * real providers use and versitygw does not (AWS sends error bodies chunked, some proxies end a body by
+ * closing), refusals some servers make, and faults (a connection dropped mid-body, an idle connection
+ * closed by the server). Request bodies (Content-Length) are read and passed on.
+ */
+export interface RawHttpServer {
+  endpoint: string;
+  readonly connections: number;
+  requests: string[];
+  close(): Promise<void>;
+}
+
+export async function rawHttpServer(
+  reply: (sock: net.Socket, request: string, n: number, body: Buffer) => void,
+): Promise<RawHttpServer> {
+  const sockets = new Set<net.Socket>();
+  const state = { connections: 0, requests: [] as string[] };
+  const srv = net.createServer((sock) => {
+    state.connections++;
+    sockets.add(sock);
+    sock.on('close', () => sockets.delete(sock));
+    let pending = Buffer.alloc(0);
+    sock.on('data', (d: Buffer) => {
+      pending = Buffer.concat([pending, d]);
+      for (;;) {
+        const end = pending.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const request = pending.toString('latin1', 0, end);
+        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(request)?.[1] ?? 0);
+        if (pending.length < end + 4 + length) return;
+        const body = pending.subarray(end + 4, end + 4 + length);
+        pending = pending.subarray(end + 4 + length);
+        state.requests.push(request);
+        reply(sock, request, state.requests.length, body);
+      }
+    });
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as net.AddressInfo).port;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    get connections() {
+      return state.connections;
+    },
+    requests: state.requests,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise((r) => srv.close(() => r()));
+    },
+  };
+}
