@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rawHttpServer, type RawHttpServer } from '../../../test/support/raw-http.ts';
@@ -116,8 +117,7 @@ describe('GETs on the lean transport', () => {
 });
 
 describe('uploads', () => {
-  const okPut = (sock: import('node:net').Socket) =>
-    sock.write('HTTP/1.1 200 OK\r\nETag: "x"\r\nContent-Length: 0\r\n\r\n');
+  const okPut = (sock: Socket) => sock.write('HTTP/1.1 200 OK\r\nETag: "x"\r\nContent-Length: 0\r\n\r\n');
 
   it('leave the body out of the signature and carry a CRC32 of it', async () => {
     server = await rawHttpServer((sock) => okPut(sock));
