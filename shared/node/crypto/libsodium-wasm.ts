@@ -34,12 +34,16 @@ export async function createWasmProvider(): Promise<SodiumProvider> {
       out.set(sealed, 0);
       return sealed.length;
     },
-    aeadOpen(ciphertext, aad, nonce, key) {
+    aeadOpen(ciphertext, aad, nonce, key, into) {
+      let plain: Uint8Array;
       try {
-        return b(s.crypto_aead_xchacha20poly1305_ietf_decrypt(null, ciphertext, aad, nonce, key));
+        plain = s.crypto_aead_xchacha20poly1305_ietf_decrypt(null, ciphertext, aad, nonce, key);
       } catch {
         return null;
       }
+      if (!into || into.length < plain.length) return b(plain);
+      into.set(plain, 0);
+      return into.subarray(0, plain.length);
     },
     pwhash: (length, password, salt, opslimit, memlimit) =>
       b(s.crypto_pwhash(length, password, salt, opslimit, memlimit, s.crypto_pwhash_ALG_ARGON2ID13)),

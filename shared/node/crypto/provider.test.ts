@@ -32,6 +32,27 @@ describe('sodium-native and libsodium-wasm', () => {
     expect(native.pwhash(32, pw, salt, 2, 8 << 20).equals(wasm.pwhash(32, pw, salt, 2, 8 << 20))).toBe(true);
   });
 
+  it('open into a caller’s buffer when it is large enough, and leave no plaintext there when the tag fails', async () => {
+    for (const p of [await loadSodium('sodium-native'), await loadSodium('libsodium-wasm')]) {
+      const key = randomBytes(32);
+      const nonce = randomBytes(24);
+      const aad = randomBytes(20);
+      const pt = randomBytes(5000);
+      const sealed = Buffer.alloc(pt.length + 16);
+      p.aeadSealInto(sealed, pt, aad, nonce, key);
+      const into = Buffer.alloc(8192, 0xee);
+      const opened = p.aeadOpen(sealed, aad, nonce, key, into)!;
+      expect(opened.equals(pt) && opened.buffer === into.buffer).toBe(true);
+      const small = Buffer.alloc(100);
+      expect(p.aeadOpen(sealed, aad, nonce, key, small)!.buffer).not.toBe(small.buffer);
+      into.fill(0xee);
+      sealed[7] = sealed[7]! ^ 1;
+      expect(p.aeadOpen(sealed, aad, nonce, key, into)).toBeNull();
+      // Untouched (WASM) or zeroed (libsodium clears the output when the tag does not verify).
+      expect(into.every((x) => x === 0xee || x === 0)).toBe(true);
+    }
+  });
+
   it('compute keyed BLAKE3 as its reference test vectors say', async () => {
     // From the BLAKE3 team's test_vectors.json: key "whats the Elvish word for friend", empty input.
     const key = Buffer.from('whats the Elvish word for friend');

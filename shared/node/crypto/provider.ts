@@ -27,8 +27,17 @@ export interface SodiumProvider {
     nonce: Uint8Array,
     key: Uint8Array,
   ): number;
-  /** Decrypt and authenticate; null when the tag does not verify (wrong key, aad, nonce or bytes). */
-  aeadOpen(ciphertext: Uint8Array, aad: Uint8Array, nonce: Uint8Array, key: Uint8Array): Buffer | null;
+  /**
+   * Decrypt and authenticate; null when the tag does not verify (wrong key, aad, nonce or bytes). With
+   * `into` large enough, the plaintext is a view of it (restores reuse one buffer per worker).
+   */
+  aeadOpen(
+    ciphertext: Uint8Array,
+    aad: Uint8Array,
+    nonce: Uint8Array,
+    key: Uint8Array,
+    into?: Buffer,
+  ): Buffer | null;
   /** crypto_pwhash with Argon2id v1.3. */
   pwhash(length: number, password: Uint8Array, salt: Uint8Array, opslimit: number, memlimit: number): Buffer;
   readonly pwhashLimits: { opsInteractive: number; memInteractive: number; saltBytes: number };

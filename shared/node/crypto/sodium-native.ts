@@ -51,9 +51,11 @@ export function createNativeProvider(): SodiumProvider {
         buf(key),
       );
     },
-    aeadOpen(ciphertext, aad, nonce, key) {
+    aeadOpen(ciphertext, aad, nonce, key, into) {
       if (ciphertext.length < s.crypto_aead_xchacha20poly1305_ietf_ABYTES) return null;
-      const out = Buffer.alloc(ciphertext.length - s.crypto_aead_xchacha20poly1305_ietf_ABYTES);
+      const length = ciphertext.length - s.crypto_aead_xchacha20poly1305_ietf_ABYTES;
+      // libsodium verifies the tag first and zeroes `out` when it fails: no unverified plaintext lands.
+      const out = into && into.length >= length ? into.subarray(0, length) : Buffer.allocUnsafe(length);
       try {
         s.crypto_aead_xchacha20poly1305_ietf_decrypt(
           out,

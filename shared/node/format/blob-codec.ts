@@ -78,12 +78,21 @@ export function sealBlobInto(
 export function openBlob(
   sodium: SodiumProvider,
   sealed: Uint8Array,
-  opts: { sealKey: Uint8Array; idKey: Uint8Array; kind: BlobKind; id: Uint8Array; length?: number },
+  opts: {
+    sealKey: Uint8Array;
+    idKey: Uint8Array;
+    kind: BlobKind;
+    id: Uint8Array;
+    length?: number;
+    /** Where the decrypted payload may go (the result may be a view of it, valid until it is reused). */
+    into?: Buffer;
+  },
 ): Buffer {
   const { flags, payload } = openObject(sodium, sealed, {
     magic: blobMagic(opts.kind),
     binding: opts.id,
     key: opts.sealKey,
+    into: opts.into,
   });
   let plaintext: Buffer;
   if ((flags & COMPRESSION_MASK) === Compression.deflateRaw) {

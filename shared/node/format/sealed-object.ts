@@ -80,7 +80,7 @@ export function sealObject(sodium: SodiumProvider, opts: SealOptions): Buffer {
 export function openObject(
   sodium: SodiumProvider,
   object: Uint8Array,
-  opts: { magic: string; binding: Uint8Array; key: Uint8Array },
+  opts: { magic: string; binding: Uint8Array; key: Uint8Array; into?: Buffer },
 ): { flags: number; payload: Buffer } {
   if (object.length < SEAL_OVERHEAD) {
     throw new ObjectFormatError(
@@ -100,7 +100,7 @@ export function openObject(
   }
   const nonce = object.subarray(MAGIC_BYTES + 2, MAGIC_BYTES + 2 + NONCE_BYTES);
   const aad = objectAad(opts.magic, flags, opts.binding);
-  const payload = sodium.aeadOpen(object.subarray(HEADER_BYTES), aad, nonce, opts.key);
+  const payload = sodium.aeadOpen(object.subarray(HEADER_BYTES), aad, nonce, opts.key, opts.into);
   if (!payload) {
     throw new ObjectFormatError(
       'auth-failed',
