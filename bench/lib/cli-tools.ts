@@ -11,6 +11,23 @@ const CLI = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
 const RAW_CLI = fileURLToPath(new URL('./raw-sdk-cli.ts', import.meta.url));
 const PASSWORD = 'benchmark passphrase';
 
+/** `cairn target add s3 …` for a bucket of the benchmark's versitygw (the secret comes from the env). */
+export function targetAddArgs(s3: S3Server, bucket: string): string[] {
+  return [
+    'target',
+    'add',
+    's3',
+    '--s3',
+    '--endpoint',
+    s3.endpoint,
+    '--bucket',
+    bucket,
+    '--access-key-id',
+    s3.accessKeyId,
+    '--path-style',
+  ];
+}
+
 export interface ToolRun {
   tool: string;
   backup: ProcRun;
@@ -31,24 +48,7 @@ export const cairnCli: Runner = async (s3, src) => {
   };
   const node = process.execPath;
   await timed(node, [CLI, 'init'], env);
-  await timed(
-    node,
-    [
-      CLI,
-      'target',
-      'add',
-      's3',
-      '--s3',
-      '--endpoint',
-      s3.endpoint,
-      '--bucket',
-      bucket,
-      '--access-key-id',
-      s3.accessKeyId,
-      '--path-style',
-    ],
-    env,
-  );
+  await timed(node, [CLI, ...targetAddArgs(s3, bucket)], env);
   const backup = await timed(node, [CLI, '--json', 'backup', src], env);
   const again = await timed(node, [CLI, '--json', 'backup', src], env);
   const id = (JSON.parse(again.stdout) as { snapshotId: string }).snapshotId;

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { tempDir, writeRandomFile } from '../../test/support/fixtures.ts';
 import { listKeys } from '../../test/support/cairn-env.ts';
 import { startVersitygw } from '../../test/support/versitygw.ts';
+import { targetAddArgs } from '../lib/cli-tools.ts';
 import { fmt } from '../lib/measure.ts';
 import type { SuiteResult } from '../lib/report.ts';
 import { timed, type ProcRun } from '../lib/tools.ts';
@@ -57,19 +58,7 @@ export async function pruneSuite(o: BenchOptions): Promise<SuiteResult> {
   try {
     const bucket = await s3.createBucket();
     await cli(['init']);
-    await cli([
-      'target',
-      'add',
-      's3',
-      '--s3',
-      '--endpoint',
-      s3.endpoint,
-      '--bucket',
-      bucket,
-      '--access-key-id',
-      s3.accessKeyId,
-      '--path-style',
-    ]);
+    await cli(targetAddArgs(s3, bucket));
     for (let step = 0; step < SNAPSHOTS; step++) {
       changeFiles(src, count, step);
       backups.push(await cli(['--json', 'backup', src]));

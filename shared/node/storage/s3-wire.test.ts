@@ -2,8 +2,8 @@ import type { Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { rawHttpServer, type RawHttpServer } from '../../../test/support/raw-http.ts';
+import { storageProblem } from '../../../test/support/storage-problem.ts';
 import { createS3Storage } from './s3.ts';
-import { StorageError } from './storage.ts';
 
 let server: RawHttpServer | null = null;
 afterEach(async () => {
@@ -36,16 +36,6 @@ function ok(body: Buffer, extra = ''): Buffer {
 
 const NO_SUCH_KEY =
   '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>';
-
-async function problemOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof StorageError) return err.problem;
-    throw err;
-  }
-  return 'none';
-}
 
 describe('GETs on the lean transport', () => {
   it('reads a ranged body straight into the caller’s buffer over one kept-alive, signed connection', async () => {
@@ -80,7 +70,7 @@ describe('GETs on the lean transport', () => {
       }, 20);
     });
     const st = storageAt(server.endpoint);
-    expect(await problemOf(st.get('data/aa/missing'))).toBe('not-found');
+    expect(await storageProblem(st.get('data/aa/missing'))).toBe('not-found');
     st.close();
   });
 
@@ -107,7 +97,7 @@ describe('GETs on the lean transport', () => {
       }
     });
     const st = storageAt(server.endpoint);
-    expect(await problemOf(st.get('data/aa/p', { start: 0, end: data.length - 1 }))).toBe('unreachable');
+    expect(await storageProblem(st.get('data/aa/p', { start: 0, end: data.length - 1 }))).toBe('unreachable');
     expect((await st.get('data/aa/p', { start: 0, end: data.length - 1 })).equals(data)).toBe(true);
     await new Promise((r) => setTimeout(r, 100));
     expect((await st.get('data/aa/p', { start: 0, end: data.length - 1 })).equals(data)).toBe(true);

@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProxy, type Proxy } from '../../../test/support/proxy.ts';
 import { freePort, startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import { withRetry } from './retrying.ts';
+import { storageProblem } from '../../../test/support/storage-problem.ts';
 import { createS3Storage } from './s3.ts';
-import { StorageError, type Storage } from './storage.ts';
+import type { Storage } from './storage.ts';
 
 let s3: S3Server;
 let proxy: Proxy;
@@ -33,16 +34,6 @@ function storage(bucket: string, over: Partial<Parameters<typeof createS3Storage
   });
 }
 
-async function problem(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof StorageError) return err.problem;
-    throw err;
-  }
-  return 'none';
-}
-
 describe.each(['when-supported', 'when-required'] as const)('S3 storage with checksums %s', (checksums) => {
   it('puts, gets (whole and ranged), heads, lists with pagination and deletes', async () => {
     const bucket = await s3.createBucket();
@@ -60,7 +51,7 @@ describe.each(['when-supported', 'when-required'] as const)('S3 storage with che
     expect(big.equals(body.subarray(0, 3 * 1024 * 1024 + 1)) && big.buffer !== into.buffer).toBe(true);
     expect(await st.head('chunks/aa/one')).toEqual({ size: body.length });
     expect(await st.head('chunks/aa/none')).toBeNull();
-    expect(await problem(st.get('chunks/aa/none'))).toBe('not-found');
+    expect(await storageProblem(st.get('chunks/aa/none'))).toBe('not-found');
     await Promise.all(
       Array.from({ length: 1010 }, (_, i) =>
         st.put(`chunks/bb/${String(i).padStart(4, '0')}`, Buffer.from([i & 255])),
@@ -78,11 +69,11 @@ describe.each(['when-supported', 'when-required'] as const)('S3 storage with che
 describe('S3 storage failures', () => {
   it('classifies a wrong secret, a missing bucket and an unreachable endpoint', async () => {
     const bucket = await s3.createBucket();
-    expect(await problem(storage(bucket, { secretAccessKey: 'nope' }).check())).toBe('auth');
-    expect(await problem(storage('no-such-bucket-here').check())).toBe('no-bucket');
-    expect(await problem(storage(bucket, { endpoint: `http://127.0.0.1:${await freePort()}` }).check())).toBe(
-      'unreachable',
-    );
+    expect(await storageProblem(storage(bucket, { secretAccessKey: 'nope' }).check())).toBe('auth');
+    expect(await storageProblem(storage('no-such-bucket-here').check())).toBe('no-bucket');
+    expect(
+      await storageProblem(storage(bucket, { endpoint: `http://127.0.0.1:${await freePort()}` }).check()),
+    ).toBe('unreachable');
   });
 
   it('retries 503 SlowDown and 500 with backoff, then gives up; never retries rejected credentials', async () => {
@@ -97,7 +88,7 @@ describe('S3 storage failures', () => {
 
     proxy.reset();
     proxy.failNext(10, 500, (m) => m === 'PUT');
-    expect(await problem(via.put('chunks/cc/y', Buffer.from('y')))).toBe('server');
+    expect(await storageProblem(via.put('chunks/cc/y', Buffer.from('y')))).toBe('server');
     // Retried for the 60 ms window (backoff 2.5–5, 5–10, 10–20 ms…), then given up.
     expect(proxy.count('PUT', '/chunks/cc/y')).toBeGreaterThanOrEqual(4);
     expect(proxy.count('PUT', '/chunks/cc/y')).toBeLessThan(10);
@@ -116,7 +107,7 @@ describe('S3 storage failures', () => {
     }
     proxy.outage(1000, 'reset');
     expect(
-      await problem(
+      await storageProblem(
         withRetry(storage(bucket, { endpoint: proxy.endpoint }), {
           windowMs: 200,
           baseMs: 20,
@@ -128,7 +119,7 @@ describe('S3 storage failures', () => {
 
     proxy.reset();
     const bad = withRetry(storage(bucket, { endpoint: proxy.endpoint, secretAccessKey: 'nope' }), policy);
-    expect(await problem(bad.put('chunks/cc/z', Buffer.from('z')))).toBe('auth');
+    expect(await storageProblem(bad.put('chunks/cc/z', Buffer.from('z')))).toBe('auth');
     expect(proxy.count('PUT', '/chunks/cc/z')).toBe(1);
   });
 });
