@@ -10,7 +10,8 @@ import { pathToFileURL } from 'node:url';
 
 const dir = process.argv[2];
 const runs = Number(process.argv[3] ?? 5);
-if (!dir) throw new Error('usage: node bench/ec-candidates.mjs <folder with the candidates installed> [runs]');
+if (!dir)
+  throw new Error('usage: node bench/ec-candidates.mjs <folder with the candidates installed> [runs]');
 const require = createRequire(path.join(path.resolve(dir), 'package.json'));
 const importPkg = async (name) => import(pathToFileURL(require.resolve(name)).href);
 
@@ -93,7 +94,12 @@ function wasmClassAdapter(rs) {
     encode: (k, m, L, buf) => check(rs.encode(buf, k, m), 'encode'),
     reconstruct: (k, m, L, buf, missing) =>
       check(
-        rs.reconstruct(buf, k, m, [...Array(k + m).keys()].map((i) => !missing.includes(i))),
+        rs.reconstruct(
+          buf,
+          k,
+          m,
+          [...Array(k + m).keys()].map((i) => !missing.includes(i)),
+        ),
         'reconstruct',
       ),
   };

@@ -59,6 +59,7 @@ function headerProblem(h: ShardHeader, shardLength: number): string | null {
   if (!Number.isInteger(h.index) || h.index < 0 || h.index >= h.k + h.m)
     return `shard index ${h.index} (k + m = ${h.k + h.m})`;
   if (!Number.isSafeInteger(h.packLength) || h.packLength < 1) return `pack length ${h.packLength}`;
+  if (shardLength > 0xffffffff) return `shard length ${shardLength} (at most 2^32 - 1)`;
   if (shardLength !== shardLengthFor(h.packLength, h.k))
     return `shard length ${shardLength} (a ${h.packLength}-byte pack in ${h.k} needs ${shardLengthFor(h.packLength, h.k)})`;
   return null;
@@ -120,7 +121,10 @@ export function openShard(
     throw new ObjectFormatError('bad-magic', `${what}: object magic is not ${Magic.shard}`);
   const version = o[MAGIC_BYTES];
   if (version !== FORMAT_VERSION)
-    throw new ObjectFormatError('unsupported-version', `${what}: shard format version ${version} is not supported`);
+    throw new ObjectFormatError(
+      'unsupported-version',
+      `${what}: shard format version ${version} is not supported`,
+    );
   const shardLength = o.readUInt32LE(AT_SHARD_LENGTH);
   const expected = shardObjectLength(shardLength);
   if (o.length < expected)

@@ -1,12 +1,6 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import {
-  PlacementError,
-  place,
-  placementUniform,
-  rankTargets,
-  type PlacementTarget,
-} from './placement.ts';
+import { PlacementError, place, placementUniform, rankTargets, type PlacementTarget } from './placement.ts';
 
 // Pack ids are random in Cairn; fixed pseudo-random ones keep these statistics reproducible.
 const packIds = (n: number, seed = 'p') =>
