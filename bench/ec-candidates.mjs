@@ -3,7 +3,7 @@
 // The candidates are not Cairn dependencies: install them in a scratch folder first, then
 //   UV_THREADPOOL_SIZE=1 node bench/ec-candidates.mjs /tmp/ec-try [runs]
 // (one thread-pool thread, so the native addon's async work also runs on one core at a time).
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -118,6 +118,8 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const mbps = (seconds) => PACK / 1e6 / seconds;
 
 const only = process.env.EC_ONLY?.split(',');
+// One pack for every candidate, so that their parity can be compared: the same code gives the same bytes.
+const pack = randomBytes(PACK);
 const rows = [];
 for (const [name, load] of Object.entries(candidates)) {
   if (only && !only.includes(name)) continue;
@@ -135,7 +137,7 @@ for (const [name, load] of Object.entries(candidates)) {
   ]) {
     const L = shardLength(k);
     const buf = Buffer.alloc((k + m) * L);
-    randomBytes(PACK).copy(buf);
+    pack.copy(buf);
     const row = { name, code: `${k}+${m}`, lost, encode: [], decode: [] };
     try {
       for (let r = 0; r <= runs; r++) {
@@ -144,6 +146,10 @@ for (const [name, load] of Object.entries(candidates)) {
         if (r > 0) row.encode.push(t); // the first run warms up
       }
       const whole = Buffer.from(buf);
+      row.parity = createHash('sha256')
+        .update(whole.subarray(k * L))
+        .digest('hex')
+        .slice(0, 12);
       const missing = [...Array(lost).keys()]; // data shards: the worst case for a reader
       for (let r = 0; r <= runs; r++) {
         for (const i of missing) buf.fill(0, i * L, (i + 1) * L);
@@ -164,9 +170,9 @@ const fmt = (ts) =>
     ? `${mbps(median(ts.map((t) => t.wall))).toFixed(0)} (${mbps(median(ts.map((t) => t.cpu))).toFixed(0)})`
     : '–';
 console.log(`16 MiB pack, median of ${runs} runs after one warm-up; MB/s of pack by wall (by CPU time)`);
-console.log('| library | code | lost | encode MB/s | reconstruct MB/s | note |');
-console.log('| --- | --- | --- | --- | --- | --- |');
+console.log('| library | code | lost | encode MB/s | reconstruct MB/s | parity (SHA-256) | note |');
+console.log('| --- | --- | --- | --- | --- | --- | --- |');
 for (const r of rows)
   console.log(
-    `| ${r.name} | ${r.code ?? ''} | ${r.lost ?? ''} | ${fmt(r.encode ?? [])} | ${fmt(r.decode ?? [])} | ${r.error ?? ''} |`,
+    `| ${r.name} | ${r.code ?? ''} | ${r.lost ?? ''} | ${fmt(r.encode ?? [])} | ${fmt(r.decode ?? [])} | ${r.parity ?? ''} | ${r.error ?? ''} |`,
   );
