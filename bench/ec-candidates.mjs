@@ -12,8 +12,8 @@ const dir = process.argv[2];
 const runs = Number(process.argv[3] ?? 5);
 if (!dir)
   throw new Error('usage: node bench/ec-candidates.mjs <folder with the candidates installed> [runs]');
-const require = createRequire(path.join(path.resolve(dir), 'package.json'));
-const importPkg = async (name) => import(pathToFileURL(require.resolve(name)).href);
+const requireCandidate = createRequire(path.join(path.resolve(dir), 'package.json'));
+const importPkg = async (name) => import(pathToFileURL(requireCandidate.resolve(name)).href);
 
 const PACK = 16 << 20;
 const ALIGN = 64;
@@ -22,7 +22,7 @@ const shardLength = (k) => Math.max(ALIGN, Math.ceil(Math.ceil(PACK / k) / ALIGN
 /** Each adapter encodes and reconstructs shards laid out back to back in one buffer of (k + m) × L. */
 const candidates = {
   '@ronomon/reed-solomon': async () => {
-    const rs = require('@ronomon/reed-solomon');
+    const rs = requireCandidate('@ronomon/reed-solomon');
     const contexts = new Map();
     const ctx = (k, m) => {
       if (!contexts.has(`${k}+${m}`)) contexts.set(`${k}+${m}`, rs.create(k, m));
@@ -43,15 +43,15 @@ const candidates = {
     };
   },
   '@digitaldefiance/reed-solomon-erasure.wasm': async () => {
-    const { ReedSolomonErasure } = require('@digitaldefiance/reed-solomon-erasure.wasm');
+    const { ReedSolomonErasure } = requireCandidate('@digitaldefiance/reed-solomon-erasure.wasm');
     return wasmClassAdapter(ReedSolomonErasure.fromCurrentDirectorySync());
   },
   '@subspace/reed-solomon-erasure.wasm': async () => {
-    const { ReedSolomonErasure } = require('@subspace/reed-solomon-erasure.wasm');
+    const { ReedSolomonErasure } = requireCandidate('@subspace/reed-solomon-erasure.wasm');
     return wasmClassAdapter(await ReedSolomonErasure.fromCurrentDirectory());
   },
   'wasm-reed-solomon-erasure': async () => {
-    const rs = require('wasm-reed-solomon-erasure');
+    const rs = requireCandidate('wasm-reed-solomon-erasure');
     const split = (buf, n, L) => Array.from({ length: n }, (_, i) => buf.subarray(i * L, (i + 1) * L));
     return {
       encode: (k, m, L, buf) => {
