@@ -13,6 +13,8 @@ export const Magic = {
   snapshot: 'CRNS',
   config: 'CRNG',
   lock: 'CRNL',
+  /** One erasure-coded shard of a pack (issue 10; not yet written by backups). Not a sealed object. */
+  shard: 'CRNE',
 } as const;
 
 export type BlobKind = 'data' | 'tree';
@@ -35,7 +37,7 @@ export const Compression = { none: 0, deflateRaw: 1 } as const;
 
 /** crypto_kdf context (exactly 8 bytes) and the subkey ids derived from the master key. */
 export const KDF_CONTEXT = 'cairn-v2';
-export const Subkey = { blobId: 1, blobSeal: 2, metaSeal: 3, secrets: 4 } as const;
+export const Subkey = { blobId: 1, blobSeal: 2, metaSeal: 3, secrets: 4, shardMac: 5 } as const;
 /** crypto_kdf context of the key-encryption key derived from a recovery key. */
 export const RECOVERY_KDF_CONTEXT = 'cairn-rk';
 

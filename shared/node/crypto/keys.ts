@@ -7,6 +7,8 @@ export interface Subkeys {
   blobSeal: Buffer;
   metaSeal: Buffer;
   secrets: Buffer;
+  /** Keyed BLAKE3 MAC of erasure-coded shard objects (issue 10). */
+  shardMac: Buffer;
 }
 
 export function deriveSubkeys(sodium: SodiumProvider, master: Uint8Array): Subkeys {
@@ -17,6 +19,7 @@ export function deriveSubkeys(sodium: SodiumProvider, master: Uint8Array): Subke
     blobSeal: d(Subkey.blobSeal),
     metaSeal: d(Subkey.metaSeal),
     secrets: d(Subkey.secrets),
+    shardMac: d(Subkey.shardMac),
   };
 }
 

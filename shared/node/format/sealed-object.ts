@@ -16,7 +16,9 @@ export type ObjectProblem =
   | 'unsupported-compression'
   | 'auth-failed'
   | 'bad-length'
-  | 'bad-content';
+  | 'bad-content'
+  /** Intact, but another object than the name it was read under (an erasure-coded shard). */
+  | 'misplaced';
 
 /** A stored object that is not what its name promises. `problem` says how. */
 export class ObjectFormatError extends Error {

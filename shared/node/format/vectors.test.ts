@@ -43,7 +43,7 @@ describe.each(['sodium-native', 'libsodium-wasm'] as const)('format v2 vectors w
   it('derive the subkeys, blob ids and sealed blobs', async () => {
     const s = await loadSodium(name);
     const master = H(v.masterKey);
-    const ids = { blobId: 1, blobSeal: 2, metaSeal: 3, secrets: 4 } as const;
+    const ids = { blobId: 1, blobSeal: 2, metaSeal: 3, secrets: 4, shardMac: 5 } as const;
     for (const [k, id] of Object.entries(ids))
       expect(s.kdfDerive(32, id, 'cairn-v2', master).toString('hex')).toBe(v.subkeys[k]);
     const plain = H(v.blob.plaintext);
@@ -79,6 +79,28 @@ describe.each(['sodium-native', 'libsodium-wasm'] as const)('format v2 vectors w
       H(v.subkeys.metaSeal),
     );
     expect(pack.subarray(blob.length).equals(Buffer.concat([header, u32(header.length)]))).toBe(true);
+  });
+
+  it('cut a pack into an erasure-coded shard object with a keyed BLAKE3 MAC (issue 10)', async () => {
+    const s = await loadSodium(name);
+    const pack = H(v.pack.object);
+    const { k, m, index } = v.shard;
+    const L = Math.max(64, Math.ceil(Math.ceil(pack.length / k) / 64) * 64);
+    const bytes = Buffer.alloc(L);
+    pack.copy(bytes, 0, index * L, (index + 1) * L);
+    const length = Buffer.alloc(12);
+    length.writeUInt32LE(pack.length, 0);
+    length.writeUInt32LE(L, 8);
+    const body = Buffer.concat([
+      Buffer.from('CRNE\x02', 'latin1'),
+      H(v.pack.id),
+      Buffer.from([index, k, m]),
+      length,
+      bytes,
+    ]);
+    await s.prepareKeyedHash(H(v.subkeys.shardMac));
+    const mac = s.blake3Keyed(body, H(v.subkeys.shardMac));
+    expect(Buffer.concat([body, mac]).toString('hex')).toBe(v.shard.object);
   });
 
   it('write index files, trees, config, snapshots and key slots as documented', async () => {
@@ -166,6 +188,7 @@ describe('the format code', () => {
     const { makeVectors } = await import('./vectors.ts');
     const s = await loadSodium();
     await s.prepareKeyedHash(H(v.subkeys.blobId));
+    await s.prepareKeyedHash(H(v.subkeys.shardMac));
     expect(JSON.parse(JSON.stringify(makeVectors(s)))).toEqual(v);
   });
 });
