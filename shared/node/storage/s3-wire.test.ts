@@ -147,14 +147,17 @@ describe('uploads', () => {
     st.close();
   });
 
-  it('never retry rejected credentials unsigned and then signed', async () => {
-    server = await rawHttpServer((sock) => {
-      const xml = '<Error><Code>SignatureDoesNotMatch</Code><Message>no</Message></Error>';
-      sock.write(`HTTP/1.1 403 Forbidden\r\nContent-Length: ${xml.length}\r\n\r\n${xml}`);
-    });
-    const st = storageAt(server.endpoint);
-    await expect(st.put('data/aa/p1', Buffer.from('x'))).rejects.toMatchObject({ problem: 'auth' });
-    expect(server.requests.length).toBe(1);
-    st.close();
-  });
+  it.each(['SignatureDoesNotMatch', 'AccessDenied'])(
+    'report a 403 %s on the first upload as it is, without trying again signed',
+    async (code) => {
+      server = await rawHttpServer((sock) => {
+        const xml = `<Error><Code>${code}</Code><Message>no</Message></Error>`;
+        sock.write(`HTTP/1.1 403 Forbidden\r\nContent-Length: ${xml.length}\r\n\r\n${xml}`);
+      });
+      const st = storageAt(server.endpoint);
+      await expect(st.put('data/aa/p1', Buffer.from('x'))).rejects.toMatchObject({ problem: 'auth' });
+      expect(server.requests.length).toBe(1);
+      st.close();
+    },
+  );
 });

@@ -83,18 +83,21 @@ function classify(e: SdkError, objectOp: boolean): StorageProblem {
   return 'invalid';
 }
 
-const CREDENTIAL_CODES = new Set([
-  'InvalidAccessKeyId',
-  'SignatureDoesNotMatch',
-  'InvalidToken',
-  'ExpiredToken',
+/**
+ * Refusals that can be of the unsigned body itself. A bare 403 is not among them: it is what a bucket
+ * that refuses the upload says, and retrying it signed would hide that (a policy denying unsigned bodies
+ * answers AccessDenied too; such a bucket reports the denial).
+ */
+const UNSIGNED_REFUSALS = new Set([
+  'XAmzContentSHA256Mismatch',
+  'NotImplemented',
+  'InvalidRequest',
+  'InvalidArgument',
+  'MissingSecurityHeader',
 ]);
 
-/** A refusal that may be of the unsigned body itself (not the credentials, the bucket or the load). */
 function refusesUnsigned(e: SdkError): boolean {
-  const status = e.$metadata?.httpStatusCode;
-  if (status === 403) return !CREDENTIAL_CODES.has(e.name ?? '');
-  return classify(e, true) === 'invalid' || status === 501;
+  return UNSIGNED_REFUSALS.has(e.name ?? '') || e.$metadata?.httpStatusCode === 501;
 }
 
 export function createS3Storage(o: S3Options): Storage {
