@@ -4,6 +4,7 @@ import { describeKeep, KEEP_RULE_NAMES, keepPolicyIsEmpty, type KeepPolicyDraft 
 import { describeSchedule, type Schedule } from '../../schedule.ts';
 import { SettingsError, type PlanInfo } from '../engine/engine.ts';
 import { reportBackup, table, type Output } from './output.ts';
+import { keepOptionValues } from './retention-commands.ts';
 import { withEngine } from './session.ts';
 
 interface AddOpts {
@@ -196,14 +197,7 @@ const UNIT: Record<string, string> = {
 
 /** The plan's keep policy with the --keep-* options given applied (0 drops a rule); none: no retention. */
 function retentionOption(current: KeepPolicyDraft, opts: Partial<AddOpts>): { retention?: KeepPolicyDraft } {
-  const given: Record<string, number | undefined> = {
-    last: opts.keepLast,
-    hourly: opts.keepHourly,
-    daily: opts.keepDaily,
-    weekly: opts.keepWeekly,
-    monthly: opts.keepMonthly,
-    yearly: opts.keepYearly,
-  };
+  const given = keepOptionValues(opts);
   const next: KeepPolicyDraft = {};
   for (const r of KEEP_RULE_NAMES) {
     const n = given[r] ?? current[r];

@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import type { PruneProgress } from '../../api/retention.ts';
+import { KEEP_RULE_NAMES, type KeepRuleName } from '../../retention.ts';
 import { formatSize, parseSize } from '../../settings.ts';
 import type { KeepPolicy } from '../engine/retention-policy.ts';
 import type { Output } from './output.ts';
@@ -10,6 +11,14 @@ type Parsers = {
   size: (v: string) => number;
   partial: (message: string) => Error;
 };
+
+/** The `--keep-<rule> <n>` values commander parsed (`keepLast`, `keepDaily`, …), by rule name. */
+export function keepOptionValues(opts: object): Record<KeepRuleName, number | undefined> {
+  const o = opts as Record<string, number | undefined>;
+  return Object.fromEntries(
+    KEEP_RULE_NAMES.map((r) => [r, o[`keep${r[0]!.toUpperCase()}${r.slice(1)}`]]),
+  ) as Record<KeepRuleName, number | undefined>;
+}
 
 /** "5%", "unlimited", or a size ("200MiB"). */
 function maxUnusedOption(v: string): { percent: number } | { bytes: number } {
@@ -56,14 +65,7 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
     .option('--dry-run', 'show what would be removed; remove nothing')
     .action(async (ids: string[], opts) => {
       const o = out();
-      const policy: KeepPolicy = {
-        last: opts.keepLast,
-        hourly: opts.keepHourly,
-        daily: opts.keepDaily,
-        weekly: opts.keepWeekly,
-        monthly: opts.keepMonthly,
-        yearly: opts.keepYearly,
-      };
+      const policy: KeepPolicy = keepOptionValues(opts);
       const r = await withEngine((e) =>
         e.forget(
           { ids, policy, hosts: opts.host, paths: opts.path, tags: opts.tag, dryRun: Boolean(opts.dryRun) },
