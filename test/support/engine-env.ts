@@ -1,8 +1,22 @@
 import path from 'node:path';
 import { Engine } from '../../shared/node/engine/engine.ts';
+import type { S3TargetConfig } from '../../shared/settings.ts';
 import { tempDir } from './fixtures.ts';
 import { startProxy, type Proxy } from './proxy.ts';
 import { startVersitygw, type S3Server } from './versitygw.ts';
+
+/** The target settings of a bucket on the test server (or reached through `endpoint`, a proxy). */
+export function s3TargetConfig(s3: S3Server, bucket: string, endpoint = s3.endpoint): S3TargetConfig {
+  return {
+    kind: 's3',
+    endpoint,
+    bucket,
+    region: 'us-east-1',
+    accessKeyId: s3.accessKeyId,
+    pathStyle: true,
+    checksums: 'when-supported',
+  };
+}
 
 export interface EngineEnv {
   s3: S3Server;
@@ -27,15 +41,7 @@ export async function startEngineEnv(o: {
   const engine = await Engine.init(o.home ?? path.join(tempDir(), 'home'), o.passphrase);
   await engine.addTarget(
     o.target ?? (proxy ? 'via-proxy' : 's3'),
-    {
-      kind: 's3',
-      endpoint: proxy?.endpoint ?? s3.endpoint,
-      bucket: await s3.createBucket(),
-      region: 'us-east-1',
-      accessKeyId: s3.accessKeyId,
-      pathStyle: true,
-      checksums: 'when-supported',
-    },
+    s3TargetConfig(s3, await s3.createBucket(), proxy?.endpoint),
     s3.secretAccessKey,
   );
   return { s3, proxy, engine };

@@ -5,6 +5,7 @@ import type { JobView } from '../../api/views.ts';
 import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import { AppService } from './service.ts';
+import { s3TargetConfig } from '../../../test/support/engine-env.ts';
 
 let s3: S3Server;
 let app: AppService;
@@ -34,15 +35,7 @@ beforeAll(async () => {
   await app.call('targets.save', {
     draft: {
       name: 't',
-      config: {
-        kind: 's3',
-        endpoint: s3.endpoint,
-        bucket: await s3.createBucket(),
-        region: 'us-east-1',
-        accessKeyId: s3.accessKeyId,
-        pathStyle: true,
-        checksums: 'when-supported',
-      },
+      config: s3TargetConfig(s3, await s3.createBucket()),
       secret: s3.secretAccessKey,
     },
   });

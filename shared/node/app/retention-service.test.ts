@@ -6,6 +6,7 @@ import type { JobView, MaintenanceView } from '../../api/views.ts';
 import type { Engine } from '../engine/engine.ts';
 import { fastClock } from './scheduler.ts';
 import { AppService } from './service.ts';
+import { s3TargetConfig } from '../../../test/support/engine-env.ts';
 
 /** A day of the service's clock passes in under a second; the retry hour in 36 ms. */
 const RATE = 100_000;
@@ -20,15 +21,7 @@ beforeAll(async () => {
   await app.call('targets.save', {
     draft: {
       name: 's3',
-      config: {
-        kind: 's3',
-        endpoint: s3.endpoint,
-        bucket: await s3.createBucket(),
-        region: 'us-east-1',
-        accessKeyId: s3.accessKeyId,
-        pathStyle: true,
-        checksums: 'when-supported',
-      },
+      config: s3TargetConfig(s3, await s3.createBucket()),
       secret: s3.secretAccessKey,
     },
   });

@@ -5,6 +5,7 @@ import { startProxy, type Proxy } from '../../../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import type { JobView } from '../../api/views.ts';
 import { AppService } from './service.ts';
+import { s3TargetConfig } from '../../../test/support/engine-env.ts';
 
 const PASSPHRASE = 'a passphrase for the service test';
 /** 1 MiB each: five 16 MiB packs, of which the first is stored when the backup is cancelled. */
@@ -45,15 +46,7 @@ async function cancelledBackup(
   await app.call('targets.save', {
     draft: {
       name: 't',
-      config: {
-        kind: 's3',
-        endpoint: proxy.endpoint,
-        bucket,
-        region: 'us-east-1',
-        accessKeyId: s3.accessKeyId,
-        pathStyle: true,
-        checksums: 'when-supported',
-      },
+      config: s3TargetConfig(s3, bucket, proxy.endpoint),
       secret: s3.secretAccessKey,
     },
   });
