@@ -15,7 +15,7 @@ type HandleResult = Awaited<ReturnType<NodeHttpHandler['handle']>>;
 /** The buffer a GET's body should land in, when the caller has one (set around `client.send`). */
 export const bodyInto = new AsyncLocalStorage<Buffer | undefined>();
 
-/** A response body already in memory: `readBody` takes `.bytes`; anything else reads it as a stream. */
+/** A response body already in memory: S3 GETs take `.bytes`; the SDK (error parsing) reads it as a stream. */
 export class BufferedBody extends Readable {
   constructor(readonly bytes: Buffer) {
     super();
