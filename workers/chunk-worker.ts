@@ -3,16 +3,17 @@ import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
-import { MAX_BLOBS_PER_PACK, ObjectKey } from '../shared/format/constants.ts';
+import { ObjectKey } from '../shared/format/constants.ts';
 import { loadSodium, type SodiumProvider, type SodiumProviderName } from '../shared/node/crypto/provider.ts';
-import { blobId, maybeCompress, openBlob, sealBlobInto } from '../shared/node/format/blob-codec.ts';
-import { packTrailerLength, sealPackTrailer } from '../shared/node/format/pack.ts';
-import { ObjectFormatError, sealedLength } from '../shared/node/format/sealed-object.ts';
+import { blobId, maybeCompress, openBlob } from '../shared/node/format/blob-codec.ts';
+import { ObjectFormatError } from '../shared/node/format/sealed-object.ts';
 import { openTarget } from '../shared/node/storage/open-target.ts';
 import { StorageError, type Storage } from '../shared/node/storage/storage.ts';
 import { RANGE_MAX } from '../shared/limits.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
-import { BufferPool, SlotPool } from './pools.ts';
+import { PackWriter, SpoolError } from './pack-writer.ts';
+import { BufferPool, ReadBuffers, SlotPool } from './pools.ts';
+import type { SpooledBody } from '../shared/node/storage/put-body.ts';
 import type {
   BackupTask,
   FromWorker,
@@ -32,6 +33,7 @@ const metaKey = Buffer.from(init.metaKey);
 await sodium.prepareKeyedHash(idKey);
 const slots = new SlotPool(init.slots);
 const plainBuffers = new BufferPool(init.chunkSize);
+const readBuffers = new ReadBuffers(init.chunkSize, 2);
 // Restores read ranged GET bodies into these (one per download slot): fresh 8 MiB buffers per GET grew
 // the thread's malloc arena by ~30 MB over a large restore.
 const rangeBuffers = new BufferPool(RANGE_MAX);
@@ -55,6 +57,7 @@ function storage(targetId: number): Storage {
 function failure(err: unknown): WorkerFailure {
   if (err instanceof StorageError) return { message: err.message, problem: err.problem, target: err.target };
   if (err instanceof ObjectFormatError) return { message: err.message, problem: err.problem };
+  if (err instanceof SpoolError) return { message: err.message, problem: 'spool' };
   const e = err as NodeJS.ErrnoException;
   return { message: e.code ? `${e.code}: ${e.message}` : String(e.message ?? err), problem: 'source' };
 }
@@ -95,84 +98,49 @@ async function readExactly(path: string, buf: Buffer, length: number, offset: nu
 
 // ---- packs -------------------------------------------------------------------------------------------
 
-interface OpenPack {
-  id: Buffer;
-  buf: Buffer;
-  used: number;
-  blobs: PackedBlob[];
+let packs: PackWriter | null = null;
+
+function packWriter(): PackWriter {
+  packs ??= new PackWriter({
+    sodium,
+    sealKey,
+    metaKey,
+    packSize: init.packSize,
+    maxPayload: init.chunkSize,
+    spoolFds: init.spoolFds ?? [],
+    spoolDir: init.spoolDir ?? 'the temporary folder',
+    upload: uploadPack,
+    failed: (packId, err) => post({ t: 'pack-failed', packId, error: failure(err) }),
+  });
+  return packs;
 }
 
-/**
- * A pack closes at packSize. Its buffer has 1 MiB of slack (two 8 MiB chunks fit one 16 MiB pack) and room
- * for the largest trailer; a blob that fits no such buffer gets a pack, and a buffer, of its own.
- */
-const packBufferBytes = init.packSize + (1 << 20) + packTrailerLength(MAX_BLOBS_PER_PACK);
-/** One pack being filled plus at most two uploading, whatever the upload slots: 3 × ~17 MiB per worker. */
-const PACK_BUFFERS = Math.min(init.slots, 2) + 1;
-const freePackBuffers: Buffer[] = [];
-let packBuffersMade = 0;
-const packBufferWaiters: ((b: Buffer) => void)[] = [];
-let open: OpenPack | null = null;
-const uploads = new Set<Promise<void>>();
-
-function takePackBuffer(): Promise<Buffer> {
-  const b = freePackBuffers.pop();
-  if (b) return Promise.resolve(b);
-  if (packBuffersMade < PACK_BUFFERS) {
-    packBuffersMade++;
-    return Promise.resolve(Buffer.allocUnsafeSlow(packBufferBytes));
+async function uploadPack(packId: string, body: SpooledBody, blobs: PackedBlob[]): Promise<void> {
+  const slot = await slots.acquire();
+  const start = now();
+  const timing: ChunkTiming = {
+    slot: init.index * init.slots + slot,
+    bytes: 0,
+    wireBytes: body.length,
+    xferStart: start,
+    xferEnd: start,
+    stages: {},
+  };
+  post({ t: 'xfer-start', slot: timing.slot });
+  try {
+    await storage(init.targetId).put(ObjectKey.pack(packId), body);
+    timing.xferEnd = now();
+    timing.stages = { transfer: timing.xferEnd - start };
+    post({ t: 'pack-stored', packId, size: body.length, blobs, timing });
+  } catch (err) {
+    post({ t: 'pack-failed', packId, error: failure(err) });
+  } finally {
+    slots.release(slot);
   }
-  return new Promise((resolve) => packBufferWaiters.push(resolve));
-}
-
-function giveBackPackBuffer(b: Buffer): void {
-  if (b.length !== packBufferBytes) return; // a one-off buffer of an oversized blob: let it go
-  const w = packBufferWaiters.shift();
-  if (w) w(b);
-  else freePackBuffers.push(b);
-}
-
-function closePack(): void {
-  const p = open;
-  open = null;
-  if (!p || p.blobs.length === 0) {
-    if (p) giveBackPackBuffer(p.buf);
-    return;
-  }
-  const trailer = sealPackTrailer(sodium, metaKey, p.id, p.blobs);
-  trailer.copy(p.buf, p.used);
-  const body = p.buf.subarray(0, p.used + trailer.length);
-  const packId = p.id.toString('hex');
-  const upload = (async () => {
-    const slot = await slots.acquire();
-    const start = now();
-    const timing: ChunkTiming = {
-      slot: init.index * init.slots + slot,
-      bytes: 0,
-      wireBytes: body.length,
-      xferStart: start,
-      xferEnd: start,
-      stages: {},
-    };
-    post({ t: 'xfer-start', slot: timing.slot });
-    try {
-      await storage(init.targetId).put(ObjectKey.pack(packId), body);
-      timing.xferEnd = now();
-      timing.stages = { transfer: timing.xferEnd - start };
-      post({ t: 'pack-stored', packId, size: body.length, blobs: p.blobs, timing });
-    } catch (err) {
-      post({ t: 'pack-failed', packId, error: failure(err) });
-    } finally {
-      slots.release(slot);
-      giveBackPackBuffer(p.buf);
-    }
-  })();
-  uploads.add(upload);
-  void upload.finally(() => uploads.delete(upload));
 }
 
 async function backup(task: BackupTask): Promise<void> {
-  const plainBuf = plainBuffers.take();
+  const plainBuf = await readBuffers.take(task.length);
   try {
     const readStart = now();
     const plain = await readExactly(task.path, plainBuf, task.length, task.offset);
@@ -196,45 +164,20 @@ async function backup(task: BackupTask): Promise<void> {
       return;
     }
     const { flags, payload } = maybeCompress(plain);
-    const need = sealedLength(payload.length);
-    const fits = (o: OpenPack) =>
-      o.used + need + packTrailerLength(o.blobs.length + 1) <= o.buf.length &&
-      o.blobs.length < MAX_BLOBS_PER_PACK;
-    if (need + packTrailerLength(1) > packBufferBytes) {
-      if (open) closePack();
-      open = {
-        id: sodium.randomBytes(32),
-        buf: Buffer.allocUnsafeSlow(need + packTrailerLength(1)),
-        used: 0,
-        blobs: [],
-      };
-    }
-    // Another task may open (or fill) a pack while this one waits for a buffer: check again after waiting.
-    while (!open || !fits(open)) {
-      if (open) closePack();
-      const buf = await takePackBuffer();
-      if (open) giveBackPackBuffer(buf);
-      else open = { id: sodium.randomBytes(32), buf, used: 0, blobs: [] };
-    }
-    const p: OpenPack = open;
-    const n = sealBlobInto(sodium, p.buf.subarray(p.used), { sealKey, kind: 'data', id, flags, payload });
-    p.blobs.push({ kind: 'data', id, offset: p.used, storedLength: n, plainLength: plain.length });
-    p.used += n;
+    const packId = await packWriter().add({ id, flags, payload, plainLength: plain.length });
     const sealEnd = now();
     timing.stages.seal = sealEnd - hashEnd;
     timing.xferStart = timing.xferEnd = sealEnd;
-    post({ t: 'packed', tid: task.tid, id, packId: p.id.toString('hex'), timing });
-    if (p.used >= init.packSize) closePack();
+    post({ t: 'packed', tid: task.tid, id, packId, timing });
   } catch (err) {
     post({ t: 'failed', tid: task.tid, error: failure(err) });
   } finally {
-    plainBuffers.give(plainBuf);
+    readBuffers.give(plainBuf);
   }
 }
 
 async function flush(): Promise<void> {
-  closePack();
-  while (uploads.size > 0) await Promise.all([...uploads]);
+  await packs?.flush();
   post({ t: 'flushed' });
 }
 

@@ -37,3 +37,46 @@ export class BufferPool {
     this.free.push(b);
   }
 }
+
+/** Reads up to this size take a small buffer: a folder of small files never holds chunk-sized ones. */
+const SMALL_READ_BYTES = 1 << 20;
+
+/**
+ * A backup's read buffers. Small reads get small buffers, as many as there are tasks; chunk-sized reads
+ * share `large` buffers and wait for one: with one read in flight while another chunk is hashed and
+ * sealed the cores stay busy, and every further buffer only held a chunk waiting its turn (8 MiB each,
+ * five per worker by the task credits).
+ */
+export class ReadBuffers {
+  private readonly small = new BufferPool(SMALL_READ_BYTES);
+  private readonly large: BufferPool;
+  /** Chunks up to SMALL_READ_BYTES: every buffer is small, none is waited for. */
+  private readonly capped: boolean;
+  private largeOut = 0;
+  private readonly waiters: ((b: Buffer) => void)[] = [];
+
+  constructor(
+    chunkSize: number,
+    private readonly largeMax: number,
+  ) {
+    this.large = new BufferPool(chunkSize);
+    this.capped = chunkSize > SMALL_READ_BYTES;
+  }
+
+  take(length: number): Promise<Buffer> {
+    if (this.capped && length <= SMALL_READ_BYTES) return Promise.resolve(this.small.take());
+    if (!this.capped || this.largeOut < this.largeMax) {
+      this.largeOut++;
+      return Promise.resolve(this.large.take());
+    }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  give(b: Buffer): void {
+    if (this.capped && b.length === SMALL_READ_BYTES) return this.small.give(b);
+    const w = this.waiters.shift();
+    if (w) return w(b);
+    this.largeOut--;
+    this.large.give(b);
+  }
+}

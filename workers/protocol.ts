@@ -14,6 +14,9 @@ export interface WorkerInit {
   targets: TargetHandle[];
   /** Backups: the target packs go to. */
   targetId: number;
+  /** Backups: this worker's pack spool files (opened and closed by the pool) and their folder. */
+  spoolFds?: number[];
+  spoolDir?: string;
 }
 
 export interface BackupTask {
@@ -50,7 +53,7 @@ export type ToWorker =
 
 export interface WorkerFailure {
   message: string;
-  /** StorageProblem, ObjectProblem, or 'source' for a local read problem. */
+  /** StorageProblem, ObjectProblem, 'source' for a local read problem, 'spool' for a pack's temporary file. */
   problem: string;
   target?: string;
 }

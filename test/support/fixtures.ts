@@ -2,6 +2,8 @@ import { createHash, randomFillSync } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
+import { SpooledBody } from '../../shared/node/storage/put-body.ts';
 
 export function tempDir(prefix = 'cairn-test-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -79,4 +81,14 @@ export function listFiles(root: string): string[] {
   return (fs.readdirSync(root, { recursive: true }) as string[])
     .filter((p) => fs.lstatSync(path.join(root, p)).isFile())
     .sort();
+}
+
+/**
+ * `bytes` as a spooled upload body: a file holding them followed by bytes that are not part of the body
+ * (a reused spool file is longer than the pack in it), with their CRC-32.
+ */
+export function spooledBody(bytes: Buffer): SpooledBody {
+  const file = path.join(tempDir('cairn-spool-'), 'pack');
+  fs.writeFileSync(file, Buffer.concat([bytes, Buffer.from('not part of the body')]));
+  return new SpooledBody(fs.openSync(file, 'r'), bytes.length, zlib.crc32(bytes));
 }

@@ -9,6 +9,7 @@ import type { JobListener } from './job-events.ts';
 import type { JobFile } from './keystore/job-table.ts';
 import type { TargetRow } from './keystore/keystore.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
+import { packSpoolFiles } from './pack-spool.ts';
 import { startPool } from './storage-access.ts';
 import { fileStored, relOf, sourceOf, type FileToRead } from './walk.ts';
 
@@ -178,7 +179,10 @@ export async function storeFiles(
       yield f;
     }
   }
-  const pool = reads.length > 0 ? await startPool(ks, [ks.targetHandle(target)], settings, target.id) : null;
+  const pool =
+    reads.length > 0
+      ? await startPool(ks, [ks.targetHandle(target)], settings, target.id, packSpoolFiles(settings))
+      : null;
   try {
     for (let round: Iterable<FileState> = firstReads(); pool && !failure; round = reread.splice(0)) {
       await pool.run({

@@ -8,6 +8,7 @@ export function startPool(
   targets: TargetHandle[],
   settings: PipelineSettings,
   targetId = 0,
+  spoolFilesPerWorker = 0,
 ): Promise<WorkerPool> {
   return WorkerPool.start(
     {
@@ -22,5 +23,6 @@ export function startPool(
       targetId,
     },
     settings.workers,
+    spoolFilesPerWorker,
   );
 }

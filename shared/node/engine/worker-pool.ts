@@ -2,6 +2,7 @@ import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { FromWorker, ToWorker, WorkerInit } from '../../../workers/protocol.ts';
 import type { JobControl } from './job-control.ts';
+import { PackSpool } from './pack-spool.ts';
 import { workerEntry } from './worker-bundle.ts';
 
 /**
@@ -31,19 +32,33 @@ export class WorkerPool {
   private crashed: Error | null = null;
   private closing = false;
   private onCrash: ((err: Error) => void) | null = null;
+  private spool: PackSpool | null = null;
 
   private constructor(
     /** Transfers each worker runs at once (its upload/download slots). */
     readonly slotsPerWorker: number,
   ) {}
 
-  static async start(inits: Omit<WorkerInit, 'index'>, count: number): Promise<WorkerPool> {
+  /** `spoolFilesPerWorker`: backups, the packs each worker may have filling or uploading at once. */
+  static async start(
+    inits: Omit<WorkerInit, 'index' | 'spoolFds' | 'spoolDir'>,
+    count: number,
+    spoolFilesPerWorker = 0,
+  ): Promise<WorkerPool> {
     const pool = new WorkerPool(inits.slots);
+    const spool = spoolFilesPerWorker > 0 ? PackSpool.open(count * spoolFilesPerWorker) : null;
+    pool.spool = spool;
+    const spoolFds = spool?.groups(spoolFilesPerWorker);
     const entry = workerEntry();
-    await Promise.all(
+    const started = Promise.all(
       Array.from({ length: count }, (_, index) => {
         const worker = new Worker(entry, {
-          workerData: { ...inits, index } satisfies WorkerInit,
+          workerData: {
+            ...inits,
+            index,
+            spoolFds: spoolFds?.[index],
+            spoolDir: spool?.dir,
+          } satisfies WorkerInit,
           resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
         });
         const slot: Slot = { worker, outstanding: 0 };
@@ -64,6 +79,12 @@ export class WorkerPool {
         });
       }),
     );
+    try {
+      await started;
+    } catch (err) {
+      await pool.close();
+      throw err;
+    }
     return pool;
   }
 
@@ -170,6 +191,10 @@ export class WorkerPool {
 
   async close(): Promise<void> {
     this.closing = true;
-    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+    try {
+      await Promise.all(this.slots.map((s) => s.worker.terminate()));
+    } finally {
+      this.spool?.close();
+    }
   }
 }

@@ -10,7 +10,7 @@ export function createDiscardStorage(label: string): Storage {
   return {
     label,
     put: async (key, body) => {
-      if (key.startsWith(Prefix.locks)) locks.set(key, Buffer.from(body));
+      if (key.startsWith(Prefix.locks) && Buffer.isBuffer(body)) locks.set(key, Buffer.from(body));
     },
     get: async (key) => {
       const lock = locks.get(key);

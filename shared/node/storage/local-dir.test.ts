@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { tempDir } from '../../../test/support/fixtures.ts';
+import { randomBytes } from 'node:crypto';
+import { spooledBody, tempDir } from '../../../test/support/fixtures.ts';
 import { createLocalDirStorage } from './local-dir.ts';
 import type { StorageError } from './storage.ts';
 
@@ -23,6 +24,17 @@ describe('folder storage', () => {
     expect(fs.readdirSync(path.join(root, 'chunks/ab'))).toEqual(['abc']); // no temporary files left
     await st.delete('chunks/ab/abc');
     expect(await st.head('chunks/ab/abc')).toBeNull();
+  });
+
+  it('stores the first `length` bytes of a spooled body, and the same again', async () => {
+    const root = tempDir();
+    const st = createLocalDirStorage({ label: 'drive', root });
+    const bytes = randomBytes((1 << 20) * 2 + 333); // more than one copy buffer
+    const body = spooledBody(bytes);
+    await st.put('data/aa/p1', body);
+    await st.put('data/aa/p2', body);
+    expect((await st.get('data/aa/p1')).equals(bytes)).toBe(true);
+    expect((await st.get('data/aa/p2')).equals(bytes)).toBe(true);
   });
 
   it('refuses keys that escape the folder and reports a missing folder', async () => {

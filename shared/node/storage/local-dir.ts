@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { constants as fsc } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { copySpooled, isSpooled } from './put-body.ts';
 import { StorageError, type Storage } from './storage.ts';
 
 /**
@@ -51,7 +52,8 @@ export function createLocalDirStorage(o: { label: string; root: string }): Stora
         await fs.mkdir(dir, { recursive: true });
         const fh = await fs.open(tmp, 'wx', 0o600);
         try {
-          await fh.writeFile(body);
+          if (isSpooled(body)) await copySpooled(body, fh);
+          else await fh.writeFile(body);
           await fh.sync();
         } finally {
           await fh.close();

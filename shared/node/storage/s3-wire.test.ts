@@ -1,6 +1,7 @@
-import type { Socket } from 'node:net';
+import net, { type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
+import { spooledBody } from '../../../test/support/fixtures.ts';
 import { rawHttpServer, type RawHttpServer } from '../../../test/support/raw-http.ts';
 import { storageProblem } from '../../../test/support/storage-problem.ts';
 import { createS3Storage } from './s3.ts';
@@ -160,4 +161,62 @@ describe('uploads', () => {
       st.close();
     },
   );
+
+  it('send a spooled pack as one plain PUT (its length, its CRC32, no aws-chunked) on a kept-alive connection', async () => {
+    const bytes = randomBytes(600_000);
+    const got: Buffer[] = [];
+    server = await rawHttpServer((sock, _req, _n, body) => {
+      got.push(Buffer.from(body));
+      okPut(sock);
+    });
+    const st = storageAt(server.endpoint);
+    const body = spooledBody(bytes);
+    await st.put('data/aa/p1', body);
+    await st.put('data/aa/p2', body);
+    expect(got.map((b) => b.equals(bytes))).toEqual([true, true]);
+    expect(server.connections).toBe(1);
+    const req = server.requests[0]!;
+    expect(req).toMatch(/^PUT \/bkt\/data\/aa\/p1/);
+    expect(req).toMatch(/\r\ncontent-length: 600000\r\n/i);
+    expect(req).toMatch(/\r\nx-amz-content-sha256: UNSIGNED-PAYLOAD\r\n/i);
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(body.crc32!);
+    expect(req).toContain(`\r\nx-amz-checksum-crc32: ${crc.toString('base64')}`);
+    expect(req).not.toMatch(/aws-chunked|transfer-encoding/i);
+    st.close();
+  });
+
+  it('fail when the server answers before the body is sent, and go on a new connection next time', async () => {
+    const bytes = randomBytes(8 * 1024 * 1024);
+    let connections = 0;
+    const srv = net.createServer((sock) => {
+      const n = ++connections;
+      let seen = 0;
+      let answered = false;
+      sock.on('error', () => {});
+      sock.on('data', (d: Buffer) => {
+        seen += d.length;
+        const xml = '<Error><Code>AccessDenied</Code><Message>no</Message></Error>';
+        if (n === 1 && !answered) {
+          answered = true; // refuses on the head, reads on (as servers do) but never answers again
+          sock.write(`HTTP/1.1 403 Forbidden\r\nContent-Length: ${xml.length}\r\n\r\n${xml}`);
+        }
+        if (n === 2 && seen >= bytes.length && !answered) {
+          answered = true;
+          okPut(sock);
+        }
+      });
+    });
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const st = storageAt(`http://127.0.0.1:${(srv.address() as net.AddressInfo).port}`);
+    try {
+      const body = spooledBody(bytes);
+      expect(await storageProblem(st.put('data/aa/p1', body))).toBe('auth');
+      await st.put('data/aa/p2', body);
+      expect(connections).toBe(2);
+    } finally {
+      st.close();
+      await new Promise((r) => srv.close(r));
+    }
+  });
 });

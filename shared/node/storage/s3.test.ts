@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProxy, type Proxy } from '../../../test/support/proxy.ts';
 import { freePort, startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
+import { spooledBody } from '../../../test/support/fixtures.ts';
+import { SpooledBody } from './put-body.ts';
 import { withRetry } from './retrying.ts';
 import { storageProblem } from '../../../test/support/storage-problem.ts';
 import { createS3Storage } from './s3.ts';
@@ -62,6 +64,51 @@ describe.each(['when-supported', 'when-required'] as const)('S3 storage with che
     expect(keys).toHaveLength(1010);
     await st.delete('chunks/aa/one');
     expect(await st.head('chunks/aa/one')).toBeNull();
+    st.close();
+  });
+});
+
+describe('S3 uploads of spooled packs', () => {
+  it.each([
+    ['when-supported', true],
+    ['when-supported', false],
+    ['when-required', true],
+  ] as const)(
+    'send the first `length` bytes of the file (checksums %s, unsigned %s), whole again on every retry',
+    async (checksums, unsignedPayload) => {
+      const bucket = await s3.createBucket();
+      // Not a multiple of the transport's 256 KiB write buffers.
+      const bytes = randomBytes(3 * 1024 * 1024 + 12_345);
+      const body = spooledBody(bytes);
+      const direct = storage(bucket, { checksums, unsignedPayload });
+      await direct.put('data/aa/p1', body);
+      await direct.put('data/aa/p2', body); // the same file again, on the kept-alive connection
+      expect((await direct.get('data/aa/p1')).equals(bytes)).toBe(true);
+      expect((await direct.get('data/aa/p2')).equals(bytes)).toBe(true);
+
+      proxy.reset();
+      proxy.failNext(2, 503, (m) => m === 'PUT');
+      const via = withRetry(storage(bucket, { endpoint: proxy.endpoint, checksums, unsignedPayload }), {
+        windowMs: 2000,
+        baseMs: 5,
+        maxMs: 20,
+      });
+      await via.put('data/aa/p3', body);
+      expect(proxy.count('PUT', '/data/aa/p3')).toBe(3);
+      expect((await direct.get('data/aa/p3')).equals(bytes)).toBe(true);
+      direct.close();
+    },
+  );
+
+  it('is refused by the server when the CRC32 does not match the bytes sent', async () => {
+    const bucket = await s3.createBucket();
+    const bytes = randomBytes(100_000);
+    const good = spooledBody(bytes);
+    const st = storage(bucket);
+    await expect(
+      st.put('data/aa/bad', new SpooledBody(good.fd, good.length, (good.crc32! ^ 1) >>> 0)),
+    ).rejects.toMatchObject({ problem: 'invalid' });
+    expect(await st.head('data/aa/bad')).toBeNull();
     st.close();
   });
 });

@@ -3,10 +3,12 @@ import http from 'node:http';
 import https from 'node:https';
 import zlib from 'node:zlib';
 import { createRequire } from 'node:module';
+import type { Readable } from 'node:stream';
 import type * as S3Sdk from '@aws-sdk/client-s3';
 import type * as SmithyHttp from '@smithy/node-http-handler';
 import type { S3TargetConfig } from '../../settings.ts';
-import { BufferedBody, LeanGetHandler, bodyInto } from './lean-get.ts';
+import { BufferedBody, LeanHttpHandler, bodyInto } from './lean-http.ts';
+import { isSpooled, readSpooled, type PutBody } from './put-body.ts';
 import { StorageError, type Storage, type StorageProblem } from './storage.ts';
 
 // The SDK's CommonJS build loads in about half the time of its many-file ESM build (~70 vs ~120 ms),
@@ -35,11 +37,14 @@ export interface S3Options extends S3TargetConfig {
 // computed natively and handed over, which the SDK then sends as-is.
 const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array) => number }).crc32;
 
-function crc32Base64(body: Uint8Array): string | undefined {
-  if (!nativeCrc32) return undefined;
+function crc32ToBase64(crc: number): string {
   const b = Buffer.alloc(4);
-  b.writeUInt32BE(nativeCrc32(body) >>> 0);
+  b.writeUInt32BE(crc >>> 0);
   return b.toString('base64');
+}
+
+function crc32Base64(body: Uint8Array): string | undefined {
+  return nativeCrc32 ? crc32ToBase64(nativeCrc32(body)) : undefined;
 }
 
 const AUTH_CODES = new Set([
@@ -100,6 +105,26 @@ function refusesUnsigned(e: SdkError): boolean {
   return UNSIGNED_REFUSALS.has(e.name ?? '') || e.$metadata?.httpStatusCode === 501;
 }
 
+/**
+ * The body and CRC-32 of an upload. A spooled body goes from its file to the socket when nothing needs it
+ * whole: a signed upload hashes the body first, and a body without a CRC-32 given would have the SDK
+ * compute one (as aws-chunked trailer, which not every S3-compatible server speaks).
+ */
+function putPayload(
+  body: PutBody,
+  unsigned: boolean,
+  whenRequired: boolean,
+): { Body: Buffer | Readable; ChecksumCRC32?: string } {
+  if (isSpooled(body) && unsigned && (whenRequired || body.crc32 !== undefined))
+    return {
+      // LeanHttpHandler sends it from its file.
+      Body: body as unknown as Readable,
+      ChecksumCRC32: whenRequired ? undefined : crc32ToBase64(body.crc32!),
+    };
+  const bytes = isSpooled(body) ? readSpooled(body) : body;
+  return { Body: bytes, ChecksumCRC32: whenRequired ? undefined : crc32Base64(bytes) };
+}
+
 /** A request with no progress for this long is dropped (and retried by the retry decorator). */
 const REQUEST_TIMEOUT_MS = 120_000;
 
@@ -120,7 +145,7 @@ export function createS3Storage(o: S3Options): Storage {
     // Every object Cairn reads is authenticated (AEAD bound to its name) and re-hashed after download,
     // so validating a response CRC32 in JavaScript on top would only cost CPU.
     responseChecksumValidation: 'WHEN_REQUIRED',
-    requestHandler: new LeanGetHandler(
+    requestHandler: new LeanHttpHandler(
       new NodeHttpHandler({
         httpAgent,
         httpsAgent,
@@ -157,13 +182,12 @@ export function createS3Storage(o: S3Options): Storage {
    * accepts it, so the first upload tries, and a refusal falls back to signed bodies for this client.
    */
   let unsignedPayload: boolean | undefined = o.unsignedPayload === false ? false : undefined;
-  const putCommand = (key: string, body: Buffer, unsigned: boolean) => {
+  const putCommand = (key: string, body: PutBody, unsigned: boolean) => {
     const cmd = new PutObjectCommand({
       Bucket: o.bucket,
       Key: key,
-      Body: body,
       ContentLength: body.length,
-      ChecksumCRC32: whenRequired ? undefined : crc32Base64(body),
+      ...putPayload(body, unsigned, whenRequired),
     });
     if (unsigned)
       cmd.middlewareStack.add(
@@ -208,7 +232,7 @@ export function createS3Storage(o: S3Options): Storage {
           ),
         );
         if (!res.Body) throw new StorageError('invalid', o.label, `${where} returned no body for ${key}.`);
-        // Every GET goes through LeanGetHandler, whose bodies arrive whole (Content-Length enforced there).
+        // Every GET goes through LeanHttpHandler, whose bodies arrive whole (Content-Length enforced there).
         if (!(res.Body instanceof BufferedBody))
           throw new StorageError(
             'invalid',

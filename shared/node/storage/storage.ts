@@ -1,3 +1,5 @@
+import type { PutBody } from './put-body.ts';
+
 /**
  * The storage interface every target implements (in the spirit of restic's backend): a flat namespace of
  * immutable objects. Retry, concurrency and accounting are decorators around it, never inside it.
@@ -5,7 +7,8 @@
 export interface Storage {
   /** Target name, for messages. */
   readonly label: string;
-  put(key: string, body: Buffer): Promise<void>;
+  /** Stores `body` under `key`, whole or not at all. A spooled body is read from its file, not taken over. */
+  put(key: string, body: PutBody): Promise<void>;
   /**
    * Whole object, or bytes [start, end] inclusive. Throws StorageError('not-found') when absent. A range
    * is read into `into` when it fits (the result is then a view of it), so a worker can reuse its buffers.

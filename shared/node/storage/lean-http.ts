@@ -1,10 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { readSync } from 'node:fs';
 import net from 'node:net';
 import { Readable } from 'node:stream';
 import tls from 'node:tls';
 import { createRequire } from 'node:module';
 import type * as SmithyProtocols from '@smithy/core/protocols';
 import type * as SmithyHttp from '@smithy/node-http-handler';
+import { isSpooled, type SpooledBody } from './put-body.ts';
 
 const require = createRequire(import.meta.url);
 const { buildQueryString, HttpResponse } = require('@smithy/core/protocols') as typeof SmithyProtocols;
@@ -27,6 +29,7 @@ export class BufferedBody extends Readable {
 }
 
 const HEAD_MAX = 64 * 1024;
+const PUT_BUFFER_BYTES = 256 * 1024;
 const CONNECT_TIMEOUT_MS = 10_000;
 
 class HttpFormatError extends Error {
@@ -57,6 +60,9 @@ class LeanConnection {
   /** Bodies without Content-Length (chunked error bodies, say) are copied out of `head` as they come. */
   private framing: 'length' | 'chunked' | 'close' = 'length';
   private copied: Buffer = Buffer.alloc(0);
+  /** A request body is still being written: an answer before its end leaves the connection unusable. */
+  private bodyUnsent = false;
+  private out: Buffer[] | null = null;
   reusable = true;
 
   constructor(
@@ -101,6 +107,7 @@ class LeanConnection {
 
   send(request: HttpRequest, exchange: Exchange): void {
     this.current = exchange;
+    this.bodyUnsent = false;
     this.socket.ref();
     this.headUsed = 0;
     this.body = null;
@@ -110,7 +117,7 @@ class LeanConnection {
     this.copied = Buffer.alloc(0);
     if (this.socket.destroyed) return this.fail(new HttpFormatError('connection already closed'));
     const q = request.query ? buildQueryString(request.query) : '';
-    const lines = [`GET ${request.path}${q ? `?${q}` : ''} HTTP/1.1`];
+    const lines = [`${request.method} ${request.path}${q ? `?${q}` : ''} HTTP/1.1`];
     let hasHost = false;
     for (const [k, v] of Object.entries(request.headers)) {
       if (/[\r\n]/.test(k) || /[\r\n]/.test(v)) return this.fail(new Error(`bad header ${k}`));
@@ -119,6 +126,35 @@ class LeanConnection {
     }
     if (!hasHost) lines.push(`host: ${request.hostname}${request.port ? `:${request.port}` : ''}`);
     this.socket.write(lines.join('\r\n') + '\r\n\r\n');
+    if (isSpooled(request.body)) {
+      this.bodyUnsent = true;
+      void this.sendSpooled(request.body, exchange);
+    }
+  }
+
+  /**
+   * Writes a spooled body from its file through two reused buffers, each refilled once the socket has
+   * taken it: a stream of fresh 1 MiB Buffers cost ~0.4 s of garbage collection per GiB per worker.
+   */
+  private async sendSpooled(body: SpooledBody, exchange: Exchange): Promise<void> {
+    this.out ??= [Buffer.allocUnsafeSlow(PUT_BUFFER_BYTES), Buffer.allocUnsafeSlow(PUT_BUFFER_BYTES)];
+    const taken: (Promise<void> | null)[] = [null, null];
+    try {
+      for (let pos = 0, i = 0; pos < body.length; i ^= 1) {
+        await taken[i];
+        if (this.current !== exchange) return; // answered (or failed) before the body was sent
+        const buf = this.out[i]!;
+        const n = readSync(body.fd, buf, 0, Math.min(buf.length, body.length - pos), pos);
+        if (n === 0) throw new Error(`a spooled body ended at ${pos} of ${body.length} bytes`);
+        pos += n;
+        // A failed write also fails the socket ('error'), which rejects the exchange.
+        taken[i] = new Promise((resolve) => this.socket.write(buf.subarray(0, n), () => resolve()));
+      }
+      await Promise.all(taken);
+      if (this.current === exchange) this.bodyUnsent = false;
+    } catch (err) {
+      if (this.current === exchange) this.fail(err as Error);
+    }
   }
 
   private received(n: number): void {
@@ -199,6 +235,7 @@ class LeanConnection {
     const ex = this.current;
     if (!ex) return;
     this.current = null;
+    if (this.bodyUnsent) this.reusable = false;
     ex.resolve({
       response: new HttpResponse({
         statusCode: this.status,
@@ -222,7 +259,7 @@ class LeanConnection {
  * The SDK's request handler with GETs taken over by LeanConnection; every other request, and everything
  * around the transport (endpoint, signing, error parsing, retries), stays the SDK's.
  */
-export class LeanGetHandler {
+export class LeanHttpHandler {
   readonly metadata = { handlerProtocol: 'http/1.1' };
   private readonly idle = new Map<string, LeanConnection[]>();
 
@@ -232,7 +269,8 @@ export class LeanGetHandler {
   ) {}
 
   handle(request: HttpRequest, options?: Parameters<NodeHttpHandler['handle']>[1]): Promise<HandleResult> {
-    if (request.method !== 'GET' || request.fragment || request.username || request.password)
+    const lean = request.method === 'GET' || (request.method === 'PUT' && isSpooled(request.body));
+    if (!lean || request.fragment || request.username || request.password)
       return this.inner.handle(request, options);
     const port = request.port ?? (request.protocol === 'https:' ? 443 : 80);
     const key = `${request.protocol}//${request.hostname}:${port}`;

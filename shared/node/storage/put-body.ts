@@ -1,0 +1,48 @@
+import fs from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import { promisify } from 'node:util';
+
+/**
+ * An upload body spooled to a file: the first `length` bytes of the open file `fd`. Packs are written to
+ * one while they fill and uploaded from it, so a pack on its way costs page cache, not process memory
+ * (two resident 17 MiB pack buffers per worker were a fifth of a backup's peak RSS). It can be read any
+ * number of times, always from position 0, so a retry re-sends it whole. `crc32` (CRC-32 of those bytes)
+ * is computed while it is written, where Node has a native CRC-32.
+ */
+export class SpooledBody {
+  constructor(
+    readonly fd: number,
+    readonly length: number,
+    readonly crc32?: number,
+  ) {}
+}
+
+export type PutBody = Buffer | SpooledBody;
+
+export const isSpooled = (b: unknown): b is SpooledBody => b instanceof SpooledBody;
+
+/** A spooled body's bytes in one Buffer: for the paths that need them whole (a signed upload). */
+export function readSpooled(b: SpooledBody): Buffer {
+  const out = Buffer.allocUnsafe(b.length);
+  for (let done = 0; done < b.length;) {
+    const n = fs.readSync(b.fd, out, done, b.length - done, done);
+    if (n === 0) throw new Error(`a spooled upload body ended at ${done} of ${b.length} bytes`);
+    done += n;
+  }
+  return out;
+}
+
+const COPY_BYTES = 1 << 20;
+
+const readAt = promisify(fs.read);
+
+/** Writes a spooled body's bytes to the start of `out` (a folder target's temporary object file). */
+export async function copySpooled(b: SpooledBody, out: FileHandle): Promise<void> {
+  const buf = Buffer.allocUnsafe(Math.min(COPY_BYTES, Math.max(1, b.length)));
+  for (let done = 0; done < b.length;) {
+    const { bytesRead } = await readAt(b.fd, buf, 0, Math.min(buf.length, b.length - done), done);
+    if (bytesRead === 0) throw new Error(`a spooled upload body ended at ${done} of ${b.length} bytes`);
+    await out.write(buf, 0, bytesRead, done);
+    done += bytesRead;
+  }
+}
