@@ -2,7 +2,7 @@ import '../shared/node/storage/quiet-sdk.ts';
 import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import { ObjectKey } from '../shared/format/constants.ts';
 import { loadSodium, type SodiumProvider, type SodiumProviderName } from '../shared/node/crypto/provider.ts';
 import { blobId, maybeCompress, openBlob } from '../shared/node/format/blob-codec.ts';
@@ -24,8 +24,16 @@ import type {
   WorkerInit,
 } from './protocol.ts';
 
-const init = workerData as WorkerInit;
 const port = parentPort!;
+/**
+ * The job's settings and keys come in the first message, not in workerData, so a worker can be started
+ * (modules loaded, the SDK compiled) while the coordinator is still deriving the key.
+ */
+const init = await new Promise<WorkerInit>((resolve, reject) =>
+  port.once('message', (m: ToWorker) =>
+    m.t === 'init' ? resolve(m.init) : reject(new Error(`a chunk worker got "${m.t}" before "init"`)),
+  ),
+);
 const sodium: SodiumProvider = await loadSodium(init.crypto as SodiumProviderName);
 const idKey = Buffer.from(init.idKey);
 const sealKey = Buffer.from(init.sealKey);

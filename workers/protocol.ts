@@ -46,6 +46,7 @@ export interface RestoreTask {
 }
 
 export type ToWorker =
+  | { t: 'init'; init: WorkerInit }
   | { t: 'backup'; task: BackupTask }
   | { t: 'decide'; tid: number; upload: boolean }
   | { t: 'flush' }

@@ -113,18 +113,20 @@ program
   )
   .action(async (paths: string[], opts) => {
     const o = out();
-    const r = await withEngine((e) =>
-      e.backup(
-        paths,
-        {
-          target: opts.target,
-          settings: pipelineOverrides(opts),
-          forceRead: Boolean(opts.forceRead),
-          exclude: opts.exclude,
-          lockWaitMs: opts.lockWait === undefined ? undefined : opts.lockWait * 60_000,
-        },
-        o.listener(),
-      ),
+    const r = await withEngine(
+      (e) =>
+        e.backup(
+          paths,
+          {
+            target: opts.target,
+            settings: pipelineOverrides(opts),
+            forceRead: Boolean(opts.forceRead),
+            exclude: opts.exclude,
+            lockWaitMs: opts.lockWait === undefined ? undefined : opts.lockWait * 60_000,
+          },
+          o.listener(),
+        ),
+      { workers: pipelineOverrides(opts).workers ?? true },
     );
     o.endProgress();
     reportBackup(o, r);
@@ -200,20 +202,23 @@ program
     const o = out();
     if ((opts.to === undefined) === !opts.original)
       throw new UsageError('Give either --to <dir> or --original: where the files go.');
-    const { r, to } = await withEngine(async (e) => {
-      await e.refresh();
-      if (opts.original) {
-        const back = { paths: opts.path, overwrite: !!opts.overwrite, fsync: opts.fsync };
-        const done = await restoreToOriginal(e, id, back, o.listener());
-        return { r: done, to: done.places.join(', ') };
-      }
-      const done = await e.restore(
-        id,
-        { to: opts.to!, paths: opts.path, overwrite: opts.overwrite, fsync: opts.fsync },
-        o.listener(),
-      );
-      return { r: done, to: opts.to! };
-    });
+    const { r, to } = await withEngine(
+      async (e) => {
+        await e.refresh();
+        if (opts.original) {
+          const back = { paths: opts.path, overwrite: !!opts.overwrite, fsync: opts.fsync };
+          const done = await restoreToOriginal(e, id, back, o.listener());
+          return { r: done, to: done.places.join(', ') };
+        }
+        const done = await e.restore(
+          id,
+          { to: opts.to!, paths: opts.path, overwrite: opts.overwrite, fsync: opts.fsync },
+          o.listener(),
+        );
+        return { r: done, to: opts.to! };
+      },
+      { workers: true },
+    );
     o.endProgress();
     for (const f of r.failed) o.info(`Failed: ${f.path}: ${f.message}`);
     o.result(
@@ -230,7 +235,7 @@ program
   .argument('<snapshot-id>')
   .action(async (id: string) => {
     const o = out();
-    const r = await withEngine((e) => new VerifyHistory(e).run(id, o.listener()));
+    const r = await withEngine((e) => new VerifyHistory(e).run(id, o.listener()), { workers: true });
     o.endProgress();
     for (const p of r.problems)
       o.info(`Bad: ${p.path} blob ${p.blob}${p.target ? ` on target "${p.target}"` : ''}: ${p.message}`);
@@ -249,7 +254,7 @@ program
   .description('continue interrupted backups')
   .action(async () => {
     const o = out();
-    const rs = await withEngine((e) => e.resume(o.listener()));
+    const rs = await withEngine((e) => e.resume(o.listener()), { workers: true });
     o.endProgress();
     o.result(
       rs,

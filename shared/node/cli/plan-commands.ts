@@ -180,7 +180,7 @@ export function registerPlanCommands(
     .argument('<name>')
     .action(async (name: string) => {
       const o = out();
-      const r = await withEngine((e) => e.plans.run(name, o.listener()));
+      const r = await withEngine((e) => e.plans.run(name, o.listener()), { workers: true });
       o.endProgress();
       reportBackup(o, r);
       o.result({ plan: name, ...r }, r.snapshotId);

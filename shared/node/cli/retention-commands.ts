@@ -155,8 +155,10 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
     )
     .action(async (opts) => {
       const o = out();
-      const r = await withEngine((e) =>
-        e.check({ readData: Boolean(opts.readData), readDataSubset: opts.readDataSubset }, o.listener()),
+      const r = await withEngine(
+        (e) =>
+          e.check({ readData: Boolean(opts.readData), readDataSubset: opts.readDataSubset }, o.listener()),
+        { workers: Boolean(opts.readData || opts.readDataSubset) },
       );
       for (const pr of r.problems.filter((x) => x.kind !== 'missing-pack').slice(0, 50))
         o.info(`Problem: ${pr.message}`);

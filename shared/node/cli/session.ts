@@ -1,5 +1,6 @@
 import type { Unlocker } from '../crypto/keys.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
+import { WorkerPool, defaultWorkerCount } from '../engine/worker-pool.ts';
 import { readPassphrase } from './passphrase.ts';
 
 /** CAIRN_RECOVERY_KEY when set, else the passphrase (CAIRN_PASSPHRASE or the prompt). */
@@ -13,8 +14,15 @@ export async function readUnlocker(opts: { recoveryKey?: boolean } = {}): Promis
   return { passphrase: await readPassphrase({ confirm: false }) };
 }
 
-/** Unlocks the keystore for one command and always closes it. */
-export async function withEngine<T>(fn: (e: Engine) => Promise<T>): Promise<T> {
+/**
+ * Unlocks the keystore for one command and always closes it. Commands that run chunk workers say so
+ * (`workers`: true, or how many): those start while the key is derived.
+ */
+export async function withEngine<T>(
+  fn: (e: Engine) => Promise<T>,
+  opts: { workers?: boolean | number } = {},
+): Promise<T> {
+  if (opts.workers) WorkerPool.prewarm(opts.workers === true ? defaultWorkerCount() : opts.workers);
   const engine = await Engine.unlock(defaultHome(), await readUnlocker());
   try {
     return await fn(engine);

@@ -11,6 +11,9 @@ import { workerEntry } from './worker-bundle.ts';
  */
 const WORKER_YOUNG_GENERATION_MB = 8;
 
+/** Workers started by `prewarm`, waiting for a job. */
+const warm: { worker: Worker; gone: () => void }[] = [];
+
 /** Yielded by a task iterator that has nothing ready yet; it calls the `onReady` callback when it has. */
 export const NOT_READY: unique symbol = Symbol('not-ready');
 
@@ -39,6 +42,28 @@ export class WorkerPool {
     readonly slotsPerWorker: number,
   ) {}
 
+  /**
+   * Starts `count` workers ahead of any job: they load their modules (the AWS SDK, sodium, BLAKE3: ~0.2 s
+   * of a short command) while the caller derives the key, and the next `start` adopts them. Unadopted
+   * ones never keep the process alive.
+   */
+  static prewarm(count: number): void {
+    const entry = workerEntry();
+    while (warm.length < count) {
+      const worker = new Worker(entry, {
+        resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+      });
+      const gone = () => {
+        const i = warm.findIndex((w) => w.worker === worker);
+        if (i >= 0) warm.splice(i, 1);
+      };
+      worker.on('error', gone); // a fresh worker, started by `start`, will report it
+      worker.on('exit', gone);
+      worker.unref();
+      warm.push({ worker, gone });
+    }
+  }
+
   /** `spoolFilesPerWorker`: backups, the packs each worker may have filling or uploading at once. */
   static async start(
     inits: Omit<WorkerInit, 'index' | 'spoolFds' | 'spoolDir'>,
@@ -52,22 +77,22 @@ export class WorkerPool {
     const entry = workerEntry();
     const started = Promise.all(
       Array.from({ length: count }, (_, index) => {
-        const worker = new Worker(entry, {
-          workerData: {
-            ...inits,
-            index,
-            spoolFds: spoolFds?.[index],
-            spoolDir: spool?.dir,
-          } satisfies WorkerInit,
-          resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
-        });
+        const adopted = warm.shift();
+        if (adopted) {
+          adopted.worker.off('error', adopted.gone);
+          adopted.worker.off('exit', adopted.gone);
+          adopted.worker.ref();
+        }
+        const worker =
+          adopted?.worker ??
+          new Worker(entry, { resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
         const slot: Slot = { worker, outstanding: 0 };
         pool.slots.push(slot);
         worker.on('error', (err) => pool.crash(err as Error));
         worker.on('exit', (code) => {
           if (code !== 0) pool.crash(new Error(`a chunk worker exited with code ${code}`));
         });
-        return new Promise<void>((resolve, reject) => {
+        const ready = new Promise<void>((resolve, reject) => {
           const onReady = (m: { t: string }) => {
             if (m.t === 'ready') {
               worker.off('message', onReady);
@@ -76,7 +101,11 @@ export class WorkerPool {
           };
           worker.on('message', onReady);
           worker.once('error', reject);
+          worker.once('exit', (code) => reject(new Error(`a chunk worker exited with code ${code}`)));
         });
+        const init: WorkerInit = { ...inits, index, spoolFds: spoolFds?.[index], spoolDir: spool?.dir };
+        worker.postMessage({ t: 'init', init } satisfies ToWorker);
+        return ready;
       }),
     );
     try {
