@@ -168,6 +168,11 @@ class LeanConnection {
       return this.copiedMore();
     }
     this.headUsed += n;
+    this.parseHead();
+  }
+
+  private parseHead(): void {
+    if (!this.current) return;
     const end = this.head.subarray(0, this.headUsed).indexOf('\r\n\r\n');
     if (end < 0) {
       if (this.headUsed === HEAD_MAX) this.fail(new HttpFormatError('response head too large'));
@@ -176,6 +181,12 @@ class LeanConnection {
     const [statusLine, ...fields] = this.head.toString('latin1', 0, end).split('\r\n');
     const m = /^HTTP\/1\.[01] (\d{3})/.exec(statusLine ?? '');
     if (!m) return this.fail(new HttpFormatError(`not an HTTP/1.1 response: ${statusLine}`));
+    if (m[1]!.startsWith('1')) {
+      // An interim response (100 Continue, sent by some servers unasked): the real one follows.
+      this.head.copy(this.head, 0, end + 4, this.headUsed);
+      this.headUsed -= end + 4;
+      return this.parseHead();
+    }
     this.status = Number(m[1]);
     this.headers = {};
     for (const f of fields) {
@@ -184,7 +195,8 @@ class LeanConnection {
     }
     if (this.headers.connection?.toLowerCase() === 'close') this.reusable = false;
     const te = this.headers['transfer-encoding'];
-    const length = te ? NaN : Number(this.headers['content-length'] ?? NaN);
+    const bodiless = this.status === 204 || this.status === 304;
+    const length = bodiless ? 0 : te ? NaN : Number(this.headers['content-length'] ?? NaN);
     if (!Number.isSafeInteger(length) || length < 0) {
       if (te && te.toLowerCase() !== 'chunked')
         return this.fail(new HttpFormatError(`unsupported Transfer-Encoding ${te}`));

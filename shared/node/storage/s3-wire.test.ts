@@ -219,4 +219,20 @@ describe('uploads', () => {
       await new Promise((r) => srv.close(r));
     }
   });
+
+  it.each([
+    [
+      'an unasked 100 Continue first',
+      'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n',
+    ],
+    ['a 204 without Content-Length', 'HTTP/1.1 204 No Content\r\nETag: "x"\r\n\r\n'],
+  ])('take %s as the answer to a spooled PUT, and keep the connection', async (_what, answer) => {
+    server = await rawHttpServer((sock) => sock.write(answer));
+    const st = storageAt(server.endpoint);
+    const body = spooledBody(randomBytes(1000));
+    await st.put('data/aa/p1', body);
+    await st.put('data/aa/p2', body);
+    expect(server.connections).toBe(1);
+    st.close();
+  });
 });
