@@ -140,14 +140,14 @@ export class RestoreDestination {
     }
     try {
       fs.fchmodSync(fd, meta.mode);
-      fs.futimesSync(fd, meta.mtimeMs / 1000, meta.mtimeMs / 1000);
+      fs.futimesSync(fd, utimeSeconds(meta.mtimeMs), utimeSeconds(meta.mtimeMs));
     } finally {
       fs.closeSync(fd);
     }
   }
 
   setLinkTime(rel: string, mtimeMs: number): void {
-    fs.lutimesSync(this.abs(rel), mtimeMs / 1000, mtimeMs / 1000);
+    fs.lutimesSync(this.abs(rel), utimeSeconds(mtimeMs), utimeSeconds(mtimeMs));
   }
 
   /** Removes temporaries an interrupted restore left in a folder (regular files only). */
@@ -161,4 +161,22 @@ export class RestoreDestination {
       }
     return n;
   }
+}
+
+/**
+ * `mtimeMs` as the seconds `futimes` takes, such that the time set stays in the original's millisecond.
+ * libuv truncates the fraction to whole microseconds, and a double near 1.8e9 s is only good to ~240 ns,
+ * so `mtimeMs / 1000` could land just below a millisecond boundary (a file stamped 415.0001 ms past the
+ * second came back at 414.999): step up one unit in the last place until it does not.
+ */
+export function utimeSeconds(mtimeMs: number): number {
+  const ms = Math.floor(mtimeMs);
+  let s = mtimeMs / 1000;
+  for (let i = 0; i < 16; i++) {
+    const sec = Math.trunc(s);
+    const us = sec * 1e6 + Math.trunc(Math.trunc((s - sec) * 1e9) / 1000);
+    if (Math.floor(us / 1000) >= ms) break;
+    s += 2 ** (Math.floor(Math.log2(Math.abs(s) || 1)) - 52);
+  }
+  return s;
 }

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { promisify } from 'node:util';
-import type { RestoreDestination } from './restore-dest.ts';
+import { utimeSeconds, type RestoreDestination } from './restore-dest.ts';
 
 const fchmod = promisify(fs.fchmod);
 const futimes = promisify(fs.futimes);
@@ -77,7 +77,7 @@ export class RestoreFileWrites {
       if (written !== f.size) throw new Error(`${written} of ${f.size} bytes were written`);
       if (this.opts.fsync) await fsync(fd);
       await fchmod(fd, f.mode);
-      await futimes(fd, f.mtimeMs / 1000, f.mtimeMs / 1000);
+      await futimes(fd, utimeSeconds(f.mtimeMs), utimeSeconds(f.mtimeMs));
       f.fd = null;
       await close(fd);
       await this.dest.commitAsync(f.temp!, f.path, { overwrite: true });
