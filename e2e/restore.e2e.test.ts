@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { s3TargetArgs } from '../test/support/cairn-env.ts';
 import { cliJson, runCli } from '../test/support/cli.ts';
 import { sha256File, tempDir, writeRandomFile } from '../test/support/fixtures.ts';
 import { startProxy, type Proxy } from '../test/support/proxy.ts';
@@ -113,21 +114,7 @@ describe.sequential('Restore wizard — web mode in Chromium', () => {
 
     expect((await runCli(['init'], env)).code).toBe(0);
     const add = await runCli(
-      [
-        'target',
-        'add',
-        'versity',
-        '--s3',
-        '--endpoint',
-        proxy.endpoint,
-        '--bucket',
-        bucket,
-        '--region',
-        'us-east-1',
-        '--access-key-id',
-        s3.accessKeyId,
-        '--path-style',
-      ],
+      ['target', 'add', 'versity', ...s3TargetArgs(s3, bucket, { endpoint: proxy.endpoint })],
       env,
     );
     expect(add.code, add.stderr).toBe(0);

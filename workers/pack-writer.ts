@@ -1,14 +1,11 @@
 import { writeSync } from 'node:fs';
-import zlib from 'node:zlib';
 import { MAX_BLOBS_PER_PACK } from '../shared/format/constants.ts';
 import type { SodiumProvider } from '../shared/node/crypto/provider.ts';
 import { sealBlobInto } from '../shared/node/format/blob-codec.ts';
 import { packTrailerLength, sealPackTrailer } from '../shared/node/format/pack.ts';
 import { sealedLength } from '../shared/node/format/sealed-object.ts';
-import { SpooledBody } from '../shared/node/storage/put-body.ts';
+import { SpooledBody, nativeCrc32 } from '../shared/node/storage/put-body.ts';
 import type { PackedBlob } from './protocol.ts';
-
-const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array, prev?: number) => number }).crc32;
 
 /** Sealed blobs are gathered in memory up to this much before one write to the pack's spool file. */
 const STAGE_FLUSH_BYTES = 1 << 20;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { listKeys } from '../../test/support/cairn-env.ts';
+import { listKeys, s3TargetArgs } from '../../test/support/cairn-env.ts';
 import { tempDir } from '../../test/support/fixtures.ts';
 import type { S3Server } from '../../test/support/versitygw.ts';
 import { timed, type ProcRun } from './tools.ts';
@@ -13,19 +13,7 @@ const PASSWORD = 'benchmark passphrase';
 
 /** `cairn target add s3 …` for a bucket of the benchmark's versitygw (the secret comes from the env). */
 export function targetAddArgs(s3: S3Server, bucket: string): string[] {
-  return [
-    'target',
-    'add',
-    's3',
-    '--s3',
-    '--endpoint',
-    s3.endpoint,
-    '--bucket',
-    bucket,
-    '--access-key-id',
-    s3.accessKeyId,
-    '--path-style',
-  ];
+  return ['target', 'add', 's3', ...s3TargetArgs(s3, bucket)];
 }
 
 export interface ToolRun {

@@ -6,6 +6,7 @@ import type { PipelineSettings } from '../../shared/settings.ts';
 import type { ChunkTiming } from '../../shared/stats.ts';
 import type { TransferSummary } from '../../shared/node/engine/stats-collector.ts';
 import { tempDir, warmPageCache, writeRandomFile } from '../../test/support/fixtures.ts';
+import { s3TargetConfig } from '../../test/support/engine-env.ts';
 import type { S3Server } from '../../test/support/versitygw.ts';
 
 const DATA_DIR = path.join(os.tmpdir(), 'cairn-bench-data');
@@ -42,19 +43,7 @@ let targetSeq = 0;
 export async function freshS3Target(engine: Engine, s3: S3Server, endpoint = s3.endpoint): Promise<string> {
   const name = `s3-${++targetSeq}`;
   const bucket = await s3.createBucket();
-  await engine.addTarget(
-    name,
-    {
-      kind: 's3',
-      endpoint,
-      bucket,
-      region: 'us-east-1',
-      accessKeyId: s3.accessKeyId,
-      pathStyle: true,
-      checksums: 'when-supported',
-    },
-    s3.secretAccessKey,
-  );
+  await engine.addTarget(name, s3TargetConfig(s3, bucket, endpoint), s3.secretAccessKey);
   return name;
 }
 

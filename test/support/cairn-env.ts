@@ -6,6 +6,31 @@ import type { S3Server } from './versitygw.ts';
 
 export const PASSPHRASE = 'correct horse battery staple';
 
+/**
+ * The `target add` / `connect` options for a bucket of the test server (or reached at `endpoint`, a
+ * proxy). The secret is given only when `secret` is ('-' reads standard input); otherwise it comes from
+ * CAIRN_S3_SECRET_ACCESS_KEY.
+ */
+export function s3TargetArgs(
+  s3: S3Server,
+  bucket: string,
+  o: { endpoint?: string; secret?: string } = {},
+): string[] {
+  return [
+    '--s3',
+    '--endpoint',
+    o.endpoint ?? s3.endpoint,
+    '--bucket',
+    bucket,
+    '--region',
+    'us-east-1',
+    '--access-key-id',
+    s3.accessKeyId,
+    ...(o.secret === undefined ? [] : ['--secret-access-key', o.secret]),
+    '--path-style',
+  ];
+}
+
 /** A fresh CAIRN_HOME with an initialised keystore and one S3 target on the given server and bucket. */
 export async function initHomeWithTarget(
   s3: S3Server,
@@ -22,18 +47,7 @@ export async function initHomeWithTarget(
       'target',
       'add',
       opts.target ?? 's3',
-      '--s3',
-      '--endpoint',
-      opts.endpoint ?? s3.endpoint,
-      '--bucket',
-      opts.bucket,
-      '--region',
-      'us-east-1',
-      '--access-key-id',
-      s3.accessKeyId,
-      '--secret-access-key',
-      s3.secretAccessKey,
-      '--path-style',
+      ...s3TargetArgs(s3, opts.bucket, { endpoint: opts.endpoint, secret: s3.secretAccessKey }),
       ...(opts.extra ?? []),
     ],
     cli,

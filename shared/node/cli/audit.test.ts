@@ -3,7 +3,7 @@ import path from 'node:path';
 import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliJson, runCli, spawnCli } from '../../../test/support/cli.ts';
-import { initHomeWithTarget, listKeys } from '../../../test/support/cairn-env.ts';
+import { initHomeWithTarget, listKeys, s3TargetArgs } from '../../../test/support/cairn-env.ts';
 import {
   describeTree,
   listFiles,
@@ -180,21 +180,7 @@ describe('the bucket wins over the keystore', () => {
         CAIRN_S3_SECRET_ACCESS_KEY: s3.secretAccessKey,
       },
     };
-    const c = await runCli(
-      [
-        'connect',
-        's3',
-        '--s3',
-        '--endpoint',
-        proxy.endpoint,
-        '--bucket',
-        bucket,
-        '--access-key-id',
-        s3.accessKeyId,
-        '--path-style',
-      ],
-      b,
-    );
+    const c = await runCli(['connect', 's3', ...s3TargetArgs(s3, bucket, { endpoint: proxy.endpoint })], b);
     expect(c.stderr).toBe('');
     const mine = path.join(tempDir(), 'b-data');
     writeRandomFile(path.join(mine, 'other.bin'), 96 * MiB);

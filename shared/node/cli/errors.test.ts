@@ -3,7 +3,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, type CliOptions } from '../../../test/support/cli.ts';
-import { initHomeWithTarget, listKeys } from '../../../test/support/cairn-env.ts';
+import { initHomeWithTarget, listKeys, s3TargetArgs } from '../../../test/support/cairn-env.ts';
 import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { freePort, startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 
@@ -58,18 +58,7 @@ async function expectNothingChanged(
 
 const s3Args = (over: Record<string, string>) => {
   const o = { endpoint: s3.endpoint, bucket, secret: s3.secretAccessKey, ...over };
-  return [
-    '--s3',
-    '--endpoint',
-    o.endpoint,
-    '--bucket',
-    o.bucket,
-    '--access-key-id',
-    s3.accessKeyId,
-    '--secret-access-key',
-    o.secret,
-    '--path-style',
-  ];
+  return s3TargetArgs(s3, o.bucket, { endpoint: o.endpoint, secret: o.secret });
 };
 
 describe('bad input gets a clear error and changes nothing', () => {

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PruneResult } from '../../api/retention.ts';
 import { cliJson, runCli, spawnCli, type CliOptions } from '../../../test/support/cli.ts';
-import { PASSPHRASE, initHomeWithTarget, listKeys } from '../../../test/support/cairn-env.ts';
+import { PASSPHRASE, initHomeWithTarget, listKeys, s3TargetArgs } from '../../../test/support/cairn-env.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startProxy, type Proxy } from '../../../test/support/proxy.ts';
 import {
@@ -35,23 +35,7 @@ async function connectMachine(bucket: string): Promise<CliOptions> {
       CAIRN_LOCK_RETRY_MS: '200',
     },
   };
-  const child = spawnCli(
-    [
-      'connect',
-      'shared',
-      '--s3',
-      '--endpoint',
-      s3.endpoint,
-      '--bucket',
-      bucket,
-      '--access-key-id',
-      s3.accessKeyId,
-      '--secret-access-key',
-      '-',
-      '--path-style',
-    ],
-    cli,
-  );
+  const child = spawnCli(['connect', 'shared', ...s3TargetArgs(s3, bucket, { secret: '-' })], cli);
   child.stdin!.end(s3.secretAccessKey + '\n');
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d));

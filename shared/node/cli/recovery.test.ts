@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliJson, runCli, type CliOptions } from '../../../test/support/cli.ts';
-import { PASSPHRASE, initHomeWithTarget, listKeys } from '../../../test/support/cairn-env.ts';
+import { PASSPHRASE, initHomeWithTarget, listKeys, s3TargetArgs } from '../../../test/support/cairn-env.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 
@@ -14,20 +14,7 @@ afterAll(async () => {
   await s3?.stop();
 });
 
-const connectArgs = (bucket: string) => [
-  'connect',
-  'rescued',
-  '--s3',
-  '--endpoint',
-  s3.endpoint,
-  '--bucket',
-  bucket,
-  '--access-key-id',
-  s3.accessKeyId,
-  '--secret-access-key',
-  '-',
-  '--path-style',
-];
+const connectArgs = (bucket: string) => ['connect', 'rescued', ...s3TargetArgs(s3, bucket, { secret: '-' })];
 
 /** A brand-new machine: an empty data folder, nothing but the bucket and a secret. */
 function freshMachine(env: Record<string, string>): CliOptions {
@@ -124,21 +111,7 @@ describe('the bucket is the backup', () => {
     await initHomeWithTarget(s3, { bucket });
     const other = await initHomeWithTarget(s3, { bucket: await s3.createBucket() });
     const r = await runCli(
-      [
-        'target',
-        'add',
-        'theirs',
-        '--s3',
-        '--endpoint',
-        s3.endpoint,
-        '--bucket',
-        bucket,
-        '--access-key-id',
-        s3.accessKeyId,
-        '--secret-access-key',
-        s3.secretAccessKey,
-        '--path-style',
-      ],
+      ['target', 'add', 'theirs', ...s3TargetArgs(s3, bucket, { secret: s3.secretAccessKey })],
       other.cli,
     );
     expect(r.code).toBe(1);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { promisify } from 'node:util';
+import zlib from 'node:zlib';
 
 /**
  * An upload body spooled to a file: the first `length` bytes of the open file `fd`. Packs are written to
@@ -18,6 +19,12 @@ export class SpooledBody {
 }
 
 export type PutBody = Buffer | SpooledBody;
+
+/**
+ * Node's native CRC-32 (zlib.crc32, from Node 20.15 / 22.2), continuing from `prev`; undefined on older
+ * runtimes, where the SDK computes upload checksums itself.
+ */
+export const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array, prev?: number) => number }).crc32;
 
 export const isSpooled = (b: unknown): b is SpooledBody => b instanceof SpooledBody;
 

@@ -1,14 +1,13 @@
 import './quiet-sdk.ts';
 import http from 'node:http';
 import https from 'node:https';
-import zlib from 'node:zlib';
 import { createRequire } from 'node:module';
 import type { Readable } from 'node:stream';
 import type * as S3Sdk from '@aws-sdk/client-s3';
 import type * as SmithyHttp from '@smithy/node-http-handler';
 import type { S3TargetConfig } from '../../settings.ts';
 import { BufferedBody, LeanHttpHandler, bodyInto } from './lean-http.ts';
-import { isSpooled, readSpooled, type PutBody } from './put-body.ts';
+import { isSpooled, nativeCrc32, readSpooled, type PutBody } from './put-body.ts';
 import { StorageError, type Storage, type StorageProblem } from './storage.ts';
 
 // The SDK's CommonJS build loads in about half the time of its many-file ESM build (~70 vs ~120 ms),
@@ -33,9 +32,7 @@ export interface S3Options extends S3TargetConfig {
   unsignedPayload?: boolean;
 }
 
-// zlib.crc32 exists from Node 20.15 / 22.2; with it the CRC32 the SDK would compute in JavaScript is
-// computed natively and handed over, which the SDK then sends as-is.
-const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array) => number }).crc32;
+// With a native CRC32 the checksum the SDK would compute in JavaScript is handed over, and sent as-is.
 
 function crc32ToBase64(crc: number): string {
   const b = Buffer.alloc(4);
