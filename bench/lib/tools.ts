@@ -14,13 +14,19 @@ export interface ProcRun {
   stdout: string;
 }
 
-/** Runs a command to completion, timing it (process start included) and sampling its peak RSS. */
+/**
+ * Runs a command to completion, timing it (process start included) and sampling its peak RSS. The disk
+ * is settled first (`sync`): the previous step's writes and deletions (a 10,000-file restore folder
+ * removed, on a discard-mounted disk) otherwise land in whichever tool runs next, as seconds of kernel
+ * time that belong to neither.
+ */
 export function timed(
   cmd: string,
   args: string[],
   env: Record<string, string>,
   cwd?: string,
 ): Promise<ProcRun> {
+  if (process.platform !== 'win32') spawnSync('sync');
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const child = spawn(cmd, args, {

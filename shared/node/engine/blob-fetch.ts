@@ -7,7 +7,7 @@ import type { BlobLocation } from './keystore/index-cache.ts';
 import type { Keystore } from './keystore/keystore.ts';
 import type { StatsCollector } from './stats-collector.ts';
 import { startPool } from './storage-access.ts';
-import { NOT_READY, type WorkerPool } from './worker-pool.ts';
+import { type WorkerPool } from './worker-pool.ts';
 
 /** Neighbouring blobs closer than this are fetched in one ranged GET (the gap is read and dropped). */
 const COALESCE_GAP = 256 * 1024;
@@ -68,67 +68,29 @@ export function startFetchPool(ks: Keystore, settings: PipelineSettings): Promis
   );
 }
 
-/** Ranges whose files are being prepared (created) while earlier ranges are fetched. */
-const PREPARE_AHEAD = 8;
-
 /**
  * Runs the fetches on a worker pool, ranges in plan order. `prepare` (optional) gets each range's needs
- * before it is sent, up to PREPARE_AHEAD ranges ahead, several at once: creating a restore's files costs
- * a directory operation each, and on a busy disk those overlap only when several are in flight.
- * `resolveWrites` then turns a need's abstract writes into (fd, position) as its task is sent;
- * `onOutcome` gets each task's result with the needs it carried.
+ * just before it is sent (a restore creates the range's files there); `resolveWrites` then turns a
+ * need's abstract writes into (fd, position); `onOutcome` gets each task's result with the needs it
+ * carried.
  */
 export async function runFetches(o: {
   pool: WorkerPool;
   plan: { pack: BlobLocation; blobs: BlobNeed[] }[][];
   stats: StatsCollector;
-  prepare?: (needs: BlobNeed[]) => Promise<void>;
+  prepare?: (needs: BlobNeed[]) => void;
   resolveWrites: (n: BlobNeed) => { fd: number; position: number }[];
   onOutcome: (m: FetchOutcome, needs: BlobNeed[]) => void;
   control?: JobControl;
 }): Promise<void> {
   const ranges = o.plan.flat();
-  const ready: boolean[] = [];
-  let prepError: Error | null = null;
   let next = 0;
-  let started = 0;
-  let resume = () => {};
-  const preparing = new Set<Promise<void>>();
-  const prepareAhead = () => {
-    const prepare = o.prepare;
-    while (started < ranges.length && started - next < PREPARE_AHEAD && !prepError) {
-      const i = started++;
-      if (!prepare) {
-        ready[i] = true;
-        continue;
-      }
-      const p = prepare(ranges[i]!.blobs).then(
-        () => {
-          ready[i] = true;
-          preparing.delete(p);
-          if (i === next) resume();
-        },
-        (err: unknown) => {
-          prepError = err as Error;
-          preparing.delete(p);
-          resume();
-        },
-      );
-      preparing.add(p);
-    }
-  };
   const sent = new Map<number, BlobNeed[]>();
   let tid = 1;
-  function* tasks(): Generator<RestoreTask | typeof NOT_READY> {
-    prepareAhead();
+  function* tasks(): Generator<RestoreTask> {
     while (next < ranges.length) {
-      if (prepError) throw prepError;
-      if (!ready[next]) {
-        yield NOT_READY;
-        continue;
-      }
       const r = ranges[next++]!;
-      prepareAhead();
+      o.prepare?.(r.blobs);
       const first = r.blobs[0]!.loc;
       const last = r.blobs[r.blobs.length - 1]!.loc;
       const t = tid++;
@@ -150,24 +112,18 @@ export async function runFetches(o: {
       };
     }
   }
-  try {
-    await o.pool.run({
-      kind: 'restore',
-      tasks: tasks(),
-      onReady: (r) => (resume = r),
-      credits: o.pool.slotsPerWorker,
-      control: o.control,
-      handle: (m) => {
-        if (m.t === 'xfer-start') o.stats.transferStarted();
-        if (m.t !== 'restored' && m.t !== 'failed') return false;
-        const needs = sent.get(m.tid)!;
-        sent.delete(m.tid);
-        o.onOutcome(m, needs);
-        return true;
-      },
-    });
-  } finally {
-    // A cancelled or failed run leaves nothing being prepared behind it (no file opened after its end).
-    await Promise.allSettled([...preparing]);
-  }
+  await o.pool.run({
+    kind: 'restore',
+    tasks: tasks(),
+    credits: o.pool.slotsPerWorker,
+    control: o.control,
+    handle: (m) => {
+      if (m.t === 'xfer-start') o.stats.transferStarted();
+      if (m.t !== 'restored' && m.t !== 'failed') return false;
+      const needs = sent.get(m.tid)!;
+      sent.delete(m.tid);
+      o.onOutcome(m, needs);
+      return true;
+    },
+  });
 }

@@ -87,12 +87,10 @@ export class RestoreDestination {
     return rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '';
   }
 
-  /** Creates a file's temporary beside it, on libuv's thread pool (several can be in flight). */
-  createTempAsync(rel: string): Promise<{ fd: number; temp: string }> {
+  /** Creates a file's temporary beside it. */
+  createTemp(rel: string): { fd: number; temp: string } {
     const temp = this.tempPath(rel);
-    return new Promise((resolve, reject) =>
-      fs.open(temp, TEMP_FLAGS, 0o600, (err, fd) => (err ? reject(err) : resolve({ fd, temp }))),
-    );
+    return { fd: fs.openSync(temp, TEMP_FLAGS, 0o600), temp };
   }
 
   private tempPath(rel: string): string {
@@ -103,12 +101,12 @@ export class RestoreDestination {
   }
 
   /** Renames a completed temporary into place; rename() replaces a link itself, never what it points at. */
-  async commitAsync(temp: string, rel: string, opts: { overwrite: boolean }): Promise<void> {
+  commit(temp: string, rel: string, opts: { overwrite: boolean }): void {
     const abs = this.abs(rel);
     if (!opts.overwrite && this.exists(rel))
       throw new DestinationError(abs, 'already exists (restore with --overwrite to replace it)');
     try {
-      await fs.promises.rename(temp, abs);
+      fs.renameSync(temp, abs);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'EISDIR' || code === 'ENOTEMPTY')

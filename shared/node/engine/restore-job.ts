@@ -189,7 +189,6 @@ export async function runRestoreJob(
         locs: locs as BlobLocation[],
         fd: null,
         temp: null,
-        opening: null,
         remaining: ids.length,
         failed: null,
         settled: false,
@@ -232,9 +231,9 @@ export async function runRestoreJob(
       pool: pool!,
       plan: planFetches(needs),
       stats,
-      prepare: async (range) => {
-        // One at a time within a range (mostly one folder); ranges, hence folders, run side by side.
-        for (const f of new Set(range.map((n) => owner.get(n)!))) await writes.open(f);
+      prepare: (range) => {
+        for (const f of new Set(range.map((n) => owner.get(n)!))) writes.open(f);
+        return Promise.resolve();
       },
       resolveWrites: (n) => {
         const f = owner.get(n)!;

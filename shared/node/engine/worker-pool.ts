@@ -14,9 +14,6 @@ const WORKER_YOUNG_GENERATION_MB = 8;
 /** Workers started by `prewarm`, waiting for a job. */
 const warm: { worker: Worker; gone: () => void }[] = [];
 
-/** Yielded by a task iterator that has nothing ready yet; it calls the `onReady` callback when it has. */
-export const NOT_READY: unique symbol = Symbol('not-ready');
-
 export function defaultWorkerCount(): number {
   return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
 }
@@ -131,9 +128,7 @@ export class WorkerPool {
    */
   run<T extends { tid: number }>(o: {
     kind: 'backup' | 'restore';
-    tasks: Iterator<T | typeof NOT_READY>;
-    /** For iterators that can yield NOT_READY: gets the function that resumes feeding. */
-    onReady?: (resume: () => void) => void;
+    tasks: Iterator<T>;
     credits: number;
     handle: (m: FromWorker, reply: (msg: ToWorker) => void) => boolean;
     stop?: () => boolean;
@@ -149,9 +144,6 @@ export class WorkerPool {
       let flushed = 0;
       const listeners: [Worker, (m: FromWorker) => void][] = [];
       const unwake = o.control?.onWake(() => feedAll());
-      o.onReady?.(() => {
-        if (!settled) feedAll();
-      });
       const finish = (err?: Error) => {
         if (settled) return;
         settled = true;
@@ -175,7 +167,6 @@ export class WorkerPool {
             exhausted = true;
             break;
           }
-          if (next.value === NOT_READY) break;
           slot.outstanding++;
           slot.worker.postMessage(
             o.kind === 'backup' ? { t: 'backup', task: next.value } : { t: 'restore', task: next.value },
