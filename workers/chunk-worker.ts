@@ -7,6 +7,7 @@ import { ObjectKey } from '../shared/format/constants.ts';
 import { loadSodium, type SodiumProvider, type SodiumProviderName } from '../shared/node/crypto/provider.ts';
 import { blobId, maybeCompress, openBlob } from '../shared/node/format/blob-codec.ts';
 import { ObjectFormatError, sealedLength } from '../shared/node/format/sealed-object.ts';
+import { writeWholeFile } from '../shared/node/engine/restore-dest.ts';
 import { openTarget } from '../shared/node/storage/open-target.ts';
 import { StorageError, type Storage } from '../shared/node/storage/storage.ts';
 import { RANGE_MAX } from '../shared/limits.ts';
@@ -242,30 +243,34 @@ async function restoreRange(
   timing.wireBytes = body.length;
   const ok: string[] = [];
   const failed: { id: string; error: WorkerFailure }[] = [];
+  const created: number[] = [];
+  const notCreated: { at: number; message: string }[] = [];
   let openMs = 0;
   let writeMs = 0;
   // Each blob is decrypted into one pooled buffer and written out before the next: a fresh buffer per
   // blob put ~1 GiB of short-lived external memory through V8 per GiB restored (a full GC every few MB).
   const plainBuf = plainBuffers.take();
   try {
-    restoreBlobs(task, body, plainBuf, ok, failed, timing, (o, w) => ((openMs += o), (writeMs += w)));
+    restoreBlobs(task, body, plainBuf, { ok, failed, created, notCreated }, timing, (o, w) => {
+      openMs += o;
+      writeMs += w;
+    });
   } finally {
     plainBuffers.give(plainBuf);
   }
   timing.stages = { transfer: timing.xferEnd - timing.xferStart, open: openMs, write: writeMs };
-  post({ t: 'restored', tid: task.tid, ok, failed, timing });
+  post({ t: 'restored', tid: task.tid, ok, failed, created, notCreated, timing });
 }
 
 function restoreBlobs(
   task: RestoreTask,
   body: Buffer,
   into: Buffer,
-  ok: string[],
-  failed: { id: string; error: WorkerFailure }[],
+  out: Pick<Extract<FromWorker, { t: 'restored' }>, 'ok' | 'failed' | 'created' | 'notCreated'>,
   timing: ChunkTiming,
   spent: (openMs: number, writeMs: number) => void,
 ): void {
-  for (const b of task.blobs) {
+  for (const [at, b] of task.blobs.entries()) {
     const hex = Buffer.from(b.id).toString('hex');
     try {
       const t0 = now();
@@ -284,11 +289,17 @@ function restoreBlobs(
           done += writeSync(w.fd, plain, done, plain.length - done, w.position + done);
         timing.bytes += plain.length;
       }
-      if (b.writes.length === 0) timing.bytes += plain.length;
+      if (b.create) {
+        const problem = writeWholeFile(b.create, plain);
+        if (problem === null) out.created.push(at);
+        else out.notCreated.push({ at, message: problem });
+        timing.bytes += plain.length;
+      }
+      if (b.writes.length === 0 && !b.create) timing.bytes += plain.length;
       spent(t1 - t0, now() - t1);
-      ok.push(hex);
+      out.ok.push(hex);
     } catch (err) {
-      failed.push({ id: hex, error: failure(err) });
+      out.failed.push({ id: hex, error: failure(err) });
     }
   }
 }

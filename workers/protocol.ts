@@ -1,4 +1,5 @@
 import type { BlobKind } from '../shared/format/constants.ts';
+import type { WholeFile } from '../shared/node/engine/restore-dest.ts';
 import type { TargetHandle } from '../shared/node/storage/open-target.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
 
@@ -42,6 +43,8 @@ export interface RestoreTask {
     plainLength: number;
     /** File descriptors (process-wide) and positions to write the plaintext at; none to verify only. */
     writes: { fd: number; position: number }[];
+    /** A file that is this blob alone: the worker creates, writes and renames it into place. */
+    create?: WholeFile;
   }[];
 }
 
@@ -81,6 +84,9 @@ export type FromWorker =
       /** Hex ids of blobs opened, verified and written. */
       ok: string[];
       failed: { id: string; error: WorkerFailure }[];
+      /** Indexes (in the task's blobs) of files created whole, and of those that could not be. */
+      created: number[];
+      notCreated: { at: number; message: string }[];
       timing: ChunkTiming;
     }
   | { t: 'failed'; tid: number; error: WorkerFailure };

@@ -5,6 +5,7 @@ import type { FromWorker, RestoreTask } from '../../../workers/protocol.ts';
 import type { JobControl } from './job-control.ts';
 import type { BlobLocation } from './keystore/index-cache.ts';
 import type { Keystore } from './keystore/keystore.ts';
+import type { WholeFile } from './restore-dest.ts';
 import type { StatsCollector } from './stats-collector.ts';
 import { startPool } from './storage-access.ts';
 import { type WorkerPool } from './worker-pool.ts';
@@ -71,8 +72,8 @@ export function startFetchPool(ks: Keystore, settings: PipelineSettings): Promis
 /**
  * Runs the fetches on a worker pool, ranges in plan order. `prepare` (optional) gets each range's needs
  * just before it is sent (a restore creates the range's files there); `resolveWrites` then turns a
- * need's abstract writes into (fd, position); `onOutcome` gets each task's result with the needs it
- * carried.
+ * need's abstract writes into (fd, position), or `resolveCreate` into a file the worker writes whole;
+ * `onOutcome` gets each task's result with the needs it carried, in the task's order.
  */
 export async function runFetches(o: {
   pool: WorkerPool;
@@ -80,6 +81,8 @@ export async function runFetches(o: {
   stats: StatsCollector;
   prepare?: (needs: BlobNeed[]) => void;
   resolveWrites: (n: BlobNeed) => { fd: number; position: number }[];
+  /** A need that is a whole file: the worker creates it (see `writeWholeFile`). */
+  resolveCreate?: (n: BlobNeed) => WholeFile | undefined;
   onOutcome: (m: FetchOutcome, needs: BlobNeed[]) => void;
   control?: JobControl;
 }): Promise<void> {
@@ -108,6 +111,7 @@ export async function runFetches(o: {
           storedLength: n.loc.storedLength,
           plainLength: n.loc.plainLength,
           writes: o.resolveWrites(n),
+          create: o.resolveCreate?.(n),
         })),
       };
     }

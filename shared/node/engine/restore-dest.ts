@@ -93,6 +93,14 @@ export class RestoreDestination {
     return { fd: fs.openSync(temp, TEMP_FLAGS, 0o600), temp };
   }
 
+  /**
+   * Where a file restored in one piece is written and renamed to (`writeWholeFile`, in a worker): the
+   * temporary's name is reserved like `createTemp`'s and its folder checked, but nothing is created.
+   */
+  plannedTemp(rel: string): { temp: string; final: string } {
+    return { temp: this.tempPath(rel), final: this.abs(rel) };
+  }
+
   private tempPath(rel: string): string {
     this.ensureDir(this.parentOf(rel));
     const final = this.abs(rel);
@@ -105,14 +113,7 @@ export class RestoreDestination {
     const abs = this.abs(rel);
     if (!opts.overwrite && this.exists(rel))
       throw new DestinationError(abs, 'already exists (restore with --overwrite to replace it)');
-    try {
-      fs.renameSync(temp, abs);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EISDIR' || code === 'ENOTEMPTY')
-        throw new DestinationError(abs, 'is a folder; a file cannot replace it');
-      throw err;
-    }
+    renameIntoPlace(temp, abs);
   }
 
   symlink(rel: string, target: string, opts: { overwrite: boolean }): void {
@@ -158,6 +159,62 @@ export class RestoreDestination {
         n++;
       }
     return n;
+  }
+}
+
+/** rename() replaces a link itself, never what it points at; a folder in the way is named. */
+function renameIntoPlace(temp: string, abs: string): void {
+  try {
+    fs.renameSync(temp, abs);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'EISDIR' || code === 'ENOTEMPTY')
+      throw new DestinationError(abs, 'is a folder; a file cannot replace it');
+    throw err;
+  }
+}
+
+/** A file restored in one piece: its temporary and final paths (`plannedTemp`) and its metadata. */
+export interface WholeFile {
+  temp: string;
+  final: string;
+  mode: number;
+  mtimeMs: number;
+  fsync: boolean;
+}
+
+/**
+ * Writes a file whose content is one blob, in the worker that opened the blob: temporary (O_EXCL,
+ * O_NOFOLLOW), content, mode, mtime, close, rename into place. Returns null, or the error message with
+ * nothing left behind. Done where the plaintext is, so a restore of many small files spreads its file
+ * system calls over the workers instead of queueing them on the main thread.
+ */
+export function writeWholeFile(f: WholeFile, content: Uint8Array): string | null {
+  let fd: number | null = null;
+  let created = false;
+  try {
+    fd = fs.openSync(f.temp, TEMP_FLAGS, 0o600);
+    created = true;
+    for (let done = 0; done < content.length; )
+      done += fs.writeSync(fd, content, done, content.length - done, done);
+    if (f.fsync) fs.fsyncSync(fd);
+    fs.fchmodSync(fd, f.mode);
+    fs.futimesSync(fd, utimeSeconds(f.mtimeMs), utimeSeconds(f.mtimeMs));
+    const open = fd;
+    fd = null;
+    fs.closeSync(open);
+    renameIntoPlace(f.temp, f.final);
+    return null;
+  } catch (err) {
+    if (fd !== null) {
+      try {
+        fs.closeSync(fd);
+      } catch {
+        // already failing: the first error is the one reported
+      }
+    }
+    if (created) fs.rmSync(f.temp, { force: true });
+    return (err as Error).message;
   }
 }
 

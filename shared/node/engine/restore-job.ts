@@ -44,6 +44,9 @@ interface FileState extends RestoringFile {
   locs: BlobLocation[];
   remaining: number;
   settled: boolean;
+  /** One blob: the worker that opens it writes the file whole (and has, once `created`). */
+  whole: boolean;
+  created: boolean;
 }
 
 /**
@@ -192,20 +195,24 @@ export async function runRestoreJob(
         remaining: ids.length,
         failed: null,
         settled: false,
+        whole: ids.length === 1,
+        created: false,
       });
     }
 
     const settle = (f: FileState) => {
       if (f.settled || (f.remaining > 0 && !f.failed)) return;
       f.settled = true;
-      writes.finish(f, (error) => {
+      const done = (error: string | null) => {
         fileDone();
         if (error) failed.push({ path: f.path, message: error });
         else {
           restoredFiles++;
           restoredBytes += f.size;
         }
-      });
+      };
+      if (f.whole) done(f.created ? null : (f.failed ?? 'not written'));
+      else writes.finish(f, done);
     };
 
     // What was planned but will not be fetched (present, refused, lost) leaves the progress totals.
@@ -232,18 +239,31 @@ export async function runRestoreJob(
       plan: planFetches(needs),
       stats,
       prepare: (range) => {
-        for (const f of new Set(range.map((n) => owner.get(n)!))) writes.open(f);
-        return Promise.resolve();
+        for (const f of new Set(range.map((n) => owner.get(n)!))) if (!f.whole) writes.open(f);
       },
       resolveWrites: (n) => {
         const f = owner.get(n)!;
-        if (f.failed || f.fd === null) return [];
+        if (f.whole || f.failed || f.fd === null) return [];
         return n.writes.map((w) => ({ fd: f.fd!, position: w.position }));
+      },
+      resolveCreate: (n) => {
+        const f = owner.get(n)!;
+        if (!f.whole || f.failed) return undefined;
+        try {
+          listener.current?.(f.path);
+          const { temp, final } = dest.plannedTemp(f.path);
+          return { temp, final, mode: f.mode, mtimeMs: f.mtimeMs, fsync: opts.fsync ?? false };
+        } catch (err) {
+          f.failed = (err as Error).message;
+          return undefined;
+        }
       },
       onOutcome: (m, carried) => {
         const ok = new Set(m.t === 'restored' ? m.ok : []);
         const why = new Map(m.t === 'restored' ? m.failed.map((x) => [x.id, x.error.message]) : []);
         if (m.t === 'restored') {
+          for (const at of m.created) owner.get(carried[at]!)!.created = true;
+          for (const x of m.notCreated) owner.get(carried[x.at]!)!.failed ??= x.message;
           stats.add(m.timing, true);
           listener.chunk?.(m.timing);
         }
