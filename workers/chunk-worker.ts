@@ -314,4 +314,14 @@ port.on('message', (m: ToWorker) => {
     resolve?.(m.upload);
   }
 });
+// Each target's client is built now, while the coordinator is still planning: the first task would
+// otherwise wait for it (~0.1 s of SDK set-up per worker). A target that cannot be opened is reported
+// by the task that needs it.
+for (const t of init.targets) {
+  try {
+    storage(t.id);
+  } catch {
+    storages.delete(t.id);
+  }
+}
 port.postMessage({ t: 'ready' });

@@ -1,6 +1,7 @@
 import fsSync from 'node:fs';
 import type { PipelineSettings } from '../../settings.ts';
 import { blobId } from '../format/blob-codec.ts';
+import type { TreeNode } from '../format/tree.ts';
 import type { Repository } from '../repository/repository.ts';
 import { runFetches, planFetches, startFetchPool, type BlobNeed } from './blob-fetch.ts';
 import type { JobControl } from './job-control.ts';
@@ -11,6 +12,7 @@ import { RestoreFileWrites, type RestoringFile } from './restore-file-writes.ts'
 import { entrySelector } from './select-entries.ts';
 import { walkSnapshot } from './snapshot-tree.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
+import type { WorkerPool } from './worker-pool.ts';
 
 export interface RestoreFailure {
   path: string;
@@ -39,6 +41,10 @@ interface Planned {
 const RESTORE_BATCH_FILES = 10_000;
 
 type Wanted = Planned & { size: number; content: string[] };
+
+function wantedFile(path: string, node: TreeNode): Wanted {
+  return { path, mode: node.mode, mtimeMs: node.mtimeMs, size: node.size, content: node.content ?? [] };
+}
 
 interface FileState extends RestoringFile {
   locs: BlobLocation[];
@@ -73,6 +79,24 @@ export async function runRestoreJob(
   const ks = repo.ks;
   const snap = ks.snapshots.get(opts.snapshotId);
   if (!snap) throw new Error(`No snapshot with id ${opts.snapshotId}: "cairn ls" lists them.`);
+  // Workers take their keys and build their storage clients while the snapshot is planned.
+  const poolStarting = startFetchPool(ks, opts.settings);
+  poolStarting.catch(() => {}); // awaited below; a failure to start is reported there
+  try {
+    return await restorePlanned(repo, opts, listener, snap.doc.tree, poolStarting);
+  } finally {
+    await (await poolStarting.catch(() => null))?.close();
+  }
+}
+
+async function restorePlanned(
+  repo: Repository,
+  opts: Parameters<typeof runRestoreJob>[1],
+  listener: JobListener,
+  tree: string,
+  poolStarting: Promise<WorkerPool>,
+): Promise<RestoreResult> {
+  const ks = repo.ks;
   // The selection is planned in full before the destination is touched: a path that selects nothing
   // writes nothing.
   const select = entrySelector(opts.paths, opts.snapshotId);
@@ -81,13 +105,17 @@ export async function runRestoreJob(
   let plannedFiles = 0;
   let plannedBytes = 0;
   let plannedBlobs = 0;
-  for await (const { path, node } of walkSnapshot(repo, snap.doc.tree)) {
+  const batchFiles = opts.batchFiles ?? RESTORE_BATCH_FILES;
+  let onlyBatch: Wanted[] | null = [];
+  for await (const { path, node } of walkSnapshot(repo, tree)) {
     if (!select.wants(path)) continue;
     const p = { path, mode: node.mode, mtimeMs: node.mtimeMs };
     if (node.type === 'dir') dirs.push(p);
     else if (node.type === 'symlink') links.push({ ...p, linkTarget: node.linkTarget ?? '' });
     else {
       plannedFiles++;
+      if (onlyBatch && onlyBatch.length < batchFiles) onlyBatch.push(wantedFile(path, node));
+      else onlyBatch = null;
       plannedBytes += node.size;
       plannedBlobs += node.content?.length ?? 0;
     }
@@ -124,27 +152,22 @@ export async function runRestoreJob(
 
   // Files are restored in batches, in tree order: memory follows the batch, not the snapshot, and a
   // batch still coalesces the neighbouring blobs of its files into ranged GETs.
-  const pool = plannedBlobs > 0 ? await startFetchPool(ks, opts.settings) : null;
-  try {
+  const pool = plannedBlobs > 0 ? await poolStarting : null;
+  if (onlyBatch) {
+    // The whole selection fitted in one batch while planning: no second walk.
+    if (!opts.control?.cancelled) await restoreBatch(onlyBatch);
+  } else {
     const again = entrySelector(opts.paths, opts.snapshotId);
     let batch: Wanted[] = [];
-    for await (const { path, node } of walkSnapshot(repo, snap.doc.tree)) {
+    for await (const { path, node } of walkSnapshot(repo, tree)) {
       if (node.type !== 'file' || !again.wants(path) || opts.control?.cancelled) continue;
-      batch.push({
-        path,
-        mode: node.mode,
-        mtimeMs: node.mtimeMs,
-        size: node.size,
-        content: node.content ?? [],
-      });
-      if (batch.length >= (opts.batchFiles ?? RESTORE_BATCH_FILES)) {
+      batch.push(wantedFile(path, node));
+      if (batch.length >= batchFiles) {
         await restoreBatch(batch);
         batch = [];
       }
     }
     await restoreBatch(batch);
-  } finally {
-    await pool?.close();
   }
 
   async function restoreBatch(wanted: Wanted[]): Promise<void> {
