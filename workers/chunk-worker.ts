@@ -9,6 +9,7 @@ import { blobId, maybeCompress, openBlob } from '../shared/node/format/blob-code
 import { ObjectFormatError, sealedLength } from '../shared/node/format/sealed-object.ts';
 import { writeWholeFile } from '../shared/node/engine/restore-dest.ts';
 import { openTarget } from '../shared/node/storage/open-target.ts';
+import { loadS3Sdk } from '../shared/node/storage/s3.ts';
 import { StorageError, type Storage } from '../shared/node/storage/storage.ts';
 import { RANGE_MAX } from '../shared/limits.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
@@ -26,6 +27,8 @@ import type {
 } from './protocol.ts';
 
 const port = parentPort!;
+// The SDK loads now, while the coordinator is still deriving the key, not with the first task.
+loadS3Sdk();
 /**
  * The job's settings and keys come in the first message, not in workerData, so a worker can be started
  * (modules loaded, the SDK compiled) while the coordinator is still deriving the key.

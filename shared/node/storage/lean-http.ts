@@ -9,7 +9,9 @@ import type * as SmithyHttp from '@smithy/node-http-handler';
 import { isSpooled, type SpooledBody } from './put-body.ts';
 
 const require = createRequire(import.meta.url);
-const { buildQueryString, HttpResponse } = require('@smithy/core/protocols') as typeof SmithyProtocols;
+let protocols: typeof SmithyProtocols | null = null;
+/** Loaded with the first request, as the SDK is (s3.ts). */
+const smithy = () => (protocols ??= require('@smithy/core/protocols') as typeof SmithyProtocols);
 type NodeHttpHandler = InstanceType<typeof SmithyHttp.NodeHttpHandler>;
 type HttpRequest = Parameters<NodeHttpHandler['handle']>[0];
 type HandleResult = Awaited<ReturnType<NodeHttpHandler['handle']>>;
@@ -116,7 +118,7 @@ class LeanConnection {
     this.framing = 'length';
     this.copied = Buffer.alloc(0);
     if (this.socket.destroyed) return this.fail(new HttpFormatError('connection already closed'));
-    const q = request.query ? buildQueryString(request.query) : '';
+    const q = request.query ? smithy().buildQueryString(request.query) : '';
     const lines = [`${request.method} ${request.path}${q ? `?${q}` : ''} HTTP/1.1`];
     let hasHost = false;
     for (const [k, v] of Object.entries(request.headers)) {
@@ -249,7 +251,7 @@ class LeanConnection {
     this.current = null;
     if (this.bodyUnsent) this.reusable = false;
     ex.resolve({
-      response: new HttpResponse({
+      response: new (smithy().HttpResponse)({
         statusCode: this.status,
         headers: this.headers,
         body: new BufferedBody(body),
