@@ -193,8 +193,7 @@ export function writeWholeFile(f: WholeFile, content: Uint8Array): string | null
   let fd: number | null = null;
   let created = false;
   try {
-    const direct = !!process.env.DIRECT;
-    fd = fs.openSync(direct ? f.final : f.temp, TEMP_FLAGS, 0o600);
+    fd = fs.openSync(f.temp, TEMP_FLAGS, 0o600);
     created = true;
     for (let done = 0; done < content.length; )
       done += fs.writeSync(fd, content, done, content.length - done, done);
@@ -204,7 +203,7 @@ export function writeWholeFile(f: WholeFile, content: Uint8Array): string | null
     const open = fd;
     fd = null;
     fs.closeSync(open);
-    if (!direct) renameIntoPlace(f.temp, f.final);
+    renameIntoPlace(f.temp, f.final);
     return null;
   } catch (err) {
     if (fd !== null) {
