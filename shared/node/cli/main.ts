@@ -4,6 +4,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { formatSize, parseSize, type PipelineSettings } from '../../settings.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
 import { restoreToOriginal } from '../engine/restore-original.ts';
+import { selectWhileLocked, type RestoreSelection } from '../engine/restore-selection.ts';
 import { VerifyHistory } from '../engine/verify-history.ts';
 import { createOutput, reportBackup, table, type Output } from './output.ts';
 import { readPassphrase } from './passphrase.ts';
@@ -203,8 +204,9 @@ program
     if ((opts.to === undefined) === !opts.original)
       throw new UsageError('Give either --to <dir> or --original: where the files go.');
     const { r, to } = await withEngine(
-      async (e) => {
-        await e.refresh();
+      async (e, early: RestoreSelection | null | undefined) => {
+        // What was walked while the key was derived holds unless the refresh changed the caches.
+        const selection = (await e.refresh()) ? null : early;
         if (opts.original) {
           const back = { paths: opts.path, overwrite: !!opts.overwrite, fsync: opts.fsync };
           const done = await restoreToOriginal(e, id, back, o.listener());
@@ -212,12 +214,16 @@ program
         }
         const done = await e.restore(
           id,
-          { to: opts.to!, paths: opts.path, overwrite: opts.overwrite, fsync: opts.fsync },
+          { to: opts.to!, paths: opts.path, overwrite: opts.overwrite, fsync: opts.fsync, selection },
           o.listener(),
         );
         return { r: done, to: opts.to! };
       },
-      { workers: true },
+      {
+        workers: true,
+        whileUnlocking: (ks) =>
+          opts.original ? Promise.resolve(null) : selectWhileLocked(ks, id, opts.path),
+      },
     );
     o.endProgress();
     for (const f of r.failed) o.info(`Failed: ${f.path}: ${f.message}`);

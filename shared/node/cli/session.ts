@@ -1,5 +1,6 @@
 import type { Unlocker } from '../crypto/keys.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
+import type { LockedKeystore } from '../engine/keystore/keystore.ts';
 import { WorkerPool, defaultWorkerCount } from '../engine/worker-pool.ts';
 import { readPassphrase } from './passphrase.ts';
 
@@ -18,14 +19,22 @@ export async function readUnlocker(opts: { recoveryKey?: boolean } = {}): Promis
  * Unlocks the keystore for one command and always closes it. Commands that run chunk workers say so
  * (`workers`: true, or how many): those start while the key is derived.
  */
-export async function withEngine<T>(
-  fn: (e: Engine) => Promise<T>,
-  opts: { workers?: boolean | number } = {},
+export async function withEngine<T, E = undefined>(
+  fn: (e: Engine, early: E | undefined) => Promise<T>,
+  opts: {
+    workers?: boolean | number;
+    /** Work on the key-free caches while the key is derived (see Engine.unlockWhile). */
+    whileUnlocking?: (locked: LockedKeystore) => Promise<E>;
+  } = {},
 ): Promise<T> {
   if (opts.workers) WorkerPool.prewarm(opts.workers === true ? defaultWorkerCount() : opts.workers);
-  const engine = await Engine.unlock(defaultHome(), await readUnlocker());
+  const { engine, early } = await Engine.unlockWhile(
+    defaultHome(),
+    await readUnlocker(),
+    opts.whileUnlocking ?? (async () => undefined),
+  );
   try {
-    return await fn(engine);
+    return await fn(engine, early);
   } finally {
     engine.close();
   }

@@ -61,15 +61,39 @@ function slotAad(id: string, repository: string, kind: KeySlot['kind']): Buffer 
   return Buffer.from(`${KEY_SLOT_AAD}\0${id}\0${repository}\0${kind}`, 'utf8');
 }
 
-function kekFor(sodium: SodiumProvider, kdf: KeyKdf, secret: Unlocker): Buffer | null {
+/** How a slot's key-encryption key is made from `secret`; null when the secret is of the other kind. */
+function kekInputs(
+  sodium: SodiumProvider,
+  kdf: KeyKdf,
+  secret: Unlocker,
+): { argon2: { pw: Buffer; salt: Buffer; opslimit: number; memlimit: number } } | { kek: Buffer } | null {
   if (kdf.alg === 'argon2id13') {
     if (!('passphrase' in secret)) return null;
     const pw = Buffer.from(secret.passphrase.normalize('NFC'), 'utf8');
-    return sodium.pwhash(KEY_BYTES, pw, Buffer.from(kdf.salt, 'base64'), kdf.opslimit, kdf.memlimit);
+    return {
+      argon2: { pw, salt: Buffer.from(kdf.salt, 'base64'), opslimit: kdf.opslimit, memlimit: kdf.memlimit },
+    };
   }
   if (!('recoveryKey' in secret)) return null;
   // A recovery key is 256 random bits: a fast KDF is enough, no password hashing needed.
-  return sodium.kdfDerive(KEY_BYTES, 1, RECOVERY_KDF_CONTEXT, checkRecoveryKey(sodium, secret.recoveryKey));
+  return {
+    kek: sodium.kdfDerive(KEY_BYTES, 1, RECOVERY_KDF_CONTEXT, checkRecoveryKey(sodium, secret.recoveryKey)),
+  };
+}
+
+function kekFor(sodium: SodiumProvider, kdf: KeyKdf, secret: Unlocker): Buffer | null {
+  const k = kekInputs(sodium, kdf, secret);
+  if (!k || 'kek' in k) return k?.kek ?? null;
+  const a = k.argon2;
+  return sodium.pwhash(KEY_BYTES, a.pw, a.salt, a.opslimit, a.memlimit);
+}
+
+/** kekFor with Argon2id off the event loop (see SodiumProvider.pwhashAsync). */
+async function kekForAsync(sodium: SodiumProvider, kdf: KeyKdf, secret: Unlocker): Promise<Buffer | null> {
+  const k = kekInputs(sodium, kdf, secret);
+  if (!k || 'kek' in k) return k?.kek ?? null;
+  const a = k.argon2;
+  return sodium.pwhashAsync(KEY_BYTES, a.pw, a.salt, a.opslimit, a.memlimit);
 }
 
 export function newSlotId(sodium: SodiumProvider): string {
@@ -110,8 +134,12 @@ export function makeKeySlot(
 }
 
 /** The master key if `secret` opens this slot, else null (wrong secret, or a slot of the other kind). */
-export function openKeySlot(sodium: SodiumProvider, slot: KeySlot, secret: Unlocker): Buffer | null {
-  const kek = kekFor(sodium, slot.kdf, secret);
+export async function openKeySlot(
+  sodium: SodiumProvider,
+  slot: KeySlot,
+  secret: Unlocker,
+): Promise<Buffer | null> {
+  const kek = await kekForAsync(sodium, slot.kdf, secret);
   if (!kek) return null;
   const master = sodium.aeadOpen(
     Buffer.from(slot.sealed, 'base64'),

@@ -47,6 +47,9 @@ export async function createWasmProvider(): Promise<SodiumProvider> {
     },
     pwhash: (length, password, salt, opslimit, memlimit) =>
       b(s.crypto_pwhash(length, password, salt, opslimit, memlimit, s.crypto_pwhash_ALG_ARGON2ID13)),
+    // WASM runs on the calling thread: the fallback derives synchronously, with identical bytes.
+    pwhashAsync: async (length, password, salt, opslimit, memlimit) =>
+      b(s.crypto_pwhash(length, password, salt, opslimit, memlimit, s.crypto_pwhash_ALG_ARGON2ID13)),
     pwhashLimits: {
       opsInteractive: s.crypto_pwhash_OPSLIMIT_INTERACTIVE,
       memInteractive: s.crypto_pwhash_MEMLIMIT_INTERACTIVE,

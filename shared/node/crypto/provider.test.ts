@@ -29,7 +29,28 @@ describe('sodium-native and libsodium-wasm', () => {
     }
     const salt = randomBytes(16);
     const pw = Buffer.from('passphrase');
-    expect(native.pwhash(32, pw, salt, 2, 8 << 20).equals(wasm.pwhash(32, pw, salt, 2, 8 << 20))).toBe(true);
+    const derived = native.pwhash(32, pw, salt, 2, 8 << 20);
+    expect(derived.equals(wasm.pwhash(32, pw, salt, 2, 8 << 20))).toBe(true);
+    // Off the event loop (sodium-native's thread pool) or not (WASM): the same key.
+    expect((await native.pwhashAsync(32, pw, salt, 2, 8 << 20)).equals(derived)).toBe(true);
+    expect((await wasm.pwhashAsync(32, pw, salt, 2, 8 << 20)).equals(derived)).toBe(true);
+  });
+
+  it('sodium-native derives a passphrase key off the event loop', async () => {
+    const native = await loadSodium('sodium-native');
+    let ticks = 0;
+    let running = true;
+    const tick = (): void => {
+      ticks++;
+      if (running) setTimeout(tick, 1);
+    };
+    setTimeout(tick, 1);
+    const t0 = performance.now();
+    await native.pwhashAsync(32, Buffer.from('passphrase'), randomBytes(16), 3, 64 << 20);
+    const ms = performance.now() - t0;
+    running = false;
+    // A timer every millisecond keeps firing while Argon2id runs (blocked, it would fire once at most).
+    expect(ticks).toBeGreaterThan(Math.min(10, ms / 4));
   });
 
   it('open into a caller’s buffer when it is large enough, and leave no plaintext there when the tag fails', async () => {

@@ -40,6 +40,17 @@ export interface SodiumProvider {
   ): Buffer | null;
   /** crypto_pwhash with Argon2id v1.3. */
   pwhash(length: number, password: Uint8Array, salt: Uint8Array, opslimit: number, memlimit: number): Buffer;
+  /**
+   * The same, off the calling thread where the binding can (sodium-native: libuv's thread pool), so an
+   * unlock leaves the event loop free: the app keeps answering, a command plans while the key derives.
+   */
+  pwhashAsync(
+    length: number,
+    password: Uint8Array,
+    salt: Uint8Array,
+    opslimit: number,
+    memlimit: number,
+  ): Promise<Buffer>;
   readonly pwhashLimits: { opsInteractive: number; memInteractive: number; saltBytes: number };
 }
 

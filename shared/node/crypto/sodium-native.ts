@@ -75,6 +75,15 @@ export function createNativeProvider(): SodiumProvider {
       s.crypto_pwhash(out, buf(password), buf(salt), opslimit, memlimit, s.crypto_pwhash_ALG_ARGON2ID13);
       return out;
     },
+    pwhashAsync(length, password, salt, opslimit, memlimit) {
+      const out = Buffer.alloc(length);
+      const [pw, sa] = [buf(password), buf(salt)];
+      return new Promise((resolve, reject) =>
+        s.crypto_pwhash_async(out, pw, sa, opslimit, memlimit, s.crypto_pwhash_ALG_ARGON2ID13, (err) =>
+          err ? reject(err) : resolve(out),
+        ),
+      );
+    },
     pwhashLimits: {
       opsInteractive: s.crypto_pwhash_OPSLIMIT_INTERACTIVE,
       memInteractive: s.crypto_pwhash_MEMLIMIT_INTERACTIVE,

@@ -14,6 +14,7 @@ import {
   type TargetConfig,
 } from '../../settings.ts';
 import type { TargetHandle } from '../storage/open-target.ts';
+import { loadS3Sdk } from '../storage/s3.ts';
 import { newRepoConfig } from '../repository/config.ts';
 import { Repository, unlockFromTarget } from '../repository/repository.ts';
 import type { SnapshotDoc } from '../repository/snapshot.ts';
@@ -34,8 +35,9 @@ import type { JobListener } from './job-events.ts';
 import type { JobControl } from './job-control.ts';
 import type { JobRow } from './keystore/job-table.ts';
 import { KeystoreError } from './keystore/db.ts';
-import { Keystore, type TargetRow } from './keystore/keystore.ts';
+import { Keystore, type LockedKeystore, type TargetRow } from './keystore/keystore.ts';
 import { runRestoreJob, type RestoreResult } from './restore-job.ts';
+import type { RestoreSelection } from './restore-selection.ts';
 import { snapshotChildren, snapshotEntries } from './snapshot-tree.ts';
 import { runVerifyJob, type VerifyResult } from './verify-job.ts';
 import { defaultWorkerCount } from './worker-pool.ts';
@@ -122,7 +124,35 @@ export class Engine {
   }
 
   static async unlock(home: string, secret: Unlocker): Promise<Engine> {
-    return Engine.ready(Keystore.open(keystorePath(home), secret, await loadSodium()));
+    return (await Engine.unlockWhile(home, secret, async () => undefined)).engine;
+  }
+
+  /**
+   * Unlocks the keystore and, while Argon2id runs off the event loop, runs `meanwhile` on the caches that
+   * need no key (a restore walks its selection there). Nothing `meanwhile` finds is trusted before the
+   * secret is checked: a wrong one fails as always, once `meanwhile` has settled.
+   */
+  static async unlockWhile<T>(
+    home: string,
+    secret: Unlocker,
+    meanwhile: (locked: LockedKeystore) => Promise<T>,
+  ): Promise<{ engine: Engine; early: T }> {
+    const locked = Keystore.openLocked(keystorePath(home), await loadSodium());
+    const early = async () => {
+      const r = await meanwhile(locked);
+      // Commands start by refreshing from their targets: the SDK (~0.1 s of CPU) loads now, on a core
+      // Argon2id leaves free, not after it.
+      if (locked.listTargets().some((t) => t.config.kind === 's3')) loadS3Sdk();
+      return r;
+    };
+    const [ks, found] = await Promise.allSettled([locked.unlock(secret), early()]);
+    if (ks.status === 'rejected') throw ks.reason;
+    const engine = await Engine.ready(ks.value);
+    if (found.status === 'rejected') {
+      engine.close();
+      throw found.reason;
+    }
+    return { engine, early: found.value };
   }
 
   /**
@@ -210,8 +240,14 @@ export class Engine {
   defaultTarget = () => this.targets.default();
 
   /** Loads snapshots and index files other machines (or an earlier keystore) wrote, from every target. */
-  async refresh(): Promise<void> {
-    for (const t of this.ks.listTargets()) await this.repo.refresh(t);
+  /** Brings the local caches up to the buckets; true when anything in them changed. */
+  async refresh(): Promise<boolean> {
+    let changed = false;
+    for (const t of this.ks.listTargets()) {
+      const r = await this.repo.refresh(t);
+      changed ||= r.rebuilt || r.indexFiles > 0 || r.snapshots > 0 || r.removedSnapshots > 0;
+    }
+    return changed;
   }
 
   async backup(
@@ -303,6 +339,8 @@ export class Engine {
       overwrite?: boolean;
       fsync?: boolean;
       settings?: Partial<PipelineSettings>;
+      /** The selection walked while unlocking (`selectWhileLocked`), if the caches did not change since. */
+      selection?: RestoreSelection | null;
     },
     listener: JobListener = {},
     control?: JobControl,
@@ -318,6 +356,7 @@ export class Engine {
         fsync: opts.fsync,
         settings: this.settings(opts.settings),
         control,
+        selection: opts.selection,
       },
       listener,
     );

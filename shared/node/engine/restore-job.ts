@@ -1,7 +1,6 @@
 import fsSync from 'node:fs';
 import type { PipelineSettings } from '../../settings.ts';
 import { blobId } from '../format/blob-codec.ts';
-import type { TreeNode } from '../format/tree.ts';
 import type { Repository } from '../repository/repository.ts';
 import { runFetches, planFetches, startFetchPool, type BlobNeed } from './blob-fetch.ts';
 import type { JobControl } from './job-control.ts';
@@ -9,6 +8,13 @@ import type { JobListener } from './job-events.ts';
 import type { BlobLocation } from './keystore/index-cache.ts';
 import { RestoreDestination } from './restore-dest.ts';
 import { RestoreFileWrites, type RestoringFile } from './restore-file-writes.ts';
+import {
+  RESTORE_BATCH_FILES,
+  selectForRestore,
+  wantedFile,
+  type RestoreSelection,
+  type Wanted,
+} from './restore-selection.ts';
 import { entrySelector } from './select-entries.ts';
 import { walkSnapshot } from './snapshot-tree.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
@@ -28,22 +34,6 @@ export interface RestoreResult {
   alreadyPresent: number;
   failed: RestoreFailure[];
   transfer: TransferSummary;
-}
-
-/** What a restore keeps of an entry: a few fields, not its tree node (100,000 files are 100,000 of them). */
-interface Planned {
-  path: string;
-  mode: number;
-  mtimeMs: number;
-}
-
-/** Files are planned, fetched and written this many at a time. */
-const RESTORE_BATCH_FILES = 10_000;
-
-type Wanted = Planned & { size: number; content: string[] };
-
-function wantedFile(path: string, node: TreeNode): Wanted {
-  return { path, mode: node.mode, mtimeMs: node.mtimeMs, size: node.size, content: node.content ?? [] };
 }
 
 interface FileState extends RestoringFile {
@@ -73,6 +63,8 @@ export async function runRestoreJob(
     control?: JobControl;
     /** Files planned and fetched at a time (default RESTORE_BATCH_FILES). */
     batchFiles?: number;
+    /** The selection, walked already (while the key was derived); used when it is of this snapshot and paths. */
+    selection?: RestoreSelection | null;
   },
   listener: JobListener,
 ): Promise<RestoreResult> {
@@ -99,28 +91,22 @@ async function restorePlanned(
   const ks = repo.ks;
   // The selection is planned in full before the destination is touched: a path that selects nothing
   // writes nothing.
-  const select = entrySelector(opts.paths, opts.snapshotId);
-  const dirs: Planned[] = [];
-  const links: (Planned & { linkTarget: string })[] = [];
-  let plannedFiles = 0;
-  let plannedBytes = 0;
-  let plannedBlobs = 0;
   const batchFiles = opts.batchFiles ?? RESTORE_BATCH_FILES;
-  let onlyBatch: Wanted[] | null = [];
-  for await (const { path, node } of walkSnapshot(repo, tree)) {
-    if (!select.wants(path)) continue;
-    const p = { path, mode: node.mode, mtimeMs: node.mtimeMs };
-    if (node.type === 'dir') dirs.push(p);
-    else if (node.type === 'symlink') links.push({ ...p, linkTarget: node.linkTarget ?? '' });
-    else {
-      plannedFiles++;
-      if (onlyBatch && onlyBatch.length < batchFiles) onlyBatch.push(wantedFile(path, node));
-      else onlyBatch = null;
-      plannedBytes += node.size;
-      plannedBlobs += node.content?.length ?? 0;
-    }
-  }
-  select.done();
+  const early = opts.selection;
+  const sel =
+    early &&
+    early.snapshotId === opts.snapshotId &&
+    early.paths.join('\0') === opts.paths.join('\0') &&
+    (early.onlyBatch === null || early.onlyBatch.length <= batchFiles)
+      ? early
+      : await selectForRestore(
+          { trees: repo, index: ks.index },
+          tree,
+          opts.snapshotId,
+          opts.paths,
+          batchFiles,
+        );
+  const { dirs, links, plannedFiles, plannedBytes, plannedBlobs, onlyBatch } = sel;
   const dest = RestoreDestination.open(opts.to);
   const failed: RestoreFailure[] = [];
   const badDirs = new Set<string>();
@@ -178,7 +164,7 @@ async function restorePlanned(
         continue;
       }
       const ids = w.content;
-      const locs = ids.map((h) => ks.index.lookup(Buffer.from(h, 'hex')));
+      const locs = w.locs ?? ids.map((h) => ks.index.lookup(Buffer.from(h, 'hex')));
       const lost = locs.findIndex((l) => !l);
       if (lost >= 0) {
         failed.push({

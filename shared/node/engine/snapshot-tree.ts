@@ -7,11 +7,14 @@ export interface SnapshotEntry {
   node: TreeNode;
 }
 
+/** Where tree blobs come from: the repository (local cache, else the bucket), or the cache alone. */
+export type TreeSource = Pick<Repository, 'loadTree'>;
+
 /**
  * The entries of a snapshot one by one, parents before children, reading one tree blob at a time (the
  * local cache first, else a ranged GET): memory follows the depth of the tree, not its size.
  */
-export async function* walkSnapshot(repo: Repository, rootTree: string): AsyncGenerator<SnapshotEntry> {
+export async function* walkSnapshot(repo: TreeSource, rootTree: string): AsyncGenerator<SnapshotEntry> {
   async function* visit(treeHex: string, prefix: string): AsyncGenerator<SnapshotEntry> {
     const nodes = decodeTree(await repo.loadTree(treeHex), `tree ${treeHex}`);
     for (const node of nodes) {

@@ -64,7 +64,7 @@ export async function unlockFromTarget(
     if (slots.length === 0)
       throw new RepositoryError(`Target "${handle.name}" has a config but no key slots.`);
     for (const slot of slots) {
-      const master = openKeySlot(sodium, slot, secret);
+      const master = await openKeySlot(sodium, slot, secret);
       if (!master) continue;
       const keys = deriveSubkeys(sodium, master);
       let config: RepoConfig;
@@ -201,7 +201,9 @@ export class Repository {
    * are loaded; snapshots that vanished from the bucket are dropped. Cheap when nothing changed (two
    * listings).
    */
-  async refresh(t: TargetRow): Promise<{ snapshots: number; indexFiles: number; rebuilt: boolean }> {
+  async refresh(
+    t: TargetRow,
+  ): Promise<{ snapshots: number; removedSnapshots: number; indexFiles: number; rebuilt: boolean }> {
     await this.attach(t);
     const s = this.storage(t);
     let loaded = this.ks.index.loadedIndexFiles(t.id);
@@ -274,8 +276,9 @@ export class Repository {
       this.ks.snapshots.put(t.id, doc);
       snapshots++;
     }
-    this.ks.snapshots.remove([...known].filter((id) => !seen.has(id)));
-    return { snapshots, indexFiles, rebuilt };
+    const removed = [...known].filter((id) => !seen.has(id));
+    this.ks.snapshots.remove(removed);
+    return { snapshots, removedSnapshots: removed.length, indexFiles, rebuilt };
   }
 
   /**

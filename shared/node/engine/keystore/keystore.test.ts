@@ -21,23 +21,25 @@ function create(file: string, passphrase = 'a good passphrase'): Keystore {
 }
 
 describe('keystore', () => {
-  it('keeps only wrapped keys: the right passphrase unlocks the same subkeys, a wrong one nothing', () => {
+  it('keeps only wrapped keys: the right passphrase unlocks the same subkeys, a wrong one nothing', async () => {
     const file = path.join(tempDir(), 'ks', 'keystore.db');
     const a = create(file);
     const seal = Buffer.from(a.keys.blobSeal);
     const master = Buffer.from(a.masterKey());
     a.close();
-    const b = Keystore.open(file, { passphrase: 'a good passphrase' }, sodium);
+    const b = await Keystore.open(file, { passphrase: 'a good passphrase' }, sodium);
     expect(b.keys.blobSeal.equals(seal)).toBe(true);
     b.close();
-    expect(() => Keystore.open(file, { passphrase: 'a bad passphrase' }, sodium)).toThrow(/Wrong passphrase/);
+    await expect(Keystore.open(file, { passphrase: 'a bad passphrase' }, sodium)).rejects.toThrow(
+      /Wrong passphrase/,
+    );
     expect(() => create(file)).toThrow(/already exists/);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     const raw = Buffer.concat([file, file + '-wal'].filter(fs.existsSync).map((f) => fs.readFileSync(f)));
     expect(raw.includes(master)).toBe(false);
   });
 
-  it('keeps S3 secrets encrypted at rest and returns them when unlocked', () => {
+  it('keeps S3 secrets encrypted at rest and returns them when unlocked', async () => {
     const file = path.join(tempDir(), 'keystore.db');
     const ks = create(file);
     const secret = 'S3CRET-' + 'x'.repeat(30);
@@ -60,12 +62,12 @@ describe('keystore', () => {
     for (const f of [file, file + '-wal']) {
       if (fs.existsSync(f)) expect(fs.readFileSync(f).includes(Buffer.from('S3CRET-'))).toBe(false);
     }
-    const again = Keystore.open(file, { passphrase: 'a good passphrase' }, sodium);
+    const again = await Keystore.open(file, { passphrase: 'a good passphrase' }, sodium);
     expect(again.targetHandle(again.findTarget('aws')!).secret).toBe(secret);
     again.close();
   });
 
-  it('records its schema version, refuses a newer one and a format-1 keystore by name', () => {
+  it('records its schema version, refuses a newer one and a format-1 keystore by name', async () => {
     const file = path.join(tempDir(), 'keystore.db');
     create(file).close();
     const latest = FIRST_V2_VERSION - 1 + migrations.length;
@@ -74,22 +76,22 @@ describe('keystore', () => {
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     db.pragma(`user_version = ${latest + 1}`);
     db.close();
-    expect(() => Keystore.open(file, { passphrase: 'a good passphrase' }, sodium)).toThrow(
+    await expect(Keystore.open(file, { passphrase: 'a good passphrase' }, sodium)).rejects.toThrow(
       /newer than this Cairn understands/,
     );
     const v1 = path.join(tempDir(), 'keystore.db');
     const old = new Database(v1);
     old.pragma('user_version = 1');
     old.close();
-    expect(() => Keystore.open(v1, { passphrase: 'x' }, sodium)).toThrow(/repository format 1/);
+    await expect(Keystore.open(v1, { passphrase: 'x' }, sodium)).rejects.toThrow(/repository format 1/);
   });
 
-  it('names a damaged keystore file as such, not as a wrong passphrase', () => {
+  it('names a damaged keystore file as such, not as a wrong passphrase', async () => {
     const file = path.join(tempDir(), 'keystore.db');
     fs.writeFileSync(file, Buffer.alloc(8192, 0x5a));
     let err: unknown;
     try {
-      Keystore.open(file, { passphrase: 'a good passphrase' }, sodium);
+      await Keystore.open(file, { passphrase: 'a good passphrase' }, sodium);
     } catch (e) {
       err = e;
     }

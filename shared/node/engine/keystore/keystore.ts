@@ -20,6 +20,16 @@ import { JobTable } from './job-table.ts';
 import { PlanTable } from './plan-table.ts';
 import { SnapshotCache } from './snapshot-cache.ts';
 
+/** A keystore not yet unlocked: the caches that need no key, and `unlock` (which closes it on failure). */
+export interface LockedKeystore {
+  readonly file: string;
+  readonly index: IndexCache;
+  readonly snapshots: SnapshotCache;
+  listTargets(): TargetRow[];
+  unlock(secret: Unlocker): Promise<Keystore>;
+  close(): void;
+}
+
 export interface TargetRow {
   id: number;
   name: string;
@@ -97,41 +107,66 @@ export class Keystore {
     }
   }
 
-  static open(file: string, secret: Unlocker, sodium: SodiumProvider): Keystore {
+  /**
+   * Opens the keystore without unlocking it: its caches (snapshot list, index, trees) can be read while
+   * the key is derived; `unlock` then checks the secret against every key slot.
+   */
+  static openLocked(file: string, sodium: SodiumProvider): LockedKeystore {
     const db = openDb(file, { create: false });
+    let row: { repo_id: string; config: string } | undefined;
+    let slots: KeySlot[];
     try {
-      const row = db.prepare('SELECT repo_id, config FROM repository WHERE id = 1').get() as
-        { repo_id: string; config: string } | undefined;
+      row = db.prepare('SELECT repo_id, config FROM repository WHERE id = 1').get() as typeof row;
       if (!row)
         throw new KeystoreError(
           `The keystore at ${file} holds no repository: run "cairn init" or "cairn connect".`,
         );
-      const slots = (
-        db.prepare('SELECT id, slot FROM key_slots').all() as { id: string; slot: string }[]
-      ).map((r) => parseKeySlot(JSON.parse(r.slot), `${r.id} in ${file}`));
-      for (const slot of slots) {
-        const master = openKeySlot(sodium, slot, secret);
-        if (master)
-          return new Keystore(
-            db,
-            file,
-            sodium,
-            deriveSubkeys(sodium, master),
-            master,
-            row.repo_id,
-            JSON.parse(row.config) as RepoConfig,
-            slot.id,
-          );
-      }
-      throw new WrongPassphraseError(
-        'passphrase' in secret
-          ? 'Wrong passphrase: it does not unlock this repository.'
-          : 'Wrong recovery key: it does not unlock this repository.',
+      slots = (db.prepare('SELECT id, slot FROM key_slots').all() as { id: string; slot: string }[]).map(
+        (r) => parseKeySlot(JSON.parse(r.slot), `${r.id} in ${file}`),
       );
     } catch (err) {
       db.close();
       throw describeDbError(err, file);
     }
+    const { repo_id: repoId, config } = row;
+    return {
+      file,
+      index: new IndexCache(db),
+      snapshots: new SnapshotCache(db),
+      listTargets: () =>
+        (db.prepare('SELECT * FROM targets ORDER BY id').all() as RawTarget[]).map(toTargetRow),
+      close: () => db.close(),
+      unlock: async (secret) => {
+        try {
+          for (const slot of slots) {
+            const master = await openKeySlot(sodium, slot, secret);
+            if (master)
+              return new Keystore(
+                db,
+                file,
+                sodium,
+                deriveSubkeys(sodium, master),
+                master,
+                repoId,
+                JSON.parse(config) as RepoConfig,
+                slot.id,
+              );
+          }
+          throw new WrongPassphraseError(
+            'passphrase' in secret
+              ? 'Wrong passphrase: it does not unlock this repository.'
+              : 'Wrong recovery key: it does not unlock this repository.',
+          );
+        } catch (err) {
+          db.close();
+          throw describeDbError(err, file);
+        }
+      },
+    };
+  }
+
+  static async open(file: string, secret: Unlocker, sodium: SodiumProvider): Promise<Keystore> {
+    return await Keystore.openLocked(file, sodium).unlock(secret);
   }
 
   close(): void {
