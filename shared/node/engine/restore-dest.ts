@@ -190,32 +190,60 @@ export interface WholeFile {
  * system calls over the workers instead of queueing them on the main thread.
  */
 export function writeWholeFile(f: WholeFile, content: Uint8Array): string | null {
-  let fd: number | null = null;
-  let created = false;
+  const open: OpenTemp = { fd: null, temp: null };
   try {
-    fd = fs.openSync(f.temp, TEMP_FLAGS, 0o600);
-    created = true;
-    for (let done = 0; done < content.length; )
-      done += fs.writeSync(fd, content, done, content.length - done, done);
-    if (f.fsync) fs.fsyncSync(fd);
-    fs.fchmodSync(fd, f.mode);
-    fs.futimesSync(fd, utimeSeconds(f.mtimeMs), utimeSeconds(f.mtimeMs));
-    const open = fd;
-    fd = null;
-    fs.closeSync(open);
-    renameIntoPlace(f.temp, f.final);
+    open.fd = fs.openSync(f.temp, TEMP_FLAGS, 0o600);
+    open.temp = f.temp; // ours from here on: removed on failure
+    for (let done = 0; done < content.length;)
+      done += fs.writeSync(open.fd, content, done, content.length - done, done);
+    if (f.fsync) fs.fsyncSync(open.fd);
+    completeTemp(open, f, () => renameIntoPlace(f.temp, f.final));
     return null;
   } catch (err) {
-    if (fd !== null) {
-      try {
-        fs.closeSync(fd);
-      } catch {
-        // already failing: the first error is the one reported
-      }
-    }
-    if (created) fs.rmSync(f.temp, { force: true });
+    abandonTemp(open);
     return (err as Error).message;
   }
+}
+
+/** A restored file's temporary: its descriptor while open, its path once created by this restore. */
+export interface OpenTemp {
+  fd: number | null;
+  temp: string | null;
+}
+
+/**
+ * The tail of every restored file: (size check,) mode and mtime through the descriptor, close, then
+ * `place` renames it into place. Throws on the first failure, leaving `abandonTemp` to clean up.
+ */
+export function completeTemp(
+  open: OpenTemp,
+  meta: { mode: number; mtimeMs: number; size?: number },
+  place: () => void,
+): void {
+  const fd = open.fd!;
+  if (meta.size !== undefined) {
+    // The blobs' writes set the size (no truncate ahead: one journal operation less per file).
+    const written = fs.fstatSync(fd).size;
+    if (written !== meta.size) throw new Error(`${written} of ${meta.size} bytes were written`);
+  }
+  fs.fchmodSync(fd, meta.mode);
+  fs.futimesSync(fd, utimeSeconds(meta.mtimeMs), utimeSeconds(meta.mtimeMs));
+  open.fd = null;
+  fs.closeSync(fd);
+  place();
+}
+
+/** After a failure: closes the descriptor if still open and removes the temporary, so nothing is left. */
+export function abandonTemp(open: OpenTemp): void {
+  if (open.fd !== null) {
+    try {
+      fs.closeSync(open.fd);
+    } catch {
+      // already failing: the first error is the one reported
+    }
+    open.fd = null;
+  }
+  if (open.temp) fs.rmSync(open.temp, { force: true });
 }
 
 /**

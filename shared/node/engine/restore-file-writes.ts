@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { promisify } from 'node:util';
-import { utimeSeconds, type RestoreDestination } from './restore-dest.ts';
+import { abandonTemp, completeTemp, type RestoreDestination } from './restore-dest.ts';
 
 const fsync = promisify(fs.fsync);
 
@@ -75,26 +75,10 @@ export class RestoreFileWrites {
       if (f.failed) throw new Error(f.failed);
       if (f.fd === null) this.open(f);
       if (f.failed) throw new Error(f.failed);
-      const fd = f.fd!;
-      // The blobs' writes set the size (no truncate ahead: one journal operation less per file).
-      const written = fs.fstatSync(fd).size;
-      if (written !== f.size) throw new Error(`${written} of ${f.size} bytes were written`);
-      fs.fchmodSync(fd, f.mode);
-      fs.futimesSync(fd, utimeSeconds(f.mtimeMs), utimeSeconds(f.mtimeMs));
-      f.fd = null;
-      fs.closeSync(fd);
-      this.dest.commit(f.temp!, f.path, { overwrite: true });
+      completeTemp(f, f, () => this.dest.commit(f.temp!, f.path, { overwrite: true }));
       return null;
     } catch (err) {
-      if (f.fd !== null) {
-        try {
-          fs.closeSync(f.fd);
-        } catch {
-          // already failing: the first error is the one reported
-        }
-      }
-      f.fd = null;
-      if (f.temp) fs.rmSync(f.temp, { force: true });
+      abandonTemp(f);
       return (err as Error).message;
     }
   }
