@@ -16,6 +16,7 @@ export const NATIVE_EXTERNALS = [
   '@aws-sdk/*',
   '@smithy/*',
   '@napi-rs/*',
+  '@node-rs/*',
 ];
 
 function newest(dir) {

@@ -14,7 +14,6 @@ import {
   type TargetConfig,
 } from '../../settings.ts';
 import type { TargetHandle } from '../storage/open-target.ts';
-import { loadS3Sdk } from '../storage/s3.ts';
 import { newRepoConfig } from '../repository/config.ts';
 import { Repository, unlockFromTarget } from '../repository/repository.ts';
 import type { SnapshotDoc } from '../repository/snapshot.ts';
@@ -138,14 +137,7 @@ export class Engine {
     meanwhile: (locked: LockedKeystore) => Promise<T>,
   ): Promise<{ engine: Engine; early: T }> {
     const locked = Keystore.openLocked(keystorePath(home), await loadSodium());
-    const early = async () => {
-      const r = await meanwhile(locked);
-      // Commands start by refreshing from their targets: the SDK (~0.1 s of CPU) loads now, on a core
-      // Argon2id leaves free, not after it.
-      if (locked.listTargets().some((t) => t.config.kind === 's3')) loadS3Sdk();
-      return r;
-    };
-    const [ks, found] = await Promise.allSettled([locked.unlock(secret), early()]);
+    const [ks, found] = await Promise.allSettled([locked.unlock(secret), meanwhile(locked)]);
     if (ks.status === 'rejected') throw ks.reason;
     const engine = await Engine.ready(ks.value);
     if (found.status === 'rejected') {

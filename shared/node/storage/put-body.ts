@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import type { FileHandle } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
@@ -20,11 +21,21 @@ export class SpooledBody {
 
 export type PutBody = Buffer | SpooledBody;
 
+type Crc32 = (data: Uint8Array, prev?: number) => number;
+
 /**
- * Node's native CRC-32 (zlib.crc32, from Node 20.15 / 22.2), continuing from `prev`; undefined on older
- * runtimes, where the SDK computes upload checksums itself.
+ * A native CRC-32 of upload bodies, continuing from `prev`: @node-rs/crc32 (PCLMULQDQ / ARMv8 CRC,
+ * ~16 GiB/s per core here against ~3.5 for zlib's), else Node's zlib.crc32 (Node 20.15 / 22.2), else
+ * undefined: the SDK then computes upload checksums itself.
  */
-export const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array, prev?: number) => number }).crc32;
+export const nativeCrc32: Crc32 | undefined = (() => {
+  try {
+    const { crc32 } = createRequire(import.meta.url)('@node-rs/crc32') as { crc32: Crc32 };
+    return (data, prev = 0) => crc32(data, prev) >>> 0;
+  } catch {
+    return (zlib as { crc32?: Crc32 }).crc32;
+  }
+})();
 
 export const isSpooled = (b: unknown): b is SpooledBody => b instanceof SpooledBody;
 
