@@ -90,17 +90,7 @@ export class Keystore {
           JSON.stringify(randomBytes(8).toString('hex')),
         );
       })();
-      const master = Buffer.from(repo.master);
-      return new Keystore(
-        db,
-        file,
-        sodium,
-        deriveSubkeys(sodium, master),
-        master,
-        repo.repoId,
-        repo.config,
-        repo.slotId,
-      );
+      return Keystore.unlocked(db, file, sodium, Buffer.from(repo.master), repo);
     } catch (err) {
       db.close();
       throw describeDbError(err, file);
@@ -133,24 +123,18 @@ export class Keystore {
       file,
       index: new IndexCache(db),
       snapshots: new SnapshotCache(db),
-      listTargets: () =>
-        (db.prepare('SELECT * FROM targets ORDER BY id').all() as RawTarget[]).map(toTargetRow),
+      listTargets: () => listTargetRows(db),
       close: () => db.close(),
       unlock: async (secret) => {
         try {
           for (const slot of slots) {
             const master = await openKeySlot(sodium, slot, secret);
             if (master)
-              return new Keystore(
-                db,
-                file,
-                sodium,
-                deriveSubkeys(sodium, master),
-                master,
+              return Keystore.unlocked(db, file, sodium, master, {
                 repoId,
-                JSON.parse(config) as RepoConfig,
-                slot.id,
-              );
+                config: JSON.parse(config) as RepoConfig,
+                slotId: slot.id,
+              });
           }
           throw new WrongPassphraseError(
             'passphrase' in secret
@@ -163,6 +147,17 @@ export class Keystore {
         }
       },
     };
+  }
+
+  private static unlocked(
+    db: Db,
+    file: string,
+    sodium: SodiumProvider,
+    master: Buffer,
+    repo: { repoId: string; config: RepoConfig; slotId: string },
+  ): Keystore {
+    const keys = deriveSubkeys(sodium, master);
+    return new Keystore(db, file, sodium, keys, master, repo.repoId, repo.config, repo.slotId);
   }
 
   static async open(file: string, secret: Unlocker, sodium: SodiumProvider): Promise<Keystore> {
@@ -261,7 +256,7 @@ export class Keystore {
   }
 
   listTargets(): TargetRow[] {
-    return (this.db.prepare('SELECT * FROM targets ORDER BY id').all() as RawTarget[]).map(toTargetRow);
+    return listTargetRows(this.db);
   }
 
   findTarget(name: string): TargetRow | undefined {
@@ -294,6 +289,10 @@ interface RawTarget {
   secret: Buffer | null;
   created_at: number;
   listed_at: number | null;
+}
+
+function listTargetRows(db: Db): TargetRow[] {
+  return (db.prepare('SELECT * FROM targets ORDER BY id').all() as RawTarget[]).map(toTargetRow);
 }
 
 function toTargetRow(r: RawTarget): TargetRow {
