@@ -106,6 +106,40 @@ describe('the bucket is the backup', () => {
     expect(oldElsewhere.code).toBe(1);
   });
 
+  it('passwd and key rm hold on every machine: another machine never puts a removed slot back, and learns the new one', async () => {
+    const bucket = await s3.createBucket();
+    const { cli: a } = await initHomeWithTarget(s3, { bucket });
+    const rk = await cliJson<{ recoveryKey: string }>(['key', 'recovery'], a);
+    const b = freshMachine({ CAIRN_PASSPHRASE: PASSPHRASE });
+    expect((await connect(bucket, b)).code).toBe(0);
+    const NEW = 'a passphrase set on machine A';
+    expect((await runCli(['key', 'passwd'], { env: { ...a.env, CAIRN_NEW_PASSPHRASE: NEW } })).code).toBe(0);
+    const slotsAfterPasswd = await listKeys(s3, bucket, 'keys/');
+    expect(slotsAfterPasswd.length).toBe(2); // the new passphrase and the recovery key
+
+    // B still unlocks its own keystore with the old passphrase once, and learns from the bucket that its
+    // slot is gone: the bucket keeps A's slots only.
+    expect((await runCli(['ls'], b)).code).toBe(0);
+    expect(await listKeys(s3, bucket, 'keys/')).toEqual(slotsAfterPasswd);
+    const oldOnB = await runCli(['ls'], b);
+    expect(oldOnB.code).toBe(1);
+    expect(oldOnB.stderr).toMatch(/Wrong passphrase/);
+    const bNew: CliOptions = { env: { ...b.env, CAIRN_PASSPHRASE: NEW } };
+    expect((await runCli(['ls'], bNew)).code).toBe(0);
+    expect((await connect(bucket, freshMachine({ CAIRN_PASSPHRASE: PASSPHRASE }))).code).toBe(1);
+
+    // A removes the recovery slot: B's copy of it stops working too and does not come back.
+    const aNew: CliOptions = { env: { ...a.env, CAIRN_PASSPHRASE: NEW } };
+    const slots = await cliJson<{ id: string; kind: string }[]>(['key', 'ls'], aNew);
+    const recovery = slots.find((x) => x.kind === 'recovery')!;
+    expect((await runCli(['key', 'rm', recovery.id], aNew)).code).toBe(0);
+    expect((await runCli(['ls'], bNew)).code).toBe(0);
+    expect((await listKeys(s3, bucket, 'keys/')).length).toBe(1);
+    const byRecovery = await runCli(['ls'], { env: { ...b.env, CAIRN_RECOVERY_KEY: rk.recoveryKey } });
+    expect(byRecovery.code).toBe(1);
+    expect(byRecovery.stderr).toMatch(/Wrong recovery key/);
+  });
+
   it('refuses a target that holds another repository, by name', async () => {
     const bucket = await s3.createBucket();
     await initHomeWithTarget(s3, { bucket });

@@ -168,11 +168,7 @@ export class Repository {
         throw new RepositoryError(
           `Target "${t.name}" holds another Cairn repository (${config.id.slice(0, 12)}…, this one is ${this.ks.repoId.slice(0, 12)}…).`,
         );
-      const present = new Set<string>();
-      for await (const o of s.list(Prefix.keys)) present.add(o.key);
-      for (const slot of this.ks.keySlots())
-        if (!present.has(ObjectKey.key(slot.id)))
-          await s.put(ObjectKey.key(slot.id), Buffer.from(JSON.stringify(slot, null, 2)));
+      await this.syncKeySlots(s);
       result = 'member';
     }
     this.verified.add(t.id);
@@ -180,6 +176,31 @@ export class Repository {
   }
 
   /** Writes a key slot to every target and the keystore. */
+  /**
+   * The bucket wins for key slots. Key changes reach every target before the keystore, and a joining
+   * target gets every slot, so a slot this keystore knows that a member target lacks was removed on some
+   * machine (`key rm`, `key passwd`): it is revoked here, and deleted from any target that still holds
+   * it, never written back. A slot a target holds that this keystore never knew was added elsewhere: it
+   * is learnt, so that passphrase unlocks this machine too.
+   */
+  private async syncKeySlots(s: Storage): Promise<void> {
+    const listed = new Set<string>();
+    for await (const o of s.list(Prefix.keys)) {
+      const id = o.key.slice(Prefix.keys.length);
+      if (/^[0-9a-f]{16}$/.test(id)) listed.add(id);
+    }
+    const known = new Set(this.ks.keySlots().map((k) => k.id));
+    for (const id of known) if (!listed.has(id)) this.ks.removeKeySlot(id);
+    const revoked = this.ks.revokedKeySlots();
+    for (const id of listed) {
+      if (revoked.has(id)) await s.delete(ObjectKey.key(id));
+      else if (!known.has(id)) {
+        const slot = await readJsonSlot(s, ObjectKey.key(id));
+        if (slot.id === id && slot.repository === this.ks.repoId) this.ks.putKeySlot(slot);
+      }
+    }
+  }
+
   async putKeySlot(slot: KeySlot): Promise<void> {
     for (const t of this.ks.listTargets()) {
       await this.attach(t);

@@ -189,8 +189,22 @@ export class Keystore {
       .run(slot.id, JSON.stringify(slot));
   }
 
+  /**
+   * Forgets a key slot for good: removed here (`key rm`, `key passwd`) or found removed from a bucket.
+   * It is remembered as revoked, so a target that still holds it gets it deleted, never learnt again.
+   */
   removeKeySlot(id: string): void {
-    this.db.prepare('DELETE FROM key_slots WHERE id = ?').run(id);
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM key_slots WHERE id = ?').run(id);
+      this.db
+        .prepare('INSERT OR IGNORE INTO revoked_key_slots (id, revoked_at) VALUES (?, ?)')
+        .run(id, Date.now());
+    })();
+  }
+
+  revokedKeySlots(): Set<string> {
+    const rows = this.db.prepare('SELECT id FROM revoked_key_slots').all() as { id: string }[];
+    return new Set(rows.map((r) => r.id));
   }
 
   /** A random id for this data folder, made with it (or on first use): names this machine in bucket locks. */

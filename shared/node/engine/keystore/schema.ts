@@ -129,4 +129,10 @@ export const migrations: string[] = [
   ALTER TABLE plans ADD COLUMN retention_removed INTEGER;  -- snapshots that removed
   ALTER TABLE plans ADD COLUMN retention_error TEXT;       -- why applying it failed (the backup stays ok)
   `,
+  `
+  CREATE TABLE revoked_key_slots (
+    id TEXT PRIMARY KEY,           -- a key slot removed here or from a bucket: deleted where found, never learnt again
+    revoked_at INTEGER NOT NULL
+  );
+  `,
 ];
