@@ -87,9 +87,10 @@ describe('browse, search, verify and restore-to-original requests', () => {
     await expect(call('backups.verify', { backupId })).rejects.toThrow(/is being verified already/);
     const done = await finished(job.id);
     expect(done.state).toBe('done');
-    expect(done.verified).toMatchObject({ blobs: 1, problems: [] });
+    // One data blob and two folder listings (the source's folder and the root).
+    expect(done.verified).toMatchObject({ blobs: 3, problems: [] });
     expect(await call('backups.verifications', {})).toEqual([
-      expect.objectContaining({ backupId, state: 'ok', blobs: 1, problems: [] }),
+      expect.objectContaining({ backupId, state: 'ok', blobs: 3, problems: [] }),
     ]);
   });
 });

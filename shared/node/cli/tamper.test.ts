@@ -122,3 +122,53 @@ describe('damaged packs are detected on restore and on verify', () => {
     });
   }
 });
+
+describe('a damaged folder listing (tree blob)', () => {
+  it('verify names the folder even when the trees are cached here; a restore brings back everything else and names it', async () => {
+    const bucket = await s3.createBucket();
+    const { home, cli } = await initHomeWithTarget(s3, { bucket, target: 'vault' });
+    const src = path.join(tempDir(), 'data');
+    writeRandomFile(path.join(src, 'fine', 'a.bin'), 50_000);
+    writeRandomFile(path.join(src, 'hurt', 'b.bin'), 50_000);
+    writeRandomFile(path.join(src, 'hurt', 'deeper', 'c.bin'), 50_000);
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], cli);
+
+    // The tree blob that lists data/hurt: its id is in the parent's listing, its place in the index.
+    const db = new Database(path.join(home, 'keystore.db'));
+    let hurt: BlobAt | undefined;
+    for (const { plain } of db.prepare('SELECT plain FROM tree_cache').all() as { plain: Buffer }[]) {
+      const node = (
+        JSON.parse(plain.toString()) as { nodes: { name: string; subtree?: string }[] }
+      ).nodes.find((n) => n.name === 'hurt');
+      if (!node?.subtree) continue;
+      const r = db
+        .prepare('SELECT pack_id, offset, stored_length FROM blobs WHERE id = ?')
+        .get(Buffer.from(node.subtree, 'hex')) as { pack_id: Buffer; offset: number; stored_length: number };
+      const id = r.pack_id.toString('hex');
+      hurt = { pack: `data/${id.slice(0, 2)}/${id}`, offset: r.offset, length: r.stored_length };
+    }
+    db.close();
+    const obj = await getObject(bucket, hurt!.pack);
+    obj[hurt!.offset + (hurt!.length >> 1)]! ^= 0x01;
+    await putObject(bucket, hurt!.pack, obj);
+
+    const v = await runCli(['verify', snapshotId], cli);
+    expect(v.code).toBe(1);
+    expect(v.stderr).toMatch(/data\/hurt\/ .*on target "vault"/);
+    expect(v.stderr).not.toMatch(/fine/);
+
+    // As on a new machine: no folder listing cached, every one read from the bucket.
+    const wipe = new Database(path.join(home, 'keystore.db'));
+    wipe.prepare('DELETE FROM tree_cache').run();
+    wipe.close();
+    const dest = tempDir();
+    const r = await runCli(['restore', snapshotId, '--to', dest], cli);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(
+      /Failed: data\/hurt: this folder's listing could not be read, so nothing in it was restored: Folder listing [0-9a-f]{12}… \(pack [0-9a-f]{12}… on target "vault"\): authentication failed/,
+    );
+    expect(listFiles(path.join(dest, 'data', 'fine'))).toEqual(['a.bin']);
+    expect(sha256File(path.join(dest, 'data/fine/a.bin'))).toBe(sha256File(path.join(src, 'fine/a.bin')));
+    expect(listFiles(path.join(dest, 'data', 'hurt'))).toEqual([]);
+  });
+});

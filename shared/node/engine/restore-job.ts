@@ -105,10 +105,14 @@ async function restorePlanned(
           opts.snapshotId,
           opts.paths,
           batchFiles,
+          { tolerateUnreadable: true },
         );
   const { dirs, links, plannedFiles, plannedBytes, plannedBlobs, onlyBatch } = sel;
   const dest = RestoreDestination.open(opts.to);
-  const failed: RestoreFailure[] = [];
+  const failed: RestoreFailure[] = sel.unreadable.map((u) => ({
+    path: u.path,
+    message: `this folder's listing could not be read, so nothing in it was restored: ${u.message}`,
+  }));
   const badDirs = new Set<string>();
   for (const d of dirs) {
     try {
@@ -145,7 +149,8 @@ async function restorePlanned(
   } else {
     const again = entrySelector(opts.paths, opts.snapshotId);
     let batch: Wanted[] = [];
-    for await (const { path, node } of walkSnapshot(repo, tree)) {
+    // Folders that could not be read were reported by the first walk.
+    for await (const { path, node } of walkSnapshot(repo, tree, { onUnreadable: () => {} })) {
       if (node.type !== 'file' || !again.wants(path) || opts.control?.cancelled) continue;
       batch.push(wantedFile(path, node));
       if (batch.length >= batchFiles) {

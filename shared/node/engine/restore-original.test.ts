@@ -119,7 +119,8 @@ describe('verifications kept in the keystore', () => {
     expect(ok.problems).toEqual([]);
     expect(history.latest().find((v) => v.snapshotId === snapshotId)).toMatchObject({
       state: 'ok',
-      blobs: 2,
+      blobs: 4, // two data blobs and two folder listings
+
       problems: [],
       finishedAt: expect.any(Number),
     });
@@ -127,11 +128,12 @@ describe('verifications kept in the keystore', () => {
     for (const { key } of await listKeys(s3, bucket, 'data/'))
       await s3.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
     const bad = await history.run(snapshotId);
-    expect(bad.problems.map((p) => p.path).sort()).toEqual(['v/one.bin', 'v/two.bin']);
+    // The folder listings went with the packs: reported too, as "path/".
+    expect(bad.problems.map((p) => p.path).sort()).toEqual(['/', 'v/', 'v/one.bin', 'v/two.bin']);
     const kept = history.latest().filter((v) => v.snapshotId === snapshotId);
     expect(kept).toHaveLength(1);
-    expect(kept[0]).toMatchObject({ state: 'problems', blobs: 2 });
-    expect(kept[0]!.problems[0]).toMatchObject({
+    expect(kept[0]).toMatchObject({ state: 'problems', blobs: 4 });
+    expect(kept[0]!.problems.find((p) => p.path === 'v/one.bin')).toMatchObject({
       path: 'v/one.bin',
       target: 't',
       message: expect.any(String),

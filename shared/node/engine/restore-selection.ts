@@ -33,6 +33,8 @@ export interface RestoreSelection {
   plannedBlobs: number;
   /** Every selected file with its blobs' locations when they fit in one batch; null: restored by batches. */
   onlyBatch: Wanted[] | null;
+  /** Folders whose listing could not be read (damaged or missing tree blob): not restored, reported. */
+  unreadable: { path: string; message: string }[];
 }
 
 export function wantedFile(path: string, node: TreeNode): Wanted {
@@ -49,6 +51,7 @@ export async function selectForRestore(
   snapshotId: string,
   paths: string[],
   batchFiles = RESTORE_BATCH_FILES,
+  opts: { tolerateUnreadable?: boolean } = {},
 ): Promise<RestoreSelection> {
   const select = entrySelector(paths, snapshotId);
   const sel: RestoreSelection = {
@@ -60,8 +63,14 @@ export async function selectForRestore(
     plannedBytes: 0,
     plannedBlobs: 0,
     onlyBatch: [],
+    unreadable: [],
   };
-  for await (const { path, node } of walkSnapshot(source.trees, rootTree)) {
+  const onUnreadable = opts.tolerateUnreadable
+    ? (path: string, message: string) => {
+        if (select.wants(path)) sel.unreadable.push({ path, message });
+      }
+    : undefined;
+  for await (const { path, node } of walkSnapshot(source.trees, rootTree, { onUnreadable })) {
     if (!select.wants(path)) continue;
     const p = { path, mode: node.mode, mtimeMs: node.mtimeMs };
     if (node.type === 'dir') sel.dirs.push(p);

@@ -12,11 +12,24 @@ export type TreeSource = Pick<Repository, 'loadTree'>;
 
 /**
  * The entries of a snapshot one by one, parents before children, reading one tree blob at a time (the
- * local cache first, else a ranged GET): memory follows the depth of the tree, not its size.
+ * local cache first, else a ranged GET): memory follows the depth of the tree, not its size. A folder
+ * whose listing cannot be read (damaged, missing) throws, or with `onUnreadable` is reported there and
+ * skipped, so the rest of the snapshot can still be restored or checked.
  */
-export async function* walkSnapshot(repo: TreeSource, rootTree: string): AsyncGenerator<SnapshotEntry> {
+export async function* walkSnapshot(
+  repo: TreeSource,
+  rootTree: string,
+  opts: { onUnreadable?: (folder: string, message: string) => void } = {},
+): AsyncGenerator<SnapshotEntry> {
   async function* visit(treeHex: string, prefix: string): AsyncGenerator<SnapshotEntry> {
-    const nodes = decodeTree(await repo.loadTree(treeHex), `tree ${treeHex}`);
+    let nodes;
+    try {
+      nodes = decodeTree(await repo.loadTree(treeHex), `tree ${treeHex}`);
+    } catch (err) {
+      if (!opts.onUnreadable || !prefix) throw err;
+      opts.onUnreadable(prefix, (err as Error).message);
+      return;
+    }
     for (const node of nodes) {
       const path = prefix ? `${prefix}/${node.name}` : node.name;
       yield { path, node };
@@ -27,9 +40,13 @@ export async function* walkSnapshot(repo: TreeSource, rootTree: string): AsyncGe
 }
 
 /** Every entry of a snapshot, parents before children. */
-export async function snapshotEntries(repo: Repository, rootTree: string): Promise<SnapshotEntry[]> {
+export async function snapshotEntries(
+  repo: Repository,
+  rootTree: string,
+  opts: Parameters<typeof walkSnapshot>[2] = {},
+): Promise<SnapshotEntry[]> {
   const out: SnapshotEntry[] = [];
-  for await (const e of walkSnapshot(repo, rootTree)) out.push(e);
+  for await (const e of walkSnapshot(repo, rootTree, opts)) out.push(e);
   return out;
 }
 

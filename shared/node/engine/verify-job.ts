@@ -3,6 +3,7 @@ import type { Repository } from '../repository/repository.ts';
 import { planFetches, runFetches, startFetchPool, type BlobNeed } from './blob-fetch.ts';
 import type { JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
+import type { TreeNode } from '../format/tree.ts';
 import { snapshotEntries } from './snapshot-tree.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
 
@@ -23,8 +24,9 @@ export interface VerifyResult {
 }
 
 /**
- * Downloads every distinct blob a snapshot needs and proves it (AEAD, blob id, length). A bad or missing
- * blob is reported once for each file that uses it. Trees were proven while the snapshot was walked.
+ * Downloads every distinct blob a snapshot needs, its folder listings (tree blobs) included, and proves
+ * it (AEAD, blob id, length). A bad or missing blob is reported once for each file or folder that uses it
+ * (a folder as "path/"); a folder whose listing cannot be read is reported, and the rest still checked.
  */
 export async function runVerifyJob(
   repo: Repository,
@@ -38,8 +40,17 @@ export async function runVerifyJob(
   const users = new Map<string, { path: string; blob: number }[]>();
   const needs: BlobNeed[] = [];
   let bytes = 0;
-  for (const { path, node } of await snapshotEntries(repo, snap.doc.tree)) {
-    for (const [i, hex] of (node.content ?? []).entries()) {
+  // Tree blobs are downloaded and proven too: the walk may have read them from the local cache.
+  const blobsOf = (node: TreeNode): string[] =>
+    node.type === 'dir' ? [node.subtree!] : (node.content ?? []);
+  const entries = await snapshotEntries(repo, snap.doc.tree, {
+    onUnreadable: (path, message) => problems.push({ path: `${path}/`, blob: 0, message }),
+  });
+  entries.unshift({ path: '/', node: { type: 'dir', subtree: snap.doc.tree } as TreeNode });
+  for (const entry of entries) {
+    const { node } = entry;
+    const path = node.type === 'dir' && !entry.path.endsWith('/') ? `${entry.path}/` : entry.path;
+    for (const [i, hex] of blobsOf(node).entries()) {
       let u = users.get(hex);
       if (!u) {
         users.set(hex, (u = []));

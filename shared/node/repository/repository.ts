@@ -20,8 +20,8 @@ import { RepoLock, type LockContext, type LockKind } from './locks.ts';
 import { parseSnapshotDoc, type SnapshotDoc } from './snapshot.ts';
 
 export class RepositoryError extends Error {
-  constructor(message: string) {
-    super(message);
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = 'RepositoryError';
   }
 }
@@ -396,13 +396,21 @@ export class Repository {
       start: loc.offset,
       end: loc.offset + loc.storedLength - 1,
     });
-    const plain = openBlob(this.sodium, sealed, {
-      sealKey: this.ks.keys.blobSeal,
-      idKey: this.ks.keys.blobId,
-      kind: 'tree',
-      id,
-      length: loc.plainLength,
-    });
+    let plain: Buffer;
+    try {
+      plain = openBlob(this.sodium, sealed, {
+        sealKey: this.ks.keys.blobSeal,
+        idKey: this.ks.keys.blobId,
+        kind: 'tree',
+        id,
+        length: loc.plainLength,
+      });
+    } catch (err) {
+      throw new RepositoryError(
+        `Folder listing ${idHex.slice(0, 12)}… (pack ${loc.packId.toString('hex').slice(0, 12)}… on target "${t.name}"): ${(err as Error).message}`,
+        { cause: err },
+      );
+    }
     if (opts.cache !== false) this.ks.index.putTree(id, plain);
     return plain;
   }
