@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, type CliOptions } from '../../../test/support/cli.ts';
+import { cliJson, runCli, type CliOptions } from '../../../test/support/cli.ts';
 import { initHomeWithTarget, listKeys, s3TargetArgs } from '../../../test/support/cairn-env.ts';
 import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { freePort, startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
@@ -115,6 +115,25 @@ describe('bad input gets a clear error and changes nothing', () => {
       () => runCli(['backup', '/no/such/place', '--target', 's3'], cli),
       /Source "\/no\/such\/place" does not exist\./,
     );
+  });
+
+  it('a restore destination that is a file, not a folder', async () => {
+    const own = await initHomeWithTarget(s3, { bucket: await s3.createBucket() });
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], own.cli);
+    const file = path.join(tempDir(), 'note.txt');
+    fs.writeFileSync(file, 'keep me');
+    for (const [to, message] of [
+      [file, /^Error: Cannot restore into .*note\.txt: it is a file, not a folder\.$/],
+      [
+        path.join(file, 'sub'),
+        /^Error: Cannot restore into .*note\.txt\/sub: .*note\.txt is a file, not a folder\.$/,
+      ],
+    ] as const) {
+      const r = await runCli(['restore', snapshotId, '--to', to], own.cli);
+      expect(r.code).toBe(1);
+      expect(r.stderr.trim()).toMatch(message); // one clear sentence, no stack
+    }
+    expect(fs.readFileSync(file, 'utf8')).toBe('keep me');
   });
 
   it('chunk size out of range or not a size', async () => {

@@ -34,7 +34,29 @@ export class RestoreDestination {
   private constructor(readonly root: string) {}
 
   static open(root: string): RestoreDestination {
-    fs.mkdirSync(root, { recursive: true });
+    try {
+      fs.mkdirSync(root, { recursive: true });
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'EEXIST' && code !== 'ENOTDIR') throw err;
+      // Name what is in the way: the folder asked for, or a file where one of its parents should be.
+      let inTheWay = path.resolve(root);
+      for (let p = inTheWay; p !== path.dirname(p); p = path.dirname(p)) {
+        let st: fs.Stats | undefined;
+        try {
+          st = fs.statSync(p, { throwIfNoEntry: false });
+        } catch {
+          continue; // below a file (ENOTDIR): that file is named further up
+        }
+        if (st && !st.isDirectory()) inTheWay = p;
+      }
+      throw new Error(
+        inTheWay === path.resolve(root)
+          ? `Cannot restore into ${root}: it is a file, not a folder.`
+          : `Cannot restore into ${root}: ${inTheWay} is a file, not a folder.`,
+        { cause: err },
+      );
+    }
     return new RestoreDestination(fs.realpathSync(root));
   }
 
