@@ -134,10 +134,10 @@ describe('the bucket wins over the keystore', () => {
     const check = await runCli(['check'], cli);
     expect(check.code).toBe(1);
     expect(check.stderr).toMatch(/Snapshot [0-9a-f]{12}: m\/a\.bin needs a missing pack/);
-    expect(check.stdout).toMatch(/2 of 2 packs are missing; 1 of 1 snapshots are damaged/);
+    expect(check.stdout).toMatch(/2 of 2 packs are missing; 1 of 1 snapshots is damaged/);
     const second = await snap(cli, [src]);
     expect(second.warnings.join(' ')).toMatch(/missing from target "s3"/);
-    expect((await runCli(['check'], cli)).stdout).toMatch(/snapshots are damaged/); // the first one still is
+    expect((await runCli(['check'], cli)).stdout).toMatch(/snapshots (is|are) damaged/); // the first one still is
     const dest = tempDir();
     expect((await runCli(['restore', second.snapshotId, '--to', dest], cli)).code).toBe(0);
     expect(sha256File(path.join(dest, 'm/a.bin'))).toBe(sha256File(path.join(src, 'a.bin')));

@@ -6,7 +6,7 @@ import { Engine, defaultHome } from '../engine/engine.ts';
 import { restoreToOriginal } from '../engine/restore-original.ts';
 import { selectWhileLocked, type RestoreSelection } from '../engine/restore-selection.ts';
 import { VerifyHistory } from '../engine/verify-history.ts';
-import { createOutput, reportBackup, table, type Output } from './output.ts';
+import { createOutput, plural, reportBackup, table, type Output } from './output.ts';
 import { readPassphrase } from './passphrase.ts';
 import { withEngine } from './session.ts';
 import { registerFindCommand } from './find-command.ts';
@@ -229,7 +229,7 @@ program
     for (const f of r.failed) o.info(`Failed: ${f.path}: ${f.message}`);
     o.result(
       r,
-      `Restored ${r.restoredFiles} files (${formatSize(r.restoredBytes)}) to ${to}${r.alreadyPresent ? `; ${r.alreadyPresent} already there and identical` : ''}${r.failed.length ? `; ${r.failed.length} failed` : ''}.`,
+      `Restored ${plural(r.restoredFiles, 'file')} (${formatSize(r.restoredBytes)}) to ${to}${r.alreadyPresent ? `; ${r.alreadyPresent} already there and identical` : ''}${r.failed.length ? `; ${r.failed.length} failed` : ''}.`,
     );
     if (r.failed.length)
       throw new PartialFailure(`${r.failed.length} of the selected files could not be restored.`);
@@ -248,11 +248,11 @@ program
     o.result(
       r,
       r.problems.length
-        ? `${r.problems.length} problems in snapshot ${id}.`
+        ? `${plural(r.problems.length, 'problem')} in snapshot ${id}.`
         : `All ${r.blobs} blobs of snapshot ${id} are intact.`,
     );
     if (r.problems.length)
-      throw new PartialFailure(`Snapshot ${id} has ${r.problems.length} damaged or missing blobs.`);
+      throw new PartialFailure(`Snapshot ${id} has ${plural(r.problems.length, 'damaged or missing blob')}.`);
   });
 
 program

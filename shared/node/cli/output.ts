@@ -57,6 +57,11 @@ export function progressLine(f: StatsFrame): string {
   return `${bar} ${(ratio * 100).toFixed(0).padStart(3)}%  ${formatSize(f.bytesDone)} / ${formatSize(f.bytesTotal)}  ${f.mbps.toFixed(1)} MB/s  ${eta}`;
 }
 
+/** "1 file", "2 files": a count with its noun (regular plurals only). */
+export function plural(n: number, noun: string): string {
+  return `${n.toLocaleString('en')} ${noun}${n === 1 ? '' : 's'}`;
+}
+
 export function table(rows: string[][]): string {
   if (rows.length === 0) return '';
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));

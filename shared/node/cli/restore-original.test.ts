@@ -31,7 +31,7 @@ describe('cairn restore --original', () => {
     const kept = await runCli(['restore', snapshotId, '--original'], cli);
     expect(kept.code).toBe(1);
     expect(kept.stderr).toContain(`Failed: ${file}: ${file} already exists`);
-    expect(kept.stdout).toContain(`Restored 1 files (100 B) to ${path.dirname(src)}; 1 failed.`);
+    expect(kept.stdout).toContain(`Restored 1 file (100 B) to ${path.dirname(src)}; 1 failed.`);
     expect(sha256File(file)).toBe(edited);
     expect(fs.existsSync(path.join(src, 'old', 'draft.md'))).toBe(true);
 

@@ -3,7 +3,7 @@ import type { PruneProgress } from '../../api/retention.ts';
 import { KEEP_RULE_NAMES, type KeepRuleName } from '../../retention.ts';
 import { formatSize, parseSize } from '../../settings.ts';
 import type { KeepPolicy } from '../engine/retention-policy.ts';
-import type { Output } from './output.ts';
+import { plural, type Output } from './output.ts';
 import { withEngine } from './session.ts';
 
 type Parsers = {
@@ -175,7 +175,7 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
       o.result(
         r,
         bad
-          ? `${r.missingPacks} of ${r.packs} packs are missing; ${r.damaged.length} of ${r.snapshots} snapshots are damaged; ${r.problems.length} problems${read}. The next backup stores again what its sources still have.`
+          ? `${r.missingPacks} of ${r.packs} packs ${r.missingPacks === 1 ? 'is' : 'are'} missing; ${r.damaged.length} of ${r.snapshots} snapshots ${r.damaged.length === 1 ? 'is' : 'are'} damaged; ${plural(r.problems.length, 'problem')}${read}. The next backup stores again what its sources still have.`
           : `All ${r.packs} packs are present and all ${r.snapshots} snapshots are whole${read}.`,
       );
       if (bad) throw p.partial('The repository is damaged.');
