@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useState, type ReactNode } from 'react';
 import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
 import { JobCard } from '../components/JobCard.tsx';
@@ -92,7 +92,7 @@ export function HistoryScreen({
                   <td className="date">{formatDate(b.createdAt)}</td>
                   <td className="paths">
                     {b.sources.map((s) => (
-                      <div key={s}>{s}</div>
+                      <div key={s}>{breakAfterSlashes(s)}</div>
                     ))}
                   </td>
                   <td className="wide-only">
@@ -160,4 +160,9 @@ export function HistoryScreen({
       )}
     </div>
   );
+}
+
+/** A path that may wrap after each "/" rather than mid-name ("/tmp/newuser/sr" + "c"). */
+function breakAfterSlashes(p: string): ReactNode[] {
+  return p.split('/').flatMap((part, i) => (i === 0 ? [part] : [<wbr key={i} />, `/${part}`]));
 }

@@ -71,7 +71,7 @@ export function browseHandlers(deps: {
         .then((r) => {
           const problems = r.problems.map((p) => ({
             path: p.path,
-            message: p.blob >= 0 ? `chunk ${p.blob}: ${p.message}` : p.message,
+            message: problemText(p),
             ...(p.target ? { target: p.target } : {}),
           }));
           deps.jobs.update(job, { verified: { blobs: r.blobs, bytes: r.bytes, problems } });
@@ -93,7 +93,7 @@ export function browseHandlers(deps: {
           bytes: v.bytes,
           problems: v.problems.map((p) => ({
             path: p.path,
-            message: p.blob >= 0 ? `chunk ${p.blob}: ${p.message}` : p.message,
+            message: problemText(p),
             ...(p.target ? { target: p.target } : {}),
           })),
           error: v.error,
@@ -144,4 +144,10 @@ export function browseHandlers(deps: {
 function set<K extends object, V>(m: WeakMap<K, V>, k: K, v: V): V {
   m.set(k, v);
   return v;
+}
+
+/** A verify problem as the app lists it: which chunk of a file, or a folder's listing ("path/"). */
+function problemText(p: { path: string; blob: number; message: string }): string {
+  if (p.path.endsWith('/')) return `folder listing: ${p.message}`;
+  return p.blob >= 0 ? `chunk ${p.blob}: ${p.message}` : p.message;
 }

@@ -244,7 +244,9 @@ program
     const r = await withEngine((e) => new VerifyHistory(e).run(id, o.listener()), { workers: true });
     o.endProgress();
     for (const p of r.problems)
-      o.info(`Bad: ${p.path} blob ${p.blob}${p.target ? ` on target "${p.target}"` : ''}: ${p.message}`);
+      o.info(
+        `Bad: ${p.path} ${p.path.endsWith('/') ? 'folder listing' : `blob ${p.blob}`}${p.target ? ` on target "${p.target}"` : ''}: ${p.message}`,
+      );
     o.result(
       r,
       r.problems.length

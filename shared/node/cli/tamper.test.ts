@@ -154,7 +154,7 @@ describe('a damaged folder listing (tree blob)', () => {
 
     const v = await runCli(['verify', snapshotId], cli);
     expect(v.code).toBe(1);
-    expect(v.stderr).toMatch(/data\/hurt\/ .*on target "vault"/);
+    expect(v.stderr).toMatch(/Bad: data\/hurt\/ folder listing on target "vault": /);
     expect(v.stderr).not.toMatch(/fine/);
 
     // As on a new machine: no folder listing cached, every one read from the bucket.
