@@ -159,7 +159,7 @@ program
           ]),
         );
       } else {
-        const rows = await e.listEntries(id);
+        const rows = await e.listEntries(e.resolveSnapshotId(id));
         o.result(
           rows,
           table([
@@ -207,13 +207,14 @@ program
       async (e, early: RestoreSelection | null | undefined) => {
         // What was walked while the key was derived holds unless the refresh changed the caches.
         const selection = (await e.refresh()) ? null : early;
+        const snapshotId = e.resolveSnapshotId(id);
         if (opts.original) {
           const back = { paths: opts.path, overwrite: !!opts.overwrite, fsync: opts.fsync };
-          const done = await restoreToOriginal(e, id, back, o.listener());
+          const done = await restoreToOriginal(e, snapshotId, back, o.listener());
           return { r: done, to: done.places.join(', ') };
         }
         const done = await e.restore(
-          id,
+          snapshotId,
           { to: opts.to!, paths: opts.path, overwrite: opts.overwrite, fsync: opts.fsync, selection },
           o.listener(),
         );
@@ -222,7 +223,9 @@ program
       {
         workers: true,
         whileUnlocking: (ks) =>
-          opts.original ? Promise.resolve(null) : selectWhileLocked(ks, id, opts.path),
+          opts.original
+            ? Promise.resolve(null)
+            : selectWhileLocked(ks, ks.snapshots.resolveId(id), opts.path),
       },
     );
     o.endProgress();
@@ -241,7 +244,9 @@ program
   .argument('<snapshot-id>')
   .action(async (id: string) => {
     const o = out();
-    const r = await withEngine((e) => new VerifyHistory(e).run(id, o.listener()), { workers: true });
+    const r = await withEngine((e) => new VerifyHistory(e).run(e.resolveSnapshotId(id), o.listener()), {
+      workers: true,
+    });
     o.endProgress();
     for (const p of r.problems)
       o.info(
@@ -250,11 +255,13 @@ program
     o.result(
       r,
       r.problems.length
-        ? `${plural(r.problems.length, 'problem')} in snapshot ${id}.`
-        : `All ${r.blobs} blobs of snapshot ${id} are intact.`,
+        ? `${plural(r.problems.length, 'problem')} in snapshot ${r.snapshotId}.`
+        : `All ${r.blobs} blobs of snapshot ${r.snapshotId} are intact.`,
     );
     if (r.problems.length)
-      throw new PartialFailure(`Snapshot ${id} has ${plural(r.problems.length, 'damaged or missing blob')}.`);
+      throw new PartialFailure(
+        `Snapshot ${r.snapshotId} has ${plural(r.problems.length, 'damaged or missing blob')}.`,
+      );
   });
 
 program

@@ -301,6 +301,11 @@ export class Engine {
     });
   }
 
+  /** A snapshot id from the id or a unique prefix of it (4 hex digits or more). */
+  resolveSnapshotId(idOrPrefix: string): string {
+    return this.ks.snapshots.resolveId(idOrPrefix);
+  }
+
   snapshot(id: string): SnapshotInfo {
     const s = this.listSnapshots().find((x) => x.id === id);
     if (!s) throw new SettingsError(`No snapshot with id ${id}: "cairn ls" lists them.`);

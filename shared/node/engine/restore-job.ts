@@ -15,7 +15,7 @@ import {
   type RestoreSelection,
   type Wanted,
 } from './restore-selection.ts';
-import { entrySelector } from './select-entries.ts';
+import { entrySelector, snapshotPaths } from './select-entries.ts';
 import { walkSnapshot } from './snapshot-tree.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
 import type { WorkerPool } from './worker-pool.ts';
@@ -75,7 +75,8 @@ export async function runRestoreJob(
   const poolStarting = startFetchPool(ks, opts.settings);
   poolStarting.catch(() => {}); // awaited below; a failure to start is reported there
   try {
-    return await restorePlanned(repo, opts, listener, snap.doc.tree, poolStarting);
+    const paths = snapshotPaths(opts.paths, snap.doc.sources);
+    return await restorePlanned(repo, { ...opts, paths }, listener, snap.doc.tree, poolStarting);
   } finally {
     await (await poolStarting.catch(() => null))?.close();
   }

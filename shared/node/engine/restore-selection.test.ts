@@ -74,6 +74,26 @@ describe('a restore walked while the key is derived', () => {
     expect(files(to)).toEqual(files(path.join(src, 'd1')).map((f) => `tree/d1/${f}`));
   });
 
+  it('takes paths as they were on disk (as find prints them) as well as in the snapshot', async () => {
+    const { early, to } = await restoreWith([path.join(src, 'd1')]);
+    expect(early!.plannedFiles).toBe(20);
+    expect(files(to)).toEqual(files(path.join(src, 'd1')).map((f) => `tree/d1/${f}`));
+  });
+
+  it('a snapshot is named by its id or a unique prefix of 4 digits or more', async () => {
+    const engine = await Engine.unlock(home, { passphrase: PASSPHRASE });
+    try {
+      expect(engine.resolveSnapshotId(snapshotId.slice(0, 4))).toBe(snapshotId);
+      expect(engine.resolveSnapshotId(snapshotId)).toBe(snapshotId);
+      expect(engine.resolveSnapshotId(snapshotId.slice(0, 3))).toBe(snapshotId.slice(0, 3));
+      expect(() => engine.snapshot(engine.resolveSnapshotId('ffffffff'))).toThrow(
+        /No snapshot with id ffffffff/,
+      );
+    } finally {
+      engine.close();
+    }
+  });
+
   it('a wrong passphrase fails as always, though the walk needed no key', async () => {
     let walked: RestoreSelection | null = null;
     const err = await Engine.unlockWhile(home, { passphrase: 'not the passphrase' }, async (ks) => {

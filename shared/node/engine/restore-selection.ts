@@ -2,7 +2,7 @@ import type { TreeNode } from '../format/tree.ts';
 import type { BlobLocation, IndexCache } from './keystore/index-cache.ts';
 import type { LockedKeystore } from './keystore/keystore.ts';
 import { loadS3Sdk } from '../storage/s3.ts';
-import { entrySelector } from './select-entries.ts';
+import { entrySelector, snapshotPaths } from './select-entries.ts';
 import { walkSnapshot, type TreeSource } from './snapshot-tree.ts';
 
 /** What a restore keeps of an entry: a few fields, not its tree node (100,000 files are 100,000 of them). */
@@ -108,7 +108,13 @@ export async function selectWhileLocked(
         return plain ? Promise.resolve(plain) : Promise.reject(new Error(`tree ${hex} is not cached`));
       },
     };
-    return await selectForRestore({ trees, index: ks.index }, snap.doc.tree, snapshotId, paths);
+    const sel = await selectForRestore(
+      { trees, index: ks.index },
+      snap.doc.tree,
+      snapshotId,
+      snapshotPaths(paths, snap.doc.sources),
+    );
+    return sel;
   } catch {
     return null;
   } finally {

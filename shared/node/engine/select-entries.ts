@@ -1,4 +1,22 @@
 /**
+ * Paths as a user may give them: in the snapshot ("Documents/a.txt", as `cairn ls <id>` shows), or where
+ * they were on disk ("/home/ada/Documents/a.txt", as `cairn find` shows): the latter become the former
+ * when they lie in one of the snapshot's sources (whose folder is the first segment of its entries).
+ */
+export function snapshotPaths(paths: readonly string[], sources: readonly string[]): string[] {
+  return paths.map((p) => {
+    if (!p.startsWith('/')) return p;
+    for (const raw of sources) {
+      const src = raw.replace(/\/+$/, '');
+      if (!src.startsWith('/') || !(p === src || p.startsWith(src + '/'))) continue;
+      const name = src.slice(src.lastIndexOf('/') + 1);
+      if (name) return name + p.slice(src.length);
+    }
+    return p;
+  });
+}
+
+/**
  * Chooses the entries at or under any of `paths` (all when empty), plus the parent folders of each path,
  * so what is selected lands where it was. `done()` throws when a path selected nothing.
  */

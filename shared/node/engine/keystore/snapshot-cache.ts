@@ -23,6 +23,18 @@ export class SnapshotCache {
     return r && toRow(r);
   }
 
+  /**
+   * The full id for an id or a unique prefix of at least 4 hex digits (as restic takes them); the input
+   * as is when nothing or several match, so that the caller's "no snapshot" message names it.
+   */
+  resolveId(idOrPrefix: string): string {
+    if (!/^[0-9a-f]{4,11}$/.test(idOrPrefix)) return idOrPrefix;
+    const rows = this.db
+      .prepare('SELECT id FROM snapshots WHERE substr(id, 1, ?) = ? LIMIT 2')
+      .all(idOrPrefix.length, idOrPrefix) as { id: string }[];
+    return rows.length === 1 ? rows[0]!.id : idOrPrefix;
+  }
+
   idsOnTarget(targetId: number): Set<string> {
     return new Set(
       (this.db.prepare('SELECT id FROM snapshots WHERE target_id = ?').all(targetId) as { id: string }[]).map(
