@@ -23,6 +23,7 @@ interface BackupJson {
   bytesUploaded: number;
   blobsNew: number;
   packsWritten: number;
+  transfer: { chunks: number; bytes: number };
 }
 
 function buildMixedTree(root: string, chunk: number): void {
@@ -75,6 +76,7 @@ describe('backup and restore round trip', () => {
     // exact: 1, over: 2, small: 1, notes: ceil(560000/65536) = 9 of which chunk 7 repeats chunk 0 (the
     // 28-byte line and 65536 bytes realign after 7 chunks), script: 1; the copy is deduplicated.
     expect(b.blobsNew).toBe(13);
+    expect(b.transfer.chunks).toBe(13); // the chunks this run stored, as verify counts them
     expect(b.files).toEqual({ new: 7, changed: 0, unchanged: 0 });
     const packs = await listKeys(s3, bucket, 'data/');
     expect(packs.length).toBe(b.packsWritten);

@@ -288,7 +288,7 @@ export async function storeFiles(
   }
   await indexing;
 
-  const transfer = stats.finish(bytesRead, 0);
+  const transfer = stats.finish(bytesRead, blobsNew);
   const incomplete = reading.size + (reads.length - planned);
   if (!failure && !o.control?.cancelled && incomplete > 0) {
     const first = reading.values().next().value?.read ?? reads[planned]!;
