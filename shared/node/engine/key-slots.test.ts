@@ -39,6 +39,24 @@ describe('key slots across targets and machines', () => {
     );
   });
 
+  it('a copy of the bucket made before a slot was added joins without revoking it: it gets the slot', async () => {
+    const t1 = tempDir('cairn-t1-');
+    const copy = path.join(tempDir(), 'copy');
+    const home = path.join(tempDir(), 'home');
+    const a = await Engine.init(home, 'the first passphrase');
+    try {
+      await a.addTarget('one', { kind: 'dir', path: t1 });
+      fs.cpSync(t1, copy, { recursive: true });
+      const later = await a.keys.add({ passphrase: 'added after the copy' });
+      await a.addTarget('copy', { kind: 'dir', path: copy });
+      expect(slotsIn(copy)).toContain(later.id);
+      expect(slotsIn(t1)).toContain(later.id);
+      expect(a.keys.list().map((k) => k.id)).toContain(later.id);
+    } finally {
+      a.close();
+    }
+  });
+
   it('a slot added on another machine is learnt from the bucket', async () => {
     const t = tempDir('cairn-t-');
     const home = path.join(tempDir(), 'home');

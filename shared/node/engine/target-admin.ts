@@ -26,7 +26,7 @@ export class TargetAdmin {
     const t = this.ks.addTarget(name, parsed, secret);
     if (opts.test === false) return t;
     try {
-      await this.repo.attach(t);
+      await this.repo.attach(t, { joining: true });
       await this.repo.refresh(t);
     } catch (err) {
       this.repo.forget(t.id);
@@ -100,7 +100,7 @@ export class TargetAdmin {
       try {
         await probe.attach(
           { ...existing, name, config: parsed, id: existing.id },
-          { handle: { id: existing.id, name, config: parsed, secret: effective } },
+          { handle: { id: existing.id, name, config: parsed, secret: effective }, joining: true },
         );
       } finally {
         probe.close();

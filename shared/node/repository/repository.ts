@@ -132,7 +132,8 @@ export class Repository {
    */
   async attach(
     t: TargetRow,
-    opts: { force?: boolean; handle?: TargetHandle } = {},
+    /** `joining`: the target is new to this keystore (target add or edit): see syncKeySlots. */
+    opts: { force?: boolean; handle?: TargetHandle; joining?: boolean } = {},
   ): Promise<'initialised' | 'member'> {
     if (this.verified.has(t.id) && !opts.force) return 'member';
     const s = this.storage(t, opts.handle);
@@ -168,7 +169,7 @@ export class Repository {
         throw new RepositoryError(
           `Target "${t.name}" holds another Cairn repository (${config.id.slice(0, 12)}…, this one is ${this.ks.repoId.slice(0, 12)}…).`,
         );
-      await this.syncKeySlots(s);
+      await this.syncKeySlots(s, opts.joining ?? false);
       result = 'member';
     }
     this.verified.add(t.id);
@@ -181,16 +182,21 @@ export class Repository {
    * target gets every slot, so a slot this keystore knows that a member target lacks was removed on some
    * machine (`key rm`, `key passwd`): it is revoked here, and deleted from any target that still holds
    * it, never written back. A slot a target holds that this keystore never knew was added elsewhere: it
-   * is learnt, so that passphrase unlocks this machine too.
+   * is learnt, so that passphrase unlocks this machine too. A target joining this keystore (a copy of the
+   * bucket made before some slots were added) proves no removal: it gets the slots it lacks instead.
    */
-  private async syncKeySlots(s: Storage): Promise<void> {
+  private async syncKeySlots(s: Storage, joining: boolean): Promise<void> {
     const listed = new Set<string>();
     for await (const o of s.list(Prefix.keys)) {
       const id = o.key.slice(Prefix.keys.length);
       if (/^[0-9a-f]{16}$/.test(id)) listed.add(id);
     }
     const known = new Set(this.ks.keySlots().map((k) => k.id));
-    for (const id of known) if (!listed.has(id)) this.ks.removeKeySlot(id);
+    for (const slot of this.ks.keySlots()) {
+      if (listed.has(slot.id)) continue;
+      if (joining) await s.put(ObjectKey.key(slot.id), Buffer.from(JSON.stringify(slot, null, 2)));
+      else this.ks.removeKeySlot(slot.id);
+    }
     const revoked = this.ks.revokedKeySlots();
     for (const id of listed) {
       if (revoked.has(id)) await s.delete(ObjectKey.key(id));
