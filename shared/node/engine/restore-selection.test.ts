@@ -94,6 +94,14 @@ describe('a restore walked while the key is derived', () => {
     }
   });
 
+  it('leaves a selection larger than one batch to the walk after unlock (its memory would add to Argon2id’s)', async () => {
+    const { engine, early } = await Engine.unlockWhile(home, { passphrase: PASSPHRASE }, (ks) =>
+      selectWhileLocked(ks, snapshotId, [], 50),
+    );
+    engine.close();
+    expect(early).toBeNull();
+  });
+
   it('a wrong passphrase fails as always, though the walk needed no key', async () => {
     let walked: RestoreSelection | null = null;
     const err = await Engine.unlockWhile(home, { passphrase: 'not the passphrase' }, async (ks) => {
