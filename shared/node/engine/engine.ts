@@ -231,8 +231,10 @@ export class Engine {
     this.targets.testDraft(name, config, secret, replacing);
   defaultTarget = () => this.targets.default();
 
-  /** Loads snapshots and index files other machines (or an earlier keystore) wrote, from every target. */
-  /** Brings the local caches up to the buckets; true when anything in them changed. */
+  /**
+   * Loads snapshots and index files other machines (or an earlier keystore) wrote, from every target;
+   * true when anything in the local caches changed.
+   */
   async refresh(): Promise<boolean> {
     let changed = false;
     for (const t of this.ks.listTargets()) {

@@ -111,7 +111,7 @@ export async function selectWhileLocked(
         return plain ? Promise.resolve(plain) : Promise.reject(new Error(`tree ${hex} is not cached`));
       },
     };
-    const sel = await selectForRestore(
+    return await selectForRestore(
       { trees, index: ks.index },
       snap.doc.tree,
       snapshotId,
@@ -121,7 +121,6 @@ export async function selectWhileLocked(
       // Argon2id's (100,000 files: peak RSS 281 → 297 MB): such a selection is walked after unlock.
       { oneBatchOnly: true },
     );
-    return sel;
   } catch {
     return null;
   } finally {

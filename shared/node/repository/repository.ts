@@ -176,7 +176,6 @@ export class Repository {
     return result;
   }
 
-  /** Writes a key slot to every target and the keystore. */
   /**
    * The bucket wins for key slots. Key changes reach every target before the keystore, and a joining
    * target gets every slot, so a slot this keystore knows that a member target lacks was removed on some
@@ -191,8 +190,9 @@ export class Repository {
       const id = o.key.slice(Prefix.keys.length);
       if (/^[0-9a-f]{16}$/.test(id)) listed.add(id);
     }
-    const known = new Set(this.ks.keySlots().map((k) => k.id));
-    for (const slot of this.ks.keySlots()) {
+    const slots = this.ks.keySlots();
+    const known = new Set(slots.map((k) => k.id));
+    for (const slot of slots) {
       if (listed.has(slot.id)) continue;
       if (joining) await s.put(ObjectKey.key(slot.id), Buffer.from(JSON.stringify(slot, null, 2)));
       else this.ks.removeKeySlot(slot.id);
@@ -207,6 +207,7 @@ export class Repository {
     }
   }
 
+  /** Writes a key slot to every target and the keystore. */
   async putKeySlot(slot: KeySlot): Promise<void> {
     for (const t of this.ks.listTargets()) {
       await this.attach(t);
