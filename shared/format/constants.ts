@@ -13,6 +13,8 @@ export const Magic = {
   snapshot: 'CRNS',
   config: 'CRNG',
   lock: 'CRNL',
+  /** The pool object: the targets of a repository and its redundancy policy (issue 10). */
+  pool: 'CRNO',
   /** One erasure-coded shard of a pack (issue 10; not yet written by backups). Not a sealed object. */
   shard: 'CRNE',
 } as const;

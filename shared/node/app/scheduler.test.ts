@@ -168,11 +168,11 @@ describe('the plan scheduler, against a real engine and S3 server', () => {
     // A target with no snapshots yet, which only a plan names.
     await engine.addTarget('drive', { kind: 'dir', path: tempDir('cairn-drive-') });
     engine.plans.save({ ...engine.plans.get('manual'), target: 'drive' }, 'manual');
-    expect(() => engine.removeTarget('drive')).toThrow(
+    await expect(engine.removeTarget('drive')).rejects.toThrow(
       /Plan "manual" backs up to this target: change or remove it first/,
     );
     engine.plans.remove('manual');
-    engine.removeTarget('drive');
+    await engine.removeTarget('drive');
     expect(engine.listTargets().map((t) => t.name)).toEqual(['s3']);
   });
 });

@@ -105,8 +105,8 @@ export class AppService {
             ? await this.e().replaceTarget(replacing, draft.name, draft.config, draft.secret)
             : await this.e().addTarget(draft.name, draft.config, draft.secret),
         ),
-      'targets.remove': ({ name }) => {
-        this.e().removeTarget(name);
+      'targets.remove': async ({ name }) => {
+        await this.e().removeTarget(name);
         return { removed: name };
       },
       'backup.start': (req) => this.startBackup(req.sources, req.target, req.exclude),

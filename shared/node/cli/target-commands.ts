@@ -49,13 +49,24 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
       const output = out();
       const { config, secret } = await targetFromOptions(o);
       const unlocker = await readUnlocker({ recoveryKey: Boolean(o.recoveryKey) });
-      const engine = await Engine.connect(defaultHome(), name, config, secret, unlocker);
+      const unreachable: { target: string; message: string }[] = [];
+      const engine = await Engine.connect(defaultHome(), name, config, secret, unlocker, (t, err) =>
+        unreachable.push({ target: t.name, message: err.message }),
+      );
       const snapshots = engine.listSnapshots().length;
       const repository = engine.ks.repoId;
+      const targets = engine.listTargets().map((t) => t.name);
       engine.close();
+      const others = targets.filter((t) => t !== name);
       output.result(
-        { name, repository, snapshots },
-        `Connected to repository ${repository.slice(0, 12)}… on target "${name}": ${snapshots} snapshot${snapshots === 1 ? '' : 's'}.`,
+        { name, repository, snapshots, targets, unreachable },
+        [
+          `Connected to repository ${repository.slice(0, 12)}… on target "${name}": ${snapshots} snapshot${snapshots === 1 ? '' : 's'}.`,
+          ...(others.length
+            ? [`The pool's other targets were added too: ${others.map((t) => `"${t}"`).join(', ')}.`]
+            : []),
+          ...unreachable.map((u) => `Warning: target "${u.target}" could not be read now: ${u.message}`),
+        ].join('\n'),
       );
     });
 
@@ -82,12 +93,38 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
       const output = out();
       const rows = await withEngine(async (e) => e.listTargets());
       output.result(
-        rows.map((t) => ({ id: t.id, name: t.name, config: t.config })),
+        rows.map((t) => ({
+          id: t.id,
+          name: t.name,
+          config: t.config,
+          poolId: t.poolId,
+          weight: t.weight,
+          state: t.state,
+        })),
         table([
-          ['NAME', 'KIND', 'WHERE'],
-          ...rows.map((t) => [t.name, t.config.kind, targetWhere(t.config)]),
+          ['NAME', 'KIND', 'WHERE', 'POOL ID', 'WEIGHT', 'STATE'],
+          ...rows.map((t) => [
+            t.name,
+            t.config.kind,
+            targetWhere(t.config),
+            t.poolId === null ? '-' : String(t.poolId),
+            String(t.weight),
+            t.state,
+          ]),
         ]),
       );
+    });
+
+  target
+    .command('rm')
+    .description(
+      'remove a target from this repository (refused while it holds snapshots or the only copy of packs)',
+    )
+    .argument('<name>')
+    .action(async (name: string) => {
+      const output = out();
+      await withEngine((e) => e.removeTarget(name));
+      output.result({ removed: name }, `Removed target "${name}".`);
     });
 
   target

@@ -257,7 +257,7 @@ export async function storeFiles(
     ks.index.addPack(
       {
         id: Buffer.from(m.packId, 'hex'),
-        targetId: target.id,
+        copies: [target.id],
         kind: 'data',
         size: m.size,
         jobId,

@@ -100,7 +100,7 @@ export async function runFetches(o: {
       sent.set(t, r.blobs);
       yield {
         tid: t,
-        targetId: first.targetId,
+        targetId: first.copies[0]!,
         packKey: ObjectKey.pack(first.packId.toString('hex')),
         start: first.offset,
         end: last.offset + last.storedLength - 1,

@@ -70,7 +70,7 @@ export async function runCheck(
           });
       const share = opts.readData ? 100 : (opts.readDataSubset ?? 0);
       if (share > 0) {
-        const present = [...packs].filter(([, p]) => p.state !== 'missing');
+        const present = [...packs].filter(([, p]) => p.state === 'stored');
         const chosen =
           share >= 100 ? present : shuffle(present).slice(0, Math.ceil((present.length * share) / 100));
         let done = 0;

@@ -15,13 +15,14 @@ import {
 } from '../../settings.ts';
 import type { TargetHandle } from '../storage/open-target.ts';
 import { newRepoConfig } from '../repository/config.ts';
-import { Repository, unlockFromTarget } from '../repository/repository.ts';
+import { Repository, RepositoryError, unlockFromTarget } from '../repository/repository.ts';
 import type { SnapshotDoc } from '../repository/snapshot.ts';
 import { runCheck, type CheckOptions, type CheckResult } from './check-job.ts';
 import { runForget, type ForgetOptions } from './forget-job.ts';
 import { estimateForget } from './forget-estimate.ts';
 import { runPrune, type PruneListener, type PruneOptions } from './prune-job.ts';
-import { listLocks, removeLocks } from '../repository/locks.ts';
+import { LockConflictError, listLocks, removeLocks } from '../repository/locks.ts';
+import { StorageError } from '../storage/storage.ts';
 import type { ForgetResult, LockView, PruneResult } from '../../api/retention.ts';
 import { KeyAdmin } from './key-admin.ts';
 import { PlanAdmin, PlanBusyError, type PlanInfo } from './plan-admin.ts';
@@ -157,6 +158,8 @@ export class Engine {
     config: TargetConfig,
     secret: string | undefined,
     unlocker: Unlocker,
+    /** The pool's other targets are added too; one that cannot be read now is reported here. */
+    onUnreachable?: (t: TargetRow, err: Error) => void,
   ): Promise<Engine> {
     check(targetNameSchema, name);
     const parsed = check(targetConfigSchema, config);
@@ -168,8 +171,9 @@ export class Engine {
     found.master.fill(0);
     const engine = await Engine.ready(ks);
     try {
-      ks.addTarget(name, parsed, secret);
-      await engine.refresh();
+      const first = ks.addTarget(name, parsed, secret);
+      await engine.repo.refresh(first);
+      await engine.refresh(onUnreachable ?? (() => undefined));
       return engine;
     } catch (err) {
       // A half-built keystore would block the next attempt ("already exists"): it holds nothing yet.
@@ -235,12 +239,35 @@ export class Engine {
    * Loads snapshots and index files other machines (or an earlier keystore) wrote, from every target;
    * true when anything in the local caches changed.
    */
-  async refresh(): Promise<boolean> {
+  /**
+   * Reads every target's metadata into the keystore, targets learnt from the pool object included.
+   * `onUnreachable`: a target that cannot be read is reported there and passed over, not fatal.
+   */
+  async refresh(onUnreachable?: (t: TargetRow, err: Error) => void): Promise<boolean> {
     let changed = false;
-    for (const t of this.ks.listTargets()) {
-      const r = await this.repo.refresh(t);
+    const done = new Set<number>();
+    for (let t = this.ks.listTargets()[0]; t; t = this.ks.listTargets().find((x) => !done.has(x.id))) {
+      done.add(t.id);
+      let r: Awaited<ReturnType<Repository['refresh']>>;
+      try {
+        r = await this.repo.refresh(t);
+      } catch (err) {
+        if (!onUnreachable || !(err instanceof StorageError || err instanceof RepositoryError)) throw err;
+        onUnreachable(t, err);
+        continue;
+      }
       changed ||= r.rebuilt || r.indexFiles > 0 || r.snapshots > 0 || r.removedSnapshots > 0;
+      changed ||= r.learnt.length > 0;
     }
+    // A keystore from before pools, or a target change whose pool object was not written: publish it
+    // now. Best effort: a lock held elsewhere or a target out of reach leaves it to a later refresh.
+    const targets = this.ks.listTargets();
+    if (targets.length > 1 && targets.some((t) => t.poolId === null) && !onUnreachable)
+      await this.repo.pool.publish().catch((err: unknown) => {
+        const later =
+          err instanceof LockConflictError || err instanceof StorageError || err instanceof RepositoryError;
+        if (!later) throw err;
+      });
     return changed;
   }
 

@@ -30,10 +30,27 @@ export class TargetAdmin {
       await this.repo.refresh(t);
     } catch (err) {
       this.repo.forget(t.id);
-      this.ks.removeTarget(t.id);
+      this.ks.removeTarget(t.id, { forgetPacks: true });
       throw err;
     }
-    return t;
+    await this.publishPool(`Target "${name}" was added`);
+    return this.ks.targetById(t.id);
+  }
+
+  /**
+   * Every target of a pool knows the others (pool object): written once a repository has two targets,
+   * and after every change to one. The change itself stands if this fails; the next refresh or change
+   * writes the pool where it is missing.
+   */
+  private async publishPool(done: string): Promise<void> {
+    if (this.ks.listTargets().length < 2 && !this.ks.pool.state()) return;
+    try {
+      await this.repo.pool.publish({ waitMs: 30_000 });
+    } catch (err) {
+      throw new SettingsError(
+        `${done}, but the pool object could not be written to every target: ${(err as Error).message}`,
+      );
+    }
   }
 
   list(): TargetRow[] {
@@ -98,8 +115,9 @@ export class TargetAdmin {
       // packs are listed again before the next backup trusts any of them.
       const probe = new Repository(this.ks);
       try {
+        // poolId: null, so an empty bucket is set up (the target moved); its packs count as missing.
         await probe.attach(
-          { ...existing, name, config: parsed, id: existing.id },
+          { ...existing, name, config: parsed, id: existing.id, poolId: null },
           { handle: { id: existing.id, name, config: parsed, secret: effective }, joining: true },
         );
       } finally {
@@ -108,16 +126,14 @@ export class TargetAdmin {
     }
     const updated = this.ks.updateTarget(existing.id, name, parsed, effective);
     this.repo.forget(existing.id);
+    if (opts.test !== false) await this.publishPool(`Target "${name}" was changed`);
     return updated;
   }
 
-  remove(name: string): void {
+  async remove(name: string): Promise<void> {
     const t = this.get(name);
-    const used = this.ks.snapshots.list().filter((s) => s.targetId === t.id).length;
-    if (used > 0)
-      throw new SettingsError(
-        `Target "${name}" holds ${used} snapshot${used === 1 ? '' : 's'}; it cannot be removed.`,
-      );
     this.ks.removeTarget(t.id);
+    this.repo.forget(t.id);
+    await this.publishPool(`Target "${name}" was removed`);
   }
 }

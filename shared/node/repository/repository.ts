@@ -15,8 +15,10 @@ import { ObjectFormatError } from '../format/sealed-object.ts';
 import { openTarget, type TargetHandle } from '../storage/open-target.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
 import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
+import { targetWhere } from '../../settings.ts';
 import { openConfig, sealConfig, type RepoConfig } from './config.ts';
 import { RepoLock, type LockContext, type LockKind } from './locks.ts';
+import { PoolSync } from './pool-sync.ts';
 import { parseSnapshotDoc, type SnapshotDoc } from './snapshot.ts';
 
 export class RepositoryError extends Error {
@@ -100,6 +102,7 @@ export async function unlockFromTarget(
 export class Repository {
   private readonly storages = new Map<number, Storage>();
   private readonly verified = new Set<number>();
+  readonly pool: PoolSync = new PoolSync(this);
 
   constructor(readonly ks: Keystore) {}
 
@@ -144,6 +147,10 @@ export class Repository {
       throw err;
     });
     let result: 'initialised' | 'member';
+    if (!sealed && t.poolId !== null)
+      throw new RepositoryError(
+        `Target "${t.name}" is in this repository's pool but holds no Cairn repository (no config object): check where it points (${targetWhere(t.config)}).`,
+      );
     if (!sealed) {
       const foreign = await firstKey(s, '');
       if (foreign)
@@ -229,17 +236,26 @@ export class Repository {
    * are loaded; snapshots that vanished from the bucket are dropped. Cheap when nothing changed (two
    * listings).
    */
-  async refresh(
-    t: TargetRow,
-  ): Promise<{ snapshots: number; removedSnapshots: number; indexFiles: number; rebuilt: boolean }> {
+  async refresh(t: TargetRow): Promise<{
+    snapshots: number;
+    removedSnapshots: number;
+    indexFiles: number;
+    rebuilt: boolean;
+    /** Targets of the pool this machine did not know, now in the keystore (not yet refreshed). */
+    learnt: TargetRow[];
+  }> {
     await this.attach(t);
     const s = this.storage(t);
     let loaded = this.ks.index.loadedIndexFiles(t.id);
     const listed: string[] = [];
-    for await (const o of s.list(Prefix.index)) {
-      const id = o.key.slice(Prefix.index.length);
-      if (/^[0-9a-f]{64}$/.test(id)) listed.push(id);
-    }
+    const listIndex = async () => {
+      for await (const o of s.list(Prefix.index)) {
+        const id = o.key.slice(Prefix.index.length);
+        if (/^[0-9a-f]{64}$/.test(id)) listed.push(id);
+      }
+    };
+    // The pool's one listing costs no extra round trip: it runs beside the index listing.
+    const [learnt] = await Promise.all([this.pool.sync(t), listIndex()]);
     // An index file this machine loaded is gone. When the bucket's index files supersede it, a prune (here
     // or elsewhere) replaced it and may have deleted packs: the target's index is rebuilt from the bucket,
     // dropping what no index file names. Otherwise the bucket lost it (or the target now points at another
@@ -277,7 +293,7 @@ export class Repository {
         file.packs.map((p) => ({
           pack: {
             id: p.id,
-            targetId: t.id,
+            copies: [t.id],
             kind: p.blobs[0]?.kind ?? 'data',
             size: p.size,
             jobId: null,
@@ -306,12 +322,13 @@ export class Repository {
     }
     const removed = [...known].filter((id) => !seen.has(id));
     this.ks.snapshots.remove(removed);
-    return { snapshots, removedSnapshots: removed.length, indexFiles, rebuilt };
+    return { snapshots, removedSnapshots: removed.length, indexFiles, rebuilt, learnt };
   }
 
   /**
-   * Lists data/ and marks every indexed pack that is absent (or has another size) as missing, so no new
-   * snapshot references a blob the bucket lost; packs that came back are restored to the index.
+   * Lists data/ and marks every copy on `t` that is absent (or has another size) as missing, so no new
+   * snapshot references a blob the bucket lost; copies that came back, or queued copies found written,
+   * count as stored again. A queued copy not yet written is not missing.
    */
   async reconcilePacks(
     t: TargetRow,
@@ -320,18 +337,20 @@ export class Repository {
     const known = this.ks.index.packsOnTarget(t.id);
     const started = Date.now();
     const listed = await this.listPacks(t);
-    const changes: { id: Buffer; state: 'missing' | 'indexed' }[] = [];
+    const changes: { id: Buffer; state: 'missing' | 'stored' }[] = [];
     let missing = 0;
+    let present = 0;
     for (const [hex, p] of known) {
       const ok = listed.get(hex) === p.size;
-      if (!ok && p.state !== 'missing') changes.push({ id: Buffer.from(hex, 'hex'), state: 'missing' });
-      if (ok && p.state === 'missing') changes.push({ id: Buffer.from(hex, 'hex'), state: 'indexed' });
-      if (!ok) missing++;
+      if (ok) present++;
+      else if (p.state !== 'queued') missing++;
+      if (!ok && p.state === 'stored') changes.push({ id: Buffer.from(hex, 'hex'), state: 'missing' });
+      if (ok && p.state !== 'stored') changes.push({ id: Buffer.from(hex, 'hex'), state: 'stored' });
     }
-    this.ks.index.setPackStates(changes);
+    this.ks.index.setCopyStates(t.id, changes);
     // A backup marks the listing only once it has begun, so one that fails its checks changes nothing.
     if (opts.markListed !== false) this.ks.markListed(t.id, started);
-    return { missing, present: known.size - missing, listedAt: started };
+    return { missing, present, listedAt: started };
   }
 
   /** Every pack object in data/ with its size. */
@@ -398,28 +417,33 @@ export class Repository {
       throw new RepositoryError(
         `Tree ${idHex} is not in the index (its pack is missing or was never indexed).`,
       );
-    const t = this.ks.targetById(loc.targetId);
-    const sealed = await this.storage(t).get(ObjectKey.pack(loc.packId.toString('hex')), {
-      start: loc.offset,
-      end: loc.offset + loc.storedLength - 1,
-    });
-    let plain: Buffer;
-    try {
-      plain = openBlob(this.sodium, sealed, {
-        sealKey: this.ks.keys.blobSeal,
-        idKey: this.ks.keys.blobId,
-        kind: 'tree',
-        id,
-        length: loc.plainLength,
-      });
-    } catch (err) {
-      throw new RepositoryError(
-        `Folder listing ${idHex.slice(0, 12)}… (pack ${loc.packId.toString('hex').slice(0, 12)}… on target "${t.name}"): ${(err as Error).message}`,
-        { cause: err },
-      );
+    // Each copy in turn: one that cannot be read or fails authentication is passed over for the next.
+    const failures: string[] = [];
+    for (const targetId of loc.copies) {
+      const t = this.ks.targetById(targetId);
+      let plain: Buffer;
+      try {
+        const sealed = await this.storage(t).get(ObjectKey.pack(loc.packId.toString('hex')), {
+          start: loc.offset,
+          end: loc.offset + loc.storedLength - 1,
+        });
+        plain = openBlob(this.sodium, sealed, {
+          sealKey: this.ks.keys.blobSeal,
+          idKey: this.ks.keys.blobId,
+          kind: 'tree',
+          id,
+          length: loc.plainLength,
+        });
+      } catch (err) {
+        failures.push(`on target "${t.name}"): ${(err as Error).message}`);
+        continue;
+      }
+      if (opts.cache !== false) this.ks.index.putTree(id, plain);
+      return plain;
     }
-    if (opts.cache !== false) this.ks.index.putTree(id, plain);
-    return plain;
+    throw new RepositoryError(
+      `Folder listing ${idHex.slice(0, 12)}… (pack ${loc.packId.toString('hex').slice(0, 12)}… ${failures.join('; (')}`,
+    );
   }
 
   treeId(plain: Uint8Array): Buffer {

@@ -98,7 +98,7 @@ export class TreeWriter {
     ks.index.addPack(
       {
         id: packId,
-        targetId: this.target.id,
+        copies: [this.target.id],
         kind: 'tree',
         size: body.length,
         jobId: this.jobId,

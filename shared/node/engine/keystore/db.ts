@@ -56,11 +56,23 @@ function migrate(db: Db, file: string): void {
     );
   }
   if (current === latest) return;
-  db.transaction(() => {
-    for (let v = Math.max(current, FIRST_V2_VERSION - 1); v < latest; v++)
-      db.exec(migrations[v - FIRST_V2_VERSION + 1]!);
-    db.pragma(`user_version = ${latest}`);
-  }).immediate();
+  // SQLite's way to rebuild a table (the pragma cannot change inside a transaction): without it, dropping
+  // a referenced table would cascade its deletions. The foreign keys are checked before the commit.
+  db.pragma('foreign_keys = OFF');
+  try {
+    db.transaction(() => {
+      for (let v = Math.max(current, FIRST_V2_VERSION - 1); v < latest; v++)
+        db.exec(migrations[v - FIRST_V2_VERSION + 1]!);
+      const broken = db.pragma('foreign_key_check') as unknown[];
+      if (broken.length)
+        throw new KeystoreError(
+          `The keystore at ${file} could not be upgraded: ${broken.length} rows refer to rows that do not exist (${JSON.stringify(broken[0])}).`,
+        );
+      db.pragma(`user_version = ${latest}`);
+    }).immediate();
+  } finally {
+    db.pragma('foreign_keys = ON');
+  }
 }
 
 /** SQLite's own words for a damaged file are not a sentence a person can act on: name the file. */

@@ -2,59 +2,75 @@ import type { BlobKind } from '../../../format/constants.ts';
 import type { PackEntry } from '../../format/pack.ts';
 import type { Db } from './db.ts';
 
-export type PackState = 'stored' | 'indexed' | 'missing';
+/** Whether an index file in the bucket describes the pack yet (`stored`: only this machine knows it). */
+export type PackState = 'stored' | 'indexed';
+/** One copy of a pack on one target: present, still to be written there, or absent from its listing. */
+export type CopyState = 'stored' | 'queued' | 'missing';
 
 export interface PackRow {
   id: Buffer;
-  targetId: number;
   kind: BlobKind;
   size: number;
   state: PackState;
   jobId: string | null;
 }
 
+/** A pack to record, with the targets that hold a copy of it. */
+export type NewPack = PackRow & { copies: readonly number[] };
+
 export interface BlobLocation {
   id: Buffer;
   kind: BlobKind;
   packId: Buffer;
-  targetId: number;
+  /** The targets holding a stored copy of the pack, at least one; shared by every blob of the pack. */
+  copies: readonly number[];
   packSize: number;
   offset: number;
   storedLength: number;
   plainLength: number;
 }
 
+const STORED_COPY = `EXISTS (SELECT 1 FROM pack_copies c WHERE c.pack_id = b.pack_id AND c.state = 'stored')`;
+
 /**
- * The local copy of the repository index: which blob is in which pack, where each pack is, and which
- * packs are already described by an index file in the bucket. A pack marked missing (absent from the
- * bucket's listing) no longer counts: its blobs are stored again by the next backup that has them.
+ * The local copy of the repository index: which blob is in which pack, which targets hold a copy of each
+ * pack, and which packs are already described by an index file in the bucket. A pack none of whose
+ * copies is stored (each absent from its bucket's listing) no longer counts: its blobs are stored again
+ * by the next backup that has them.
  */
 export class IndexCache {
   private readonly hasStmt;
   private readonly lookupStmt;
+  private readonly copiesStmt;
   private readonly insertBlob;
   private readonly insertPack;
-  private readonly packIds = new Map<string, Buffer>();
+  private readonly insertCopy;
+  /** Per pack, one id Buffer and one copies array, shared by the locations of its blobs. */
+  private readonly packs = new Map<string, { id: Buffer; copies: readonly number[] }>();
 
   constructor(private readonly db: Db) {
-    this.hasStmt = db.prepare(
-      `SELECT 1 FROM blobs b JOIN packs p ON p.id = b.pack_id WHERE b.id = ? AND p.state != 'missing'`,
-    );
+    this.hasStmt = db.prepare(`SELECT 1 FROM blobs b WHERE b.id = ? AND ${STORED_COPY}`);
     this.lookupStmt = db.prepare(
-      `SELECT b.id, b.kind, b.pack_id, p.target_id, p.size AS pack_size, b.offset, b.stored_length, b.plain_length
-       FROM blobs b JOIN packs p ON p.id = b.pack_id WHERE b.id = ? AND p.state != 'missing'`,
+      `SELECT b.id, b.kind, b.pack_id, p.size AS pack_size, b.offset, b.stored_length, b.plain_length
+       FROM blobs b JOIN packs p ON p.id = b.pack_id WHERE b.id = ?`,
     );
+    this.copiesStmt = db
+      .prepare(`SELECT target_id FROM pack_copies WHERE pack_id = ? AND state = 'stored' ORDER BY target_id`)
+      .pluck();
     this.insertPack = db.prepare(
-      `INSERT INTO packs (id, target_id, kind, size, state, job_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT(id) DO UPDATE SET state = CASE WHEN packs.state = 'missing' THEN excluded.state
-         WHEN excluded.state = 'indexed' THEN 'indexed' ELSE packs.state END`,
+      `INSERT INTO packs (id, kind, size, state, job_id, created_at) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT(id) DO UPDATE SET state = CASE WHEN excluded.state = 'indexed' THEN 'indexed' ELSE packs.state END`,
     );
-    // A blob already known in a pack that went missing moves to the new copy.
+    this.insertCopy = db.prepare(
+      `INSERT INTO pack_copies (pack_id, target_id, state) VALUES (?, ?, 'stored')
+       ON CONFLICT(pack_id, target_id) DO UPDATE SET state = 'stored'`,
+    );
+    // A blob already known in a pack with no stored copy left moves to the new pack.
     this.insertBlob = db.prepare(
       `INSERT INTO blobs (id, kind, pack_id, offset, stored_length, plain_length) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT(id) DO UPDATE SET pack_id = excluded.pack_id, offset = excluded.offset,
          stored_length = excluded.stored_length, plain_length = excluded.plain_length
-       WHERE (SELECT state FROM packs WHERE id = blobs.pack_id) = 'missing'`,
+       WHERE NOT EXISTS (SELECT 1 FROM pack_copies c WHERE c.pack_id = blobs.pack_id AND c.state = 'stored')`,
     );
   }
 
@@ -63,42 +79,58 @@ export class IndexCache {
   }
 
   /**
-   * Where a blob is. A restore holds one location per blob of the snapshot, so the location reuses the
-   * caller's id and one Buffer per pack: a Buffer from SQLite costs ~250 bytes, two per blob were half a
-   * restore's heap.
+   * Where a blob is, or undefined when no copy of its pack is stored. A restore holds one location per
+   * blob of the snapshot, so the location reuses the caller's id and one Buffer and copies array per
+   * pack: a Buffer from SQLite costs ~250 bytes, two per blob were half a restore's heap.
    */
   lookup(id: Uint8Array): BlobLocation | undefined {
     const r = this.lookupStmt.get(id) as RawLocation | undefined;
     if (!r) return undefined;
     const hex = r.pack_id.toString('hex');
-    let packId = this.packIds.get(hex);
-    if (!packId) this.packIds.set(hex, (packId = r.pack_id));
-    return toLocation({ ...r, id: Buffer.isBuffer(id) ? id : r.id, pack_id: packId });
+    let pack = this.packs.get(hex);
+    if (!pack) {
+      const copies = this.copiesStmt.all(r.pack_id) as number[];
+      this.packs.set(hex, (pack = { id: r.pack_id, copies }));
+    }
+    if (pack.copies.length === 0) return undefined;
+    return {
+      id: Buffer.isBuffer(id) ? id : r.id,
+      kind: r.kind,
+      packId: pack.id,
+      copies: pack.copies,
+      packSize: r.pack_size,
+      offset: r.offset,
+      storedLength: r.stored_length,
+      plainLength: r.plain_length,
+    };
   }
 
-  /** Records a pack and its blobs in one transaction (a stored pack, or one read from an index file). */
-  addPack(p: Omit<PackRow, 'state'> & { state: 'stored' | 'indexed' }, blobs: readonly PackEntry[]): void {
+  /** Records a pack, its copies and its blobs in one transaction (a stored pack, or one read from an index file). */
+  addPack(p: NewPack, blobs: readonly PackEntry[]): void {
     this.addPacks([{ pack: p, blobs }]);
   }
 
-  addPacks(
-    list: { pack: Omit<PackRow, 'state'> & { state: 'stored' | 'indexed' }; blobs: readonly PackEntry[] }[],
-  ): void {
+  addPacks(list: { pack: NewPack; blobs: readonly PackEntry[] }[]): void {
     const now = Date.now();
     this.db.transaction(() => {
       for (const { pack: p, blobs } of list) {
-        this.insertPack.run(p.id, p.targetId, p.kind, p.size, p.state, p.jobId, now);
+        this.insertPack.run(p.id, p.kind, p.size, p.state, p.jobId, now);
+        for (const t of p.copies) this.insertCopy.run(p.id, t);
         for (const b of blobs)
           this.insertBlob.run(b.id, b.kind, p.id, b.offset, b.storedLength, b.plainLength);
       }
     })();
+    this.packs.clear();
   }
 
-  /** Packs written by this machine that no index file in the bucket describes yet. */
+  /** Packs with a copy on `targetId` written by this machine that no index file in the bucket describes yet. */
   unindexedPacks(targetId: number): PackRow[] {
     return (
       this.db
-        .prepare(`SELECT * FROM packs WHERE target_id = ? AND state = 'stored' ORDER BY created_at`)
+        .prepare(
+          `SELECT p.* FROM packs p JOIN pack_copies c ON c.pack_id = p.id
+           WHERE c.target_id = ? AND p.state = 'stored' ORDER BY p.created_at`,
+        )
         .all(targetId) as RawPack[]
     ).map(toPack);
   }
@@ -132,29 +164,53 @@ export class IndexCache {
     })();
   }
 
-  /** Every pack the index places on a target, with its recorded size. */
-  packsOnTarget(targetId: number): Map<string, { size: number; state: PackState }> {
-    const rows = this.db.prepare('SELECT id, size, state FROM packs WHERE target_id = ?').all(targetId) as {
-      id: Buffer;
-      size: number;
-      state: PackState;
-    }[];
+  /** Every pack the index places a copy of on a target, with its recorded size and the copy's state. */
+  packsOnTarget(targetId: number): Map<string, { size: number; state: CopyState }> {
+    const rows = this.db
+      .prepare(
+        'SELECT p.id, p.size, c.state FROM pack_copies c JOIN packs p ON p.id = c.pack_id WHERE c.target_id = ?',
+      )
+      .all(targetId) as { id: Buffer; size: number; state: CopyState }[];
     return new Map(rows.map((r) => [r.id.toString('hex'), { size: r.size, state: r.state }]));
   }
 
-  setPackStates(changes: { id: Uint8Array; state: PackState }[]): void {
-    const st = this.db.prepare('UPDATE packs SET state = ? WHERE id = ?');
+  setCopyStates(targetId: number, changes: { id: Uint8Array; state: CopyState }[]): void {
+    const st = this.db.prepare('UPDATE pack_copies SET state = ? WHERE pack_id = ? AND target_id = ?');
     this.db.transaction(() => {
-      for (const c of changes) st.run(c.state, c.id);
+      for (const c of changes) st.run(c.state, c.id, targetId);
     })();
+    this.packs.clear();
+  }
+
+  /** Packs whose only copies are on `targetId`, indexed or not: what removing the target would lose. */
+  packsOnlyOn(targetId: number): number {
+    return (
+      this.db
+        .prepare(
+          `SELECT count(*) AS n FROM pack_copies c WHERE c.target_id = ? AND NOT EXISTS
+             (SELECT 1 FROM pack_copies o WHERE o.pack_id = c.pack_id AND o.target_id != c.target_id)`,
+        )
+        .get(targetId) as { n: number }
+    ).n;
+  }
+
+  /** A target leaves the keystore: its copies and loaded index files go, and packs left with no copy. */
+  forgetTarget(targetId: number): void {
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM index_files WHERE target_id = ?').run(targetId);
+      this.db.prepare('DELETE FROM pack_copies WHERE target_id = ?').run(targetId);
+      this.db.exec('DELETE FROM packs WHERE id NOT IN (SELECT pack_id FROM pack_copies)');
+    })();
+    this.packs.clear();
   }
 
   /**
    * Before a target's index is read again from the bucket: every target's loaded index files are
-   * forgotten (a blob stored on two targets has one row, which may be the one dropped here), and the
-   * target's packs are dropped with their blobs (`drop`: a prune replaced the index) or marked missing
-   * (the bucket lost index files: reported, and stored again). Packs this machine stored and no index
-   * file describes yet stay when `keepStored` says so or when recorded since `listedSince`.
+   * forgotten (a blob stored in two packs has one row, which may be the one dropped here), and the
+   * target's copies are dropped (`drop`: a prune replaced the index; packs left with no copy go with
+   * their blobs) or marked missing (the bucket lost index files: reported, and stored again). Copies of
+   * packs this machine stored and no index file describes yet stay when `keepStored` says so or when
+   * recorded since `listedSince`.
    */
   resetTarget(
     targetId: number,
@@ -163,7 +219,10 @@ export class IndexCache {
     opts: { drop: boolean },
   ): void {
     const stored = this.db
-      .prepare(`SELECT id, size, created_at FROM packs WHERE target_id = ? AND state = 'stored'`)
+      .prepare(
+        `SELECT p.id, p.size, p.created_at FROM packs p JOIN pack_copies c ON c.pack_id = p.id
+         WHERE c.target_id = ? AND p.state = 'stored'`,
+      )
       .all(targetId) as { id: Buffer; size: number; created_at: number }[];
     const keep = stored.filter(
       (p) => p.created_at >= listedSince || keepStored(p.id.toString('hex'), p.size),
@@ -174,18 +233,18 @@ export class IndexCache {
       this.db.exec('DELETE FROM keep_packs');
       const ins = this.db.prepare('INSERT INTO keep_packs (id) VALUES (?)');
       for (const p of keep) ins.run(p.id);
-      const others = 'target_id = ? AND id NOT IN (SELECT id FROM keep_packs)';
+      const others = 'target_id = ? AND pack_id NOT IN (SELECT id FROM keep_packs)';
       if (opts.drop) {
-        this.db
-          .prepare(`DELETE FROM blobs WHERE pack_id IN (SELECT id FROM packs WHERE ${others})`)
-          .run(targetId);
-        this.db.prepare(`DELETE FROM packs WHERE ${others}`).run(targetId);
+        this.db.prepare(`DELETE FROM pack_copies WHERE ${others}`).run(targetId);
+        const orphans = 'SELECT id FROM packs WHERE id NOT IN (SELECT pack_id FROM pack_copies)';
+        this.db.exec(`DELETE FROM blobs WHERE pack_id IN (${orphans})`);
+        this.db.exec(`DELETE FROM packs WHERE id IN (${orphans})`);
       } else {
-        this.db.prepare(`UPDATE packs SET state = 'missing' WHERE ${others}`).run(targetId);
+        this.db.prepare(`UPDATE pack_copies SET state = 'missing' WHERE ${others}`).run(targetId);
       }
       this.db.exec('DELETE FROM keep_packs');
     })();
-    this.packIds.clear();
+    this.packs.clear();
   }
 
   /** Drops blobs found damaged (check --read-data): the next backup stores them again where it can. */
@@ -224,14 +283,16 @@ export class IndexCache {
     return {
       packs: q('SELECT count(*) AS n FROM packs'),
       blobs: q('SELECT count(*) AS n FROM blobs'),
-      missingPacks: q(`SELECT count(*) AS n FROM packs WHERE state = 'missing'`),
+      missingPacks: q(
+        `SELECT count(*) AS n FROM packs p WHERE NOT EXISTS
+           (SELECT 1 FROM pack_copies c WHERE c.pack_id = p.id AND c.state = 'stored')`,
+      ),
     };
   }
 }
 
 interface RawPack {
   id: Buffer;
-  target_id: number;
   kind: BlobKind;
   size: number;
   state: PackState;
@@ -240,7 +301,6 @@ interface RawPack {
 
 const toPack = (r: RawPack): PackRow => ({
   id: r.id,
-  targetId: r.target_id,
   kind: r.kind,
   size: r.size,
   state: r.state,
@@ -251,20 +311,8 @@ interface RawLocation {
   id: Buffer;
   kind: BlobKind;
   pack_id: Buffer;
-  target_id: number;
   pack_size: number;
   offset: number;
   stored_length: number;
   plain_length: number;
 }
-
-const toLocation = (r: RawLocation): BlobLocation => ({
-  id: r.id,
-  kind: r.kind,
-  packId: r.pack_id,
-  targetId: r.target_id,
-  packSize: r.pack_size,
-  offset: r.offset,
-  storedLength: r.stored_length,
-  plainLength: r.plain_length,
-});

@@ -18,6 +18,8 @@ import { KeystoreError, describeDbError, openDb, type Db } from './db.ts';
 import { IndexCache } from './index-cache.ts';
 import { JobTable } from './job-table.ts';
 import { PlanTable } from './plan-table.ts';
+import { PoolTable } from './pool-table.ts';
+import type { TargetState } from '../../repository/pool.ts';
 import { SnapshotCache } from './snapshot-cache.ts';
 
 /** A keystore not yet unlocked: the caches that need no key, and `unlock` (which closes it on failure). */
@@ -37,6 +39,10 @@ export interface TargetRow {
   hasSecret: boolean;
   createdAt: number;
   listedAt: number | null;
+  /** Its id in the pool object (the same on every machine), or null until a pool object names it. */
+  poolId: number | null;
+  weight: number;
+  state: TargetState;
 }
 
 /**
@@ -48,6 +54,7 @@ export class Keystore {
   readonly snapshots: SnapshotCache;
   readonly jobs: JobTable;
   readonly plans: PlanTable;
+  readonly pool: PoolTable;
 
   private constructor(
     readonly db: Db,
@@ -65,6 +72,7 @@ export class Keystore {
     this.snapshots = new SnapshotCache(db);
     this.jobs = new JobTable(db);
     this.plans = new PlanTable(db);
+    this.pool = new PoolTable(db);
   }
 
   /** Creates a keystore for a repository whose master key is already known (init or connect). */
@@ -253,14 +261,28 @@ export class Keystore {
     return this.targetById(id);
   }
 
-  removeTarget(id: number): void {
+  /** `forgetPacks`: the target's packs are forgotten even where it holds their only copy (undoing an add). */
+  removeTarget(id: number, opts: { forgetPacks?: boolean } = {}): void {
     const plans = this.plans.usingTarget(id);
     if (plans.length)
       throw new KeystoreError(
         `Plan${plans.length === 1 ? '' : 's'} ${plans.map((p) => `"${p}"`).join(', ')} back${plans.length === 1 ? 's' : ''} up to this target: change or remove ${plans.length === 1 ? 'it' : 'them'} first.`,
       );
+    const name = this.targetById(id).name;
+    const snapshots = this.snapshots.idsOnTarget(id).size;
+    if (snapshots)
+      throw new KeystoreError(
+        `Target "${name}" holds ${snapshots} snapshot${snapshots === 1 ? '' : 's'}; it cannot be removed.`,
+      );
+    const only = opts.forgetPacks ? 0 : this.index.packsOnlyOn(id);
+    if (only)
+      throw new KeystoreError(
+        `Target "${name}" holds the only copy of ${only} pack${only === 1 ? '' : 's'}, which backups may use: it cannot be removed.`,
+      );
     this.db.transaction(() => {
-      this.db.prepare('DELETE FROM index_files WHERE target_id = ?').run(id);
+      this.index.forgetTarget(id);
+      // Its backup jobs are history of a target that is gone (their files go with them).
+      this.db.prepare('DELETE FROM jobs WHERE target_id = ?').run(id);
       this.db.prepare('DELETE FROM targets WHERE id = ?').run(id);
     })();
   }
@@ -303,6 +325,9 @@ interface RawTarget {
   secret: Buffer | null;
   created_at: number;
   listed_at: number | null;
+  pool_id: number | null;
+  weight: number;
+  state: TargetState;
 }
 
 function listTargetRows(db: Db): TargetRow[] {
@@ -317,5 +342,8 @@ function toTargetRow(r: RawTarget): TargetRow {
     hasSecret: r.secret !== null,
     createdAt: r.created_at,
     listedAt: r.listed_at,
+    poolId: r.pool_id,
+    weight: r.weight,
+    state: r.state,
   };
 }

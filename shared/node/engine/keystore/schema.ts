@@ -135,4 +135,35 @@ export const migrations: string[] = [
     revoked_at INTEGER NOT NULL
   );
   `,
+  // Pools (issue 10). Where a pack is moves from packs.target_id to pack_copies: a pack marked missing
+  // becomes an indexed pack whose one copy is missing. Foreign keys are off while migrations run (db.ts),
+  // so dropping the old table does not cascade to blobs. Targets gain their place in the pool object.
+  `
+  CREATE TABLE packs_v6 (
+    id BLOB PRIMARY KEY,           -- 32 random bytes; object data/xx/<hex>
+    kind TEXT NOT NULL CHECK (kind IN ('data', 'tree')),
+    size INTEGER NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('stored', 'indexed')),  -- stored: no index file describes it yet
+    job_id TEXT,                   -- the job that wrote it (NULL when learnt from an index file)
+    created_at INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE TABLE pack_copies (
+    pack_id BLOB NOT NULL REFERENCES packs(id) ON DELETE CASCADE,
+    target_id INTEGER NOT NULL REFERENCES targets(id),
+    state TEXT NOT NULL CHECK (state IN ('stored', 'queued', 'missing')),
+    PRIMARY KEY (pack_id, target_id)
+  ) WITHOUT ROWID;
+  CREATE INDEX pack_copies_by_target ON pack_copies(target_id, state);
+  INSERT INTO packs_v6 (id, kind, size, state, job_id, created_at)
+    SELECT id, kind, size, CASE state WHEN 'stored' THEN 'stored' ELSE 'indexed' END, job_id, created_at FROM packs;
+  INSERT INTO pack_copies (pack_id, target_id, state)
+    SELECT id, target_id, CASE state WHEN 'missing' THEN 'missing' ELSE 'stored' END FROM packs;
+  DROP TABLE packs;
+  ALTER TABLE packs_v6 RENAME TO packs;
+  ALTER TABLE targets ADD COLUMN pool_id INTEGER;  -- the target's id in the pool object; NULL until one names it
+  ALTER TABLE targets ADD COLUMN weight INTEGER NOT NULL DEFAULT 100;
+  ALTER TABLE targets ADD COLUMN state TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'draining', 'gone'));
+  CREATE UNIQUE INDEX targets_by_pool_id ON targets(pool_id) WHERE pool_id IS NOT NULL;
+  ALTER TABLE repository ADD COLUMN pool TEXT;     -- JSON {key, generation, createdAt, nextId, policy} of the pool object in the buckets
+  `,
 ];

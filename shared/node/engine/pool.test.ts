@@ -1,0 +1,200 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { s3TargetConfig } from '../../../test/support/engine-env.ts';
+import { describeTree, tempDir } from '../../../test/support/fixtures.ts';
+import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
+import { Engine } from './engine.ts';
+
+let s3: S3Server;
+beforeAll(async () => {
+  process.env.CAIRN_TEST_WEAK_KDF = '1';
+  s3 = await startVersitygw();
+});
+afterAll(async () => {
+  delete process.env.CAIRN_TEST_WEAK_KDF;
+  await s3?.stop();
+});
+
+const PASS = 'the pool passphrase';
+const poolsInDir = (dir: string) =>
+  fs.existsSync(path.join(dir, 'pools')) ? fs.readdirSync(path.join(dir, 'pools')) : [];
+async function poolsInBucket(bucket: string): Promise<string[]> {
+  const r = await s3.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'pools/' }));
+  return (r.Contents ?? []).map((o) => o.Key!.slice('pools/'.length));
+}
+const places = (e: Engine) =>
+  e.listTargets().map((t) => ({ name: t.name, poolId: t.poolId, kind: t.config.kind }));
+
+function sourceTree(): string {
+  const src = tempDir('cairn-pool-src-');
+  fs.mkdirSync(path.join(src, 'docs'));
+  for (let i = 0; i < 20; i++)
+    fs.writeFileSync(path.join(src, 'docs', `f${i}.txt`), `file ${i} `.repeat(100 + i));
+  return src;
+}
+
+describe('a pool of targets: every target knows the others', () => {
+  it('a second target makes a pool; connect through either one brings back both, S3 secret included', async () => {
+    const dir = tempDir('cairn-pool-dir-');
+    const bucket = await s3.createBucket();
+    const src = sourceTree();
+    const home = path.join(tempDir(), 'home');
+    const a = await Engine.init(home, PASS);
+    let snapshotId: string;
+    try {
+      await a.addTarget('disk', { kind: 'dir', path: dir });
+      expect(poolsInDir(dir)).toEqual([]);
+      snapshotId = (await a.backup([src], {})).snapshotId;
+      await a.addTarget('cloud', s3TargetConfig(s3, bucket), s3.secretAccessKey);
+      expect(places(a)).toEqual([
+        { name: 'disk', poolId: 1, kind: 'dir' },
+        { name: 'cloud', poolId: 2, kind: 's3' },
+      ]);
+      const inDir = poolsInDir(dir);
+      expect(inDir).toHaveLength(1);
+      expect(inDir[0]).toMatch(/^0{15}1-[0-9a-f]{8}$/);
+      expect(await poolsInBucket(bucket)).toEqual(inDir);
+      // The secret is sealed in the pool object, never in clear.
+      const raw = fs.readFileSync(path.join(dir, 'pools', inDir[0]!));
+      expect(raw.includes(Buffer.from(s3.secretAccessKey))).toBe(false);
+    } finally {
+      a.close();
+    }
+
+    // A new machine that is given only the bucket finds the folder target, and the snapshot on it.
+    const b = await Engine.connect(
+      path.join(tempDir(), 'home-b'),
+      'my-cloud',
+      s3TargetConfig(s3, bucket),
+      s3.secretAccessKey,
+      { passphrase: PASS },
+    );
+    try {
+      expect(places(b)).toEqual([
+        { name: 'my-cloud', poolId: 2, kind: 's3' },
+        { name: 'disk', poolId: 1, kind: 'dir' },
+      ]);
+      expect(b.listSnapshots().map((s) => s.id)).toEqual([snapshotId]);
+      const out = tempDir('cairn-pool-out-');
+      const r = await b.restore(snapshotId, { to: out });
+      expect(r.failed).toEqual([]);
+      expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+    } finally {
+      b.close();
+    }
+
+    // One given only the folder learns the bucket with its credentials, and can use it.
+    const c = await Engine.connect(
+      path.join(tempDir(), 'home-c'),
+      'disk',
+      { kind: 'dir', path: dir },
+      undefined,
+      {
+        passphrase: PASS,
+      },
+    );
+    try {
+      expect(places(c)).toEqual([
+        { name: 'disk', poolId: 1, kind: 'dir' },
+        { name: 'cloud', poolId: 2, kind: 's3' },
+      ]);
+      await c.testTarget('cloud');
+      const again = await c.backup([src], { target: 'cloud' });
+      const r = await s3.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'snapshots/' }));
+      expect((r.Contents ?? []).map((o) => o.Key)).toEqual([`snapshots/${again.snapshotId}`]);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('connect works from one surviving target, names the one it cannot read, and learns later changes', async () => {
+    const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
+    const home = path.join(tempDir(), 'home');
+    const a = await Engine.init(home, PASS);
+    try {
+      await a.addTarget('one', { kind: 'dir', path: d1 });
+      await a.addTarget('two', { kind: 'dir', path: d2 });
+    } finally {
+      a.close();
+    }
+    fs.rmSync(d1, { recursive: true });
+    const gone: string[] = [];
+    const homeB = path.join(tempDir(), 'home-b');
+    const b = await Engine.connect(
+      homeB,
+      'two',
+      { kind: 'dir', path: d2 },
+      undefined,
+      { passphrase: PASS },
+      (t, err) => gone.push(`${t.name}: ${err.message}`),
+    );
+    try {
+      expect(places(b).map((p) => [p.name, p.poolId])).toEqual([
+        ['two', 2],
+        ['one', 1],
+      ]);
+      expect(gone).toEqual([
+        expect.stringMatching(
+          /^one: Target "one" is in this repository's pool but holds no Cairn repository/,
+        ),
+      ]);
+    } finally {
+      b.close();
+    }
+    // A target the pool names is never set up afresh where it is gone: that would hide the loss.
+    expect(fs.existsSync(path.join(d1, 'config'))).toBe(false);
+
+    // Machine A adds a third target and removes the lost one; B follows at its next refresh.
+    const d3 = tempDir('cairn-pool-d3-');
+    fs.mkdirSync(d1);
+    const a2 = await Engine.unlock(home, { passphrase: PASS });
+    try {
+      await expect(a2.addTarget('three', { kind: 'dir', path: d3 })).rejects.toThrow(
+        /Target "three" was added, but the pool object could not be written to every target: .*"one"/,
+      );
+      await a2.removeTarget('one');
+      expect(places(a2).map((p) => [p.name, p.poolId])).toEqual([
+        ['two', 2],
+        ['three', 3],
+      ]);
+    } finally {
+      a2.close();
+    }
+    const b2 = await Engine.unlock(homeB, { passphrase: PASS });
+    try {
+      await b2.refresh();
+      expect(places(b2).map((p) => [p.name, p.poolId])).toEqual([
+        ['two', 2],
+        ['three', 3],
+      ]);
+      expect(poolsInDir(d2)).toEqual(poolsInDir(d3));
+    } finally {
+      b2.close();
+    }
+  });
+
+  it('a damaged pool object is named, not trusted', async () => {
+    const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
+    const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
+    try {
+      await a.addTarget('one', { kind: 'dir', path: d1 });
+      await a.addTarget('two', { kind: 'dir', path: d2 });
+    } finally {
+      a.close();
+    }
+    const [name] = poolsInDir(d2);
+    const file = path.join(d2, 'pools', name!);
+    const bytes = fs.readFileSync(file);
+    bytes[bytes.length - 5]! ^= 1;
+    fs.writeFileSync(file, bytes);
+    await expect(
+      Engine.connect(path.join(tempDir(), 'home-b'), 'two', { kind: 'dir', path: d2 }, undefined, {
+        passphrase: PASS,
+      }),
+    ).rejects.toThrow(
+      new RegExp(`No pool object on target "two" can be read: pools/${name}: .*authentication failed`),
+    );
+  });
+});

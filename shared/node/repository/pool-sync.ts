@@ -1,0 +1,208 @@
+import type { TargetHandle } from '../storage/open-target.ts';
+import { StorageError, type Storage } from '../storage/storage.ts';
+import { KeystoreError } from '../engine/keystore/db.ts';
+import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
+import type { PoolState } from '../engine/keystore/pool-table.ts';
+import type { RepoLock } from './locks.ts';
+import {
+  SINGLE_COPY,
+  openPool,
+  poolGeneration,
+  poolObjectKey,
+  POOLS_PREFIX,
+  sealPool,
+  type PoolDoc,
+} from './pool.ts';
+
+/** What the pool sync needs of the repository: a metadata connection per target and its locks. */
+export interface PoolHost {
+  readonly ks: Keystore;
+  storage(t: TargetRow, handle?: TargetHandle): Storage;
+  lock(
+    t: TargetRow,
+    opts: { kind: 'exclusive'; operation: string; waitMs?: number; onWait?: (m: string) => void },
+  ): Promise<RepoLock>;
+}
+
+export class PoolError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'PoolError';
+  }
+}
+
+/**
+ * Keeps this keystore's targets and the pool objects in the buckets in step (docs/FORMAT.md, "Pools").
+ * Reading (`sync`) adopts a newer generation found on a target, learning targets added elsewhere with
+ * their secrets, and brings a target whose pool object is older up to date. Writing (`publish`) makes a
+ * new generation under the exclusive lock of every target, so two machines never hand out one id twice.
+ */
+export class PoolSync {
+  constructor(private readonly host: PoolHost) {}
+
+  private get ks(): Keystore {
+    return this.host.ks;
+  }
+
+  /** The pool object names on a target, newest first. */
+  private async listed(t: TargetRow): Promise<string[]> {
+    const keys: string[] = [];
+    for await (const o of this.host.storage(t).list(POOLS_PREFIX))
+      if (poolGeneration(o.key) !== null) keys.push(o.key);
+    return keys.sort().reverse();
+  }
+
+  /**
+   * Reads the pool objects on `t` (a member of this repository). Returns the targets learnt from a newer
+   * generation; they are in the keystore, not yet refreshed.
+   */
+  async sync(t: TargetRow): Promise<TargetRow[]> {
+    // Names order as generations do (fixed-width hex); of two writers of one generation the greater wins.
+    const keys = await this.listed(t);
+    const mine = this.ks.pool.state();
+    if (mine && (keys[0] ?? '') <= mine.key) {
+      if (keys[0] !== mine.key && t.poolId !== null) await this.writeTo(t, mine, this.doc(mine));
+      return [];
+    }
+    // The newest that opens: one damaged or forged object must not cut this machine off from the pool.
+    const failures: string[] = [];
+    for (const key of keys) {
+      if (mine && key <= mine.key) break;
+      let found: { self: number; doc: PoolDoc };
+      try {
+        found = openPool(this.ks.sodium, this.ks.keys, key, await this.host.storage(t).get(key));
+      } catch (err) {
+        if (err instanceof StorageError && err.problem !== 'not-found') throw err;
+        failures.push(`${key}: ${(err as Error).message}`);
+        continue;
+      }
+      return this.adopt(t, key, found.self, found.doc);
+    }
+    if (failures.length && !mine)
+      throw new PoolError(`No pool object on target "${t.name}" can be read: ${failures.join('; ')}.`);
+    return [];
+  }
+
+  private adopt(t: TargetRow, key: string, self: number, doc: PoolDoc): TargetRow[] {
+    const entry = doc.targets.find((x) => x.id === self);
+    if (!entry)
+      throw new PoolError(`The pool object ${key} on target "${t.name}" does not list that target.`);
+    const holder = this.ks.pool.localId(self);
+    if (t.poolId !== null && t.poolId !== self)
+      throw new PoolError(
+        `Target "${t.name}" is target ${self} of the pool in its bucket, but this machine knows it as target ${t.poolId}: is it pointed at another bucket?`,
+      );
+    if (holder !== undefined && holder !== t.id)
+      throw new PoolError(
+        `Target "${t.name}" is target ${self} of the pool, which this machine already knows as "${this.ks.targetById(holder).name}".`,
+      );
+    const learnt: TargetRow[] = [];
+    this.ks.db.transaction(() => {
+      this.ks.pool.setPlace(t.id, { poolId: self, weight: entry.weight, state: entry.state });
+      // A target removed from the pool elsewhere goes here too, unless this keystore still needs it
+      // (a plan names it, or it holds the only copy of packs): then it stays until removed by hand.
+      const named = new Set(doc.targets.map((e) => e.id));
+      for (const local of this.ks.listTargets())
+        if (local.poolId !== null && !named.has(local.poolId)) {
+          try {
+            this.ks.removeTarget(local.id);
+          } catch (err) {
+            if (!(err instanceof KeystoreError)) throw err;
+          }
+        }
+      for (const e of doc.targets) {
+        if (e.id === self) continue;
+        const local = this.ks.pool.localId(e.id);
+        if (local !== undefined) {
+          this.ks.pool.setPlace(local, { poolId: e.id, weight: e.weight, state: e.state });
+          continue;
+        }
+        if (e.state === 'gone') continue;
+        const row = this.ks.addTarget(this.freeName(e.name, e.id), e.config, e.secret ?? undefined);
+        this.ks.pool.setPlace(row.id, { poolId: e.id, weight: e.weight, state: e.state });
+        learnt.push(this.ks.targetById(row.id));
+      }
+      this.ks.pool.setState({
+        key,
+        generation: doc.generation,
+        createdAt: doc.createdAt,
+        nextId: doc.nextId,
+        policy: doc.policy,
+      });
+    })();
+    return learnt;
+  }
+
+  private freeName(name: string, id: number): string {
+    if (!this.ks.findTarget(name)) return name;
+    for (let n = 1; ; n++) {
+      const candidate = n === 1 ? `${name}-${id}` : `${name}-${id}-${n}`;
+      if (!this.ks.findTarget(candidate)) return candidate;
+    }
+  }
+
+  /** The pool as this keystore knows it, under generation `s`. */
+  private doc(s: PoolState): PoolDoc {
+    return {
+      generation: s.generation,
+      createdAt: s.createdAt,
+      nextId: s.nextId,
+      policy: s.policy,
+      targets: this.ks
+        .listTargets()
+        .filter((t) => t.poolId !== null)
+        .map((t) => ({
+          id: t.poolId!,
+          name: t.name,
+          weight: t.weight,
+          state: t.state,
+          config: t.config,
+          secret: this.ks.targetHandle(t).secret ?? null,
+        })),
+    };
+  }
+
+  private async writeTo(t: TargetRow, s: PoolState, doc: PoolDoc): Promise<void> {
+    await this.host.storage(t).put(s.key, sealPool(this.ks.sodium, this.ks.keys, s.key, t.poolId!, doc));
+  }
+
+  /**
+   * Writes a new pool generation naming every target of this keystore to each of them, then removes the
+   * older generations. Under the exclusive lock of every target; each target's pool object is read first,
+   * so a generation written meanwhile by another machine is built upon, not lost.
+   */
+  async publish(opts: { waitMs?: number; onWait?: (m: string) => void } = {}): Promise<void> {
+    const targets = this.ks.listTargets();
+    const locks: RepoLock[] = [];
+    try {
+      for (const t of targets)
+        locks.push(await this.host.lock(t, { kind: 'exclusive', operation: 'pool change', ...opts }));
+      for (const t of targets) if (t.poolId !== null) await this.sync(t);
+      const prev = this.ks.pool.state();
+      let nextId = prev?.nextId ?? 1;
+      this.ks.db.transaction(() => {
+        for (const t of this.ks.listTargets())
+          if (t.poolId === null)
+            this.ks.pool.setPlace(t.id, { poolId: nextId++, weight: t.weight, state: t.state });
+      })();
+      const generation = (prev?.generation ?? 0) + 1;
+      const random = this.ks.sodium.randomBytes(4).toString('hex');
+      const state: PoolState = {
+        key: poolObjectKey(generation, random),
+        generation,
+        createdAt: new Date().toISOString(),
+        nextId,
+        policy: prev?.policy ?? SINGLE_COPY,
+      };
+      this.ks.pool.setState(state);
+      const doc = this.doc(state);
+      const members = this.ks.listTargets();
+      for (const t of members) await this.writeTo(t, state, doc);
+      for (const t of members)
+        for (const key of await this.listed(t))
+          if (poolGeneration(key)! < generation) await this.host.storage(t).delete(key);
+    } finally {
+      for (const l of locks) await l.release();
+    }
+  }
+}
