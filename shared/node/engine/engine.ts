@@ -263,7 +263,7 @@ export class Engine {
     // now. Best effort: a lock held elsewhere or a target out of reach leaves it to a later refresh.
     const targets = this.ks.listTargets();
     if (targets.length > 1 && targets.some((t) => t.poolId === null) && !onUnreachable)
-      await this.repo.pool.publish().catch((err: unknown) => {
+      await this.repo.publishPool().catch((err: unknown) => {
         const later =
           err instanceof LockConflictError || err instanceof StorageError || err instanceof RepositoryError;
         if (!later) throw err;

@@ -27,11 +27,11 @@ async function poolsInBucket(bucket: string): Promise<string[]> {
 const places = (e: Engine) =>
   e.listTargets().map((t) => ({ name: t.name, poolId: t.poolId, kind: t.config.kind }));
 
-function sourceTree(): string {
+function sourceTree(tag = 'file'): string {
   const src = tempDir('cairn-pool-src-');
   fs.mkdirSync(path.join(src, 'docs'));
   for (let i = 0; i < 20; i++)
-    fs.writeFileSync(path.join(src, 'docs', `f${i}.txt`), `file ${i} `.repeat(100 + i));
+    fs.writeFileSync(path.join(src, 'docs', `f${i}.txt`), `${tag} ${i} `.repeat(100 + i));
   return src;
 }
 
@@ -103,7 +103,13 @@ describe('a pool of targets: every target knows the others', () => {
       await c.testTarget('cloud');
       const again = await c.backup([src], { target: 'cloud' });
       const r = await s3.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'snapshots/' }));
-      expect((r.Contents ?? []).map((o) => o.Key)).toEqual([`snapshots/${again.snapshotId}`]);
+      expect((r.Contents ?? []).map((o) => o.Key).sort()).toEqual(
+        [`snapshots/${snapshotId}`, `snapshots/${again.snapshotId}`].sort(),
+      );
+      // Metadata goes to every member: the folder holds the new snapshot too.
+      expect(fs.readdirSync(path.join(dir, 'snapshots')).sort()).toEqual(
+        [snapshotId, again.snapshotId].sort(),
+      );
     } finally {
       c.close();
     }
@@ -172,6 +178,136 @@ describe('a pool of targets: every target knows the others', () => {
       expect(poolsInDir(d2)).toEqual(poolsInDir(d3));
     } finally {
       b2.close();
+    }
+  });
+
+  it('every member holds the index and the snapshots: one surviving target restores what it holds', async () => {
+    const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
+    // Different contents: the second backup dedups nothing against the first one's packs.
+    const [src1, src2] = [sourceTree('first'), sourceTree('second')];
+    const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
+    let first: string, second: string;
+    try {
+      await a.addTarget('one', { kind: 'dir', path: d1 });
+      first = (await a.backup([src1], {})).snapshotId;
+      await a.addTarget('two', { kind: 'dir', path: d2 });
+      second = (await a.backup([src2], { target: 'two' })).snapshotId;
+      // The first backup's packs are all on one, the second's new ones on two; both indexes everywhere.
+      expect(fs.readdirSync(path.join(d2, 'snapshots')).sort()).toEqual([first, second].sort());
+      expect(fs.readdirSync(path.join(d1, 'snapshots')).sort()).toEqual([first, second].sort());
+    } finally {
+      a.close();
+    }
+    fs.rmSync(d1, { recursive: true });
+    const b = await Engine.connect(
+      path.join(tempDir(), 'home-b'),
+      'two',
+      { kind: 'dir', path: d2 },
+      undefined,
+      {
+        passphrase: PASS,
+      },
+    );
+    try {
+      expect(
+        b
+          .listSnapshots()
+          .map((s) => s.id)
+          .sort(),
+      ).toEqual([first, second].sort());
+      const out = tempDir('cairn-pool-out-');
+      const r2 = await b.restore(second, { to: out });
+      expect(r2.failed).toEqual([]);
+      expect(describeTree(path.join(out, path.basename(src2)))).toEqual(describeTree(src2));
+      // The first snapshot's only copy was on the lost target: said so, with the target, not skipped.
+      await expect(b.restore(first, { to: tempDir('cairn-pool-out-') })).rejects.toThrow(
+        /Folder listing [0-9a-f]{12}… \(pack [0-9a-f]{12}… on target "one"\): .*does not exist/,
+      );
+    } finally {
+      b.close();
+    }
+  });
+
+  it('a member out of reach during a backup gets its index and snapshot at its next refresh', async () => {
+    const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
+    const src = sourceTree();
+    const home = path.join(tempDir(), 'home');
+    const a = await Engine.init(home, PASS);
+    try {
+      await a.addTarget('one', { kind: 'dir', path: d1 });
+      await a.addTarget('two', { kind: 'dir', path: d2 });
+      fs.renameSync(d2, `${d2}.away`);
+      const id = (await a.backup([src], { target: 'one' })).snapshotId;
+      expect(a.ks.outbox.count(a.ks.findTarget('two')!.id)).toBeGreaterThan(1);
+      fs.renameSync(`${d2}.away`, d2);
+      expect(fs.existsSync(path.join(d2, 'snapshots'))).toBe(false);
+      await a.refresh();
+      expect(a.ks.outbox.count(a.ks.findTarget('two')!.id)).toBe(0);
+      expect(fs.readdirSync(path.join(d2, 'snapshots'))).toEqual([id]);
+    } finally {
+      a.close();
+    }
+    const b = await Engine.connect(
+      path.join(tempDir(), 'home-b'),
+      'two',
+      { kind: 'dir', path: d2 },
+      undefined,
+      {
+        passphrase: PASS,
+      },
+    );
+    try {
+      const out = tempDir('cairn-pool-out-');
+      expect((await b.restore(b.listSnapshots()[0]!.id, { to: out })).failed).toEqual([]);
+      expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+    } finally {
+      b.close();
+    }
+  });
+
+  it("prune rewrites the pool's one index on every member; a machine that knew the old one stores pruned data again", async () => {
+    const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
+    const [oldSrc, keptSrc, otherSrc] = [sourceTree('old'), sourceTree('kept'), sourceTree('other')];
+    const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
+    const homeB = path.join(tempDir(), 'home-b');
+    let forgotten: string;
+    try {
+      await a.addTarget('one', { kind: 'dir', path: d1 });
+      await a.addTarget('two', { kind: 'dir', path: d2 });
+      forgotten = (await a.backup([oldSrc], { target: 'one' })).snapshotId;
+      await a.backup([keptSrc], { target: 'one' });
+      await a.backup([otherSrc], { target: 'two' });
+      // Machine B learns the whole index now, the pack that prune will delete included.
+      (
+        await Engine.connect(homeB, 'two', { kind: 'dir', path: d2 }, undefined, { passphrase: PASS })
+      ).close();
+      await a.forget({ ids: [forgotten] });
+      const r = await a.prune({ maxUnused: { percent: 0 } });
+      expect(r.targets.map((t) => [t.target, t.packsDeleted > 0])).toEqual([
+        ['one', true],
+        ['two', false],
+      ]);
+      const indexOf = (d: string) => fs.readdirSync(path.join(d, 'index')).sort();
+      expect(indexOf(d1)).toEqual(indexOf(d2));
+      // Pool index files only (flags 1): each can be read from any member.
+      for (const f of indexOf(d1)) expect(fs.readFileSync(path.join(d1, 'index', f))[5]).toBe(1);
+      expect((await a.check()).problems).toEqual([]);
+    } finally {
+      a.close();
+    }
+    const b = await Engine.unlock(homeB, { passphrase: PASS });
+    try {
+      await b.refresh();
+      expect(b.listSnapshots().map((s) => s.id)).not.toContain(forgotten);
+      // The pruned data is not deduplicated against the deleted pack: it is stored again.
+      const again = await b.backup([oldSrc], { target: 'two' });
+      expect(again.blobsNew).toBeGreaterThan(0);
+      const out = tempDir('cairn-pool-out-');
+      expect((await b.restore(again.snapshotId, { to: out })).failed).toEqual([]);
+      expect(describeTree(path.join(out, path.basename(oldSrc)))).toEqual(describeTree(oldSrc));
+      expect((await b.check()).problems).toEqual([]);
+    } finally {
+      b.close();
     }
   });
 

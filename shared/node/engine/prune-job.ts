@@ -1,13 +1,12 @@
-import { MAX_BLOBS_PER_PACK, ObjectKey, Prefix, type BlobKind } from '../../format/constants.ts';
+import { ObjectKey, Prefix } from '../../format/constants.ts';
 import type { PruneProgress, PruneResult, PruneTargetResult } from '../../api/retention.ts';
-import { openBlob } from '../format/blob-codec.ts';
 import { openIndexFile, sealIndexFile, type IndexedPack } from '../format/index-file.ts';
-import { sealPackTrailer, type PackEntry } from '../format/pack.ts';
 import type { RepoLock } from '../repository/locks.ts';
 import type { Repository } from '../repository/repository.ts';
 import type { JobListener } from './job-events.ts';
 import type { TargetRow } from './keystore/keystore.ts';
 import { planPrune, type PlanPack, type PrunePlan } from './prune-plan.ts';
+import { deletePacks, goodCopies, killPoint, repack } from './prune-packs.ts';
 import { usedBlobs } from './used-blobs.ts';
 
 export interface PruneOptions {
@@ -24,29 +23,32 @@ export interface PruneListener extends JobListener {
   prune?(p: PruneProgress): void;
 }
 
-/** Largest ranged GET while repacking. */
-const MAX_RANGE = 4 << 20;
-
-/** `buf` with room for `more` bytes after `used` (grown to at least `hint` plus room for a trailer). */
-function reserve(buf: Buffer, used: number, more: number, hint = 0): Buffer {
-  if (used + more <= buf.length) return buf;
-  const grown = Buffer.allocUnsafe(Math.max(used + more, hint + (1 << 20), buf.length * 2));
-  buf.copy(grown, 0, 0, used);
-  return grown;
-}
-
 /** Packs per new index file (each also lists every index file it supersedes). */
 const PACKS_PER_INDEX = 512;
 
-/** Test hook: CAIRN_TEST_PRUNE_KILL_AT=<step> kills this process at that step, as `kill -9` would. */
-function killPoint(step: string): void {
-  if (process.env.CAIRN_TEST_PRUNE_KILL_AT === step) process.kill(process.pid, 'SIGKILL');
+type Progress = (phase: PruneProgress['phase'], done: number, total: number) => void;
+
+/** What the index files say is on one target, and the plan for it. */
+interface TargetWork {
+  t: TargetRow;
+  /** The index files in its bucket: what its new index replaces. */
+  oldIndex: string[];
+  /** The packs the index files place on it. */
+  packs: Map<string, PlanPack>;
+  plan: PrunePlan;
+  doomed: { id: string; size: number }[];
+  written: IndexedPack[];
+  result: PruneTargetResult;
 }
 
 /**
  * Removes what no snapshot needs, under an exclusive lock on every target (a dry run takes a shared one
  * and writes nothing). Order, so that a kill at any point leaves every snapshot restorable: new packs,
  * then new index files that supersede all old ones, then the old index files go, then the packs.
+ *
+ * In a pool (docs/FORMAT.md, "Pools") the index is one, with a copy on every target: it is rewritten
+ * once, as pool index files naming each pack's copies, written to every target before any old index
+ * file or pack goes. Otherwise each target's index is its own and is rewritten on its own.
  */
 export async function runPrune(
   repo: Repository,
@@ -58,8 +60,8 @@ export async function runPrune(
   const dryRun = Boolean(opts.dryRun);
   const targets = ks.listTargets();
   const locks = new Map<number, RepoLock>();
-  const progress = (phase: PruneProgress['phase'], done: number, total: number) =>
-    listener.prune?.({ phase, done, total });
+  const progress: Progress = (phase, done, total) => listener.prune?.({ phase, done, total });
+  const notice = (m: string) => listener.notice?.(m);
   try {
     for (const t of targets)
       locks.set(
@@ -68,7 +70,7 @@ export async function runPrune(
           kind: dryRun ? 'shared' : 'exclusive',
           operation: dryRun ? 'prune --dry-run' : 'prune',
           waitMs: opts.lockWaitMs ?? 0,
-          onWait: (m) => listener.notice?.(m),
+          onWait: notice,
         }),
       );
     for (const t of targets) await repo.refresh(t);
@@ -80,11 +82,45 @@ export async function runPrune(
       snapshots.map((s) => s.doc.tree),
       { cache: !dryRun, progress: (n) => progress('mark', n, snapshots.length) },
     );
-    const results: PruneTargetResult[] = [];
-    const notice = (m: string) => listener.notice?.(m);
-    for (const t of targets)
-      results.push(await pruneTarget(repo, t, used, locks.get(t.id)!, opts, progress, notice));
+    const pool = ks.pool.state() !== null && targets.every((t) => t.poolId !== null);
+    const claims = await readIndexes(repo, targets, pool, progress);
+    const work: TargetWork[] = [];
+    for (const t of targets) work.push(await planTarget(repo, t, claims.get(t.id)!, used, opts, notice));
+    const rewrite = (w: TargetWork) => w.doomed.length > 0;
+    if (!dryRun && work.some(rewrite)) {
+      for (const w of work.filter(rewrite)) {
+        locks.get(w.t.id)!.assertHeld();
+        w.written = await repack(repo, w.t, w.plan, (done) => progress('repack', done, w.plan.repack.length));
+        w.result.packsWritten = w.written.length;
+        w.result.bytesAfter += sum(w.written);
+        w.result.bytesFreed -= sum(w.written);
+      }
+      killPoint('repacked');
+      const rewritten = pool ? work : work.filter(rewrite);
+      for (const w of rewritten) locks.get(w.t.id)!.assertHeld();
+      if (pool) await writePoolIndex(repo, work, progress);
+      else for (const w of rewritten) await writeTargetIndex(repo, w, progress);
+      killPoint('index-written');
+      for (const w of rewritten) {
+        await locks.get(w.t.id)!.check();
+        for (const [i, id] of w.oldIndex.entries()) {
+          progress('delete-index', i, w.oldIndex.length);
+          await repo.storage(w.t).delete(ObjectKey.index(id));
+        }
+        w.result.indexFilesRewritten = w.oldIndex.length;
+      }
+      killPoint('index-deleted');
+      for (const w of work.filter(rewrite)) {
+        await locks.get(w.t.id)!.check();
+        await deletePacks(repo, w.t, w.doomed, progress);
+      }
+      killPoint('packs-deleted');
+      // The local index follows the bucket: the old index files are gone, so refresh rebuilds it.
+      for (const w of rewritten) await repo.refresh(w.t);
+      for (const w of rewritten) await repo.reconcilePacks(w.t);
+    }
     progress('done', 1, 1);
+    const results = work.map((w) => w.result);
     return {
       dryRun,
       snapshots: snapshots.length,
@@ -98,46 +134,70 @@ export async function runPrune(
   }
 }
 
-async function pruneTarget(
+const sum = (xs: { size: number }[]) => xs.reduce((n, p) => n + p.size, 0);
+
+/**
+ * Reads the index files in every target's bucket again (they are what the new index replaces) and
+ * places their packs: a pool's index file (read once, whichever target holds it) on the targets it
+ * names, any other on the target that holds it.
+ */
+async function readIndexes(
   repo: Repository,
-  t: TargetRow,
-  used: ReadonlySet<string>,
-  lock: RepoLock,
-  opts: PruneOptions,
-  progress: (phase: PruneProgress['phase'], done: number, total: number) => void,
-  notice: (message: string) => void,
-): Promise<PruneTargetResult> {
-  const s = repo.storage(t);
+  targets: TargetRow[],
+  pool: boolean,
+  progress: Progress,
+): Promise<Map<number, { oldIndex: string[]; packs: Map<string, PlanPack> }>> {
   const { sodium, ks } = repo;
-  // The bucket's index files, read again: they are what the new index replaces.
-  const oldIndex: string[] = [];
-  for await (const o of s.list(Prefix.index)) {
-    const id = o.key.slice(Prefix.index.length);
-    if (/^[0-9a-f]{64}$/.test(id)) oldIndex.push(id);
-  }
-  const packs = new Map<string, PlanPack>();
-  for (const [i, id] of oldIndex.entries()) {
-    progress('index', i, oldIndex.length);
-    const file = openIndexFile(
-      sodium,
-      ks.keys.metaSeal,
-      Buffer.from(id, 'hex'),
-      await s.get(ObjectKey.index(id)),
-    );
-    for (const p of file.packs) {
-      const hex = p.id.toString('hex');
-      if (!packs.has(hex))
-        packs.set(hex, { id: hex, size: p.size, kind: p.blobs[0]?.kind ?? 'data', blobs: p.blobs });
+  const claims = new Map(
+    targets.map((t) => [t.id, { oldIndex: [] as string[], packs: new Map<string, PlanPack>() }]),
+  );
+  const opened = new Set<string>();
+  for (const t of targets) {
+    const s = repo.storage(t);
+    const own = claims.get(t.id)!;
+    for await (const o of s.list(Prefix.index)) {
+      const id = o.key.slice(Prefix.index.length);
+      if (/^[0-9a-f]{64}$/.test(id)) own.oldIndex.push(id);
+    }
+    for (const [i, id] of own.oldIndex.entries()) {
+      progress('index', i, own.oldIndex.length);
+      if (pool && opened.has(id)) continue;
+      opened.add(id);
+      const file = openIndexFile(
+        sodium,
+        ks.keys.metaSeal,
+        Buffer.from(id, 'hex'),
+        await s.get(ObjectKey.index(id)),
+      );
+      for (const p of file.packs) {
+        const on = p.copies ? p.copies.map((c) => ks.pool.localId(c)) : [t.id];
+        for (const targetId of on) {
+          const packs = targetId === undefined ? undefined : claims.get(targetId)?.packs;
+          const hex = p.id.toString('hex');
+          if (packs && !packs.has(hex))
+            packs.set(hex, { id: hex, size: p.size, kind: p.blobs[0]?.kind ?? 'data', blobs: p.blobs });
+        }
+      }
     }
   }
+  return claims;
+}
+
+async function planTarget(
+  repo: Repository,
+  t: TargetRow,
+  claim: { oldIndex: string[]; packs: Map<string, PlanPack> },
+  used: ReadonlySet<string>,
+  opts: PruneOptions,
+  notice: (message: string) => void,
+): Promise<TargetWork> {
+  const { packs, oldIndex } = claim;
   const listed = await repo.listPacks(t);
   const plan = planPrune(packs.values(), listed, used, {
     maxUnused: opts.maxUnused ?? { percent: 5 },
     maxRepackBytes: opts.maxRepackBytes ?? Infinity,
     preferred: await goodCopies(repo, t, packs, listed, used),
   });
-  packs.clear();
-  const sum = (xs: { size: number }[]) => xs.reduce((n, p) => n + p.size, 0);
   const bytesBefore = sum([...listed].map(([, size]) => ({ size })));
   // Packs no index names may hold blobs in use that the index lacks (index files lost): kept then.
   const unindexed = plan.usedNotHere ? [] : plan.unindexed;
@@ -150,228 +210,93 @@ async function pruneTarget(
       `${plan.missing.length} indexed packs are missing from target "${t.name}": they stay in the index; "cairn check" names the snapshots that need them.`,
     );
   const doomed = [...plan.remove, ...plan.repack.map((r) => r.pack), ...unindexed];
-  const result: PruneTargetResult = {
-    target: t.name,
-    packs: listed.size,
-    packsDeleted: plan.remove.length,
-    packsRepacked: plan.repack.length,
-    packsWritten: 0,
-    unindexedPacksDeleted: unindexed.length,
-    unindexedBytes: sum(unindexed),
-    missingPacks: plan.missing.length,
-    // Whatever goes, the index is rewritten: other machines then drop it from their caches too.
-    indexFilesRewritten: doomed.length ? oldIndex.length : 0,
-    indexFilesWritten: 0,
-    bytesBefore,
-    bytesAfter: bytesBefore - sum(doomed),
-    bytesFreed: sum(doomed),
-    bytesRepacked: plan.repackBytes,
-    unusedBytesAfter: plan.unusedBytesAfter,
+  return {
+    t,
+    oldIndex,
+    packs,
+    plan,
+    doomed,
+    written: [],
+    result: {
+      target: t.name,
+      packs: listed.size,
+      packsDeleted: plan.remove.length,
+      packsRepacked: plan.repack.length,
+      packsWritten: 0,
+      unindexedPacksDeleted: unindexed.length,
+      unindexedBytes: sum(unindexed),
+      missingPacks: plan.missing.length,
+      // Whatever goes, the index is rewritten: other machines then drop it from their caches too.
+      indexFilesRewritten: doomed.length ? oldIndex.length : 0,
+      indexFilesWritten: 0,
+      bytesBefore,
+      bytesAfter: bytesBefore - sum(doomed),
+      bytesFreed: sum(doomed),
+      bytesRepacked: plan.repackBytes,
+      unusedBytesAfter: plan.unusedBytesAfter,
+    },
   };
-  if (opts.dryRun || doomed.length === 0) return result;
+}
 
-  lock.assertHeld();
-  const written = await repack(repo, t, plan, (done) => progress('repack', done, plan.repack.length));
-  result.packsWritten = written.length;
-  result.bytesAfter += sum(written);
-  result.bytesFreed -= sum(written);
-  killPoint('repacked');
-
-  // Missing packs stay named: if the listing was wrong or they come back, nothing was forgotten.
-  const remaining: IndexedPack[] = [
-    ...[...plan.keep, ...plan.missing].map((p) => ({
+/** What stays on a target: kept packs, missing ones (still named: they may come back), new ones. */
+function remaining(w: TargetWork): IndexedPack[] {
+  return [
+    ...[...w.plan.keep, ...w.plan.missing].map((p) => ({
       id: Buffer.from(p.id, 'hex'),
       size: p.size,
       blobs: p.blobs,
     })),
-    ...written,
+    ...w.written,
   ];
-  const supersedes = oldIndex.map((id) => Buffer.from(id, 'hex'));
-  lock.assertHeld();
-  for (let i = 0; i < remaining.length || i === 0; i += PACKS_PER_INDEX) {
-    progress('write-index', i, remaining.length);
+}
+
+async function writeIndexFiles(
+  repo: Repository,
+  to: TargetRow[],
+  packs: IndexedPack[],
+  supersedes: Buffer[],
+  pool: boolean,
+  progress: Progress,
+): Promise<number> {
+  const { sodium, ks } = repo;
+  let files = 0;
+  for (let i = 0; i < packs.length || i === 0; i += PACKS_PER_INDEX) {
+    progress('write-index', i, packs.length);
     const id = sodium.randomBytes(32);
     const body = sealIndexFile(sodium, ks.keys.metaSeal, id, {
       supersedes,
-      packs: remaining.slice(i, i + PACKS_PER_INDEX),
+      packs: packs.slice(i, i + PACKS_PER_INDEX),
+      ...(pool ? { pool } : {}),
     });
-    await s.put(ObjectKey.index(id.toString('hex')), body);
-    result.indexFilesWritten++;
+    for (const t of to) await repo.storage(t).put(ObjectKey.index(id.toString('hex')), body);
+    files++;
   }
-  killPoint('index-written');
-
-  await lock.check();
-  for (const [i, id] of oldIndex.entries()) {
-    progress('delete-index', i, oldIndex.length);
-    await s.delete(ObjectKey.index(id));
-  }
-  killPoint('index-deleted');
-
-  await lock.check();
-  await deletePacks(repo, t, doomed, progress);
-  killPoint('packs-deleted');
-  // The local index follows the bucket: the old index files are gone, so refresh rebuilds it.
-  await repo.refresh(t);
-  await repo.reconcilePacks(t);
-  return result;
+  return files;
 }
 
-/**
- * For each blob in use stored more than once (a re-store after `check` found a copy damaged or missing,
- * or two machines storing the same data at once): the first pack whose copy authenticates. Only the
- * duplicates are read, so prune never keeps a damaged copy and deletes the good one.
- */
-async function goodCopies(
-  repo: Repository,
-  t: TargetRow,
-  packs: ReadonlyMap<string, PlanPack>,
-  listed: ReadonlyMap<string, number>,
-  used: ReadonlySet<string>,
-): Promise<Map<string, string>> {
-  const first = new Map<string, string>();
-  const copies = new Map<string, { pack: string; entry: PackEntry }[]>();
-  for (const p of packs.values()) {
-    if (listed.get(p.id) !== p.size) continue;
-    for (const b of p.blobs) {
-      const hex = b.id.toString('hex');
-      if (!used.has(hex)) continue;
-      const at = first.get(hex);
-      if (at === undefined) first.set(hex, p.id);
-      else if (at !== p.id) {
-        let list = copies.get(hex);
-        if (!list) {
-          const own = packs.get(at)!.blobs.find((x) => x.id.equals(b.id))!;
-          copies.set(hex, (list = [{ pack: at, entry: own }]));
-        }
-        list.push({ pack: p.id, entry: b });
-      }
-    }
-  }
-  first.clear();
-  const { sodium, ks } = repo;
-  const preferred = new Map<string, string>();
-  for (const [hex, list] of copies)
-    for (const { pack, entry } of list) {
-      try {
-        const sealed = await repo.storage(t).get(ObjectKey.pack(pack), {
-          start: entry.offset,
-          end: entry.offset + entry.storedLength - 1,
-        });
-        openBlob(sodium, sealed, {
-          sealKey: ks.keys.blobSeal,
-          idKey: ks.keys.blobId,
-          kind: entry.kind,
-          id: entry.id,
-          length: entry.plainLength,
-        });
-        preferred.set(hex, pack);
-        break;
-      } catch {
-        // Damaged (or unreadable): try the next copy.
-      }
-    }
-  return preferred;
+async function writeTargetIndex(repo: Repository, w: TargetWork, progress: Progress): Promise<void> {
+  const supersedes = w.oldIndex.map((id) => Buffer.from(id, 'hex'));
+  w.result.indexFilesWritten = await writeIndexFiles(repo, [w.t], remaining(w), supersedes, false, progress);
 }
 
-async function deletePacks(
-  repo: Repository,
-  t: TargetRow,
-  packs: { id: string }[],
-  progress: (phase: PruneProgress['phase'], done: number, total: number) => void,
-): Promise<void> {
-  const s = repo.storage(t);
-  let done = 0;
-  const queue = [...packs];
-  const worker = async () => {
-    for (let p = queue.shift(); p; p = queue.shift()) {
-      await s.delete(ObjectKey.pack(p.id));
-      if (++done === 1) killPoint('packs-deleting');
-      progress('delete-packs', done, packs.length);
+/** One index for the whole pool: each pack once, with every target that keeps a copy; on every target. */
+async function writePoolIndex(repo: Repository, work: TargetWork[], progress: Progress): Promise<void> {
+  const packs = new Map<string, IndexedPack & { copies: number[] }>();
+  for (const w of work)
+    for (const p of remaining(w)) {
+      const hex = p.id.toString('hex');
+      const at = packs.get(hex);
+      if (at) at.copies.push(w.t.poolId!);
+      else packs.set(hex, { ...p, copies: [w.t.poolId!] });
     }
-  };
-  await Promise.all([worker(), worker(), worker(), worker()]);
-}
-
-/**
- * Copies the live blobs of the packs chosen for repacking into new packs of the same kind: each run of
- * adjacent live blobs is one ranged GET, every blob is authenticated (AEAD, then its id) before its sealed
- * bytes are copied (the binding is the blob id, so a blob moves between packs unchanged).
- */
-async function repack(
-  repo: Repository,
-  t: TargetRow,
-  plan: PrunePlan,
-  progress: (done: number) => void,
-): Promise<IndexedPack[]> {
-  const { sodium, ks } = repo;
-  const s = repo.storage(t);
-  const packSize = ks.config.packSize;
-  const written: IndexedPack[] = [];
-  // One growing buffer per open pack (no list of copies concatenated at the end: half the peak).
-  const open = new Map<BlobKind, { buf: Buffer; entries: PackEntry[]; size: number }>();
-  const flush = async (kind: BlobKind) => {
-    const p = open.get(kind);
-    if (!p || p.entries.length === 0) return;
-    open.delete(kind);
-    const id = sodium.randomBytes(32);
-    const trailer = sealPackTrailer(sodium, ks.keys.metaSeal, id, p.entries);
-    const body = reserve(p.buf, p.size, trailer.length);
-    trailer.copy(body, p.size);
-    const size = p.size + trailer.length;
-    await s.put(ObjectKey.pack(id.toString('hex')), body.subarray(0, size));
-    written.push({ id, size, blobs: p.entries });
-  };
-  const seen = new Set<string>();
-  let done = 0;
-  for (const { pack, live } of plan.repack) {
-    const sorted = [...live].sort((a, b) => a.offset - b.offset);
-    for (let i = 0; i < sorted.length;) {
-      // A run of adjacent live blobs, one ranged GET of at most 4 MiB (or one larger blob).
-      let j = i + 1;
-      while (
-        j < sorted.length &&
-        sorted[j]!.offset === sorted[j - 1]!.offset + sorted[j - 1]!.storedLength &&
-        sorted[j]!.offset + sorted[j]!.storedLength - sorted[i]!.offset <= MAX_RANGE
-      )
-        j++;
-      const first = sorted[i]!;
-      const last = sorted[j - 1]!;
-      const bytes = await s.get(ObjectKey.pack(pack.id), {
-        start: first.offset,
-        end: last.offset + last.storedLength - 1,
-      });
-      for (const b of sorted.slice(i, j)) {
-        const hex = b.id.toString('hex');
-        if (seen.has(hex)) continue;
-        seen.add(hex);
-        const sealed = bytes.subarray(b.offset - first.offset, b.offset - first.offset + b.storedLength);
-        try {
-          openBlob(sodium, sealed, {
-            sealKey: ks.keys.blobSeal,
-            idKey: ks.keys.blobId,
-            kind: b.kind,
-            id: b.id,
-            length: b.plainLength,
-          });
-        } catch (err) {
-          throw new Error(
-            `Blob ${hex} in pack ${pack.id} on target "${t.name}" is damaged (${(err as Error).message}); nothing was deleted. Run "cairn check --read-data", then back up again.`,
-            { cause: err },
-          );
-        }
-        let p = open.get(b.kind);
-        if (!p) open.set(b.kind, (p = { buf: Buffer.allocUnsafe(0), entries: [], size: 0 }));
-        p.buf = reserve(p.buf, p.size, sealed.length, packSize);
-        sealed.copy(p.buf, p.size);
-        p.entries.push({ ...b, offset: p.size });
-        p.size += sealed.length;
-        if (p.size >= packSize || p.entries.length >= MAX_BLOBS_PER_PACK) await flush(b.kind);
-      }
-      i = j;
-    }
-    progress(++done);
-  }
-  await flush('data');
-  await flush('tree');
-  return written;
+  const supersedes = [...new Set(work.flatMap((w) => w.oldIndex))].map((id) => Buffer.from(id, 'hex'));
+  const files = await writeIndexFiles(
+    repo,
+    work.map((w) => w.t),
+    [...packs.values()],
+    supersedes,
+    true,
+    progress,
+  );
+  for (const w of work) w.result.indexFilesWritten = files;
 }

@@ -45,7 +45,7 @@ export class TargetAdmin {
   private async publishPool(done: string): Promise<void> {
     if (this.ks.listTargets().length < 2 && !this.ks.pool.state()) return;
     try {
-      await this.repo.pool.publish({ waitMs: 30_000 });
+      await this.repo.publishPool({ waitMs: 30_000 });
     } catch (err) {
       throw new SettingsError(
         `${done}, but the pool object could not be written to every target: ${(err as Error).message}`,

@@ -3,7 +3,7 @@ import { loadSodium } from '../crypto/provider.ts';
 import { blobId, openBlob, sealBlobInto } from './blob-codec.ts';
 import { openIndexFile, sealIndexFile } from './index-file.ts';
 import { openPackTrailer, sealPackTrailer } from './pack.ts';
-import { ObjectFormatError, sealedLength } from './sealed-object.ts';
+import { ObjectFormatError, sealObject, sealedLength } from './sealed-object.ts';
 import { decodeTree, encodeTree } from './tree.ts';
 
 const s = await loadSodium();
@@ -85,6 +85,35 @@ describe('format v2 codecs', () => {
     expect(problem(() => openIndexFile(s, meta, key(), sealIndexFile(s, meta, id, file)))).toBe(
       'auth-failed',
     );
+  });
+
+  it("round-trip a pool's index file, whose packs say where their copies are", () => {
+    const meta = key();
+    const id = key();
+    const blob = { kind: 'data' as const, id: key(), offset: 0, storedLength: 60, plainLength: 20 };
+    const file = {
+      supersedes: [],
+      packs: [
+        { id: key(), size: 100, copies: [1, 3], blobs: [blob] },
+        { id: key(), size: 200, copies: [0xfffe], blobs: [] },
+      ],
+      pool: true,
+    };
+    const sealed = sealIndexFile(s, meta, id, file);
+    expect(openIndexFile(s, meta, id, sealed)).toEqual(file);
+    expect(sealed[5]).toBe(1); // flags
+    expect(() => sealIndexFile(s, meta, id, { ...file, packs: [{ ...file.packs[0]!, copies: [] }] })).toThrow(
+      /needs 1 to 255 copies/,
+    );
+    expect(() => sealIndexFile(s, meta, id, { supersedes: [], packs: file.packs })).toThrow(/pool index/);
+    // An erasure-coded entry (scheme 1) is not read as copies.
+    const payload = Buffer.concat([
+      Buffer.from([0, 0, 0, 0, 1, 0, 0, 0]),
+      key(),
+      Buffer.from([100, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0]),
+    ]);
+    const ec = sealObject(s, { magic: 'CRNI', flags: 1, binding: id, payload, key: meta });
+    expect(problem(() => openIndexFile(s, meta, id, ec))).toBe('bad-content');
   });
 
   it('encode trees deterministically and refuse names that would escape a folder', () => {

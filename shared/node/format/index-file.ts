@@ -7,6 +7,8 @@ export interface IndexedPack {
   id: Buffer;
   /** Size of the whole pack object in bytes. */
   size: number;
+  /** In a pool's index file: the pool ids of the targets holding a copy (1 to 255 of them). */
+  copies?: readonly number[];
   blobs: PackEntry[];
 }
 
@@ -14,7 +16,16 @@ export interface IndexFile {
   /** Index files this one replaces (written by prune; empty for a backup's index). */
   supersedes: Buffer[];
   packs: IndexedPack[];
+  /**
+   * A pool's index file (flags 1) says where each pack's copies are, so it can be read from any target;
+   * otherwise (flags 0) its packs are on the target that holds the file.
+   */
+  pool?: boolean;
 }
+
+/** Flags of a pool's index file: each pack's copies follow its size. */
+const POOL_FLAG = 1;
+const COPIES_REPLICAS = 0;
 
 const ENTRY = 1 + BLOB_ID_BYTES + 4 + 4 + 4;
 
@@ -29,8 +40,17 @@ export function sealIndexFile(
   file: IndexFile,
   nonce?: Uint8Array,
 ): Buffer {
+  const pool = Boolean(file.pool);
   let size = 4 + file.supersedes.length * 32 + 4;
-  for (const p of file.packs) size += PACK_ID_BYTES + 8 + 4 + p.blobs.length * ENTRY;
+  for (const p of file.packs) {
+    if (
+      pool &&
+      (!p.copies?.length || p.copies.length > 255 || p.copies.some((c) => !(c >= 1 && c <= 0xfffe)))
+    )
+      throw new Error(`pack ${p.id.toString('hex')} needs 1 to 255 copies in a pool's index file`);
+    if (!pool && p.copies) throw new Error('copies belong in a pool index file');
+    size += PACK_ID_BYTES + 8 + (pool ? 2 + p.copies!.length * 2 : 0) + 4 + p.blobs.length * ENTRY;
+  }
   const b = Buffer.alloc(size);
   let at = b.writeUInt32LE(file.supersedes.length, 0);
   for (const s of file.supersedes) {
@@ -42,6 +62,11 @@ export function sealIndexFile(
     b.set(p.id, at);
     at += PACK_ID_BYTES;
     at = b.writeBigUInt64LE(BigInt(p.size), at);
+    if (pool) {
+      at = b.writeUInt8(COPIES_REPLICAS, at);
+      at = b.writeUInt8(p.copies!.length, at);
+      for (const c of p.copies!) at = b.writeUInt16LE(c, at);
+    }
     at = b.writeUInt32LE(p.blobs.length, at);
     for (const e of p.blobs) {
       b[at] = BlobKindCode[e.kind];
@@ -54,7 +79,7 @@ export function sealIndexFile(
   }
   return sealObject(sodium, {
     magic: Magic.index,
-    flags: 0,
+    flags: pool ? POOL_FLAG : 0,
     binding: indexId,
     payload: b,
     key: metaKey,
@@ -69,7 +94,14 @@ export function openIndexFile(
   sealed: Uint8Array,
 ): IndexFile {
   const what = `index file ${Buffer.from(indexId).toString('hex')}`;
-  const { payload: b } = openObject(sodium, sealed, { magic: Magic.index, binding: indexId, key: metaKey });
+  const { flags, payload: b } = openObject(sodium, sealed, {
+    magic: Magic.index,
+    binding: indexId,
+    key: metaKey,
+  });
+  if (flags !== 0 && flags !== POOL_FLAG)
+    throw new ObjectFormatError('bad-content', `${what} has unknown flags ${flags}`);
+  const pool = flags === POOL_FLAG;
   const bad = () => new ObjectFormatError('bad-content', `${what} is malformed`);
   let at = 0;
   const need = (n: number) => {
@@ -84,11 +116,25 @@ export function openIndexFile(
   need(4);
   const packs: IndexedPack[] = [];
   for (let n = b.readUInt32LE(at), i = ((at += 4), 0); i < n; i++) {
-    need(PACK_ID_BYTES + 12);
+    need(PACK_ID_BYTES + 8);
     const id = Buffer.from(b.subarray(at, (at += PACK_ID_BYTES)));
     const size = Number(b.readBigUInt64LE(at));
-    const count = b.readUInt32LE(at + 8);
-    at += 12;
+    at += 8;
+    let copies: number[] | undefined;
+    if (pool) {
+      need(2);
+      const scheme = b[at]!;
+      const n = b[at + 1]!;
+      at += 2;
+      // Erasure-coded packs (scheme 1) are not written yet: a reader that meets one must not guess.
+      if (scheme !== COPIES_REPLICAS || n === 0) throw bad();
+      need(n * 2);
+      copies = [];
+      for (let c = 0; c < n; c++, at += 2) copies.push(b.readUInt16LE(at));
+    }
+    need(4);
+    const count = b.readUInt32LE(at);
+    at += 4;
     need(count * ENTRY);
     const blobs: PackEntry[] = [];
     for (let j = 0; j < count; j++) {
@@ -101,8 +147,8 @@ export function openIndexFile(
       });
       at += ENTRY;
     }
-    packs.push({ id, size, blobs });
+    packs.push(copies ? { id, size, copies, blobs } : { id, size, blobs });
   }
   if (at !== b.length) throw bad();
-  return { supersedes, packs };
+  return pool ? { supersedes, packs, pool } : { supersedes, packs };
 }

@@ -171,7 +171,9 @@ export class PoolSync {
    * older generations. Under the exclusive lock of every target; each target's pool object is read first,
    * so a generation written meanwhile by another machine is built upon, not lost.
    */
-  async publish(opts: { waitMs?: number; onWait?: (m: string) => void } = {}): Promise<void> {
+  async publish(
+    opts: { waitMs?: number; onWait?: (m: string) => void } = {},
+  ): Promise<{ first: boolean; joined: number[] }> {
     const targets = this.ks.listTargets();
     const locks: RepoLock[] = [];
     try {
@@ -180,10 +182,13 @@ export class PoolSync {
       for (const t of targets) if (t.poolId !== null) await this.sync(t);
       const prev = this.ks.pool.state();
       let nextId = prev?.nextId ?? 1;
+      const joined: number[] = [];
       this.ks.db.transaction(() => {
         for (const t of this.ks.listTargets())
-          if (t.poolId === null)
+          if (t.poolId === null) {
             this.ks.pool.setPlace(t.id, { poolId: nextId++, weight: t.weight, state: t.state });
+            joined.push(t.id);
+          }
       })();
       const generation = (prev?.generation ?? 0) + 1;
       const random = this.ks.sodium.randomBytes(4).toString('hex');
@@ -201,6 +206,7 @@ export class PoolSync {
       for (const t of members)
         for (const key of await this.listed(t))
           if (poolGeneration(key)! < generation) await this.host.storage(t).delete(key);
+      return { first: prev === null, joined };
     } finally {
       for (const l of locks) await l.release();
     }

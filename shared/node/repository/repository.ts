@@ -9,8 +9,8 @@ import {
 } from '../crypto/keys.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { blobId, openBlob } from '../format/blob-codec.ts';
-import { openIndexFile, sealIndexFile, type IndexFile, type IndexedPack } from '../format/index-file.ts';
-import { openJson, sealJson } from '../format/json-object.ts';
+import { openIndexFile, type IndexFile, type IndexedPack } from '../format/index-file.ts';
+import { openJson } from '../format/json-object.ts';
 import { ObjectFormatError } from '../format/sealed-object.ts';
 import { openTarget, type TargetHandle } from '../storage/open-target.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
@@ -18,15 +18,12 @@ import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
 import { targetWhere } from '../../settings.ts';
 import { openConfig, sealConfig, type RepoConfig } from './config.ts';
 import { RepoLock, type LockContext, type LockKind } from './locks.ts';
+import { RepositoryError } from './errors.ts';
+import { MetaWriter } from './meta-writer.ts';
 import { PoolSync } from './pool-sync.ts';
 import { parseSnapshotDoc, type SnapshotDoc } from './snapshot.ts';
 
-export class RepositoryError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'RepositoryError';
-  }
-}
+export { RepositoryError };
 
 /** The coordinator's own connection to a target: config, keys, index, snapshots, trees; never data packs. */
 export function openMetaStorage(handle: TargetHandle): Storage {
@@ -103,6 +100,7 @@ export class Repository {
   private readonly storages = new Map<number, Storage>();
   private readonly verified = new Set<number>();
   readonly pool: PoolSync = new PoolSync(this);
+  readonly meta: MetaWriter = new MetaWriter(this);
 
   constructor(readonly ks: Keystore) {}
 
@@ -245,6 +243,7 @@ export class Repository {
     learnt: TargetRow[];
   }> {
     await this.attach(t);
+    await this.meta.flush(t);
     const s = this.storage(t);
     let loaded = this.ks.index.loadedIndexFiles(t.id);
     const listed: string[] = [];
@@ -279,9 +278,15 @@ export class Repository {
       );
       const since = Date.now();
       const packs = await this.listPacks(t);
-      this.ks.index.resetTarget(t.id, (hex, size) => packs.get(hex) === size, since, {
-        drop: vanished.every((id) => superseded.has(id)),
-      });
+      const drop = vanished.every((id) => superseded.has(id));
+      this.ks.index.resetTarget(t.id, (hex, size) => packs.get(hex) === size, since, { drop });
+      // In a pool the index on `t` is the whole pool's: a prune that replaced it replaced every member's
+      // and may have deleted packs on any of them. Their copies go too (this machine's unindexed uploads
+      // there included: unlisted, they are safer stored again); each member's index files are read again.
+      if (drop && this.ks.pool.state() && t.poolId !== null)
+        for (const x of this.ks.listTargets())
+          if (x.id !== t.id && x.poolId !== null)
+            this.ks.index.resetTarget(x.id, () => false, since, { drop });
       loaded = new Set();
     }
     let indexFiles = 0;
@@ -293,7 +298,7 @@ export class Repository {
         file.packs.map((p) => ({
           pack: {
             id: p.id,
-            copies: [t.id],
+            copies: this.copiesOf(t, p),
             kind: p.blobs[0]?.kind ?? 'data',
             size: p.size,
             jobId: null,
@@ -305,14 +310,17 @@ export class Repository {
       this.ks.index.addIndexFile(id, t.id);
       indexFiles++;
     }
+    // In a pool every member holds every snapshot: one is read once, whichever target lists it first,
+    // and counts as removed only when the target it was read from (its row's) no longer lists it.
     const known = this.ks.snapshots.idsOnTarget(t.id);
+    const anywhere = this.ks.snapshots.ids();
     const seen = new Set<string>();
     let snapshots = 0;
     for await (const o of s.list(Prefix.snapshots)) {
       const id = o.key.slice(Prefix.snapshots.length);
       if (!/^[0-9a-f]{12}$/.test(id)) continue;
       seen.add(id);
-      if (known.has(id)) continue;
+      if (anywhere.has(id)) continue;
       const doc = parseSnapshotDoc(
         openJson(this.sodium, this.ks.keys.metaSeal, Magic.snapshot, id, await s.get(o.key)),
         id,
@@ -323,6 +331,16 @@ export class Repository {
     const removed = [...known].filter((id) => !seen.has(id));
     this.ks.snapshots.remove(removed);
     return { snapshots, removedSnapshots: removed.length, indexFiles, rebuilt, learnt };
+  }
+
+  /**
+   * Where the copies of a pack read from an index file on `t` are, as local target ids: a pool's index
+   * file names them by pool id (a target this machine does not know, or no longer has, is left out);
+   * otherwise the pack is on `t`.
+   */
+  private copiesOf(t: TargetRow, p: IndexedPack): number[] {
+    if (!p.copies) return [t.id];
+    return p.copies.map((id) => this.ks.pool.localId(id)).filter((id) => id !== undefined);
   }
 
   /**
@@ -381,15 +399,15 @@ export class Repository {
     return RepoLock.acquire(this.lockContext(t), { ...opts, label: t.name });
   }
 
-  /** Writes one index file describing `packs` (all on `t`), then marks them indexed. */
+  /**
+   * Writes one index file describing `packs` (all on `t`), in a pool to every member (meta-writer.ts),
+   * then marks them indexed.
+   */
   async writeIndex(t: TargetRow, packs: IndexedPack[]): Promise<number> {
     if (packs.length === 0) return 0;
-    const id = this.sodium.randomBytes(32);
-    const body = sealIndexFile(this.sodium, this.ks.keys.metaSeal, id, { supersedes: [], packs });
-    await this.storage(t).put(ObjectKey.index(id.toString('hex')), body);
-    this.ks.index.addIndexFile(id.toString('hex'), t.id);
+    const bytes = await this.meta.writeIndex(t, packs);
     this.ks.index.markIndexed(packs.map((p) => p.id));
-    return body.length;
+    return bytes;
   }
 
   /** Index files for every pack of `t` this machine stored and no index file describes yet. */
@@ -401,10 +419,19 @@ export class Repository {
   }
 
   async writeSnapshot(t: TargetRow, doc: SnapshotDoc): Promise<number> {
-    const body = sealJson(this.sodium, this.ks.keys.metaSeal, Magic.snapshot, doc.id, doc);
-    await this.storage(t).put(ObjectKey.snapshot(doc.id), body);
+    const bytes = await this.meta.writeSnapshot(t, doc);
     this.ks.snapshots.put(t.id, doc);
-    return body.length;
+    return bytes;
+  }
+
+  /**
+   * Writes a new pool generation (pool-sync.ts), then gives the metadata to the targets that joined:
+   * every member when the pool is new, else those that had no place in it.
+   */
+  async publishPool(opts: { waitMs?: number } = {}): Promise<void> {
+    const { first, joined } = await this.pool.publish(opts);
+    const members = this.ks.listTargets().filter((t) => t.poolId !== null);
+    for (const t of members) if (first || joined.includes(t.id)) await this.meta.seed(t);
   }
 
   /** A tree blob's plaintext, from the local cache or the bucket (authenticated, then cached). */

@@ -123,6 +123,23 @@ export class IndexCache {
     this.packs.clear();
   }
 
+  /** The targets holding a stored copy of a pack. */
+  storedCopies(packId: Uint8Array): number[] {
+    return this.copiesStmt.all(packId) as number[];
+  }
+
+  /** Every indexed pack with at least one stored copy (what a target joining a pool is told). */
+  indexedPacks(): PackRow[] {
+    return (
+      this.db
+        .prepare(
+          `SELECT p.* FROM packs p WHERE p.state = 'indexed' AND EXISTS
+             (SELECT 1 FROM pack_copies c WHERE c.pack_id = p.id AND c.state = 'stored') ORDER BY p.created_at`,
+        )
+        .all() as RawPack[]
+    ).map(toPack);
+  }
+
   /** Packs with a copy on `targetId` written by this machine that no index file in the bucket describes yet. */
   unindexedPacks(targetId: number): PackRow[] {
     return (

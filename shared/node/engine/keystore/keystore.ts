@@ -18,6 +18,7 @@ import { KeystoreError, describeDbError, openDb, type Db } from './db.ts';
 import { IndexCache } from './index-cache.ts';
 import { JobTable } from './job-table.ts';
 import { PlanTable } from './plan-table.ts';
+import { MetaOutbox } from './meta-outbox.ts';
 import { PoolTable } from './pool-table.ts';
 import type { TargetState } from '../../repository/pool.ts';
 import { SnapshotCache } from './snapshot-cache.ts';
@@ -55,6 +56,7 @@ export class Keystore {
   readonly jobs: JobTable;
   readonly plans: PlanTable;
   readonly pool: PoolTable;
+  readonly outbox: MetaOutbox;
 
   private constructor(
     readonly db: Db,
@@ -73,6 +75,7 @@ export class Keystore {
     this.jobs = new JobTable(db);
     this.plans = new PlanTable(db);
     this.pool = new PoolTable(db);
+    this.outbox = new MetaOutbox(db);
   }
 
   /** Creates a keystore for a repository whose master key is already known (init or connect). */

@@ -165,5 +165,12 @@ export const migrations: string[] = [
   ALTER TABLE targets ADD COLUMN state TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'draining', 'gone'));
   CREATE UNIQUE INDEX targets_by_pool_id ON targets(pool_id) WHERE pool_id IS NOT NULL;
   ALTER TABLE repository ADD COLUMN pool TEXT;     -- JSON {key, generation, createdAt, nextId, policy} of the pool object in the buckets
+  CREATE TABLE meta_outbox (
+    target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
+    key TEXT NOT NULL,             -- index/… or snapshots/…: metadata a pool member has yet to receive
+    body BLOB NOT NULL,            -- the sealed object, as the other members got it
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (target_id, key)
+  ) WITHOUT ROWID;
   `,
 ];

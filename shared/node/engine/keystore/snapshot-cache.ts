@@ -35,6 +35,10 @@ export class SnapshotCache {
     return rows.length === 1 ? rows[0]!.id : idOrPrefix;
   }
 
+  ids(): Set<string> {
+    return new Set(this.db.prepare('SELECT id FROM snapshots').pluck().all() as string[]);
+  }
+
   idsOnTarget(targetId: number): Set<string> {
     return new Set(
       (this.db.prepare('SELECT id FROM snapshots WHERE target_id = ?').all(targetId) as { id: string }[]).map(

@@ -1,0 +1,153 @@
+import { Magic, ObjectKey, Prefix } from '../../format/constants.ts';
+import { sealIndexFile, type IndexedPack } from '../format/index-file.ts';
+import { sealJson } from '../format/json-object.ts';
+import { StorageError, type Storage } from '../storage/storage.ts';
+import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
+import { RepositoryError } from './errors.ts';
+import type { SnapshotDoc } from './snapshot.ts';
+
+/** What the metadata writer needs of the repository. */
+export interface MetaHost {
+  readonly ks: Keystore;
+  storage(t: TargetRow): Storage;
+  attach(t: TargetRow): Promise<unknown>;
+}
+
+/** Packs per index file a joining target is given. */
+const PACKS_PER_SEED_INDEX = 512;
+
+/**
+ * Writes index files and snapshots where they belong: to the target a job works on, and in a pool to
+ * every other member too (docs/FORMAT.md, "Pools"), so any one surviving target knows the whole
+ * repository. The other members' copies go through the keystore's outbox: queued before anything is
+ * written, delivered now when the member answers, else at its next refresh. A member that failed once
+ * is not tried again by this process (its copies wait in the outbox).
+ */
+export class MetaWriter {
+  private readonly unreachable = new Set<number>();
+
+  constructor(private readonly host: MetaHost) {}
+
+  private get ks(): Keystore {
+    return this.host.ks;
+  }
+
+  /** In a pool whose member `home` is, every member not gone; otherwise `home` alone. */
+  targets(home: TargetRow): TargetRow[] {
+    if (!this.ks.pool.state() || home.poolId === null) return [home];
+    const members = this.ks.listTargets().filter((t) => t.poolId !== null && t.state !== 'gone');
+    return [home, ...members.filter((t) => t.id !== home.id)];
+  }
+
+  /** The pool ids of a pack's stored copies on members of the pool. */
+  private poolCopies(packId: Uint8Array): number[] {
+    return this.ks.index
+      .storedCopies(packId)
+      .map((id) => this.ks.targetById(id).poolId)
+      .filter((id) => id !== null);
+  }
+
+  /** Seals an index file for `home` (a pool's, with copies, when `home` is a member) and writes it everywhere. */
+  async writeIndex(home: TargetRow, packs: IndexedPack[]): Promise<number> {
+    const pool = this.ks.pool.state() !== null && home.poolId !== null;
+    const id = this.ks.sodium.randomBytes(32);
+    const body = sealIndexFile(this.ks.sodium, this.ks.keys.metaSeal, id, {
+      supersedes: [],
+      // A pack just written to `home` has a copy there whatever the keystore says.
+      packs: pool
+        ? packs.map((p) => ({ ...p, copies: [...new Set([home.poolId!, ...this.poolCopies(p.id)])] }))
+        : packs,
+      ...(pool ? { pool } : {}),
+    });
+    const hex = id.toString('hex');
+    await this.put(home, ObjectKey.index(hex), body, (t) => this.ks.index.addIndexFile(hex, t.id));
+    return body.length;
+  }
+
+  async writeSnapshot(home: TargetRow, doc: SnapshotDoc): Promise<number> {
+    const body = sealJson(this.ks.sodium, this.ks.keys.metaSeal, Magic.snapshot, doc.id, doc);
+    await this.put(home, ObjectKey.snapshot(doc.id), body, () => undefined);
+    return body.length;
+  }
+
+  /** `home` must take the object; the others get it through the outbox. */
+  private async put(
+    home: TargetRow,
+    key: string,
+    body: Buffer,
+    stored: (t: TargetRow) => void,
+  ): Promise<void> {
+    const others = this.targets(home).slice(1);
+    this.ks.outbox.add(
+      others.map((t) => t.id),
+      key,
+      body,
+    );
+    await this.host.storage(home).put(key, body);
+    stored(home);
+    await Promise.all(
+      others.map(async (t) => {
+        if (await this.deliver(t, key, body)) stored(t);
+      }),
+    );
+  }
+
+  private async deliver(t: TargetRow, key: string, body: Buffer): Promise<boolean> {
+    if (this.unreachable.has(t.id)) return false;
+    try {
+      await this.host.attach(t);
+      await this.host.storage(t).put(key, body);
+    } catch (err) {
+      // Out of reach, or no longer holding the repository (reported by its own refresh).
+      if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;
+      this.unreachable.add(t.id);
+      return false;
+    }
+    this.ks.outbox.remove(t.id, key);
+    return true;
+  }
+
+  /** Delivers what `t` missed (it answered: the caller just read from it). */
+  async flush(t: TargetRow): Promise<number> {
+    this.unreachable.delete(t.id);
+    let n = 0;
+    for (const { key, body } of this.ks.outbox.pending(t.id)) {
+      await this.host.storage(t).put(key, body);
+      this.ks.outbox.remove(t.id, key);
+      if (key.startsWith(Prefix.index)) this.ks.index.addIndexFile(key.slice(Prefix.index.length), t.id);
+      n++;
+    }
+    return n;
+  }
+
+  /**
+   * Gives a target that joins a pool what the others hold: pool index files naming every indexed pack
+   * with its copies, and every snapshot it lacks. Queued in the outbox first, like any other copy.
+   */
+  async seed(t: TargetRow): Promise<void> {
+    const { ks } = this;
+    const packs = ks.index.indexedPacks();
+    for (let i = 0; i < packs.length; i += PACKS_PER_SEED_INDEX) {
+      const chunk = packs.slice(i, i + PACKS_PER_SEED_INDEX).flatMap((p) => {
+        const copies = this.poolCopies(p.id);
+        return copies.length ? [{ id: p.id, size: p.size, copies, blobs: ks.index.blobsOfPack(p.id) }] : [];
+      });
+      if (chunk.length === 0) continue;
+      const id = ks.sodium.randomBytes(32);
+      const body = sealIndexFile(ks.sodium, ks.keys.metaSeal, id, {
+        supersedes: [],
+        packs: chunk,
+        pool: true,
+      });
+      ks.outbox.add([t.id], ObjectKey.index(id.toString('hex')), body);
+    }
+    const present = new Set<string>();
+    for await (const o of this.host.storage(t).list(Prefix.snapshots)) present.add(o.key);
+    for (const s of ks.snapshots.list()) {
+      const key = ObjectKey.snapshot(s.id);
+      if (!present.has(key))
+        ks.outbox.add([t.id], key, sealJson(ks.sodium, ks.keys.metaSeal, Magic.snapshot, s.id, s.doc));
+    }
+    await this.flush(t);
+  }
+}
