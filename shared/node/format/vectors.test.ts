@@ -125,6 +125,51 @@ describe.each(['sodium-native', 'libsodium-wasm'] as const)('format v2 vectors w
     expect(seal(s, 'CRNI', 0, H(v.index.id), indexPayload, H(v.index.nonce), meta).toString('hex')).toBe(
       v.index.object,
     );
+    // A pool's index file: flags 1, and after the pack's size its copies (scheme 0, count, u16 ids).
+    const poolPayload = Buffer.concat([
+      u32(1),
+      H(v.index.id),
+      u32(1),
+      H(v.pack.id),
+      packSize,
+      Buffer.from([0, 2, 1, 0, 3, 0]),
+      u32(1),
+      Buffer.from([0]),
+      H(v.blob.id),
+      u32(0),
+      u32(blobLen),
+      u32(H(v.blob.plaintext).length),
+    ]);
+    expect(
+      seal(s, 'CRNI', 1, H(v.poolIndex.id), poolPayload, H(v.poolIndex.nonce), meta).toString('hex'),
+    ).toBe(v.poolIndex.object);
+    expect(v.pool.key).toMatch(/^pools\/0{15}1-[0-9a-f]{8}$/);
+    expect(JSON.parse(open(s, 'CRNO', Buffer.from(v.pool.key), H(v.pool.object), meta).toString())).toEqual({
+      version: 2,
+      generation: 1,
+      createdAt: '2026-11-23T00:00:00.000Z',
+      nextId: 3,
+      self: 1,
+      policy: { scheme: 'replicas', copies: 1, writeQuorum: 1 },
+      targets: [
+        {
+          id: 1,
+          name: 'disk',
+          weight: 100,
+          state: 'active',
+          config: { kind: 'dir', path: '/backup/disk' },
+          secret: null,
+        },
+        {
+          id: 2,
+          name: 'usb',
+          weight: 50,
+          state: 'active',
+          config: { kind: 'dir', path: '/media/usb' },
+          secret: null,
+        },
+      ],
+    });
 
     expect(s.blake3Keyed(Buffer.from(v.tree.plaintext, 'utf8'), H(v.subkeys.blobId)).toString('hex')).toBe(
       v.tree.id,

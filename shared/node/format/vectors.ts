@@ -10,6 +10,7 @@ import { loadSodium } from '../crypto/provider.ts';
 import { sealConfig, type RepoConfig } from '../../node/repository/config.ts';
 import { blobId, sealBlobInto } from './blob-codec.ts';
 import { sealIndexFile } from './index-file.ts';
+import { poolObjectKey, sealPool, SINGLE_COPY, type PoolDoc } from '../repository/pool.ts';
 import { sealJson } from './json-object.ts';
 import { sealPackTrailer } from './pack.ts';
 import { sealedLength } from './sealed-object.ts';
@@ -175,6 +176,54 @@ export function makeVectors(sodium: SodiumProvider) {
     bytes: shardBytes,
   });
 
+  // A pool's index file (flags 1): the same pack, with copies on pool targets 1 and 3.
+  const poolIndexId = fill(32, 0x66);
+  const poolIndex = sealIndexFile(
+    sodium,
+    keys.metaSeal,
+    poolIndexId,
+    {
+      supersedes: [indexId],
+      packs: [
+        {
+          id: packId,
+          size: raw.length + trailer.length,
+          copies: [1, 3],
+          blobs: [{ kind: 'data', id, offset: 0, storedLength: raw.length, plainLength: plain.length }],
+        },
+      ],
+      pool: true,
+    },
+    fill(24, 0x77),
+  );
+  // A pool object as written to target 1 of two folder targets (no secrets: they would add random nonces).
+  const poolKey = poolObjectKey(1, '0a0b0c0d');
+  const poolDoc: PoolDoc = {
+    generation: 1,
+    createdAt: '2026-11-23T00:00:00.000Z',
+    nextId: 3,
+    policy: SINGLE_COPY,
+    targets: [
+      {
+        id: 1,
+        name: 'disk',
+        weight: 100,
+        state: 'active',
+        config: { kind: 'dir', path: '/backup/disk' },
+        secret: null,
+      },
+      {
+        id: 2,
+        name: 'usb',
+        weight: 50,
+        state: 'active',
+        config: { kind: 'dir', path: '/media/usb' },
+        secret: null,
+      },
+    ],
+  };
+  const poolObject = sealPool(sodium, keys, poolKey, 1, poolDoc, fill(24, 0x88));
+
   return {
     format: 2,
     masterKey: hex(master),
@@ -190,6 +239,8 @@ export function makeVectors(sodium: SodiumProvider) {
     pack: { id: hex(packId), headerNonce: hex(fill(24, 0x33)), object: hex(packBytes) },
     shard: { index: 0, k: 2, m: 1, object: hex(shard) },
     index: { id: hex(indexId), nonce: hex(fill(24, 0x55)), object: hex(index) },
+    poolIndex: { id: hex(poolIndexId), nonce: hex(fill(24, 0x77)), object: hex(poolIndex) },
+    pool: { key: poolKey, self: 1, nonce: hex(fill(24, 0x88)), object: hex(poolObject) },
     tree: { plaintext: tree.toString('utf8'), id: hex(treeId) },
     config: {
       value: config,

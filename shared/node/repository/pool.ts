@@ -105,6 +105,8 @@ export function sealPool(
   /** The id of the target this copy is written to. */
   self: number,
   doc: PoolDoc,
+  /** Test vectors only: the object's nonce (secrets are sealed with random ones). */
+  nonce?: Uint8Array,
 ): Buffer {
   const json: PoolDocJson = {
     version: 2,
@@ -121,7 +123,7 @@ export function sealPool(
           : sealSecret(sodium, keys.secrets, secretLabel(t.id), t.secret).toString('base64'),
     })),
   };
-  return sealJson(sodium, keys.metaSeal, Magic.pool, key, json);
+  return sealJson(sodium, keys.metaSeal, Magic.pool, key, json, nonce);
 }
 
 /**

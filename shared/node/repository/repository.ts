@@ -1,18 +1,11 @@
 import { Magic, ObjectKey, Prefix, packIdOfKey, type BlobKind } from '../../format/constants.ts';
-import {
-  deriveSubkeys,
-  openKeySlot,
-  parseKeySlot,
-  type KeySlot,
-  type Unlocker,
-  WrongPassphraseError,
-} from '../crypto/keys.ts';
+import type { KeySlot } from '../crypto/keys.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { blobId, openBlob } from '../format/blob-codec.ts';
 import { openIndexFile, type IndexFile, type IndexedPack } from '../format/index-file.ts';
 import { openJson } from '../format/json-object.ts';
 import { ObjectFormatError } from '../format/sealed-object.ts';
-import { openTarget, type TargetHandle } from '../storage/open-target.ts';
+import type { TargetHandle } from '../storage/open-target.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
 import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
 import { targetWhere } from '../../settings.ts';
@@ -21,74 +14,10 @@ import { RepoLock, type LockContext, type LockKind } from './locks.ts';
 import { RepositoryError } from './errors.ts';
 import { MetaWriter } from './meta-writer.ts';
 import { PoolSync } from './pool-sync.ts';
+import { openMetaStorage, readJsonSlot, unlockFromTarget } from './unlock.ts';
 import { parseSnapshotDoc, type SnapshotDoc } from './snapshot.ts';
 
-export { RepositoryError };
-
-/** The coordinator's own connection to a target: config, keys, index, snapshots, trees; never data packs. */
-export function openMetaStorage(handle: TargetHandle): Storage {
-  return openTarget(handle, { concurrency: 4 });
-}
-
-async function readJsonSlot(s: Storage, key: string): Promise<KeySlot> {
-  const body = await s.get(key);
-  let v: unknown;
-  try {
-    v = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw new RepositoryError(`The key slot ${key} on target "${s.label}" is not valid JSON.`);
-  }
-  return parseKeySlot(v, `${key} on target "${s.label}"`);
-}
-
-/**
- * Opens a repository from a bare target with a passphrase or recovery key: the basis of `cairn connect`.
- * Tries every key slot in keys/ and proves the master key against the target's config.
- */
-export async function unlockFromTarget(
-  sodium: SodiumProvider,
-  handle: TargetHandle,
-  secret: Unlocker,
-): Promise<{ master: Buffer; config: RepoConfig; slots: KeySlot[]; slotId: string }> {
-  const s = openMetaStorage(handle);
-  try {
-    await s.check();
-    const sealedConfig = await s.get(ObjectKey.config).catch((err: unknown) => {
-      if (err instanceof StorageError && err.problem === 'not-found')
-        throw new RepositoryError(`Target "${handle.name}" holds no Cairn repository (no config object).`);
-      throw err;
-    });
-    const slots: KeySlot[] = [];
-    for await (const o of s.list(Prefix.keys)) slots.push(await readJsonSlot(s, o.key));
-    if (slots.length === 0)
-      throw new RepositoryError(`Target "${handle.name}" has a config but no key slots.`);
-    for (const slot of slots) {
-      const master = await openKeySlot(sodium, slot, secret);
-      if (!master) continue;
-      const keys = deriveSubkeys(sodium, master);
-      let config: RepoConfig;
-      try {
-        config = openConfig(sodium, keys.metaSeal, sealedConfig);
-      } catch (err) {
-        throw new RepositoryError(
-          `The config on target "${handle.name}" does not match its key slot ${slot.id}: ${(err as Error).message}`,
-        );
-      }
-      if (slot.repository !== config.id)
-        throw new RepositoryError(
-          `Key slot ${slot.id} on target "${handle.name}" belongs to another repository.`,
-        );
-      return { master, config, slots, slotId: slot.id };
-    }
-    throw new WrongPassphraseError(
-      'passphrase' in secret
-        ? `Wrong passphrase: it opens none of the ${slots.length} key slots on target "${handle.name}".`
-        : `Wrong recovery key: it opens none of the ${slots.length} key slots on target "${handle.name}".`,
-    );
-  } finally {
-    s.close();
-  }
-}
+export { RepositoryError, unlockFromTarget };
 
 /**
  * The repository as the engine uses it: one per unlocked keystore, with a metadata connection per target.
