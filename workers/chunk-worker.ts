@@ -12,6 +12,7 @@ import { openTarget } from '../shared/node/storage/open-target.ts';
 import { loadS3Sdk } from '../shared/node/storage/s3.ts';
 import { StorageError, type Storage } from '../shared/node/storage/storage.ts';
 import { RANGE_MAX } from '../shared/limits.ts';
+import { copyTargets, putCopies } from '../shared/node/repository/pack-placement.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
 import { PackWriter, SpoolError } from './pack-writer.ts';
 import { BufferPool, ReadBuffers, SlotPool } from './pools.ts';
@@ -144,16 +145,28 @@ async function uploadPack(packId: string, body: SpooledBody, blobs: PackedBlob[]
   };
   post({ t: 'xfer-start', slot: timing.slot });
   try {
-    await storage(init.targetId).put(ObjectKey.pack(packId), body);
+    const where = copyTargets(init.placement, init.targetId, Buffer.from(packId, 'hex'));
+    const key = ObjectKey.pack(packId);
+    // Every copy from the same spool file (positional reads).
+    const { copies, queued } = await putCopies(
+      where,
+      (id) => storage(id).put(key, body),
+      init.placement?.writeQuorum ?? 1,
+      down,
+    );
     timing.xferEnd = now();
+    timing.wireBytes = body.length * copies.length;
     timing.stages = { transfer: timing.xferEnd - start };
-    post({ t: 'pack-stored', packId, size: body.length, blobs, timing });
+    post({ t: 'pack-stored', packId, size: body.length, blobs, timing, copies, queued });
   } catch (err) {
     post({ t: 'pack-failed', packId, error: failure(err) });
   } finally {
     slots.release(slot);
   }
 }
+
+/** Targets that failed once: this worker queues their copies without trying again. */
+const down = new Map<number, unknown>();
 
 async function backup(task: BackupTask): Promise<void> {
   const plainBuf = await readBuffers.take(task.length);

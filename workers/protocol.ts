@@ -13,11 +13,22 @@ export interface WorkerInit {
   sealKey: Uint8Array;
   metaKey: Uint8Array;
   targets: TargetHandle[];
-  /** Backups: the target packs go to. */
+  /** Backups: the target packs go to (outside a pool). */
   targetId: number;
+  /** Backups in a pool: where each pack's copies go, and how many must be stored. */
+  placement?: PackPlacement;
   /** Backups: this worker's pack spool files (opened and closed by the pool) and their folder. */
   spoolFds?: number[];
   spoolDir?: string;
+}
+
+export interface PackPlacement {
+  /** The pool's members: local target id (as in `targets`), pool id, weight and state. */
+  members: { localId: number; poolId: number; weight: number; state: 'active' | 'draining' | 'gone' }[];
+  /** Copies of each pack, on the first targets of its rendezvous ranking. */
+  copies: number;
+  /** Copies that must be stored for the pack to count; the others are queued. */
+  writeQuorum: number;
 }
 
 export interface BackupTask {
@@ -75,7 +86,17 @@ export type FromWorker =
   | { t: 'hashed'; tid: number; id: Uint8Array }
   /** The chunk is sealed into the open pack `packId` (uploaded later), or was already stored. */
   | { t: 'packed'; tid: number; id: Uint8Array; packId: string | null; timing: ChunkTiming }
-  | { t: 'pack-stored'; packId: string; size: number; blobs: PackedBlob[]; timing: ChunkTiming }
+  | {
+      t: 'pack-stored';
+      packId: string;
+      size: number;
+      blobs: PackedBlob[];
+      timing: ChunkTiming;
+      /** Local ids of the targets that took a copy. */
+      copies: number[];
+      /** Targets that did not (at least the write quorum did): their copies are to be completed later. */
+      queued: { targetId: number; message: string }[];
+    }
   | { t: 'pack-failed'; packId: string; error: WorkerFailure }
   | { t: 'flushed' }
   | {

@@ -41,6 +41,10 @@ export interface S3Server {
   dataDir: string;
   client: S3Client;
   createBucket(name?: string): Promise<string>;
+  /** SIGKILL, keeping its data: the server is gone as a crashed one is, until `restart`. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port and data. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -52,14 +56,18 @@ export async function startVersitygw(): Promise<S3Server> {
   const accessKeyId = 'AK' + randomBytes(8).toString('hex');
   const secretAccessKey = randomBytes(20).toString('hex');
   const port = await freePort();
-  const child: ChildProcess = spawn(bin, ['--port', `127.0.0.1:${port}`, 'posix', dataDir], {
-    env: { ...process.env, ROOT_ACCESS_KEY: accessKeyId, ROOT_SECRET_KEY: secretAccessKey },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
   let stderr = '';
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const launch = async () => {
+    const c: ChildProcess = spawn(bin, ['--port', `127.0.0.1:${port}`, 'posix', dataDir], {
+      env: { ...process.env, ROOT_ACCESS_KEY: accessKeyId, ROOT_SECRET_KEY: secretAccessKey },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    c.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    await waitForPort(port, c, () => stderr);
+    return c;
+  };
+  let child = await launch();
   const endpoint = `http://127.0.0.1:${port}`;
-  await waitForPort(port, child, () => stderr);
   const client = new S3Client({
     endpoint,
     region: 'us-east-1',
@@ -68,7 +76,9 @@ export async function startVersitygw(): Promise<S3Server> {
   });
   return {
     endpoint,
-    pid: child.pid!,
+    get pid() {
+      return child.pid!;
+    },
     accessKeyId,
     secretAccessKey,
     dataDir,
@@ -77,9 +87,18 @@ export async function startVersitygw(): Promise<S3Server> {
       await client.send(new CreateBucketCommand({ Bucket: name }));
       return name;
     },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await exited;
+    },
+    async restart() {
+      child = await launch();
+    },
     async stop() {
       client.destroy();
-      if (child.exitCode === null) {
+      if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((r) => child.once('exit', r));
         child.kill('SIGTERM');
         await exited;

@@ -11,6 +11,7 @@ import { readPassphrase } from './passphrase.ts';
 import { withEngine } from './session.ts';
 import { registerFindCommand } from './find-command.ts';
 import { registerKeyCommands } from './key-commands.ts';
+import { registerPoolCommands } from './pool-commands.ts';
 import { registerPlanCommands } from './plan-commands.ts';
 import { registerRetentionCommands } from './retention-commands.ts';
 import { registerTargetCommands } from './target-commands.ts';
@@ -77,6 +78,7 @@ registerTargetCommands(program, out);
 registerKeyCommands(program, out);
 registerPlanCommands(program, out, { size: sizeOption, int: intOption });
 registerFindCommand(program, out, { int: intOption });
+registerPoolCommands(program, out, { int: intOption, partial: (m) => new PartialFailure(m) });
 registerRetentionCommands(program, out, {
   int: intOption,
   size: sizeOption,

@@ -58,8 +58,8 @@ export function progressLine(f: StatsFrame): string {
 }
 
 /** "1 file", "2 files": a count with its noun (regular plurals only). */
-export function plural(n: number, noun: string): string {
-  return `${n.toLocaleString('en')} ${noun}${n === 1 ? '' : 's'}`;
+export function plural(n: number, noun: string, nouns = `${noun}s`): string {
+  return `${n.toLocaleString('en')} ${n === 1 ? noun : nouns}`;
 }
 
 export function table(rows: string[][]): string {
@@ -76,4 +76,10 @@ export function reportBackup(o: Output, r: BackupResult): void {
   o.info(
     `Files: ${r.files.new} new, ${r.files.changed} changed, ${r.files.unchanged} unchanged (${formatSize(r.totalBytes)})${r.excluded ? `, ${r.excluded} excluded` : ''}; read ${formatSize(r.bytesRead)}, uploaded ${formatSize(r.bytesUploaded)} in ${r.packsWritten} packs${r.parent ? `; parent ${r.parent}` : ''}.`,
   );
+  const { copies, queued } = r.redundancy;
+  if (queued > 0)
+    o.info(
+      `Redundancy: completing — ${plural(queued, 'copy', 'copies')} of packs still to write (a target was out of reach); "cairn repair" writes them once it is back.`,
+    );
+  else if (copies > 1) o.info(`Redundancy: full (${copies} copies of every pack).`);
 }

@@ -4,6 +4,7 @@ import { KEEP_RULE_NAMES, type KeepRuleName } from '../../retention.ts';
 import { formatSize, parseSize } from '../../settings.ts';
 import type { KeepPolicy } from '../engine/retention-policy.ts';
 import { plural, type Output } from './output.ts';
+import { reportRedundancy } from './pool-commands.ts';
 import { withEngine } from './session.ts';
 
 type Parsers = {
@@ -143,6 +144,10 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
       'check the repository against the bucket: every pack the index names exists, every snapshot is whole; --read-data reads the packs too',
     )
     .option('--read-data', 'download every pack and authenticate every blob')
+    .option(
+      '--redundancy',
+      "compare every pack's copies with the policy, per pack and per target (exit 0 only when all are there)",
+    )
     .addOption(
       new Option('--read-data-subset <n%>', 'download this share of the packs, chosen at random').argParser(
         (v) => {
@@ -155,6 +160,7 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
     )
     .action(async (opts) => {
       const o = out();
+      if (opts.redundancy) return reportRedundancy(o, p.partial);
       const r = await withEngine(
         (e) =>
           e.check({ readData: Boolean(opts.readData), readDataSubset: opts.readDataSubset }, o.listener()),

@@ -12,6 +12,7 @@ import type { JobListener } from './job-events.ts';
 import type { TargetRow } from './keystore/keystore.ts';
 import type { TransferSummary } from './stats-collector.ts';
 import { resolveSources, unreadableError, walkForBackup } from './walk.ts';
+import { completeCopies } from '../repository/copy-completion.ts';
 
 export interface BackupResult {
   snapshotId: string;
@@ -29,6 +30,11 @@ export interface BackupResult {
   packsWritten: number;
   warnings: string[];
   transfer: TransferSummary;
+  /**
+   * In a pool: the policy's copies per pack, and how many copies of the repository's packs are still
+   * queued (this backup met its write quorum without them). Full redundancy only when none is.
+   */
+  redundancy: { copies: number; queued: number; state: 'full' | 'completing' };
 }
 
 export class BackupFailedError extends Error {
@@ -171,6 +177,15 @@ export async function runBackupJob(
   summary.bytesUploaded += await repo.writeSnapshot(target, doc);
   ks.snapshots.put(target.id, doc);
   ks.jobs.finish(jobId, snapshotId);
+  // Copies queued by earlier runs are completed now when every target took this backup's copies;
+  // otherwise a target is still out of reach, and `cairn repair` completes them once it is back.
+  if (stored.copiesQueued + saved.copiesQueued === 0 && ks.index.queuedCopies().length > 0)
+    await completeCopies(repo).catch((err: unknown) =>
+      listener.notice?.(`Completing copies: ${(err as Error).message}`),
+    );
+  const queued = ks.index.queuedCopies().length;
+  const policy = ks.pool.state()?.policy;
+  const copies = policy?.scheme === 'replicas' ? policy.copies : 1;
   return {
     snapshotId,
     backupId: snapshotId,
@@ -185,5 +200,6 @@ export async function runBackupJob(
     packsWritten,
     warnings,
     transfer,
+    redundancy: { copies, queued, state: queued === 0 ? 'full' : 'completing' },
   };
 }

@@ -10,6 +10,7 @@ import type { JobFile } from './keystore/job-table.ts';
 import type { TargetRow } from './keystore/keystore.ts';
 import { StatsCollector, type TransferSummary } from './stats-collector.ts';
 import { packSpoolFiles } from './pack-spool.ts';
+import { packPlacement } from '../repository/pack-placement.ts';
 import { startPool } from './storage-access.ts';
 import { fileStored, relOf, sourceOf, type FileToRead } from './walk.ts';
 
@@ -33,6 +34,8 @@ export interface StoreResult {
   /** Blob ids of the files read (each occurrence). */
   blobsStored: number;
   packsWritten: number;
+  /** Copies left for later: the write quorum was met without them. */
+  copiesQueued: number;
   /** Why storing stopped (resumable), or null. */
   failure: string | null;
   transfer: TransferSummary;
@@ -75,6 +78,7 @@ export async function storeFiles(
   let blobsNew = 0;
   let blobsStored = 0;
   let packsWritten = 0;
+  let copiesQueued = 0;
   let failure: string | null = null;
   // Ids this run decided to upload whose pack is not stored yet (then the index has them).
   const decided = new Set<string>();
@@ -179,9 +183,14 @@ export async function storeFiles(
       yield f;
     }
   }
+  // In a pool each pack's copies go where its placement says, to any member (pool-admin.ts).
+  const placement = packPlacement(ks, target);
+  const handles = placement
+    ? placement.members.map((m) => ks.targetHandle(ks.targetById(m.localId)))
+    : [ks.targetHandle(target)];
   const pool =
     reads.length > 0
-      ? await startPool(ks, [ks.targetHandle(target)], settings, target.id, packSpoolFiles(settings))
+      ? await startPool(ks, handles, settings, target.id, packSpoolFiles(settings), placement)
       : null;
   try {
     for (let round: Iterable<FileState> = firstReads(); pool && !failure; round = reread.splice(0)) {
@@ -257,7 +266,7 @@ export async function storeFiles(
     ks.index.addPack(
       {
         id: Buffer.from(m.packId, 'hex'),
-        copies: [target.id],
+        copies: m.copies,
         kind: 'data',
         size: m.size,
         jobId,
@@ -265,8 +274,16 @@ export async function storeFiles(
       },
       blobs,
     );
+    // Below the policy's copies but at the write quorum: the rest are completed after the backup.
+    if (m.queued.length) {
+      ks.index.queueCopies(
+        Buffer.from(m.packId, 'hex'),
+        m.queued.map((q) => q.targetId),
+      );
+      copiesQueued += m.queued.length;
+    }
     packsWritten++;
-    bytesUploaded += m.size;
+    bytesUploaded += m.size * m.copies.length;
     stats.add({ ...m.timing, bytes: packBytes.get(m.packId) ?? 0 } as ChunkTiming, true, false);
     packBytes.delete(m.packId);
     listener.chunk?.(m.timing);
@@ -294,7 +311,7 @@ export async function storeFiles(
     const first = reading.values().next().value?.read ?? reads[planned]!;
     failure = `${incomplete} files were not fully stored (first: ${sourceOf(first)}).`;
   }
-  return { bytesRead, bytesUploaded, blobsNew, blobsStored, packsWritten, failure, transfer };
+  return { bytesRead, bytesUploaded, blobsNew, blobsStored, packsWritten, copiesQueued, failure, transfer };
 }
 
 function describeFailure(source: string, idx: number, error: WorkerFailure, target: string): string {

@@ -86,21 +86,25 @@ export async function runFetches(o: {
   onOutcome: (m: FetchOutcome, needs: BlobNeed[]) => void;
   control?: JobControl;
 }): Promise<void> {
-  const ranges = o.plan.flat();
-  let next = 0;
-  const sent = new Map<number, BlobNeed[]>();
+  // A range whose GET fails is sent again to another copy of its pack, if it has one this restore did
+  // not try; a target that failed once is tried last for the ranges after it.
+  const down = new Set<number>();
+  let round = o.plan.flat().map((r) => ({ ...r, tried: new Set<number>() }));
+  const sent = new Map<number, { range: (typeof round)[number]; target: number }>();
   let tid = 1;
-  function* tasks(): Generator<RestoreTask> {
-    while (next < ranges.length) {
-      const r = ranges[next++]!;
+  const pick = (r: (typeof round)[number]) =>
+    r.pack.copies.find((c) => !r.tried.has(c) && !down.has(c)) ?? r.pack.copies.find((c) => !r.tried.has(c));
+  function* tasks(ranges: typeof round): Generator<RestoreTask> {
+    for (const r of ranges) {
       o.prepare?.(r.blobs);
       const first = r.blobs[0]!.loc;
       const last = r.blobs[r.blobs.length - 1]!.loc;
       const t = tid++;
-      sent.set(t, r.blobs);
+      const target = pick(r)!;
+      sent.set(t, { range: r, target });
       yield {
         tid: t,
-        targetId: first.copies[0]!,
+        targetId: target,
         packKey: ObjectKey.pack(first.packId.toString('hex')),
         start: first.offset,
         end: last.offset + last.storedLength - 1,
@@ -116,18 +120,41 @@ export async function runFetches(o: {
       };
     }
   }
-  await o.pool.run({
-    kind: 'restore',
-    tasks: tasks(),
-    credits: o.pool.slotsPerWorker,
-    control: o.control,
-    handle: (m) => {
-      if (m.t === 'xfer-start') o.stats.transferStarted();
-      if (m.t !== 'restored' && m.t !== 'failed') return false;
-      const needs = sent.get(m.tid)!;
-      sent.delete(m.tid);
-      o.onOutcome(m, needs);
-      return true;
-    },
-  });
+  while (round.length) {
+    const again: typeof round = [];
+    await o.pool.run({
+      kind: 'restore',
+      tasks: tasks(round),
+      credits: o.pool.slotsPerWorker,
+      control: o.control,
+      handle: (m) => {
+        if (m.t === 'xfer-start') o.stats.transferStarted();
+        if (m.t !== 'restored' && m.t !== 'failed') return false;
+        const { range, target } = sent.get(m.tid)!;
+        sent.delete(m.tid);
+        if (m.t === 'failed' && STORAGE_PROBLEMS.has(m.error.problem)) {
+          range.tried.add(target);
+          down.add(target);
+          if (pick(range) !== undefined) {
+            again.push(range);
+            return true;
+          }
+        }
+        o.onOutcome(m, range.blobs);
+        return true;
+      },
+    });
+    round = o.control?.cancelled ? [] : again;
+  }
 }
+
+/** Failures of the storage a range was read from (storage.ts), as opposed to local ones. */
+const STORAGE_PROBLEMS = new Set([
+  'not-found',
+  'unreachable',
+  'throttled',
+  'server',
+  'auth',
+  'no-bucket',
+  'invalid',
+]);

@@ -55,19 +55,8 @@ export async function runCheck(
         }),
       );
       await repo.refresh(t);
-      const r = await repo.reconcilePacks(t);
-      result.packs += r.present + r.missing;
-      result.missingPacks += r.missing;
+      await repo.reconcilePacks(t);
       const packs = ks.index.packsOnTarget(t.id);
-      for (const [id, p] of packs)
-        if (p.state === 'missing')
-          result.problems.push({
-            kind: 'missing-pack',
-            target: t.name,
-            pack: id,
-            blob: null,
-            message: `pack ${id} is missing from target "${t.name}" (or has another size than the index says)`,
-          });
       const share = opts.readData ? 100 : (opts.readDataSubset ?? 0);
       if (share > 0) {
         const present = [...packs].filter(([, p]) => p.state === 'stored');
@@ -80,6 +69,21 @@ export async function runCheck(
         }
       }
     }
+    // Once every target is listed: a missing copy of a pack stored elsewhere costs redundancy, not data
+    // ("check --redundancy" reports it); a pack with no stored copy left is a problem.
+    const counts = ks.index.counts();
+    result.packs = counts.packs;
+    result.missingPacks = counts.missingPacks;
+    for (const t of ks.listTargets())
+      for (const [id, p] of ks.index.packsOnTarget(t.id))
+        if (p.state === 'missing' && ks.index.storedCopies(Buffer.from(id, 'hex')).length === 0)
+          result.problems.push({
+            kind: 'missing-pack',
+            target: t.name,
+            pack: id,
+            blob: null,
+            message: `pack ${id} is missing from target "${t.name}" (or has another size than the index says)`,
+          });
     for (const s of snapshots) {
       result.snapshots++;
       const files: string[] = [];

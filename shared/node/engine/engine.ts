@@ -27,6 +27,7 @@ import type { ForgetResult, LockView, PruneResult } from '../../api/retention.ts
 import { KeyAdmin } from './key-admin.ts';
 import { PlanAdmin, PlanBusyError, type PlanInfo } from './plan-admin.ts';
 import { TargetAdmin } from './target-admin.ts';
+import { PoolAdmin } from './pool-admin.ts';
 import { SettingsError, check, defaultHome, keystorePath } from './engine-settings.ts';
 import { BackupFailedError, type BackupResult } from './backup-job.ts';
 import { BackupJobs, isProcessAlive } from './backup-jobs.ts';
@@ -81,6 +82,7 @@ export class Engine {
   /** Key slots: passphrases and recovery keys. */
   readonly keys: KeyAdmin;
   readonly targets: TargetAdmin;
+  readonly pool: PoolAdmin;
   /** Backup plans: stored sources, target, excludes and schedule, run as ordinary backups. */
   readonly plans: PlanAdmin;
 
@@ -91,6 +93,7 @@ export class Engine {
     this.backups = new BackupJobs(ks, this.repo);
     this.keys = new KeyAdmin(ks, this.repo);
     this.targets = new TargetAdmin(ks, this.repo);
+    this.pool = new PoolAdmin(ks, this.repo);
     this.plans = new PlanAdmin(
       ks,
       (sources, opts, l, c) => this.backup(sources, opts, l, c),

@@ -181,24 +181,49 @@ describe('a pool of targets: every target knows the others', () => {
     }
   });
 
-  it('every member holds the index and the snapshots: one surviving target restores what it holds', async () => {
+  it('with 2 copies, connect and restore from the one surviving target; repair gives older packs their copy', async () => {
     const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
-    // Different contents: the second backup dedups nothing against the first one's packs.
-    const [src1, src2] = [sourceTree('first'), sourceTree('second')];
-    const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
-    let first: string, second: string;
+    const [src0, src1] = [sourceTree('before'), sourceTree('after')];
+    const home = path.join(tempDir(), 'home');
+    const a = await Engine.init(home, PASS);
+    let before: string, after: string;
     try {
       await a.addTarget('one', { kind: 'dir', path: d1 });
-      first = (await a.backup([src1], {})).snapshotId;
+      before = (await a.backup([src0], {})).snapshotId;
       await a.addTarget('two', { kind: 'dir', path: d2 });
-      second = (await a.backup([src2], { target: 'two' })).snapshotId;
-      // The first backup's packs are all on one, the second's new ones on two; both indexes everywhere.
-      expect(fs.readdirSync(path.join(d2, 'snapshots')).sort()).toEqual([first, second].sort());
-      expect(fs.readdirSync(path.join(d1, 'snapshots')).sort()).toEqual([first, second].sort());
+      await expect(a.pool.setReplicas(3)).rejects.toThrow(
+        /3 copies need 3 targets, and this repository has 2/,
+      );
+      expect(await a.pool.setReplicas(2)).toEqual({ scheme: 'replicas', copies: 2, writeQuorum: 2 });
+      const r = await a.backup([src1], {});
+      after = r.snapshotId;
+      expect(r.redundancy).toEqual({ copies: 2, queued: 0, state: 'full' });
+      // The packs from before the policy have one copy: reported, then repaired.
+      const report = await a.pool.redundancy();
+      expect(report.degraded.length).toBeGreaterThan(0);
+      expect(report.full + report.degraded.length).toBe(report.packs);
+      const fixed = await a.pool.repair();
+      expect(fixed).toMatchObject({ queued: 0, problems: [] });
+      expect(fixed.completed).toBe(report.degraded.length);
+      const again = await a.pool.redundancy();
+      expect(again.full).toBe(again.packs);
+      expect(fs.readdirSync(path.join(d1, 'data')).sort()).toEqual(
+        fs.readdirSync(path.join(d2, 'data')).sort(),
+      );
     } finally {
       a.close();
     }
     fs.rmSync(d1, { recursive: true });
+    // The machine that made it reads each range from the other copy when its first one is gone.
+    const a2 = await Engine.unlock(home, { passphrase: PASS });
+    try {
+      const out = tempDir('cairn-pool-out-');
+      expect((await a2.restore(after, { to: out })).failed).toEqual([]);
+      expect(describeTree(path.join(out, path.basename(src1)))).toEqual(describeTree(src1));
+      expect((await a2.verify(before)).problems).toEqual([]);
+    } finally {
+      a2.close();
+    }
     const b = await Engine.connect(
       path.join(tempDir(), 'home-b'),
       'two',
@@ -214,21 +239,25 @@ describe('a pool of targets: every target knows the others', () => {
           .listSnapshots()
           .map((s) => s.id)
           .sort(),
-      ).toEqual([first, second].sort());
-      const out = tempDir('cairn-pool-out-');
-      const r2 = await b.restore(second, { to: out });
-      expect(r2.failed).toEqual([]);
-      expect(describeTree(path.join(out, path.basename(src2)))).toEqual(describeTree(src2));
-      // The first snapshot's only copy was on the lost target: said so, with the target, not skipped.
-      await expect(b.restore(first, { to: tempDir('cairn-pool-out-') })).rejects.toThrow(
-        /Folder listing [0-9a-f]{12}… \(pack [0-9a-f]{12}… on target "one"\): .*does not exist/,
-      );
+      ).toEqual([before, after].sort());
+      for (const [id, src] of [
+        [before, src0],
+        [after, src1],
+      ] as const) {
+        const out = tempDir('cairn-pool-out-');
+        expect((await b.restore(id, { to: out })).failed).toEqual([]);
+        expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+      }
+      // The lost target goes; nothing is lost with it.
+      await b.removeTarget('one');
+      expect(b.listSnapshots()).toHaveLength(2);
+      expect((await b.check()).problems).toEqual([]);
     } finally {
       b.close();
     }
   });
 
-  it('a member out of reach during a backup gets its index and snapshot at its next refresh', async () => {
+  it('2 copies, write quorum 1: a member out of reach gets its metadata at its next refresh, and repair its copies', async () => {
     const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
     const src = sourceTree();
     const home = path.join(tempDir(), 'home');
@@ -236,17 +265,31 @@ describe('a pool of targets: every target knows the others', () => {
     try {
       await a.addTarget('one', { kind: 'dir', path: d1 });
       await a.addTarget('two', { kind: 'dir', path: d2 });
+      await a.pool.setReplicas(2, 2);
       fs.renameSync(d2, `${d2}.away`);
-      const id = (await a.backup([src], { target: 'one' })).snapshotId;
+      await expect(a.backup([src], {})).rejects.toThrow(
+        /only 1 of the 2 copies could be stored, and 2 must be: .*"two"/,
+      );
+      await a.pool.setReplicas(2, 1).catch(() => undefined); // two is away: the pool object cannot reach it
+      fs.renameSync(`${d2}.away`, d2);
+      await a.pool.setReplicas(2, 1);
+      fs.renameSync(d2, `${d2}.away`);
+      const r = await a.backup([src], {});
+      expect(r.redundancy.state).toBe('completing');
+      expect(r.redundancy.queued).toBeGreaterThan(0);
       expect(a.ks.outbox.count(a.ks.findTarget('two')!.id)).toBeGreaterThan(1);
       fs.renameSync(`${d2}.away`, d2);
       expect(fs.existsSync(path.join(d2, 'snapshots'))).toBe(false);
       await a.refresh();
       expect(a.ks.outbox.count(a.ks.findTarget('two')!.id)).toBe(0);
-      expect(fs.readdirSync(path.join(d2, 'snapshots'))).toEqual([id]);
+      expect(fs.readdirSync(path.join(d2, 'snapshots'))).toEqual([r.snapshotId]);
+      expect((await a.pool.redundancy()).full).toBeLessThan((await a.pool.redundancy()).packs);
+      expect(await a.pool.repair()).toMatchObject({ queued: 0, problems: [] });
+      expect((await a.pool.redundancy()).degraded).toEqual([]);
     } finally {
       a.close();
     }
+    fs.rmSync(d1, { recursive: true });
     const b = await Engine.connect(
       path.join(tempDir(), 'home-b'),
       'two',
@@ -283,10 +326,8 @@ describe('a pool of targets: every target knows the others', () => {
       ).close();
       await a.forget({ ids: [forgotten] });
       const r = await a.prune({ maxUnused: { percent: 0 } });
-      expect(r.targets.map((t) => [t.target, t.packsDeleted > 0])).toEqual([
-        ['one', true],
-        ['two', false],
-      ]);
+      // One copy of each pack, spread over both targets by placement.
+      expect(r.targets.reduce((n, t) => n + t.packsDeleted, 0)).toBeGreaterThan(0);
       const indexOf = (d: string) => fs.readdirSync(path.join(d, 'index')).sort();
       expect(indexOf(d1)).toEqual(indexOf(d2));
       // Pool index files only (flags 1): each can be read from any member.

@@ -1,4 +1,5 @@
 import type { PipelineSettings } from '../../settings.ts';
+import type { PackPlacement } from '../../../workers/protocol.ts';
 import type { TargetHandle } from '../storage/open-target.ts';
 import type { Keystore } from './keystore/keystore.ts';
 import { WorkerPool } from './worker-pool.ts';
@@ -9,6 +10,7 @@ export function startPool(
   settings: PipelineSettings,
   targetId = 0,
   spoolFilesPerWorker = 0,
+  placement?: PackPlacement,
 ): Promise<WorkerPool> {
   return WorkerPool.start(
     {
@@ -21,6 +23,7 @@ export function startPool(
       metaKey: ks.keys.metaSeal,
       targets,
       targetId,
+      ...(placement ? { placement } : {}),
     },
     settings.workers,
     spoolFilesPerWorker,

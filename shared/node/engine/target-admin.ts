@@ -86,6 +86,13 @@ export class TargetAdmin {
   default(): TargetRow {
     const targets = this.ks.listTargets();
     if (targets.length === 0) throw new SettingsError('No target yet: add one with "cairn target add".');
+    // In a pool a backup writes where placement says; the target it names only takes metadata first.
+    const member = this.ks.pool.state()
+      ? targets
+          .filter((t) => t.poolId !== null && t.state === 'active')
+          .sort((a, b) => a.poolId! - b.poolId!)[0]
+      : undefined;
+    if (member) return member;
     if (targets.length > 1)
       throw new SettingsError(`There are ${targets.length} targets: choose one with --target <name>.`);
     return targets[0]!;

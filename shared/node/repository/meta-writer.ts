@@ -48,20 +48,25 @@ export class MetaWriter {
   }
 
   /** Seals an index file for `home` (a pool's, with copies, when `home` is a member) and writes it everywhere. */
-  async writeIndex(home: TargetRow, packs: IndexedPack[]): Promise<number> {
+  /**
+   * Returns the bytes written and the packs described: in a pool, a pack whose copies are all on
+   * targets without a place in it yet is left for a later index file.
+   */
+  async writeIndex(home: TargetRow, packs: IndexedPack[]): Promise<{ bytes: number; packs: IndexedPack[] }> {
     const pool = this.ks.pool.state() !== null && home.poolId !== null;
+    const described = pool
+      ? packs.map((p) => ({ ...p, copies: this.poolCopies(p.id) })).filter((p) => p.copies.length > 0)
+      : packs;
+    if (described.length === 0) return { bytes: 0, packs: [] };
     const id = this.ks.sodium.randomBytes(32);
     const body = sealIndexFile(this.ks.sodium, this.ks.keys.metaSeal, id, {
       supersedes: [],
-      // A pack just written to `home` has a copy there whatever the keystore says.
-      packs: pool
-        ? packs.map((p) => ({ ...p, copies: [...new Set([home.poolId!, ...this.poolCopies(p.id)])] }))
-        : packs,
+      packs: described,
       ...(pool ? { pool } : {}),
     });
     const hex = id.toString('hex');
     await this.put(home, ObjectKey.index(hex), body, (t) => this.ks.index.addIndexFile(hex, t.id));
-    return body.length;
+    return { bytes: body.length, packs: described };
   }
 
   async writeSnapshot(home: TargetRow, doc: SnapshotDoc): Promise<number> {

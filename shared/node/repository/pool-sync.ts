@@ -12,6 +12,7 @@ import {
   POOLS_PREFIX,
   sealPool,
   type PoolDoc,
+  type PoolPolicy,
 } from './pool.ts';
 
 /** What the pool sync needs of the repository: a metadata connection per target and its locks. */
@@ -172,7 +173,7 @@ export class PoolSync {
    * so a generation written meanwhile by another machine is built upon, not lost.
    */
   async publish(
-    opts: { waitMs?: number; onWait?: (m: string) => void } = {},
+    opts: { waitMs?: number; onWait?: (m: string) => void; policy?: PoolPolicy } = {},
   ): Promise<{ first: boolean; joined: number[] }> {
     const targets = this.ks.listTargets();
     const locks: RepoLock[] = [];
@@ -197,7 +198,7 @@ export class PoolSync {
         generation,
         createdAt: new Date().toISOString(),
         nextId,
-        policy: prev?.policy ?? SINGLE_COPY,
+        policy: opts.policy ?? prev?.policy ?? SINGLE_COPY,
       };
       this.ks.pool.setState(state);
       const doc = this.doc(state);

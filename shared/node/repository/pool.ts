@@ -13,7 +13,8 @@ import { ObjectFormatError } from '../format/sealed-object.ts';
  */
 export const POOLS_PREFIX = 'pools/';
 
-export type TargetState = 'active' | 'draining' | 'gone';
+export type { TargetState } from './placement.ts';
+import type { TargetState } from './placement.ts';
 
 const policySchema = z.discriminatedUnion('scheme', [
   z.object({

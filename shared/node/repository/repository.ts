@@ -14,6 +14,7 @@ import { RepoLock, type LockContext, type LockKind } from './locks.ts';
 import { RepositoryError } from './errors.ts';
 import { MetaWriter } from './meta-writer.ts';
 import { PoolSync } from './pool-sync.ts';
+import type { PoolPolicy } from './pool.ts';
 import { openMetaStorage, readJsonSlot, unlockFromTarget } from './unlock.ts';
 import { parseSnapshotDoc, type SnapshotDoc } from './snapshot.ts';
 
@@ -334,15 +335,19 @@ export class Repository {
    */
   async writeIndex(t: TargetRow, packs: IndexedPack[]): Promise<number> {
     if (packs.length === 0) return 0;
-    const bytes = await this.meta.writeIndex(t, packs);
-    this.ks.index.markIndexed(packs.map((p) => p.id));
-    return bytes;
+    const written = await this.meta.writeIndex(t, packs);
+    this.ks.index.markIndexed(written.packs.map((p) => p.id));
+    return written.bytes;
   }
 
-  /** Index files for every pack of `t` this machine stored and no index file describes yet. */
+  /**
+   * Index files for every pack of `t` this machine stored and no index file describes yet; in a pool,
+   * for every such pack of any member (placement spreads a backup's packs over them).
+   */
   async writePendingIndex(t: TargetRow): Promise<number> {
+    const inPool = this.ks.pool.state() !== null && t.poolId !== null;
     const packs = this.ks.index
-      .unindexedPacks(t.id)
+      .unindexedPacks(inPool ? undefined : t.id)
       .map((p) => ({ id: p.id, size: p.size, blobs: this.ks.index.blobsOfPack(p.id) }));
     return this.writeIndex(t, packs);
   }
@@ -357,7 +362,7 @@ export class Repository {
    * Writes a new pool generation (pool-sync.ts), then gives the metadata to the targets that joined:
    * every member when the pool is new, else those that had no place in it.
    */
-  async publishPool(opts: { waitMs?: number } = {}): Promise<void> {
+  async publishPool(opts: { waitMs?: number; policy?: PoolPolicy } = {}): Promise<void> {
     const { first, joined } = await this.pool.publish(opts);
     const members = this.ks.listTargets().filter((t) => t.poolId !== null);
     for (const t of members) if (first || joined.includes(t.id)) await this.meta.seed(t);

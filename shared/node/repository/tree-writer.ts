@@ -4,6 +4,7 @@ import { sealPackTrailer, type PackEntry } from '../format/pack.ts';
 import { sealedLength } from '../format/sealed-object.ts';
 import { encodeTree, type TreeNode } from '../format/tree.ts';
 import type { TargetRow } from '../engine/keystore/keystore.ts';
+import { copyTargets, packPlacement, putCopies } from './pack-placement.ts';
 import type { Repository } from './repository.ts';
 
 /** Most blobs in one tree pack, so its trailer stays small. */
@@ -21,7 +22,9 @@ export class TreeWriter {
   private started = false;
   private writing: Promise<void> = Promise.resolve();
   private failure: unknown = null;
-  readonly written = { bytes: 0, packs: 0 };
+  readonly written = { bytes: 0, packs: 0, copiesQueued: 0 };
+  /** Targets that failed once: their copies of later packs are queued at once. */
+  private readonly down = new Map<number, unknown>();
 
   constructor(
     private readonly repo: Repository,
@@ -49,7 +52,7 @@ export class TreeWriter {
   }
 
   /** Stores what is queued and waits for every upload; throws the first upload's failure. */
-  async finish(): Promise<{ bytes: number; packs: number }> {
+  async finish(): Promise<{ bytes: number; packs: number; copiesQueued: number }> {
     this.started = true;
     this.flush();
     await this.writing;
@@ -94,11 +97,18 @@ export class TreeWriter {
     const packId = sodium.randomBytes(32);
     parts.push(sealPackTrailer(sodium, ks.keys.metaSeal, packId, entries));
     const body = Buffer.concat(parts);
-    await this.repo.storage(this.target).put(ObjectKey.pack(packId.toString('hex')), body);
+    const placement = packPlacement(ks, this.target);
+    const key = ObjectKey.pack(packId.toString('hex'));
+    const { copies, queued } = await putCopies(
+      copyTargets(placement, this.target.id, packId),
+      (id) => this.repo.storage(ks.targetById(id)).put(key, body),
+      placement?.writeQuorum ?? 1,
+      this.down,
+    );
     ks.index.addPack(
       {
         id: packId,
-        copies: [this.target.id],
+        copies,
         kind: 'tree',
         size: body.length,
         jobId: this.jobId,
@@ -106,8 +116,14 @@ export class TreeWriter {
       },
       entries,
     );
+    if (queued.length)
+      ks.index.queueCopies(
+        packId,
+        queued.map((q) => q.targetId),
+      );
     for (const tr of trees) ks.index.putTree(tr.id, tr.plain);
-    this.written.bytes += body.length;
+    this.written.bytes += body.length * copies.length;
     this.written.packs++;
+    this.written.copiesQueued += queued.length;
   }
 }

@@ -128,6 +128,50 @@ export class IndexCache {
     return this.copiesStmt.all(packId) as number[];
   }
 
+  packSize(packId: Uint8Array): number {
+    return (this.db.prepare('SELECT size FROM packs WHERE id = ?').get(packId) as { size: number }).size;
+  }
+
+  /** Records copies still to be written (the write quorum was met without them); stored ones stay. */
+  queueCopies(packId: Uint8Array, targetIds: readonly number[]): void {
+    const st = this.db.prepare(
+      `INSERT INTO pack_copies (pack_id, target_id, state) VALUES (?, ?, 'queued')
+       ON CONFLICT(pack_id, target_id) DO UPDATE SET state = 'queued' WHERE state = 'missing'`,
+    );
+    this.db.transaction(() => {
+      for (const t of targetIds) st.run(packId, t);
+    })();
+  }
+
+  /** Copies waiting to be written, oldest packs first. */
+  queuedCopies(): { packId: Buffer; targetId: number; size: number }[] {
+    return (
+      this.db
+        .prepare(
+          `SELECT c.pack_id, c.target_id, p.size FROM pack_copies c JOIN packs p ON p.id = c.pack_id
+           WHERE c.state = 'queued' ORDER BY c.target_id, p.created_at`,
+        )
+        .all() as { pack_id: Buffer; target_id: number; size: number }[]
+    ).map((r) => ({ packId: r.pack_id, targetId: r.target_id, size: r.size }));
+  }
+
+  /** Every pack with its copies' states by target (for redundancy reports and repair). */
+  allCopies(): Map<string, { size: number; copies: Map<number, CopyState> }> {
+    const rows = this.db
+      .prepare(
+        'SELECT p.id, p.size, c.target_id, c.state FROM packs p LEFT JOIN pack_copies c ON c.pack_id = p.id',
+      )
+      .all() as { id: Buffer; size: number; target_id: number | null; state: CopyState | null }[];
+    const out = new Map<string, { size: number; copies: Map<number, CopyState> }>();
+    for (const r of rows) {
+      const hex = r.id.toString('hex');
+      let p = out.get(hex);
+      if (!p) out.set(hex, (p = { size: r.size, copies: new Map() }));
+      if (r.target_id !== null) p.copies.set(r.target_id, r.state!);
+    }
+    return out;
+  }
+
   /** Every indexed pack with at least one stored copy (what a target joining a pool is told). */
   indexedPacks(): PackRow[] {
     return (
@@ -140,15 +184,19 @@ export class IndexCache {
     ).map(toPack);
   }
 
-  /** Packs with a copy on `targetId` written by this machine that no index file in the bucket describes yet. */
-  unindexedPacks(targetId: number): PackRow[] {
+  /**
+   * Packs written by this machine that no index file in the bucket describes yet, with a stored copy on
+   * `targetId` (on any target when it is undefined).
+   */
+  unindexedPacks(targetId?: number): PackRow[] {
     return (
       this.db
         .prepare(
-          `SELECT p.* FROM packs p JOIN pack_copies c ON c.pack_id = p.id
-           WHERE c.target_id = ? AND p.state = 'stored' ORDER BY p.created_at`,
+          `SELECT p.* FROM packs p WHERE p.state = 'stored' AND EXISTS (SELECT 1 FROM pack_copies c
+             WHERE c.pack_id = p.id AND c.state = 'stored' AND (? IS NULL OR c.target_id = ?))
+           ORDER BY p.created_at`,
         )
-        .all(targetId) as RawPack[]
+        .all(targetId ?? null, targetId ?? null) as RawPack[]
     ).map(toPack);
   }
 

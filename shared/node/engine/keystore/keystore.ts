@@ -272,7 +272,11 @@ export class Keystore {
         `Plan${plans.length === 1 ? '' : 's'} ${plans.map((p) => `"${p}"`).join(', ')} back${plans.length === 1 ? 's' : ''} up to this target: change or remove ${plans.length === 1 ? 'it' : 'them'} first.`,
       );
     const name = this.targetById(id).name;
-    const snapshots = this.snapshots.idsOnTarget(id).size;
+    // In a pool every member holds every snapshot: they are read from another member from now on.
+    const heir = this.pool.state()
+      ? this.listTargets().find((t) => t.id !== id && t.poolId !== null && t.state !== 'gone')
+      : undefined;
+    const snapshots = heir ? 0 : this.snapshots.idsOnTarget(id).size;
     if (snapshots)
       throw new KeystoreError(
         `Target "${name}" holds ${snapshots} snapshot${snapshots === 1 ? '' : 's'}; it cannot be removed.`,
@@ -283,6 +287,7 @@ export class Keystore {
         `Target "${name}" holds the only copy of ${only} pack${only === 1 ? '' : 's'}, which backups may use: it cannot be removed.`,
       );
     this.db.transaction(() => {
+      if (heir) this.db.prepare('UPDATE snapshots SET target_id = ? WHERE target_id = ?').run(heir.id, id);
       this.index.forgetTarget(id);
       // Its backup jobs are history of a target that is gone (their files go with them).
       this.db.prepare('DELETE FROM jobs WHERE target_id = ?').run(id);

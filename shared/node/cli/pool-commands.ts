@@ -1,0 +1,94 @@
+import { Option, type Command } from 'commander';
+import type { PoolPolicy } from '../repository/pool.ts';
+import type { RedundancyReport } from '../engine/pool-admin.ts';
+import { plural, table, type Output } from './output.ts';
+import { withEngine } from './session.ts';
+
+/** A policy in plain words: what it costs and what it survives. */
+export function describePolicy(p: PoolPolicy): string {
+  if (p.scheme === 'ec')
+    return `erasure coding ${p.k}+${p.m}: ${((p.k + p.m) / p.k).toFixed(2)}× the data stored, any ${p.m} targets may be lost; a pack counts once ${p.writeQuorum} shards are stored`;
+  if (p.copies === 1) return '1 copy of each pack: no target may be lost';
+  return `${p.copies} copies of each pack on distinct targets: ${p.copies}× the data stored, any ${p.copies - 1} target${p.copies === 2 ? '' : 's'} may be lost; a backup counts a pack once ${p.writeQuorum} cop${p.writeQuorum === 1 ? 'y is' : 'ies are'} stored, the rest are completed after`;
+}
+
+function redundancyText(r: RedundancyReport): string {
+  const lines = [
+    `Policy: ${describePolicy(r.policy)}.`,
+    table([
+      ['TARGET', 'STORED', 'QUEUED', 'MISSING'],
+      ...r.targets.map((t) => [t.target, String(t.stored), String(t.queued), String(t.missing)]),
+    ]),
+  ];
+  if (r.full === r.packs) lines.push(`All ${plural(r.packs, 'pack')} have full redundancy.`);
+  else {
+    for (const d of r.degraded.slice(0, 20))
+      lines.push(
+        `Pack ${d.pack.slice(0, 12)}…: ${d.stored} stored, ${d.queued} queued, ${d.missing} missing`,
+      );
+    if (r.degraded.length > 20) lines.push(`and ${r.degraded.length - 20} more packs`);
+    lines.push(
+      `${r.full} of ${plural(r.packs, 'pack')} have full redundancy; ${r.degraded.length} have fewer copies${r.lost ? `, ${r.lost} have none left` : ''}. "cairn repair" writes the missing copies.`,
+    );
+  }
+  return lines.join('\n');
+}
+
+export function registerPoolCommands(
+  program: Command,
+  out: () => Output,
+  p: { int: (what: string) => (v: string) => number; partial: (message: string) => Error },
+): void {
+  program
+    .command('policy')
+    .description('show the redundancy policy, or set it: --replicas <R> [--write-quorum <W>]')
+    .addOption(
+      new Option('--replicas <R>', 'copies of each pack (1 to 3), on distinct targets').argParser(
+        p.int('--replicas'),
+      ),
+    )
+    .addOption(
+      new Option(
+        '--write-quorum <W>',
+        'copies a backup waits for; the rest complete after (default: all)',
+      ).argParser(p.int('--write-quorum')),
+    )
+    .option('--ec <k+m>', 'erasure coding (not yet written by this version)')
+    .action(async (o: { replicas?: number; writeQuorum?: number; ec?: string }) => {
+      const output = out();
+      if (o.ec)
+        throw new Error('Erasure coding is specified (docs/FORMAT.md) but not yet written by this version.');
+      if (o.writeQuorum !== undefined && o.replicas === undefined)
+        throw new Error('--write-quorum goes with --replicas.');
+      const policy = await withEngine(async (e) =>
+        o.replicas === undefined ? e.pool.policy() : await e.pool.setReplicas(o.replicas, o.writeQuorum),
+      );
+      output.result(
+        policy,
+        `${o.replicas === undefined ? 'Policy' : 'Policy set'}: ${describePolicy(policy)}.${o.replicas !== undefined ? ' New packs follow it; "cairn repair" gives the packs already stored their copies.' : ''}`,
+      );
+    });
+
+  program
+    .command('repair')
+    .description(
+      'write every copy the policy asks for and a pack lacks (queued ones, lost ones, an older policy)',
+    )
+    .action(async () => {
+      const output = out();
+      const r = await withEngine((e) => e.pool.repair());
+      for (const pr of r.problems) output.info(`Problem: target "${pr.target}": ${pr.message}`);
+      output.result(
+        r,
+        `${plural(r.completed, 'copy', 'copies')} written; ${r.queued === 0 ? 'every pack has full redundancy' : `${plural(r.queued, 'copy', 'copies')} still queued`}.`,
+      );
+      if (r.queued > 0) throw p.partial('Some copies could not be written yet.');
+    });
+}
+
+/** `cairn check --redundancy`: per pack and per target; exit status 0 only with full redundancy. */
+export async function reportRedundancy(output: Output, partial: (m: string) => Error): Promise<void> {
+  const r = await withEngine((e) => e.pool.redundancy());
+  output.result(r, redundancyText(r));
+  if (r.full < r.packs) throw partial('Some packs lack copies.');
+}

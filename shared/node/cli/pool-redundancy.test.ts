@@ -1,0 +1,95 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PASSPHRASE, s3TargetArgs } from '../../../test/support/cairn-env.ts';
+import { cliJson, runCli, spawnCli, type CliOptions } from '../../../test/support/cli.ts';
+import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
+import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
+
+const servers: S3Server[] = [];
+beforeAll(async () => {
+  for (let i = 0; i < 3; i++) servers.push(await startVersitygw());
+});
+afterAll(async () => {
+  for (const s of servers) await s.stop();
+});
+
+interface Report {
+  packs: number;
+  full: number;
+  degraded: unknown[];
+  targets: { target: string; stored: number; queued: number; missing: number }[];
+}
+
+const packsIn = (s: S3Server, bucket: string) => {
+  const dir = path.join(s.dataDir, bucket, 'data');
+  return fs.existsSync(dir)
+    ? fs.readdirSync(dir, { recursive: true }).filter((f) => String(f).length > 60)
+    : [];
+};
+
+describe('a pool of three S3 targets, 2 copies, write quorum 1 (issue 10)', () => {
+  it('a target killed mid-backup: the backup completes, repair restores full redundancy once it is back', async () => {
+    const home = path.join(tempDir('cairn-home-'), 'home');
+    const cli: CliOptions = {
+      env: {
+        CAIRN_HOME: home,
+        CAIRN_PASSPHRASE: PASSPHRASE,
+        CAIRN_TEST_WEAK_KDF: '1',
+        // A dead server is given up on after 2 s instead of 45.
+        CAIRN_RETRY_WINDOW_MS: '2000',
+      },
+    };
+    await cliJson(['init'], cli);
+    const buckets: string[] = [];
+    for (const [i, s] of servers.entries()) {
+      buckets.push(await s.createBucket());
+      const r = await runCli(
+        ['target', 'add', `t${i + 1}`, ...s3TargetArgs(s, buckets[i]!, { secret: s.secretAccessKey })],
+        cli,
+      );
+      expect(r.code, r.stderr).toBe(0);
+    }
+    expect((await runCli(['policy', '--replicas', '2', '--write-quorum', '1'], cli)).stdout).toMatch(
+      /2 copies of each pack on distinct targets: 2× the data stored, any 1 target may be lost/,
+    );
+    const src = tempDir('cairn-pool-src-');
+    for (let i = 0; i < 12; i++) writeRandomFile(path.join(src, `f${i}.bin`), 10 << 20);
+
+    // One upload at a time, so that the kill lands while most packs are still to go.
+    const backup = spawnCli(['--json', 'backup', src, '--workers', '1', '--uploads-per-worker', '1'], cli);
+    let stdout = '';
+    let stderr = '';
+    backup.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    backup.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((r) => backup.on('close', r));
+    const [, victim] = servers;
+    while (packsIn(victim!, buckets[1]!).length === 0) await new Promise((r) => setTimeout(r, 10));
+    await victim!.kill();
+    expect(await exited, stderr).toBe(0);
+    const result = JSON.parse(stdout) as { redundancy: { copies: number; queued: number; state: string } };
+    expect(result.redundancy.state).toBe('completing');
+    expect(result.redundancy.queued).toBeGreaterThan(0);
+
+    const degraded = await runCli(['--json', 'check', '--redundancy'], cli);
+    expect(degraded.code).not.toBe(0);
+
+    await victim!.restart();
+    const repaired = await runCli(['--json', 'repair'], cli);
+    expect(repaired.code, repaired.stderr).toBe(0);
+    expect(JSON.parse(repaired.stdout)).toMatchObject({ completed: result.redundancy.queued, queued: 0 });
+    const full = await runCli(['--json', 'check', '--redundancy'], cli);
+    expect(full.code, full.stderr).toBe(0);
+    const report = JSON.parse(full.stdout) as Report;
+    expect(report.full).toBe(report.packs);
+    // Two copies of every pack: the three targets hold twice as many pack objects as there are packs.
+    const objects = servers.reduce((n, s, i) => n + packsIn(s, buckets[i]!).length, 0);
+    expect(objects).toBe(2 * report.packs);
+
+    const out = tempDir('cairn-pool-out-');
+    const id = (JSON.parse(stdout) as { snapshotId: string }).snapshotId;
+    const restored = await runCli(['restore', id, '--to', out], cli);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+  });
+});

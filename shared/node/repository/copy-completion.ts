@@ -1,0 +1,97 @@
+import { ObjectKey } from '../../format/constants.ts';
+import { StorageError } from '../storage/storage.ts';
+import type { TargetRow } from '../engine/keystore/keystore.ts';
+import { RepositoryError } from './errors.ts';
+import type { Repository } from './repository.ts';
+
+export interface CompletionResult {
+  /** Copies written. */
+  completed: number;
+  /** Copies still queued (their target out of reach, or no stored copy could be read). */
+  queued: number;
+  problems: { target: string; message: string }[];
+}
+
+/**
+ * Writes the copies the keystore has queued (`pack_copies` state `queued`: a backup met its write
+ * quorum without them, or repair asked for them): each pack is read whole from a stored copy and put on
+ * its target, then an additive index file (meta-writer.ts) records the new copies on every member. A
+ * target out of reach is left after its first failure; its copies stay queued for the next run. Safe to
+ * kill at any point: a copy counts only once written, and writing it again is harmless.
+ */
+export async function completeCopies(
+  repo: Repository,
+  progress?: (done: number, total: number) => void,
+): Promise<CompletionResult> {
+  const { ks } = repo;
+  const queued = ks.index.queuedCopies();
+  const result: CompletionResult = { completed: 0, queued: 0, problems: [] };
+  const byTarget = new Map<number, typeof queued>();
+  for (const q of queued) {
+    let list = byTarget.get(q.targetId);
+    if (!list) byTarget.set(q.targetId, (list = []));
+    list.push(q);
+  }
+  let done = 0;
+  for (const [targetId, list] of byTarget) {
+    const t = ks.targetById(targetId);
+    const written: Buffer[] = [];
+    try {
+      await repo.attach(t);
+      for (const q of list) {
+        const body = await readCopy(repo, q.packId, q.size, targetId);
+        if (!body) {
+          result.problems.push({
+            target: t.name,
+            message: `pack ${q.packId.toString('hex').slice(0, 12)}…: no stored copy could be read to copy from`,
+          });
+          continue;
+        }
+        await repo.storage(t).put(ObjectKey.pack(q.packId.toString('hex')), body);
+        ks.index.setCopyStates(t.id, [{ id: q.packId, state: 'stored' }]);
+        written.push(q.packId);
+        result.completed++;
+        progress?.(++done, queued.length);
+      }
+    } catch (err) {
+      if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;
+      result.problems.push({ target: t.name, message: err.message });
+    }
+    try {
+      await recordCopies(repo, t, written);
+    } catch (err) {
+      if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;
+      result.problems.push({ target: t.name, message: `recording its new copies: ${err.message}` });
+    }
+  }
+  result.queued = ks.index.queuedCopies().length;
+  return result;
+}
+
+/** The pack's bytes from the first stored copy (other than `except`) that answers with the right size. */
+async function readCopy(
+  repo: Repository,
+  packId: Buffer,
+  size: number,
+  except: number,
+): Promise<Buffer | undefined> {
+  for (const source of repo.ks.index.storedCopies(packId)) {
+    if (source === except) continue;
+    try {
+      const body = await repo.storage(repo.ks.targetById(source)).get(ObjectKey.pack(packId.toString('hex')));
+      if (body.length === size) return body;
+    } catch (err) {
+      if (!(err instanceof StorageError)) throw err;
+    }
+  }
+  return undefined;
+}
+
+/** An additive index file naming the packs again with every stored copy, on every member. */
+async function recordCopies(repo: Repository, t: TargetRow, packs: Buffer[]): Promise<void> {
+  if (packs.length === 0) return;
+  await repo.meta.writeIndex(
+    t,
+    packs.map((id) => ({ id, size: repo.ks.index.packSize(id), blobs: repo.ks.index.blobsOfPack(id) })),
+  );
+}
