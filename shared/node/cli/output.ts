@@ -76,10 +76,10 @@ export function reportBackup(o: Output, r: BackupResult): void {
   o.info(
     `Files: ${r.files.new} new, ${r.files.changed} changed, ${r.files.unchanged} unchanged (${formatSize(r.totalBytes)})${r.excluded ? `, ${r.excluded} excluded` : ''}; read ${formatSize(r.bytesRead)}, uploaded ${formatSize(r.bytesUploaded)} in ${r.packsWritten} packs${r.parent ? `; parent ${r.parent}` : ''}.`,
   );
-  const { copies, queued } = r.redundancy;
+  const { copies, queued, waitingOn } = r.redundancy;
   if (queued > 0)
     o.info(
-      `Redundancy: completing — ${plural(queued, 'copy', 'copies')} of packs still to write (a target was out of reach); "cairn repair" writes them once it is back.`,
+      `Redundancy: completing — ${plural(queued, 'copy', 'copies')} of packs still to write on ${waitingOn.map((t) => `"${t}"`).join(', ')}; "cairn repair" writes them once ${waitingOn.length === 1 ? 'it is' : 'they are'} back.`,
     );
   else if (copies > 1) o.info(`Redundancy: full (${copies} copies of every pack).`);
 }

@@ -33,6 +33,7 @@ export async function withEngine<T, E = undefined>(
     await readUnlocker(),
     opts.whileUnlocking ?? (async () => undefined),
   );
+  engine.notice = (m) => process.stderr.write(`Warning: ${m}\n`);
   try {
     return await fn(engine, early);
   } finally {

@@ -3,6 +3,7 @@ import { targetWhere, type TargetConfig } from '../../settings.ts';
 import type { Output } from './output.ts';
 import { table } from './output.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
+import { describePolicy } from './pool-commands.ts';
 import { readUnlocker, withEngine } from './session.ts';
 
 interface AddOpts {
@@ -82,8 +83,23 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
     .action(async (name: string, o: AddOpts) => {
       const output = out();
       const { config, secret } = await targetFromOptions(o);
-      const t = await withEngine((e) => e.addTarget(name, config, secret, { test: o.test }));
-      output.result({ id: t.id, name: t.name, config: t.config }, `Added target "${t.name}".`);
+      const { t, members, policy, packs } = await withEngine(async (e) => {
+        const row = await e.addTarget(name, config, secret, { test: o.test });
+        const packs = e.ks.index.counts().packs;
+        return { t: row, members: e.listTargets().map((x) => x.name), policy: e.pool.policy(), packs };
+      });
+      const lines = [`Added target "${t.name}".`];
+      if (members.length === 2)
+        lines.push(
+          `Targets ${members.map((m) => `"${m}"`).join(' and ')} now form a pool: every target knows the others, and holds the index and every snapshot.`,
+        );
+      if (members.length >= 2)
+        lines.push(
+          `Policy: ${describePolicy(policy)}.${policy.scheme === 'replicas' && policy.copies === 1 ? ' Packs are spread over the targets: change it with "cairn policy --replicas 2".' : ''}`,
+        );
+      if (members.length === 2 && packs > 0 && policy.scheme === 'replicas' && policy.copies > 1)
+        lines.push('The packs stored before have one copy: "cairn repair" gives them their second.');
+      output.result({ id: t.id, name: t.name, config: t.config, policy }, lines.join('\n'));
     });
 
   target

@@ -34,7 +34,7 @@ export interface BackupResult {
    * In a pool: the policy's copies per pack, and how many copies of the repository's packs are still
    * queued (this backup met its write quorum without them). Full redundancy only when none is.
    */
-  redundancy: { copies: number; queued: number; state: 'full' | 'completing' };
+  redundancy: { copies: number; queued: number; state: 'full' | 'completing'; waitingOn: string[] };
 }
 
 export class BackupFailedError extends Error {
@@ -183,7 +183,9 @@ export async function runBackupJob(
     await completeCopies(repo).catch((err: unknown) =>
       listener.notice?.(`Completing copies: ${(err as Error).message}`),
     );
-  const queued = ks.index.queuedCopies().length;
+  const pending = ks.index.queuedCopies();
+  const queued = pending.length;
+  const waitingOn = [...new Set(pending.map((q) => q.targetId))].map((id) => ks.targetById(id).name);
   const policy = ks.pool.state()?.policy;
   const copies = policy?.scheme === 'replicas' ? policy.copies : 1;
   return {
@@ -200,6 +202,6 @@ export async function runBackupJob(
     packsWritten,
     warnings,
     transfer,
-    redundancy: { copies, queued, state: queued === 0 ? 'full' : 'completing' },
+    redundancy: { copies, queued, state: queued === 0 ? 'full' : 'completing', waitingOn },
   };
 }

@@ -27,7 +27,7 @@ import type { ForgetResult, LockView, PruneResult } from '../../api/retention.ts
 import { KeyAdmin } from './key-admin.ts';
 import { PlanAdmin, PlanBusyError, type PlanInfo } from './plan-admin.ts';
 import { TargetAdmin } from './target-admin.ts';
-import { PoolAdmin } from './pool-admin.ts';
+import { PoolAdmin, poolMembers } from './pool-admin.ts';
 import { SettingsError, check, defaultHome, keystorePath } from './engine-settings.ts';
 import { BackupFailedError, type BackupResult } from './backup-job.ts';
 import { BackupJobs, isProcessAlive } from './backup-jobs.ts';
@@ -83,6 +83,8 @@ export class Engine {
   readonly keys: KeyAdmin;
   readonly targets: TargetAdmin;
   readonly pool: PoolAdmin;
+  /** Where the engine says what it passed over (a pool member out of reach); the CLI prints it. */
+  notice?: (message: string) => void;
   /** Backup plans: stored sources, target, excludes and schedule, run as ordinary backups. */
   readonly plans: PlanAdmin;
 
@@ -244,10 +246,24 @@ export class Engine {
    */
   /**
    * Reads every target's metadata into the keystore, targets learnt from the pool object included.
-   * `onUnreachable`: a target that cannot be read is reported there and passed over, not fatal.
+   * `onUnreachable`: a target that cannot be read is reported there and passed over, not fatal. In a
+   * pool every member holds all the metadata, so one out of reach is passed over anyway (reported to
+   * `notice`) as long as another member was read.
    */
   async refresh(onUnreachable?: (t: TargetRow, err: Error) => void): Promise<boolean> {
     let changed = false;
+    let read = 0;
+    let firstSkipped: Error | undefined;
+    const skip =
+      onUnreachable ??
+      (this.ks.pool.state()
+        ? (t: TargetRow, err: Error) => {
+            firstSkipped ??= err;
+            this.notice?.(
+              `target "${t.name}" was passed over (the pool's other targets hold the same index and snapshots): ${err.message}`,
+            );
+          }
+        : undefined);
     const done = new Set<number>();
     for (let t = this.ks.listTargets()[0]; t; t = this.ks.listTargets().find((x) => !done.has(x.id))) {
       done.add(t.id);
@@ -255,13 +271,15 @@ export class Engine {
       try {
         r = await this.repo.refresh(t);
       } catch (err) {
-        if (!onUnreachable || !(err instanceof StorageError || err instanceof RepositoryError)) throw err;
-        onUnreachable(t, err);
+        if (!skip || !(err instanceof StorageError || err instanceof RepositoryError)) throw err;
+        skip(t, err);
         continue;
       }
+      read++;
       changed ||= r.rebuilt || r.indexFiles > 0 || r.snapshots > 0 || r.removedSnapshots > 0;
       changed ||= r.learnt.length > 0;
     }
+    if (read === 0 && firstSkipped) throw firstSkipped;
     // A keystore from before pools, or a target change whose pool object was not written: publish it
     // now. Best effort: a lock held elsewhere or a target out of reach leaves it to a later refresh.
     const targets = this.ks.listTargets();
@@ -287,13 +305,35 @@ export class Engine {
     listener: JobListener = {},
     control?: JobControl,
   ): Promise<BackupResult> {
-    const target = opts.target ? this.target(opts.target) : this.defaultTarget();
+    const target = opts.target ? this.target(opts.target) : await this.backupHome();
     return this.backups.start(
       sources,
       { ...opts, target, settings: this.settings(opts.settings) },
       listener,
       control,
     );
+  }
+
+  /**
+   * The target a backup without --target writes its metadata to first. In a pool, the first active
+   * member that answers: one out of reach is passed over (its copies are queued like any other).
+   */
+  private async backupHome(): Promise<TargetRow> {
+    const first = this.defaultTarget();
+    if (!this.ks.pool.state()) return first;
+    const members = poolMembers(this.ks)
+      .filter((t) => t.state === 'active')
+      .sort((a, b) => a.poolId! - b.poolId!);
+    for (const t of members) {
+      try {
+        await this.repo.attach(t);
+        return t;
+      } catch (err) {
+        if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;
+        this.notice?.(`target "${t.name}" is passed over for this backup: ${err.message}`);
+      }
+    }
+    return first;
   }
 
   /** Unfinished backup jobs that no live process is running (this process's own jobs included). */

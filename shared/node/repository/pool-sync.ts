@@ -5,6 +5,7 @@ import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
 import type { PoolState } from '../engine/keystore/pool-table.ts';
 import type { RepoLock } from './locks.ts';
 import {
+  NEW_POOL_POLICY,
   SINGLE_COPY,
   openPool,
   poolGeneration,
@@ -198,7 +199,7 @@ export class PoolSync {
         generation,
         createdAt: new Date().toISOString(),
         nextId,
-        policy: opts.policy ?? prev?.policy ?? SINGLE_COPY,
+        policy: opts.policy ?? prev?.policy ?? (targets.length >= 2 ? NEW_POOL_POLICY : SINGLE_COPY),
       };
       this.ks.pool.setState(state);
       const doc = this.doc(state);

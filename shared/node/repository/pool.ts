@@ -32,6 +32,11 @@ const policySchema = z.discriminatedUnion('scheme', [
 export type PoolPolicy = z.infer<typeof policySchema>;
 
 export const SINGLE_COPY: PoolPolicy = { scheme: 'replicas', copies: 1, writeQuorum: 1 };
+/**
+ * The policy of a new pool: someone who adds a second bucket expects a second copy, not their data
+ * spread over two buckets that must both survive. A backup goes on with one of them out of reach.
+ */
+export const NEW_POOL_POLICY: PoolPolicy = { scheme: 'replicas', copies: 2, writeQuorum: 1 };
 
 const poolTargetSchema = z.object({
   id: z.number().int().min(1).max(0xfffe),
