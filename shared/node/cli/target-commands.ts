@@ -79,12 +79,20 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
       .description('add an S3 bucket (--s3 …) or a folder (--dir <path>) as a target; it is tested first')
       .argument('<name>'),
   )
+    .option(
+      '--weight <n>',
+      "its share of the pool's packs, relative to the other targets (default 100)",
+      (v) => {
+        if (!/^\d+$/.test(v)) throw new Error(`--weight: "${v}" is not a whole number.`);
+        return Number(v);
+      },
+    )
     .option('--no-test', 'save without testing the connection')
-    .action(async (name: string, o: AddOpts) => {
+    .action(async (name: string, o: AddOpts & { weight?: number }) => {
       const output = out();
       const { config, secret } = await targetFromOptions(o);
       const { t, members, policy, packs } = await withEngine(async (e) => {
-        const row = await e.addTarget(name, config, secret, { test: o.test });
+        const row = await e.addTarget(name, config, secret, { test: o.test, weight: o.weight });
         const packs = e.ks.index.counts().packs;
         return { t: row, members: e.listTargets().map((x) => x.name), policy: e.pool.policy(), packs };
       });

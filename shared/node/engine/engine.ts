@@ -219,7 +219,7 @@ export class Engine {
     name: string,
     config: TargetConfig,
     secret?: string,
-    opts: { test?: boolean } = {},
+    opts: { test?: boolean; weight?: number } = {},
   ): Promise<TargetRow> {
     return this.targets.add(name, config, secret, opts);
   }

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
@@ -5,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { s3TargetConfig } from '../../../test/support/engine-env.ts';
 import { describeTree, tempDir } from '../../../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
+import { copyTargets, packPlacement } from '../repository/pack-placement.ts';
 import { Engine } from './engine.ts';
 
 let s3: S3Server;
@@ -352,6 +354,48 @@ describe('a pool of targets: every target knows the others', () => {
       expect((await b.restore(again.snapshotId, { to: out })).failed).toEqual([]);
       expect(describeTree(path.join(out, path.basename(oldSrc)))).toEqual(describeTree(oldSrc));
       expect((await b.check()).problems).toEqual([]);
+    } finally {
+      b.close();
+    }
+  });
+
+  it("a target's weight travels with the pool object and sets its share of the packs", async () => {
+    const dirs = [tempDir('cairn-pool-w1-'), tempDir('cairn-pool-w2-'), tempDir('cairn-pool-w3-')];
+    const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
+    try {
+      await a.addTarget('small', { kind: 'dir', path: dirs[0]! });
+      await a.addTarget('also-small', { kind: 'dir', path: dirs[1]! });
+      await a.addTarget('big', { kind: 'dir', path: dirs[2]! }, undefined, { weight: 400 });
+      await expect(
+        a.addTarget('bad', { kind: 'dir', path: tempDir() }, undefined, { weight: 0 }),
+      ).rejects.toThrow(/--weight must be a whole number/);
+      await a.pool.setReplicas(1);
+      const placement = packPlacement(a.ks, a.ks.findTarget('small')!)!;
+      const share = new Map<number, number>();
+      for (let i = 0; i < 3000; i++) {
+        const [id] = copyTargets(placement, 0, randomBytes(32));
+        share.set(id!, (share.get(id!) ?? 0) + 1);
+      }
+      // 400 of 600: two thirds of the packs, within sampling noise.
+      expect(share.get(a.ks.findTarget('big')!.id)! / 3000).toBeCloseTo(2 / 3, 1);
+    } finally {
+      a.close();
+    }
+    const b = await Engine.connect(
+      path.join(tempDir(), 'home-b'),
+      'x',
+      { kind: 'dir', path: dirs[1]! },
+      undefined,
+      {
+        passphrase: PASS,
+      },
+    );
+    try {
+      expect(b.listTargets().map((t) => [t.poolId, t.weight])).toEqual([
+        [2, 100],
+        [1, 100],
+        [3, 400],
+      ]);
     } finally {
       b.close();
     }

@@ -11,20 +11,27 @@ export class TargetAdmin {
     private readonly repo: Repository,
   ) {}
 
-  /** Adds a target after proving it works and holds this repository (or is empty: then it is set up). */
+  /**
+   * Adds a target after proving it works and holds this repository (or is empty: then it is set up).
+   * `weight`: its share of the pool's packs, relative to the others (default 100: capacity or quota).
+   */
   async add(
     name: string,
     config: TargetConfig,
     secret?: string,
-    opts: { test?: boolean } = {},
+    opts: { test?: boolean; weight?: number } = {},
   ): Promise<TargetRow> {
     check(targetNameSchema, name);
+    const weight = opts.weight ?? 100;
+    if (!Number.isInteger(weight) || weight < 1 || weight > 1_000_000)
+      throw new SettingsError('--weight must be a whole number from 1 to 1000000.', 'weight');
     const parsed = check(targetConfigSchema, config);
     if (this.ks.findTarget(name)) throw new SettingsError(`A target named "${name}" already exists.`);
     if (parsed.kind === 's3' && !secret) throw new SettingsError('An S3 target needs a secret access key.');
     if (opts.test !== false) await this.testHandle({ id: 0, name, config: parsed, secret });
     const t = this.ks.addTarget(name, parsed, secret);
-    if (opts.test === false) return t;
+    this.ks.pool.setWeight(t.id, weight);
+    if (opts.test === false) return this.ks.targetById(t.id);
     try {
       await this.repo.attach(t, { joining: true });
       await this.repo.refresh(t);

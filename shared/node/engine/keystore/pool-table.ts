@@ -31,6 +31,10 @@ export class PoolTable {
       .run(place.poolId, place.weight, place.state, targetId);
   }
 
+  setWeight(targetId: number, weight: number): void {
+    this.db.prepare('UPDATE targets SET weight = ? WHERE id = ?').run(weight, targetId);
+  }
+
   /** The local target a pool id names, if this machine knows it. */
   localId(poolId: number): number | undefined {
     return (
