@@ -1,6 +1,8 @@
 import { Option, type Command } from 'commander';
 import type { PoolPolicy } from '../repository/pool.ts';
 import type { RedundancyReport } from '../engine/pool-admin.ts';
+import type { RebalanceResult } from '../engine/rebalance-job.ts';
+import { formatSize } from '../../settings.ts';
 import { plural, table, type Output } from './output.ts';
 import { withEngine } from './session.ts';
 
@@ -10,6 +12,13 @@ export function describePolicy(p: PoolPolicy): string {
     return `erasure coding ${p.k}+${p.m}: ${((p.k + p.m) / p.k).toFixed(2)}× the data stored, any ${p.m} targets may be lost; a pack counts once ${p.writeQuorum} shards are stored`;
   if (p.copies === 1) return '1 copy of each pack: no target may be lost';
   return `${p.copies} copies of each pack on distinct targets: ${p.copies}× the data stored, any ${p.copies - 1} target${p.copies === 2 ? '' : 's'} may be lost; a backup counts a pack once ${p.writeQuorum} cop${p.writeQuorum === 1 ? 'y is' : 'ies are'} stored, the rest are completed after`;
+}
+
+export function rebalanceText(r: RebalanceResult, dryRun: boolean): string {
+  if (r.copied + r.removed === 0) return `All ${plural(r.packs, 'pack')} are where placement puts them.`;
+  return dryRun
+    ? `${plural(r.copied, 'copy', 'copies')} would be written and ${r.removed} removed (of ${plural(r.packs, 'pack')}).`
+    : `${plural(r.copied, 'copy', 'copies')} written (${formatSize(r.bytesCopied)}) and ${r.removed} removed, over ${plural(r.packs, 'pack')}.`;
 }
 
 function redundancyText(r: RedundancyReport): string {
@@ -67,6 +76,22 @@ export function registerPoolCommands(
         policy,
         `${o.replicas === undefined ? 'Policy' : 'Policy set'}: ${describePolicy(policy)}.${o.replicas !== undefined ? ' New packs follow it; "cairn repair" gives the packs already stored their copies.' : ''}`,
       );
+    });
+
+  program
+    .command('rebalance')
+    .description(
+      'move copies to where placement now puts them (after a target joined, changed weight or drains)',
+    )
+    .option('--dry-run', 'say what would move, move nothing')
+    .action(async (o: { dryRun?: boolean }) => {
+      const output = out();
+      const r = await withEngine((e) =>
+        e.pool.rebalance({ dryRun: Boolean(o.dryRun), notice: (m) => output.info(m) }),
+      );
+      output.result(r, rebalanceText(r, Boolean(o.dryRun)));
+      if (r.unreadable.length)
+        throw p.partial(`${plural(r.unreadable.length, 'pack')} could not be read to move.`);
     });
 
   program

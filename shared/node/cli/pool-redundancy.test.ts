@@ -93,3 +93,47 @@ describe('a pool of three S3 targets, 2 copies, write quorum 1 (issue 10)', () =
     expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
   });
 });
+
+describe('draining a folder target of a 3-target pool (issue 10)', () => {
+  it('killed with -9 at each step of the move, the pool stays restorable; run again, the target empties and goes', async () => {
+    const home = path.join(tempDir('cairn-home-'), 'home');
+    const cli: CliOptions = {
+      env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_TEST_WEAK_KDF: '1' },
+    };
+    await cliJson(['init'], cli);
+    const dirs = [tempDir('cairn-drain-1-'), tempDir('cairn-drain-2-'), tempDir('cairn-drain-3-')];
+    for (const [i, d] of dirs.entries())
+      expect((await runCli(['target', 'add', `d${i + 1}`, '--dir', d], cli)).code).toBe(0);
+    const src = tempDir('cairn-drain-src-');
+    for (let i = 0; i < 6; i++) writeRandomFile(path.join(src, `f${i}.bin`), 12 << 20);
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], cli);
+    const restoresWhole = async () => {
+      const out = tempDir('cairn-drain-out-');
+      const r = await runCli(['restore', snapshotId, '--to', out], cli);
+      expect(r.code, r.stderr).toBe(0);
+      expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+    };
+    const packsOn = (d: string) =>
+      fs.existsSync(path.join(d, 'data'))
+        ? fs.readdirSync(path.join(d, 'data'), { recursive: true }).filter((f) => String(f).length > 60)
+            .length
+        : 0;
+    expect(packsOn(dirs[0]!)).toBeGreaterThan(0);
+    for (const step of ['rebalance-copied', 'rebalance-indexed', 'rebalance-deleting']) {
+      const killed = await runCli(['target', 'drain', 'd1'], {
+        env: { ...cli.env, CAIRN_TEST_PRUNE_KILL_AT: step },
+      });
+      expect(killed.code, `${step}: ${killed.stderr}`).not.toBe(0);
+      await restoresWhole();
+    }
+    const drained = await runCli(['target', 'drain', 'd1'], cli);
+    expect(drained.code, drained.stderr).toBe(0);
+    expect(drained.stdout).toMatch(/Target "d1" is draining: /);
+    expect(packsOn(dirs[0]!)).toBe(0);
+    expect((await runCli(['target', 'rm', 'd1'], cli)).code).toBe(0);
+    await restoresWhole();
+    const full = await runCli(['--json', 'check', '--redundancy'], cli);
+    expect(full.code, full.stdout).toBe(0);
+    expect((await runCli(['check', '--read-data'], cli)).code).toBe(0);
+  });
+});

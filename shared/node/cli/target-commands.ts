@@ -3,7 +3,7 @@ import { targetWhere, type TargetConfig } from '../../settings.ts';
 import type { Output } from './output.ts';
 import { table } from './output.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
-import { describePolicy } from './pool-commands.ts';
+import { describePolicy, rebalanceText } from './pool-commands.ts';
 import { readUnlocker, withEngine } from './session.ts';
 
 interface AddOpts {
@@ -136,6 +136,19 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
             t.state,
           ]),
         ]),
+      );
+    });
+
+  target
+    .command('drain')
+    .description('move every copy off a target (it takes no new ones), so that "target rm" can remove it')
+    .argument('<name>')
+    .action(async (name: string) => {
+      const output = out();
+      const r = await withEngine((e) => e.pool.drain(name, { notice: (m) => output.info(m) }));
+      output.result(
+        r,
+        `Target "${name}" is draining: ${rebalanceText(r, false)} "cairn target rm ${name}" removes it.`,
       );
     });
 

@@ -1,8 +1,10 @@
+import { ObjectKey } from '../../format/constants.ts';
 import { completeCopies, type CompletionResult } from '../repository/copy-completion.ts';
 import { rankTargets } from '../repository/placement.ts';
 import { SINGLE_COPY, type PoolPolicy } from '../repository/pool.ts';
 import type { Repository } from '../repository/repository.ts';
 import { SettingsError } from './engine-settings.ts';
+import { runRebalance, type RebalanceResult } from './rebalance-job.ts';
 import type { Keystore, TargetRow } from './keystore/keystore.ts';
 
 export interface RedundancyReport {
@@ -76,6 +78,39 @@ export class PoolAdmin {
       }
     }
     return completeCopies(this.repo, progress);
+  }
+
+  /** Moves copies to where placement now puts them (rebalance-job.ts). */
+  rebalance(opts: { dryRun?: boolean; notice?: (m: string) => void } = {}): Promise<RebalanceResult> {
+    return runRebalance(this.repo, opts);
+  }
+
+  /**
+   * Drains a target: it takes no new copies (state `draining` in the pool object) and a rebalance moves
+   * its copies to the other targets; then `target rm` can remove it.
+   */
+  async drain(name: string, opts: { notice?: (m: string) => void } = {}): Promise<RebalanceResult> {
+    const t = this.ks.findTarget(name);
+    if (!t) throw new SettingsError(`No target named "${name}": "cairn target ls" lists them.`);
+    if (t.poolId === null)
+      throw new SettingsError(`Target "${name}" is not in a pool: there is nowhere to move its packs.`);
+    const policy = this.policy();
+    const active = this.ks.listTargets().filter((x) => x.state === 'active' && x.id !== t.id).length;
+    const needed = policy.scheme === 'replicas' ? policy.copies : policy.k + policy.m;
+    if (active < needed)
+      throw new SettingsError(
+        `Without "${name}" the pool has ${active} active target${active === 1 ? '' : 's'}, and the policy needs ${needed}: add one first.`,
+      );
+    this.ks.pool.setPlace(t.id, { poolId: t.poolId, weight: t.weight, state: 'draining' });
+    await this.repo.publishPool({ waitMs: 30_000 });
+    const result = await runRebalance(this.repo, opts);
+    // Objects no index names any more (a copy a killed move wrote and never recorded, an interrupted
+    // upload) would keep the target from emptying: they go too, as prune would delete them.
+    const named = this.ks.index.packsOnTarget(t.id);
+    const drainee = this.ks.targetById(t.id);
+    for (const hex of (await this.repo.listPacks(drainee)).keys())
+      if (!named.has(hex)) await this.repo.storage(drainee).delete(ObjectKey.pack(hex));
+    return result;
   }
 
   /** Every pack's stored copies against the policy, after listing every member's data/. */

@@ -250,7 +250,7 @@ function remaining(w: TargetWork): IndexedPack[] {
   ];
 }
 
-async function writeIndexFiles(
+export async function writeIndexFiles(
   repo: Repository,
   to: TargetRow[],
   packs: IndexedPack[],
