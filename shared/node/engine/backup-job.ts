@@ -13,6 +13,7 @@ import type { TargetRow } from './keystore/keystore.ts';
 import type { TransferSummary } from './stats-collector.ts';
 import { resolveSources, unreadableError, walkForBackup } from './walk.ts';
 import { completeCopies } from '../repository/copy-completion.ts';
+import { StorageError } from '../storage/storage.ts';
 
 export interface BackupResult {
   snapshotId: string;
@@ -82,8 +83,15 @@ export async function runBackupJob(
   await repo.refresh(target);
   const host = os.hostname();
   const parent = job.forceRead ? undefined : ks.snapshots.latestFor(host, job.sources);
-  // The bucket wins: packs it lost are not trusted for deduplication (their blobs are stored again).
+  // The bucket wins: packs it lost are not trusted for deduplication (their blobs are stored again). In a
+  // pool the packs are on every member: each one in reach is listed (one out of reach keeps its states).
   const lost = await repo.reconcilePacks(target, { markListed: false });
+  if (ks.pool.state() && target.poolId !== null)
+    for (const m of ks.listTargets())
+      if (m.id !== target.id && m.poolId !== null)
+        await repo.reconcilePacks(m, { markListed: false }).catch((err: unknown) => {
+          if (!(err instanceof StorageError)) throw err;
+        });
   const trees = new TreeWriter(repo, target, jobId);
   const seal = (nodes: Parameters<TreeWriter['add']>[0]) => trees.add(nodes);
   const resumed = ks.jobs.files(jobId);

@@ -265,6 +265,7 @@ export class Engine {
           }
         : undefined);
     const done = new Set<number>();
+    const reached = new Set<number>();
     for (let t = this.ks.listTargets()[0]; t; t = this.ks.listTargets().find((x) => !done.has(x.id))) {
       done.add(t.id);
       let r: Awaited<ReturnType<Repository['refresh']>>;
@@ -276,10 +277,18 @@ export class Engine {
         continue;
       }
       read++;
+      reached.add(t.id);
       changed ||= r.rebuilt || r.indexFiles > 0 || r.snapshots > 0 || r.removedSnapshots > 0;
       changed ||= r.learnt.length > 0;
     }
     if (read === 0 && firstSkipped) throw firstSkipped;
+    // What a member missed goes to it now that every member was read (so nothing stale is delivered).
+    for (const t of this.ks.listTargets())
+      if (reached.has(t.id) && this.ks.outbox.count(t.id) > 0)
+        await this.repo.meta.flush(t).catch((err: unknown) => {
+          if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;
+          this.notice?.(`target "${t.name}" did not take what it missed yet: ${err.message}`);
+        });
     // A keystore from before pools, or a target change whose pool object was not written: publish it
     // now. Best effort: a lock held elsewhere or a target out of reach leaves it to a later refresh.
     const targets = this.ks.listTargets();

@@ -1,4 +1,3 @@
-import { ObjectKey } from '../../format/constants.ts';
 import { completeCopies, type CompletionResult } from '../repository/copy-completion.ts';
 import { rankTargets } from '../repository/placement.ts';
 import { SINGLE_COPY, type PoolPolicy } from '../repository/pool.ts';
@@ -103,14 +102,10 @@ export class PoolAdmin {
       );
     this.ks.pool.setPlace(t.id, { poolId: t.poolId, weight: t.weight, state: 'draining' });
     await this.repo.publishPool({ waitMs: 30_000 });
-    const result = await runRebalance(this.repo, opts);
-    // Objects no index names any more (a copy a killed move wrote and never recorded, an interrupted
-    // upload) would keep the target from emptying: they go too, as prune would delete them.
-    const named = this.ks.index.packsOnTarget(t.id);
-    const drainee = this.ks.targetById(t.id);
-    for (const hex of (await this.repo.listPacks(drainee)).keys())
-      if (!named.has(hex)) await this.repo.storage(drainee).delete(ObjectKey.pack(hex));
-    return result;
+    // Objects no index file names (a copy a killed move wrote, an interrupted upload) stay: without the
+    // index the bucket's contents cannot prove them garbage. `target rm` needs only that no copy the
+    // index names is there.
+    return runRebalance(this.repo, opts);
   }
 
   /** Every pack's stored copies against the policy, after listing every member's data/. */

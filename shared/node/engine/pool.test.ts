@@ -359,6 +359,55 @@ describe('a pool of targets: every target knows the others', () => {
     }
   });
 
+  it('what a member missed is not delivered once a prune elsewhere replaced or removed it', async () => {
+    const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
+    const home = path.join(tempDir(), 'home');
+    const a = await Engine.init(home, PASS);
+    const homeB = path.join(tempDir(), 'home-b');
+    let gone: string;
+    try {
+      await a.addTarget('one', { kind: 'dir', path: d1 });
+      await a.addTarget('two', { kind: 'dir', path: d2 });
+      await a.backup([sourceTree('kept')], {});
+      (
+        await Engine.connect(homeB, 'two', { kind: 'dir', path: d2 }, undefined, { passphrase: PASS })
+      ).close();
+      fs.renameSync(d2, `${d2}.away`);
+      gone = (await a.backup([sourceTree('soon gone')], {})).snapshotId;
+      expect(a.ks.outbox.count(a.ks.findTarget('two')!.id)).toBeGreaterThan(1);
+      fs.renameSync(`${d2}.away`, d2);
+    } finally {
+      a.close();
+    }
+    // Machine B forgets that snapshot and prunes before A delivers what two missed.
+    const b = await Engine.unlock(homeB, { passphrase: PASS });
+    try {
+      await b.refresh();
+      await b.forget({ ids: [gone] });
+      await b.prune({ maxUnused: { percent: 0 } });
+    } finally {
+      b.close();
+    }
+    const a2 = await Engine.unlock(home, { passphrase: PASS });
+    try {
+      await a2.refresh();
+      expect(a2.ks.outbox.count(a2.ks.findTarget('two')!.id)).toBe(0);
+      expect(a2.listSnapshots().map((x) => x.id)).not.toContain(gone);
+      expect(fs.readdirSync(path.join(d2, 'snapshots'))).not.toContain(gone);
+      expect((await a2.check()).problems).toEqual([]);
+    } finally {
+      a2.close();
+    }
+    const b2 = await Engine.unlock(homeB, { passphrase: PASS });
+    try {
+      await b2.refresh();
+      expect(b2.listSnapshots().map((x) => x.id)).not.toContain(gone);
+      expect((await b2.check()).problems).toEqual([]);
+    } finally {
+      b2.close();
+    }
+  });
+
   it("a target's weight travels with the pool object and sets its share of the packs", async () => {
     const dirs = [tempDir('cairn-pool-w1-'), tempDir('cairn-pool-w2-'), tempDir('cairn-pool-w3-')];
     const a = await Engine.init(path.join(tempDir(), 'home'), PASS);

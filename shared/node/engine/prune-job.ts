@@ -2,12 +2,14 @@ import { ObjectKey, Prefix } from '../../format/constants.ts';
 import type { PruneProgress, PruneResult, PruneTargetResult } from '../../api/retention.ts';
 import { openIndexFile, sealIndexFile, type IndexedPack } from '../format/index-file.ts';
 import type { RepoLock } from '../repository/locks.ts';
+import { inLockOrder } from '../repository/pool.ts';
 import type { Repository } from '../repository/repository.ts';
 import type { JobListener } from './job-events.ts';
 import type { TargetRow } from './keystore/keystore.ts';
 import { planPrune, type PlanPack, type PrunePlan } from './prune-plan.ts';
 import { deletePacks, goodCopies, killPoint, repack } from './prune-packs.ts';
 import { usedBlobs } from './used-blobs.ts';
+import { SettingsError } from './engine-settings.ts';
 
 export interface PruneOptions {
   dryRun?: boolean;
@@ -58,7 +60,7 @@ export async function runPrune(
   const started = Date.now();
   const ks = repo.ks;
   const dryRun = Boolean(opts.dryRun);
-  const targets = ks.listTargets();
+  const targets = inLockOrder(ks.listTargets());
   const locks = new Map<number, RepoLock>();
   const progress: Progress = (phase, done, total) => listener.prune?.({ phase, done, total });
   const notice = (m: string) => listener.notice?.(m);
@@ -82,7 +84,14 @@ export async function runPrune(
       snapshots.map((s) => s.doc.tree),
       { cache: !dryRun, progress: (n) => progress('mark', n, snapshots.length) },
     );
-    const pool = ks.pool.state() !== null && targets.every((t) => t.poolId !== null);
+    const outside = targets.filter((t) => t.poolId === null);
+    // Each target's own index would be written over the pool's, whose copies elsewhere still name
+    // what this prune deletes: refused until every target has its place (any refresh publishes it).
+    if (ks.pool.state() && outside.length)
+      throw new SettingsError(
+        `Target${outside.length === 1 ? '' : 's'} ${outside.map((t) => `"${t.name}"`).join(', ')} ${outside.length === 1 ? 'has' : 'have'} no place in the pool yet (the pool object could not be written when ${outside.length === 1 ? 'it was' : 'they were'} added): prune waits until it is. Run "cairn ls" (which writes it) once every target is in reach, then prune again.`,
+      );
+    const pool = ks.pool.state() !== null;
     const claims = await readIndexes(repo, targets, pool, progress);
     const work: TargetWork[] = [];
     for (const t of targets) work.push(await planTarget(repo, t, claims.get(t.id)!, used, opts, notice));

@@ -3,6 +3,7 @@ import type { IndexedPack } from '../format/index-file.ts';
 import { rankTargets } from '../repository/placement.ts';
 import { StorageError } from '../storage/storage.ts';
 import type { RepoLock } from '../repository/locks.ts';
+import { inLockOrder } from '../repository/pool.ts';
 import type { Repository } from '../repository/repository.ts';
 import { SettingsError } from './engine-settings.ts';
 import type { TargetRow } from './keystore/keystore.ts';
@@ -37,7 +38,7 @@ export async function runRebalance(
   if (!state) throw new SettingsError('Only a pool is rebalanced: this repository has one target.');
   if (state.policy.scheme !== 'replicas')
     throw new SettingsError('Erasure-coded pools cannot be rebalanced by this version yet.');
-  const members = ks.listTargets().filter((t) => t.poolId !== null);
+  const members = inLockOrder(ks.listTargets().filter((t) => t.poolId !== null));
   const locks: RepoLock[] = [];
   const result: RebalanceResult = { packs: 0, copied: 0, removed: 0, bytesCopied: 0, unreadable: [] };
   try {
@@ -57,9 +58,15 @@ export async function runRebalance(
     const plan: { id: Buffer; size: number; keep: number[]; add: number[]; drop: number[] }[] = [];
     for (const [hex, p] of ks.index.allCopies()) {
       const stored = [...p.copies].filter(([, s]) => s === 'stored').map(([t]) => t);
-      if (stored.length === 0) continue;
-      result.packs++;
       const id = Buffer.from(hex, 'hex');
+      if (stored.length === 0) {
+        // No copy was found where the index says: nothing moves, and the index keeps naming them (a
+        // wrong listing forgets nothing, as in prune).
+        const named = [...p.copies].filter(([, s]) => s === 'missing').map(([t]) => t);
+        if (named.length) plan.push({ id, size: p.size, keep: named, add: [], drop: [] });
+        continue;
+      }
+      result.packs++;
       const want = rankTargets(id, ranking)
         .slice(0, state.policy.copies)
         .map((poolId) => byPool.get(poolId)!.id);

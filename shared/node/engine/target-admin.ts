@@ -129,9 +129,10 @@ export class TargetAdmin {
       // packs are listed again before the next backup trusts any of them.
       const probe = new Repository(this.ks);
       try {
-        // poolId: null, so an empty bucket is set up (the target moved); its packs count as missing.
+        // Outside a pool an empty bucket is set up (the target moved; its packs count as missing); a pool
+        // member pointed at an empty bucket is refused (attach), as a member that lost its bucket is.
         await probe.attach(
-          { ...existing, name, config: parsed, id: existing.id, poolId: null },
+          { ...existing, name, config: parsed, id: existing.id },
           { handle: { id: existing.id, name, config: parsed, secret: effective }, joining: true },
         );
       } finally {

@@ -87,7 +87,7 @@ export async function runVerifyJob(
           const hex = n.loc.id.toString('hex');
           if (ok.has(hex)) continue;
           const message = m.t === 'failed' ? m.error.message : (why.get(hex) ?? 'not checked');
-          const target = ks.targetById(n.loc.copies[0]!).name;
+          const target = (m.t === 'failed' && m.error.target) || ks.targetById(n.loc.copies[0]!).name;
           for (const x of users.get(hex) ?? []) problems.push({ ...x, target, message });
         }
       },

@@ -48,17 +48,22 @@ export async function completeCopies(
           continue;
         }
         await repo.storage(t).put(ObjectKey.pack(q.packId.toString('hex')), body);
-        ks.index.setCopyStates(t.id, [{ id: q.packId, state: 'stored' }]);
         written.push(q.packId);
-        result.completed++;
         progress?.(++done, queued.length);
       }
     } catch (err) {
       if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;
       result.problems.push({ target: t.name, message: err.message });
     }
+    // A copy counts once an index file names it: a kill before leaves it queued (written again later,
+    // harmlessly), never stored with no index naming it (which prune would delete as garbage).
     try {
       await recordCopies(repo, t, written);
+      ks.index.setCopyStates(
+        t.id,
+        written.map((id) => ({ id, state: 'stored' })),
+      );
+      result.completed += written.length;
     } catch (err) {
       if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;
       result.problems.push({ target: t.name, message: `recording its new copies: ${err.message}` });
@@ -87,11 +92,21 @@ async function readCopy(
   return undefined;
 }
 
-/** An additive index file naming the packs again with every stored copy, on every member. */
+/** An additive index file naming the packs again with every stored copy and the new one, on every member. */
 async function recordCopies(repo: Repository, t: TargetRow, packs: Buffer[]): Promise<void> {
   if (packs.length === 0) return;
+  const { ks } = repo;
+  const poolIds = (id: Buffer) =>
+    [...new Set([...ks.index.storedCopies(id), t.id])]
+      .map((x) => ks.targetById(x).poolId)
+      .filter((x) => x !== null);
   await repo.meta.writeIndex(
     t,
-    packs.map((id) => ({ id, size: repo.ks.index.packSize(id), blobs: repo.ks.index.blobsOfPack(id) })),
+    packs.map((id) => ({
+      id,
+      size: ks.index.packSize(id),
+      copies: poolIds(id),
+      blobs: ks.index.blobsOfPack(id),
+    })),
   );
 }

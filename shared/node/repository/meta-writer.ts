@@ -55,7 +55,9 @@ export class MetaWriter {
   async writeIndex(home: TargetRow, packs: IndexedPack[]): Promise<{ bytes: number; packs: IndexedPack[] }> {
     const pool = this.ks.pool.state() !== null && home.poolId !== null;
     const described = pool
-      ? packs.map((p) => ({ ...p, copies: this.poolCopies(p.id) })).filter((p) => p.copies.length > 0)
+      ? packs
+          .map((p) => ({ ...p, copies: p.copies ?? this.poolCopies(p.id) }))
+          .filter((p) => p.copies.length > 0)
       : packs;
     if (described.length === 0) return { bytes: 0, packs: [] };
     const id = this.ks.sodium.randomBytes(32);
@@ -112,11 +114,23 @@ export class MetaWriter {
     return true;
   }
 
-  /** Delivers what `t` missed (it answered: the caller just read from it). */
+  /**
+   * Delivers what `t` missed (it answered: the caller just read every member). What was replaced or
+   * removed meanwhile is dropped, not delivered: an index file a prune or rebalance superseded, a
+   * snapshot forgotten (or never finished: a kill before its first copy).
+   */
   async flush(t: TargetRow): Promise<number> {
     this.unreachable.delete(t.id);
+    const superseded = this.ks.index.supersededIndexFiles();
     let n = 0;
     for (const { key, body } of this.ks.outbox.pending(t.id)) {
+      const stale = key.startsWith(Prefix.index)
+        ? superseded.has(key.slice(Prefix.index.length))
+        : !this.ks.snapshots.get(key.slice(Prefix.snapshots.length));
+      if (stale) {
+        this.ks.outbox.remove(t.id, key);
+        continue;
+      }
       await this.host.storage(t).put(key, body);
       this.ks.outbox.remove(t.id, key);
       if (key.startsWith(Prefix.index)) this.ks.index.addIndexFile(key.slice(Prefix.index.length), t.id);

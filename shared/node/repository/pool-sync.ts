@@ -5,6 +5,7 @@ import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
 import type { PoolState } from '../engine/keystore/pool-table.ts';
 import type { RepoLock } from './locks.ts';
 import {
+  inLockOrder,
   NEW_POOL_POLICY,
   SINGLE_COPY,
   openPool,
@@ -110,6 +111,8 @@ export class PoolSync {
             this.ks.removeTarget(local.id);
           } catch (err) {
             if (!(err instanceof KeystoreError)) throw err;
+            // Kept, but out of the pool's placement and metadata, as the pool object says.
+            this.ks.pool.setPlace(local.id, { poolId: local.poolId, weight: local.weight, state: 'gone' });
           }
         }
       for (const e of doc.targets) {
@@ -175,8 +178,10 @@ export class PoolSync {
    */
   async publish(
     opts: { waitMs?: number; onWait?: (m: string) => void; policy?: PoolPolicy } = {},
+    /** Runs before the locks go, with what changed: seeding joined targets needs them held. */
+    whileLocked?: (r: { first: boolean; joined: number[] }) => Promise<void>,
   ): Promise<{ first: boolean; joined: number[] }> {
-    const targets = this.ks.listTargets();
+    const targets = inLockOrder(this.ks.listTargets());
     const locks: RepoLock[] = [];
     try {
       for (const t of targets)
@@ -208,7 +213,9 @@ export class PoolSync {
       for (const t of members)
         for (const key of await this.listed(t))
           if (poolGeneration(key)! < generation) await this.host.storage(t).delete(key);
-      return { first: prev === null, joined };
+      const r = { first: prev === null, joined };
+      await whileLocked?.(r);
+      return r;
     } finally {
       for (const l of locks) await l.release();
     }

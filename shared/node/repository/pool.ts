@@ -91,6 +91,15 @@ export interface PoolDoc {
 
 const NAME = /^pools\/([0-9a-f]{16})-([0-9a-f]{8})$/;
 
+/**
+ * Targets in the order every machine takes their locks: by pool id (the same everywhere), then the
+ * others. Two machines locking in different orders would each wait for the other.
+ */
+export function inLockOrder<T extends { id: number; poolId: number | null }>(targets: readonly T[]): T[] {
+  const key = (t: T) => t.poolId ?? 0x10000 + t.id;
+  return [...targets].sort((a, b) => key(a) - key(b));
+}
+
 /** The object name of a pool generation; the random part separates two writers of one generation. */
 export function poolObjectKey(generation: number, random: string): string {
   return `${POOLS_PREFIX}${generation.toString(16).padStart(16, '0')}-${random}`;

@@ -173,7 +173,6 @@ export class Repository {
     learnt: TargetRow[];
   }> {
     await this.attach(t);
-    await this.meta.flush(t);
     const s = this.storage(t);
     let loaded = this.ks.index.loadedIndexFiles(t.id);
     const listed: string[] = [];
@@ -201,11 +200,11 @@ export class Repository {
         await s.get(ObjectKey.index(id)),
       );
     const rebuilt = vanished.length > 0;
+    const supersedesOf = () =>
+      [...opened.values()].flatMap((f) => f.supersedes.map((x) => x.toString('hex')));
     if (rebuilt) {
       for (const id of listed) opened.set(id, await openIndex(id));
-      const superseded = new Set(
-        [...opened.values()].flatMap((f) => f.supersedes.map((x) => x.toString('hex'))),
-      );
+      const superseded = new Set(supersedesOf());
       const since = Date.now();
       const packs = await this.listPacks(t);
       const drop = vanished.every((id) => superseded.has(id));
@@ -219,11 +218,19 @@ export class Repository {
             this.ks.index.resetTarget(x.id, () => false, since, { drop });
       loaded = new Set();
     }
+    const relist = rebuilt;
+    // Every new file is opened before any is loaded: a copy of an index file that a prune or rebalance
+    // replaced (delivered late to this member, or left by a kill) must not bring back what they removed,
+    // whichever order the listing gives.
+    const fresh = listed.filter((id) => !loaded.has(id));
+    for (const id of fresh) if (!opened.has(id)) opened.set(id, await openIndex(id));
+    this.ks.index.addSuperseded(supersedesOf());
+    const superseded = this.ks.index.supersededIndexFiles();
     let indexFiles = 0;
-    for (const id of listed) {
-      if (loaded.has(id)) continue;
-      const file = opened.get(id) ?? (await openIndex(id));
+    for (const id of fresh) {
+      const file = opened.get(id)!;
       opened.delete(id);
+      if (superseded.has(id)) continue;
       this.ks.index.addPacks(
         file.packs.map((p) => ({
           pack: {
@@ -240,6 +247,8 @@ export class Repository {
       this.ks.index.addIndexFile(id, t.id);
       indexFiles++;
     }
+    // Copies a reset marked missing and present files name again count once a listing finds them.
+    if (relist) await this.reconcilePacks(t);
     // In a pool every member holds every snapshot: one is read once, whichever target lists it first,
     // and counts as removed only when the target it was read from (its row's) no longer lists it.
     const known = this.ks.snapshots.idsOnTarget(t.id);
@@ -363,9 +372,15 @@ export class Repository {
    * every member when the pool is new, else those that had no place in it.
    */
   async publishPool(opts: { waitMs?: number; policy?: PoolPolicy } = {}): Promise<void> {
-    const { first, joined } = await this.pool.publish(opts);
-    const members = this.ks.listTargets().filter((t) => t.poolId !== null);
-    for (const t of members) if (first || joined.includes(t.id)) await this.meta.seed(t);
+    await this.pool.publish(opts, async ({ first, joined }) => {
+      // Under the exclusive locks, from what every member holds now: a keystore behind a prune done
+      // elsewhere must not seed a joining target with packs that are gone.
+      const members = this.ks.listTargets().filter((t) => t.poolId !== null);
+      if (!first && joined.length === 0) return;
+      for (const t of members) await this.refresh(t);
+      for (const t of members) await this.reconcilePacks(t);
+      for (const t of members) if (first || joined.includes(t.id)) await this.meta.seed(t);
+    });
   }
 
   /** A tree blob's plaintext, from the local cache or the bucket (authenticated, then cached). */

@@ -61,7 +61,9 @@ function migrate(db: Db, file: string): void {
   db.pragma('foreign_keys = OFF');
   try {
     db.transaction(() => {
-      for (let v = Math.max(current, FIRST_V2_VERSION - 1); v < latest; v++)
+      // Read again under the write lock: another process may have upgraded it meanwhile.
+      const now = db.pragma('user_version', { simple: true }) as number;
+      for (let v = Math.max(now, FIRST_V2_VERSION - 1); v < latest; v++)
         db.exec(migrations[v - FIRST_V2_VERSION + 1]!);
       const broken = db.pragma('foreign_key_check') as unknown[];
       if (broken.length)

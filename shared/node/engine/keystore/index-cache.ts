@@ -61,9 +61,11 @@ export class IndexCache {
       `INSERT INTO packs (id, kind, size, state, job_id, created_at) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT(id) DO UPDATE SET state = CASE WHEN excluded.state = 'indexed' THEN 'indexed' ELSE packs.state END`,
     );
+    // An index file says a copy exists; a listing that found it missing outranks that until a listing
+    // finds it again (reconcile). A queued copy another machine completed is stored.
     this.insertCopy = db.prepare(
       `INSERT INTO pack_copies (pack_id, target_id, state) VALUES (?, ?, 'stored')
-       ON CONFLICT(pack_id, target_id) DO UPDATE SET state = 'stored'`,
+       ON CONFLICT(pack_id, target_id) DO UPDATE SET state = 'stored' WHERE state = 'queued'`,
     );
     // A blob already known in a pack with no stored copy left moves to the new pack.
     this.insertBlob = db.prepare(
@@ -252,8 +254,8 @@ export class IndexCache {
     return (
       this.db
         .prepare(
-          `SELECT count(*) AS n FROM pack_copies c WHERE c.target_id = ? AND NOT EXISTS
-             (SELECT 1 FROM pack_copies o WHERE o.pack_id = c.pack_id AND o.target_id != c.target_id)`,
+          `SELECT count(*) AS n FROM pack_copies c WHERE c.target_id = ? AND c.state = 'stored' AND NOT EXISTS
+             (SELECT 1 FROM pack_copies o WHERE o.pack_id = c.pack_id AND o.target_id != c.target_id AND o.state = 'stored')`,
         )
         .get(targetId) as { n: number }
     ).n;
@@ -315,6 +317,18 @@ export class IndexCache {
   /** Drops blobs found damaged (check --read-data): the next backup stores them again where it can. */
   forgetBlobs(ids: readonly Uint8Array[]): void {
     const st = this.db.prepare('DELETE FROM blobs WHERE id = ?');
+    this.db.transaction(() => {
+      for (const id of ids) st.run(id);
+    })();
+  }
+
+  /** Index files some present index file supersedes: their contents are stale wherever a copy turns up. */
+  supersededIndexFiles(): Set<string> {
+    return new Set(this.db.prepare('SELECT id FROM superseded_index').pluck().all() as string[]);
+  }
+
+  addSuperseded(ids: readonly string[]): void {
+    const st = this.db.prepare('INSERT OR IGNORE INTO superseded_index (id) VALUES (?)');
     this.db.transaction(() => {
       for (const id of ids) st.run(id);
     })();

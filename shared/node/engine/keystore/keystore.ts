@@ -273,9 +273,10 @@ export class Keystore {
       );
     const name = this.targetById(id).name;
     // In a pool every member holds every snapshot: they are read from another member from now on.
-    const heir = this.pool.state()
-      ? this.listTargets().find((t) => t.id !== id && t.poolId !== null && t.state !== 'gone')
-      : undefined;
+    const heir =
+      this.pool.state() && this.targetById(id).poolId !== null
+        ? this.listTargets().find((t) => t.id !== id && t.poolId !== null && t.state !== 'gone')
+        : undefined;
     const snapshots = heir ? 0 : this.snapshots.idsOnTarget(id).size;
     if (snapshots)
       throw new KeystoreError(

@@ -165,6 +165,9 @@ export const migrations: string[] = [
   ALTER TABLE targets ADD COLUMN state TEXT NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'draining', 'gone'));
   CREATE UNIQUE INDEX targets_by_pool_id ON targets(pool_id) WHERE pool_id IS NOT NULL;
   ALTER TABLE repository ADD COLUMN pool TEXT;     -- JSON {key, generation, createdAt, nextId, policy} of the pool object in the buckets
+  CREATE TABLE superseded_index (
+    id TEXT PRIMARY KEY            -- an index file a prune or rebalance replaced: never loaded (a late copy may still exist)
+  ) WITHOUT ROWID;
   CREATE TABLE meta_outbox (
     target_id INTEGER NOT NULL REFERENCES targets(id) ON DELETE CASCADE,
     key TEXT NOT NULL,             -- index/… or snapshots/…: metadata a pool member has yet to receive
