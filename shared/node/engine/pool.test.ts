@@ -29,6 +29,14 @@ async function poolsInBucket(bucket: string): Promise<string[]> {
 const places = (e: Engine) =>
   e.listTargets().map((t) => ({ name: t.name, poolId: t.poolId, kind: t.config.kind }));
 
+/** A new machine that connects through the folder target `dir` only. */
+const connectVia = (
+  home: string,
+  name: string,
+  dir: string,
+  onUnreachable?: Parameters<typeof Engine.connect>[5],
+) => Engine.connect(home, name, { kind: 'dir', path: dir }, undefined, { passphrase: PASS }, onUnreachable);
+
 function sourceTree(tag = 'file'): string {
   const src = tempDir('cairn-pool-src-');
   fs.mkdirSync(path.join(src, 'docs'));
@@ -90,15 +98,7 @@ describe('a pool of targets: every target knows the others', () => {
     }
 
     // One given only the folder learns the bucket with its credentials, and can use it.
-    const c = await Engine.connect(
-      path.join(tempDir(), 'home-c'),
-      'disk',
-      { kind: 'dir', path: dir },
-      undefined,
-      {
-        passphrase: PASS,
-      },
-    );
+    const c = await connectVia(path.join(tempDir(), 'home-c'), 'disk', dir);
     try {
       expect(places(c)).toEqual([
         { name: 'disk', poolId: 1, kind: 'dir' },
@@ -132,14 +132,7 @@ describe('a pool of targets: every target knows the others', () => {
     fs.rmSync(d1, { recursive: true });
     const gone: string[] = [];
     const homeB = path.join(tempDir(), 'home-b');
-    const b = await Engine.connect(
-      homeB,
-      'two',
-      { kind: 'dir', path: d2 },
-      undefined,
-      { passphrase: PASS },
-      (t, err) => gone.push(`${t.name}: ${err.message}`),
-    );
+    const b = await connectVia(homeB, 'two', d2, (t, err) => gone.push(`${t.name}: ${err.message}`));
     try {
       expect(places(b).map((p) => [p.name, p.poolId])).toEqual([
         ['two', 2],
@@ -228,15 +221,7 @@ describe('a pool of targets: every target knows the others', () => {
     } finally {
       a2.close();
     }
-    const b = await Engine.connect(
-      path.join(tempDir(), 'home-b'),
-      'two',
-      { kind: 'dir', path: d2 },
-      undefined,
-      {
-        passphrase: PASS,
-      },
-    );
+    const b = await connectVia(path.join(tempDir(), 'home-b'), 'two', d2);
     try {
       expect(
         b
@@ -294,15 +279,7 @@ describe('a pool of targets: every target knows the others', () => {
       a.close();
     }
     fs.rmSync(d1, { recursive: true });
-    const b = await Engine.connect(
-      path.join(tempDir(), 'home-b'),
-      'two',
-      { kind: 'dir', path: d2 },
-      undefined,
-      {
-        passphrase: PASS,
-      },
-    );
+    const b = await connectVia(path.join(tempDir(), 'home-b'), 'two', d2);
     try {
       const out = tempDir('cairn-pool-out-');
       expect((await b.restore(b.listSnapshots()[0]!.id, { to: out })).failed).toEqual([]);
@@ -325,9 +302,7 @@ describe('a pool of targets: every target knows the others', () => {
       await a.backup([keptSrc], { target: 'one' });
       await a.backup([otherSrc], { target: 'two' });
       // Machine B learns the whole index now, the pack that prune will delete included.
-      (
-        await Engine.connect(homeB, 'two', { kind: 'dir', path: d2 }, undefined, { passphrase: PASS })
-      ).close();
+      (await connectVia(homeB, 'two', d2)).close();
       await a.forget({ ids: [forgotten] });
       const r = await a.prune({ maxUnused: { percent: 0 } });
       // A new pool keeps 2 copies of each pack: both targets lose the forgotten data.
@@ -369,9 +344,7 @@ describe('a pool of targets: every target knows the others', () => {
       await a.addTarget('one', { kind: 'dir', path: d1 });
       await a.addTarget('two', { kind: 'dir', path: d2 });
       await a.backup([sourceTree('kept')], {});
-      (
-        await Engine.connect(homeB, 'two', { kind: 'dir', path: d2 }, undefined, { passphrase: PASS })
-      ).close();
+      (await connectVia(homeB, 'two', d2)).close();
       fs.renameSync(d2, `${d2}.away`);
       gone = (await a.backup([sourceTree('soon gone')], {})).snapshotId;
       expect(a.ks.outbox.count(a.ks.findTarget('two')!.id)).toBeGreaterThan(1);
@@ -430,15 +403,7 @@ describe('a pool of targets: every target knows the others', () => {
     } finally {
       a.close();
     }
-    const b = await Engine.connect(
-      path.join(tempDir(), 'home-b'),
-      'x',
-      { kind: 'dir', path: dirs[1]! },
-      undefined,
-      {
-        passphrase: PASS,
-      },
-    );
+    const b = await connectVia(path.join(tempDir(), 'home-b'), 'x', dirs[1]!);
     try {
       expect(b.listTargets().map((t) => [t.poolId, t.weight])).toEqual([
         [2, 100],
@@ -464,11 +429,7 @@ describe('a pool of targets: every target knows the others', () => {
     const bytes = fs.readFileSync(file);
     bytes[bytes.length - 5]! ^= 1;
     fs.writeFileSync(file, bytes);
-    await expect(
-      Engine.connect(path.join(tempDir(), 'home-b'), 'two', { kind: 'dir', path: d2 }, undefined, {
-        passphrase: PASS,
-      }),
-    ).rejects.toThrow(
+    await expect(connectVia(path.join(tempDir(), 'home-b'), 'two', d2)).rejects.toThrow(
       new RegExp(`No pool object on target "two" can be read: pools/${name}: .*authentication failed`),
     );
   });

@@ -1,7 +1,7 @@
 import { ObjectKey, Prefix } from '../../format/constants.ts';
 import type { IndexedPack } from '../format/index-file.ts';
+import { readPackCopy } from '../repository/copy-completion.ts';
 import { rankTargets } from '../repository/placement.ts';
-import { StorageError } from '../storage/storage.ts';
 import type { RepoLock } from '../repository/locks.ts';
 import { inLockOrder } from '../repository/pool.ts';
 import type { Repository } from '../repository/repository.ts';
@@ -80,7 +80,7 @@ export async function runRebalance(
 
     for (const p of plan) {
       if (p.add.length === 0) continue;
-      const body = await readStored(repo, p.id, p.size, [...p.keep, ...p.drop]);
+      const body = await readPackCopy(repo, p.id, p.size, [...p.keep, ...p.drop]);
       if (!body) {
         // Nothing moves for this pack: its copies stay where they are.
         result.unreadable.push(p.id.toString('hex'));
@@ -131,22 +131,4 @@ async function listIndex(repo: Repository, t: TargetRow): Promise<string[]> {
     if (/^[0-9a-f]{64}$/.test(id)) ids.push(id);
   }
   return ids;
-}
-
-/** A pack's bytes from the first of `from` that answers with the right size. */
-async function readStored(
-  repo: Repository,
-  id: Buffer,
-  size: number,
-  from: number[],
-): Promise<Buffer | undefined> {
-  for (const t of from) {
-    try {
-      const body = await repo.storage(repo.ks.targetById(t)).get(ObjectKey.pack(id.toString('hex')));
-      if (body.length === size) return body;
-    } catch (err) {
-      if (!(err instanceof StorageError)) throw err;
-    }
-  }
-  return undefined;
 }

@@ -39,7 +39,8 @@ export async function completeCopies(
     try {
       await repo.attach(t);
       for (const q of list) {
-        const body = await readCopy(repo, q.packId, q.size, targetId);
+        const sources = ks.index.storedCopies(q.packId).filter((x) => x !== targetId);
+        const body = await readPackCopy(repo, q.packId, q.size, sources);
         if (!body) {
           result.problems.push({
             target: t.name,
@@ -73,15 +74,14 @@ export async function completeCopies(
   return result;
 }
 
-/** The pack's bytes from the first stored copy (other than `except`) that answers with the right size. */
-async function readCopy(
+/** A pack's bytes from the first of `sources` (local target ids) that answers with the right size. */
+export async function readPackCopy(
   repo: Repository,
   packId: Buffer,
   size: number,
-  except: number,
+  sources: readonly number[],
 ): Promise<Buffer | undefined> {
-  for (const source of repo.ks.index.storedCopies(packId)) {
-    if (source === except) continue;
+  for (const source of sources) {
     try {
       const body = await repo.storage(repo.ks.targetById(source)).get(ObjectKey.pack(packId.toString('hex')));
       if (body.length === size) return body;
