@@ -18,6 +18,7 @@ const SUITES = [
   'files',
   'prune',
   'compare',
+  'redundancy',
 ];
 
 // Asserts that the harness runs and writes well-formed results; speeds live in docs/PERFORMANCE.md.

@@ -13,6 +13,7 @@ import { hashSuite } from './suites/hash.ts';
 import { gapsSuite } from './suites/gaps.ts';
 import { memorySuite } from './suites/memory.ts';
 import { pruneSuite } from './suites/prune.ts';
+import { redundancySuite } from './suites/redundancy.ts';
 import { restoreSuite } from './suites/restore.ts';
 import { uploadSuite } from './suites/upload.ts';
 
@@ -35,6 +36,7 @@ const suites: Record<string, (o: BenchOptions) => Promise<SuiteResult>> = {
   files: filesSuite,
   prune: pruneSuite,
   compare: compareSuite,
+  redundancy: redundancySuite,
 };
 
 const { positionals, values } = parseArgs({

@@ -10,7 +10,8 @@ import { ObjectFormatError, sealedLength } from '../shared/node/format/sealed-ob
 import { writeWholeFile } from '../shared/node/engine/restore-dest.ts';
 import { openTarget } from '../shared/node/storage/open-target.ts';
 import { loadS3Sdk } from '../shared/node/storage/s3.ts';
-import { StorageError, type Storage } from '../shared/node/storage/storage.ts';
+import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../shared/node/storage/retrying.ts';
+import { StorageError } from '../shared/node/storage/storage.ts';
 import { RANGE_MAX } from '../shared/limits.ts';
 import { copyTargets, putCopies } from '../shared/node/repository/pack-placement.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
@@ -54,13 +55,13 @@ const rangeBuffers = new BufferPool(RANGE_MAX);
 // drove a full collection every ~60 ms per worker on a 1 GiB restore.
 const chunkRangeBytes = sealedLength(init.chunkSize);
 const chunkRangeBuffers = new BufferPool(chunkRangeBytes);
-const storages = new Map<number, Storage>();
+const storages = new Map<number, RetryingStorage>();
 const decisions = new Map<number, (upload: boolean) => void>();
 
 const now = () => performance.timeOrigin + performance.now();
 const post = (m: FromWorker) => port.postMessage(m);
 
-function storage(targetId: number): Storage {
+function storage(targetId: number): RetryingStorage {
   let s = storages.get(targetId);
   if (!s) {
     const t = init.targets.find((x) => x.id === targetId);
@@ -150,7 +151,7 @@ async function uploadPack(packId: string, body: SpooledBody, blobs: PackedBlob[]
     // Every copy from the same spool file (positional reads).
     const { copies, queued } = await putCopies(
       where,
-      (id) => storage(id).put(key, body),
+      (id, patient) => (patient ? storage(id) : storage(id).patience(FAILOVER_WINDOW_MS)).put(key, body),
       init.placement?.writeQuorum ?? 1,
       down,
     );
@@ -242,7 +243,9 @@ async function restoreRange(
 ): Promise<void> {
   let body: Buffer;
   try {
-    body = await storage(task.targetId).get(task.packKey, { start: task.start, end: task.end }, into);
+    // With another copy to go to, a target that is down costs seconds, not the retry window.
+    const s = task.failover ? storage(task.targetId).patience(FAILOVER_WINDOW_MS) : storage(task.targetId);
+    body = await s.get(task.packKey, { start: task.start, end: task.end }, into);
     if (body.length !== task.end - task.start + 1)
       throw new ObjectFormatError(
         'truncated',

@@ -43,6 +43,8 @@ export interface RestoreTask {
   tid: number;
   targetId: number;
   packKey: string;
+  /** Another copy of the pack is left to try: give up on this target after a short wait. */
+  failover?: boolean;
   /** Byte range of the pack to fetch, inclusive. */
   start: number;
   end: number;

@@ -139,3 +139,57 @@ describe('draining a folder target of a 3-target pool (issue 10)', () => {
     expect((await runCli(['check', '--read-data'], cli)).code).toBe(0);
   });
 });
+
+describe('a member of the pool that is down (issue 10)', () => {
+  it('is passed over in seconds, not after the 45 s retry window: listing, backup and restore', async () => {
+    const home = path.join(tempDir('cairn-home-'), 'home');
+    // The default retry window (45 s): what a user gets.
+    const cli: CliOptions = {
+      env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_TEST_WEAK_KDF: '1' },
+    };
+    await cliJson(['init'], cli);
+    for (const [i, s] of servers.entries()) {
+      const bucket = await s.createBucket();
+      const r = await runCli(
+        ['target', 'add', `m${i + 1}`, ...s3TargetArgs(s, bucket, { secret: s.secretAccessKey })],
+        cli,
+      );
+      expect(r.code, r.stderr).toBe(0);
+    }
+    const src = tempDir('cairn-pool-down-src-');
+    for (let i = 0; i < 6; i++) writeRandomFile(path.join(src, `f${i}.bin`), 4 << 20);
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], cli);
+    const backedUp = describeTree(src);
+    const victim = servers[0]!;
+    await victim.kill();
+    try {
+      const timedCli = async (args: string[]) => {
+        const t0 = Date.now();
+        const r = await runCli(args, cli);
+        return { ...r, ms: Date.now() - t0 };
+      };
+      const listed = await timedCli(['ls']);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(listed.stderr).toMatch(/target "m1" was passed over/);
+      expect(listed.ms).toBeLessThan(15_000);
+
+      writeRandomFile(path.join(src, 'new.bin'), 4 << 20);
+      const again = await timedCli(['--json', 'backup', src]);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.ms).toBeLessThan(15_000);
+      const result = JSON.parse(again.stdout) as { redundancy: { state: string } };
+      expect(result.redundancy.state).toBe(
+        // Placement may put every new pack on the two members that answer.
+        again.stdout.includes('"queued":0') ? 'full' : 'completing',
+      );
+
+      const out = tempDir('cairn-pool-down-out-');
+      const restored = await timedCli(['restore', snapshotId, '--to', out]);
+      expect(restored.code, restored.stderr).toBe(0);
+      expect(restored.ms).toBeLessThan(15_000);
+      expect(describeTree(path.join(out, path.basename(src)))).toEqual(backedUp);
+    } finally {
+      await victim.restart();
+    }
+  }, 180_000);
+});

@@ -89,7 +89,7 @@ export async function runBackupJob(
   if (ks.pool.state() && target.poolId !== null)
     for (const m of ks.listTargets())
       if (m.id !== target.id && m.poolId !== null)
-        await repo.reconcilePacks(m, { markListed: false }).catch((err: unknown) => {
+        await repo.reconcilePacks(m, { markListed: false, impatient: true }).catch((err: unknown) => {
           if (!(err instanceof StorageError)) throw err;
         });
   const trees = new TreeWriter(repo, target, jobId);

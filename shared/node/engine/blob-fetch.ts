@@ -85,10 +85,12 @@ export async function runFetches(o: {
   resolveCreate?: (n: BlobNeed) => WholeFile | undefined;
   onOutcome: (m: FetchOutcome, needs: BlobNeed[]) => void;
   control?: JobControl;
+  /** Targets known to be out of reach (Repository.unreachable): tried last from the start. */
+  down?: ReadonlySet<number>;
 }): Promise<void> {
   // A range whose GET fails is sent again to another copy of its pack, if it has one this restore did
   // not try; a target that failed once is tried last for the ranges after it.
-  const down = new Set<number>();
+  const down = new Set<number>(o.down);
   let round = o.plan.flat().map((r) => ({ ...r, tried: new Set<number>() }));
   const sent = new Map<number, { range: (typeof round)[number]; target: number }>();
   let tid = 1;
@@ -105,6 +107,7 @@ export async function runFetches(o: {
       yield {
         tid: t,
         targetId: target,
+        failover: r.pack.copies.some((c) => c !== target && !r.tried.has(c)),
         packKey: ObjectKey.pack(first.packId.toString('hex')),
         start: first.offset,
         end: last.offset + last.storedLength - 1,

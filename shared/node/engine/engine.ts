@@ -15,19 +15,19 @@ import {
 } from '../../settings.ts';
 import type { TargetHandle } from '../storage/open-target.ts';
 import { newRepoConfig } from '../repository/config.ts';
-import { Repository, RepositoryError, unlockFromTarget } from '../repository/repository.ts';
+import { Repository, unlockFromTarget } from '../repository/repository.ts';
 import type { SnapshotDoc } from '../repository/snapshot.ts';
 import { runCheck, type CheckOptions, type CheckResult } from './check-job.ts';
 import { runForget, type ForgetOptions } from './forget-job.ts';
 import { estimateForget } from './forget-estimate.ts';
 import { runPrune, type PruneListener, type PruneOptions } from './prune-job.ts';
-import { LockConflictError, listLocks, removeLocks } from '../repository/locks.ts';
-import { StorageError } from '../storage/storage.ts';
+import { listLocks, removeLocks } from '../repository/locks.ts';
 import type { ForgetResult, LockView, PruneResult } from '../../api/retention.ts';
 import { KeyAdmin } from './key-admin.ts';
 import { PlanAdmin, PlanBusyError, type PlanInfo } from './plan-admin.ts';
 import { TargetAdmin } from './target-admin.ts';
-import { PoolAdmin, poolMembers } from './pool-admin.ts';
+import { PoolAdmin } from './pool-admin.ts';
+import { MemberReads } from './member-reads.ts';
 import { SettingsError, check, defaultHome, keystorePath } from './engine-settings.ts';
 import { BackupFailedError, type BackupResult } from './backup-job.ts';
 import { BackupJobs, isProcessAlive } from './backup-jobs.ts';
@@ -89,6 +89,7 @@ export class Engine {
   readonly plans: PlanAdmin;
 
   private readonly backups: BackupJobs;
+  private readonly members: MemberReads;
 
   private constructor(readonly ks: Keystore) {
     this.repo = new Repository(ks);
@@ -96,6 +97,7 @@ export class Engine {
     this.keys = new KeyAdmin(ks, this.repo);
     this.targets = new TargetAdmin(ks, this.repo);
     this.pool = new PoolAdmin(ks, this.repo);
+    this.members = new MemberReads(ks, this.repo, (m) => this.notice?.(m));
     this.plans = new PlanAdmin(
       ks,
       (sources, opts, l, c) => this.backup(sources, opts, l, c),
@@ -241,64 +243,11 @@ export class Engine {
   defaultTarget = () => this.targets.default();
 
   /**
-   * Loads snapshots and index files other machines (or an earlier keystore) wrote, from every target;
-   * true when anything in the local caches changed.
+   * Reads every target's metadata into the keystore, targets learnt from the pool object included;
+   * true when anything in the local caches changed. See MemberReads.refresh.
    */
-  /**
-   * Reads every target's metadata into the keystore, targets learnt from the pool object included.
-   * `onUnreachable`: a target that cannot be read is reported there and passed over, not fatal. In a
-   * pool every member holds all the metadata, so one out of reach is passed over anyway (reported to
-   * `notice`) as long as another member was read.
-   */
-  async refresh(onUnreachable?: (t: TargetRow, err: Error) => void): Promise<boolean> {
-    let changed = false;
-    let read = 0;
-    let firstSkipped: Error | undefined;
-    const skip =
-      onUnreachable ??
-      (this.ks.pool.state()
-        ? (t: TargetRow, err: Error) => {
-            firstSkipped ??= err;
-            this.notice?.(
-              `target "${t.name}" was passed over (the pool's other targets hold the same index and snapshots): ${err.message}`,
-            );
-          }
-        : undefined);
-    const done = new Set<number>();
-    const reached = new Set<number>();
-    for (let t = this.ks.listTargets()[0]; t; t = this.ks.listTargets().find((x) => !done.has(x.id))) {
-      done.add(t.id);
-      let r: Awaited<ReturnType<Repository['refresh']>>;
-      try {
-        r = await this.repo.refresh(t);
-      } catch (err) {
-        if (!skip || !(err instanceof StorageError || err instanceof RepositoryError)) throw err;
-        skip(t, err);
-        continue;
-      }
-      read++;
-      reached.add(t.id);
-      changed ||= r.rebuilt || r.indexFiles > 0 || r.snapshots > 0 || r.removedSnapshots > 0;
-      changed ||= r.learnt.length > 0;
-    }
-    if (read === 0 && firstSkipped) throw firstSkipped;
-    // What a member missed goes to it now that every member was read (so nothing stale is delivered).
-    for (const t of this.ks.listTargets())
-      if (reached.has(t.id) && this.ks.outbox.count(t.id) > 0)
-        await this.repo.meta.flush(t).catch((err: unknown) => {
-          if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;
-          this.notice?.(`target "${t.name}" did not take what it missed yet: ${err.message}`);
-        });
-    // A keystore from before pools, or a target change whose pool object was not written: publish it
-    // now. Best effort: a lock held elsewhere or a target out of reach leaves it to a later refresh.
-    const targets = this.ks.listTargets();
-    if (targets.length > 1 && targets.some((t) => t.poolId === null) && !onUnreachable)
-      await this.repo.publishPool().catch((err: unknown) => {
-        const later =
-          err instanceof LockConflictError || err instanceof StorageError || err instanceof RepositoryError;
-        if (!later) throw err;
-      });
-    return changed;
+  refresh(onUnreachable?: (t: TargetRow, err: Error) => void): Promise<boolean> {
+    return this.members.refresh(onUnreachable);
   }
 
   async backup(
@@ -314,35 +263,15 @@ export class Engine {
     listener: JobListener = {},
     control?: JobControl,
   ): Promise<BackupResult> {
-    const target = opts.target ? this.target(opts.target) : await this.backupHome();
+    const target = opts.target
+      ? this.target(opts.target)
+      : await this.members.backupHome(this.defaultTarget());
     return this.backups.start(
       sources,
       { ...opts, target, settings: this.settings(opts.settings) },
       listener,
       control,
     );
-  }
-
-  /**
-   * The target a backup without --target writes its metadata to first. In a pool, the first active
-   * member that answers: one out of reach is passed over (its copies are queued like any other).
-   */
-  private async backupHome(): Promise<TargetRow> {
-    const first = this.defaultTarget();
-    if (!this.ks.pool.state()) return first;
-    const members = poolMembers(this.ks)
-      .filter((t) => t.state === 'active')
-      .sort((a, b) => a.poolId! - b.poolId!);
-    for (const t of members) {
-      try {
-        await this.repo.attach(t);
-        return t;
-      } catch (err) {
-        if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;
-        this.notice?.(`target "${t.name}" is passed over for this backup: ${err.message}`);
-      }
-    }
-    return first;
   }
 
   /** Unfinished backup jobs that no live process is running (this process's own jobs included). */

@@ -251,6 +251,7 @@ async function restorePlanned(
     if (needs.length === 0) return;
     await runFetches({
       pool: pool!,
+      down: repo.unreachable(),
       plan: planFetches(needs),
       stats,
       prepare: (range) => {

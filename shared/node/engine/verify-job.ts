@@ -76,6 +76,7 @@ export async function runVerifyJob(
   try {
     await runFetches({
       pool,
+      down: repo.unreachable(),
       plan: planFetches(needs),
       stats,
       resolveWrites: () => [],

@@ -1,7 +1,8 @@
 import { Magic, ObjectKey, Prefix } from '../../format/constants.ts';
 import { sealIndexFile, type IndexedPack } from '../format/index-file.ts';
 import { sealJson } from '../format/json-object.ts';
-import { StorageError, type Storage } from '../storage/storage.ts';
+import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../storage/retrying.ts';
+import { StorageError } from '../storage/storage.ts';
 import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
 import { RepositoryError } from './errors.ts';
 import type { SnapshotDoc } from './snapshot.ts';
@@ -9,8 +10,8 @@ import type { SnapshotDoc } from './snapshot.ts';
 /** What the metadata writer needs of the repository. */
 export interface MetaHost {
   readonly ks: Keystore;
-  storage(t: TargetRow): Storage;
-  attach(t: TargetRow): Promise<unknown>;
+  storage(t: TargetRow): RetryingStorage;
+  attach(t: TargetRow, opts?: { impatient?: boolean }): Promise<unknown>;
 }
 
 /** Packs per index file a joining target is given. */
@@ -102,8 +103,10 @@ export class MetaWriter {
   private async deliver(t: TargetRow, key: string, body: Buffer): Promise<boolean> {
     if (this.unreachable.has(t.id)) return false;
     try {
-      await this.host.attach(t);
-      await this.host.storage(t).put(key, body);
+      // Best effort: what a member does not take now waits in the outbox, so a member that is down
+      // costs seconds here, not the retry window.
+      await this.host.attach(t, { impatient: true });
+      await this.host.storage(t).patience(FAILOVER_WINDOW_MS).put(key, body);
     } catch (err) {
       // Out of reach, or no longer holding the repository (reported by its own refresh).
       if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;

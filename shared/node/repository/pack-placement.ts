@@ -42,33 +42,53 @@ export function copyTargets(
 }
 
 /**
- * Puts a pack's copies in parallel. A target that failed once (in `down`) is not tried again by the same
- * writer: its copy is queued at once. Throws the first failure when fewer than `quorum` copies landed.
+ * Puts a pack's copies in parallel. With more copies than the quorum needs, each is first tried with
+ * little patience (`put(id, false)`: a target that is down costs seconds, not the retry window); only
+ * when too few landed are the failed ones tried again with the full window, so an outage of every
+ * target (the laptop's network) is still ridden out. A target that failed once (in `down`) is not tried
+ * again by the same writer unless the quorum needs it: its copy is queued at once. Throws the first
+ * failure when fewer than `quorum` copies landed.
  */
 export async function putCopies(
   where: number[],
-  put: (targetId: number) => Promise<void>,
+  put: (targetId: number, patient: boolean) => Promise<void>,
   quorum: number,
   down: Map<number, unknown>,
 ): Promise<{ copies: number[]; queued: { targetId: number; message: string }[] }> {
-  const settled = await Promise.allSettled(
-    where.map((id) => (down.has(id) ? Promise.reject(down.get(id)) : put(id))),
-  );
+  const slack = where.length > quorum;
+  const failed = new Map<number, unknown>();
   const copies: number[] = [];
-  const queued: { targetId: number; message: string }[] = [];
-  let first: unknown;
-  settled.forEach((r, i) => {
-    const id = where[i]!;
-    if (r.status === 'fulfilled') return void copies.push(id);
-    first ??= r.reason;
-    if (r.reason instanceof StorageError) down.set(id, r.reason);
-    queued.push({ targetId: id, message: (r.reason as Error).message });
-  });
+  const attempt = async (ids: number[], patient: boolean, skipDown: boolean) => {
+    const settled = await Promise.allSettled(
+      ids.map((id) => (skipDown && down.has(id) ? Promise.reject(down.get(id)) : put(id, patient))),
+    );
+    settled.forEach((r, i) => {
+      const id = ids[i]!;
+      if (r.status === 'fulfilled') {
+        copies.push(id);
+        failed.delete(id);
+        down.delete(id);
+        return;
+      }
+      failed.set(id, r.reason);
+      if (r.reason instanceof StorageError) down.set(id, r.reason);
+    });
+  };
+  await attempt(where, !slack, true);
+  if (copies.length < quorum && slack) {
+    const again = [...failed.keys()].filter((id) => retryable(failed.get(id)));
+    if (again.length) await attempt(again, true, false);
+  }
+  const queued = [...failed].map(([targetId, err]) => ({ targetId, message: (err as Error).message }));
   if (copies.length < quorum) {
+    const first = failed.values().next().value;
     if (quorum === 1 || copies.length === 0) throw first;
     throw new RepositoryError(
       `only ${copies.length} of the ${where.length} copies could be stored, and ${quorum} must be: ${queued.map((q) => q.message).join('; ')}`,
     );
   }
+  copies.sort((a, b) => where.indexOf(a) - where.indexOf(b));
   return { copies, queued };
 }
+
+const retryable = (err: unknown) => err instanceof StorageError && err.retryable;

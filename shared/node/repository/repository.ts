@@ -6,6 +6,7 @@ import { openIndexFile, type IndexFile, type IndexedPack } from '../format/index
 import { openJson } from '../format/json-object.ts';
 import { ObjectFormatError } from '../format/sealed-object.ts';
 import type { TargetHandle } from '../storage/open-target.ts';
+import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../storage/retrying.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
 import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
 import { targetWhere } from '../../settings.ts';
@@ -27,7 +28,7 @@ export { RepositoryError, unlockFromTarget };
  * bucket (the bucket wins).
  */
 export class Repository {
-  private readonly storages = new Map<number, Storage>();
+  private readonly storages = new Map<number, RetryingStorage>();
   private readonly verified = new Set<number>();
   readonly pool: PoolSync = new PoolSync(this);
   readonly meta: MetaWriter = new MetaWriter(this);
@@ -51,10 +52,15 @@ export class Repository {
     this.verified.delete(targetId);
   }
 
-  storage(t: TargetRow, handle?: TargetHandle): Storage {
+  storage(t: TargetRow, handle?: TargetHandle): RetryingStorage {
     let s = this.storages.get(t.id);
     if (!s) this.storages.set(t.id, (s = openMetaStorage(handle ?? this.ks.targetHandle(t))));
     return s;
+  }
+
+  /** Targets a request of this process gave up on in the last 30 s (retrying.ts), none answering since. */
+  unreachable(): Set<number> {
+    return new Set([...this.storages].filter(([, s]) => s.recentOutage()).map(([id]) => id));
   }
 
   /**
@@ -64,10 +70,13 @@ export class Repository {
   async attach(
     t: TargetRow,
     /** `joining`: the target is new to this keystore (target add or edit): see syncKeySlots. */
-    opts: { force?: boolean; handle?: TargetHandle; joining?: boolean } = {},
+    opts: { force?: boolean; handle?: TargetHandle; joining?: boolean; impatient?: boolean } = {},
   ): Promise<'initialised' | 'member'> {
     if (this.verified.has(t.id) && !opts.force) return 'member';
-    const s = this.storage(t, opts.handle);
+    // `impatient`: the caller has somewhere else to go (another member) if this one is down.
+    const s = opts.impatient
+      ? this.storage(t, opts.handle).patience(FAILOVER_WINDOW_MS)
+      : this.storage(t, opts.handle);
     // No separate check(): this GET retries through an outage and names rejected credentials or a missing
     // bucket at once.
     const sealed = await s.get(ObjectKey.config).catch((err: unknown) => {
@@ -289,11 +298,12 @@ export class Repository {
    */
   async reconcilePacks(
     t: TargetRow,
-    opts: { markListed?: boolean } = {},
+    /** `impatient`: a member that is down is given up on in seconds (the caller can do without it). */
+    opts: { markListed?: boolean; impatient?: boolean } = {},
   ): Promise<{ missing: number; present: number; listedAt: number }> {
     const known = this.ks.index.packsOnTarget(t.id);
     const started = Date.now();
-    const listed = await this.listPacks(t);
+    const listed = await this.listPacks(t, opts);
     const changes: { id: Buffer; state: 'missing' | 'stored' }[] = [];
     let missing = 0;
     let present = 0;
@@ -311,9 +321,10 @@ export class Repository {
   }
 
   /** Every pack object in data/ with its size. */
-  async listPacks(t: TargetRow): Promise<Map<string, number>> {
+  async listPacks(t: TargetRow, opts: { impatient?: boolean } = {}): Promise<Map<string, number>> {
     const listed = new Map<string, number>();
-    for await (const o of this.storage(t).list(Prefix.data)) {
+    const s = opts.impatient ? this.storage(t).patience(FAILOVER_WINDOW_MS) : this.storage(t);
+    for await (const o of s.list(Prefix.data)) {
       const id = packIdOfKey(o.key);
       if (id) listed.set(id, o.size);
     }

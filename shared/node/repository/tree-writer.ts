@@ -1,3 +1,4 @@
+import { FAILOVER_WINDOW_MS } from '../storage/retrying.ts';
 import { ObjectKey } from '../../format/constants.ts';
 import { maybeCompress, sealBlobInto } from '../format/blob-codec.ts';
 import { sealPackTrailer, type PackEntry } from '../format/pack.ts';
@@ -101,7 +102,10 @@ export class TreeWriter {
     const key = ObjectKey.pack(packId.toString('hex'));
     const { copies, queued } = await putCopies(
       copyTargets(placement, this.target.id, packId),
-      (id) => this.repo.storage(ks.targetById(id)).put(key, body),
+      (id, patient) => {
+        const s = this.repo.storage(ks.targetById(id));
+        return (patient ? s : s.patience(FAILOVER_WINDOW_MS)).put(key, body);
+      },
       placement?.writeQuorum ?? 1,
       this.down,
     );

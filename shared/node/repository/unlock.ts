@@ -9,12 +9,13 @@ import {
 } from '../crypto/keys.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { openTarget, type TargetHandle } from '../storage/open-target.ts';
+import type { RetryingStorage } from '../storage/retrying.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
 import { openConfig, type RepoConfig } from './config.ts';
 import { RepositoryError } from './errors.ts';
 
 /** The coordinator's own connection to a target: config, keys, index, snapshots, trees; never data packs. */
-export function openMetaStorage(handle: TargetHandle): Storage {
+export function openMetaStorage(handle: TargetHandle): RetryingStorage {
   return openTarget(handle, { concurrency: 4 });
 }
 

@@ -1,9 +1,8 @@
 import type { TargetConfig } from '../../settings.ts';
 import { createDiscardStorage } from './discard.ts';
 import { createLocalDirStorage } from './local-dir.ts';
-import { defaultRetryPolicy, withRetry, type RetryPolicy } from './retrying.ts';
+import { defaultRetryPolicy, withRetry, type RetryingStorage, type RetryPolicy } from './retrying.ts';
 import { createS3Storage } from './s3.ts';
-import type { Storage } from './storage.ts';
 
 /** What a thread needs to open a target: its config plus the decrypted secret (kept in memory only). */
 export interface TargetHandle {
@@ -13,7 +12,10 @@ export interface TargetHandle {
   secret?: string;
 }
 
-export function openTarget(t: TargetHandle, opts: { concurrency: number; retry?: RetryPolicy }): Storage {
+export function openTarget(
+  t: TargetHandle,
+  opts: { concurrency: number; retry?: RetryPolicy },
+): RetryingStorage {
   const c = t.config;
   const raw =
     c.kind === 's3'

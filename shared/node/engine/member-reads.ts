@@ -1,0 +1,147 @@
+import { ObjectKey } from '../../format/constants.ts';
+import { LockConflictError } from '../repository/locks.ts';
+import type { Repository} from '../repository/repository.ts';
+import { RepositoryError } from '../repository/repository.ts';
+import { FAILOVER_WINDOW_MS } from '../storage/retrying.ts';
+import { StorageError } from '../storage/storage.ts';
+import type { Keystore, TargetRow } from './keystore/keystore.ts';
+import { poolMembers } from './pool-admin.ts';
+
+/**
+ * Reading the repository's targets: every member's metadata into the keystore (refresh), and which
+ * member a backup starts from. In a pool a member that is down is passed over in seconds: the others
+ * hold the same metadata.
+ */
+export class MemberReads {
+  /** Members the last refresh (or choice of a backup's home) found out of reach, and when. */
+  private lastDown = { at: 0, down: new Map<number, StorageError>() };
+
+  constructor(
+    private readonly ks: Keystore,
+    private readonly repo: Repository,
+    private readonly notice: (message: string) => void,
+  ) {}
+
+  /**
+   * Reads every target's metadata into the keystore, targets learnt from the pool object included.
+   * `onUnreachable`: a target that cannot be read is reported there and passed over, not fatal. In a
+   * pool every member holds all the metadata, so one out of reach is passed over anyway (reported to
+   * `notice`) as long as another member was read.
+   */
+  async refresh(onUnreachable?: (t: TargetRow, err: Error) => void): Promise<boolean> {
+    let changed = false;
+    let read = 0;
+    let firstSkipped: Error | undefined;
+    const skip =
+      onUnreachable ??
+      (this.ks.pool.state()
+        ? (t: TargetRow, err: Error) => {
+            firstSkipped ??= err;
+            this.notice(
+              `target "${t.name}" was passed over (the pool's other targets hold the same index and snapshots): ${err.message}`,
+            );
+          }
+        : undefined);
+    const done = new Set<number>();
+    const reached = new Set<number>();
+    // In a pool, members that do not answer within seconds are read last, and only if no other was.
+    const down =
+      skip && this.ks.listTargets().length > 1 && this.ks.pool.state()
+        ? await unreachableMembers(this.repo, this.ks.listTargets())
+        : new Map<number, StorageError>();
+    this.lastDown = { at: Date.now(), down };
+    const readOne = async (t: TargetRow) => {
+      let r: Awaited<ReturnType<Repository['refresh']>>;
+      try {
+        r = await this.repo.refresh(t);
+      } catch (err) {
+        if (!skip || !(err instanceof StorageError || err instanceof RepositoryError)) throw err;
+        skip(t, err);
+        return;
+      }
+      read++;
+      reached.add(t.id);
+      down.delete(t.id);
+      changed ||= r.rebuilt || r.indexFiles > 0 || r.snapshots > 0 || r.removedSnapshots > 0;
+      changed ||= r.learnt.length > 0;
+    };
+    for (let t = this.ks.listTargets()[0]; t; t = this.ks.listTargets().find((x) => !done.has(x.id))) {
+      done.add(t.id);
+      if (!down.has(t.id)) await readOne(t);
+    }
+    for (const t of this.ks.listTargets())
+      if (down.has(t.id)) {
+        if (read === 0) await readOne(t);
+        else skip!(t, down.get(t.id)!);
+      }
+    if (read === 0 && firstSkipped) throw firstSkipped;
+    // What a member missed goes to it now that every member was read (so nothing stale is delivered).
+    for (const t of this.ks.listTargets())
+      if (reached.has(t.id) && this.ks.outbox.count(t.id) > 0)
+        await this.repo.meta.flush(t).catch((err: unknown) => {
+          if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;
+          this.notice(`target "${t.name}" did not take what it missed yet: ${err.message}`);
+        });
+    // A keystore from before pools, or a target change whose pool object was not written: publish it
+    // now. Best effort: a lock held elsewhere or a target out of reach leaves it to a later refresh.
+    const targets = this.ks.listTargets();
+    if (targets.length > 1 && targets.some((t) => t.poolId === null) && !onUnreachable)
+      await this.repo.publishPool().catch((err: unknown) => {
+        const later =
+          err instanceof LockConflictError || err instanceof StorageError || err instanceof RepositoryError;
+        if (!later) throw err;
+      });
+    return changed;
+  }
+
+  /**
+   * The target a backup without --target writes its metadata to first. In a pool, the first active
+   * member that answers: one out of reach is passed over (its copies are queued like any other).
+   */
+  async backupHome(first: TargetRow): Promise<TargetRow> {
+    if (!this.ks.pool.state()) return first;
+    const members = poolMembers(this.ks)
+      .filter((t) => t.state === 'active')
+      .sort((a, b) => a.poolId! - b.poolId!);
+    if (Date.now() - this.lastDown.at > 60_000)
+      this.lastDown = { at: Date.now(), down: await unreachableMembers(this.repo, members) };
+    for (const t of members) {
+      const down = this.lastDown.down.get(t.id);
+      if (down && t !== members.at(-1)) {
+        this.notice(`target "${t.name}" is passed over for this backup: ${down.message}`);
+        continue;
+      }
+      try {
+        await this.repo.attach(t);
+        return t;
+      } catch (err) {
+        if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;
+        this.notice(`target "${t.name}" is passed over for this backup: ${err.message}`);
+      }
+    }
+    return first;
+  }
+}
+
+/**
+ * The members of a pool that are out of reach now: a HEAD of each one's config, all at once, each giving
+ * up after FAILOVER_WINDOW_MS. A command then passes over a member that is down in seconds instead of
+ * waiting out the retry window on it (the other members hold the same metadata). Only being out of reach
+ * counts here: rejected credentials or a missing bucket answer at once where the member is read.
+ */
+export async function unreachableMembers(
+  repo: Repository,
+  members: readonly TargetRow[],
+): Promise<Map<number, StorageError>> {
+  const down = new Map<number, StorageError>();
+  await Promise.all(
+    members.map(async (t) => {
+      try {
+        await repo.storage(t).patience(FAILOVER_WINDOW_MS).head(ObjectKey.config);
+      } catch (err) {
+        if (err instanceof StorageError && err.retryable) down.set(t.id, err);
+      }
+    }),
+  );
+  return down;
+}
