@@ -85,16 +85,19 @@ export function policyChangeText(
 
 /** The repository's redundancy in a sentence: never "fully redundant" before every copy is stored. */
 export function redundancyText(r: RedundancyView): string {
-  const lost = r.lost ? ` ${r.lost} pack${r.lost === 1 ? ' has' : 's have'} no copy left.` : '';
+  const lost = r.lost
+    ? ` ${plural(r.lost, 'pack')} ${r.lost === 1 ? 'has' : 'have'} no stored copy left: the backups using them cannot be restored whole.`
+    : '';
   if (r.state === 'full')
     return r.copies === 1
-      ? `One copy of each pack (the policy keeps no second copy).${lost}`
-      : `Fully redundant: every pack has its ${r.copies} copies.${lost}`;
+      ? 'One copy of each pack: the policy keeps no second copy.'
+      : `Fully redundant: every pack has its ${r.copies} copies.`;
   if (r.state === 'completing') {
     const on = r.waitingOn.map((t) => `“${t}”`).join(', ');
     return `${r.leastStored} of ${r.copies} copies stored, completing — ${copiesWord(r.queued)} queued, waiting on ${on}.${lost}`;
   }
-  return `${r.short} pack${r.short === 1 ? ' has' : 's have'} fewer than ${copiesWord(r.copies)} (as few as ${r.leastStored}): Repair writes the missing ones.${lost}`;
+  if (r.short === 0) return lost.trim();
+  return `${plural(r.short, 'pack')} ${r.short === 1 ? 'has' : 'have'} fewer than ${copiesWord(r.copies)} (as few as ${r.leastStored}): Repair writes the missing ones.${lost}`;
 }
 
 /** What a rebalance did (or, with dryRun, would do). */

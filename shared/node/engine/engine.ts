@@ -335,7 +335,9 @@ export class Engine {
       .sort((a, b) => a.poolId! - b.poolId!);
     for (const t of members) {
       try {
-        await this.repo.attach(t);
+        // Forced: a long-lived process (the app) attached every member long ago; the cached answer
+        // would pick a member that has gone since, as the CLI's fresh process never does.
+        await this.repo.attach(t, { force: true });
         return t;
       } catch (err) {
         if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;
