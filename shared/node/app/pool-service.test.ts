@@ -97,6 +97,7 @@ describe('the Storage screen API over a pool of three folders (real keystore, re
     ]);
     const set = await app.call('pool.setPolicy', { replicas: 3, writeQuorum: 2 });
     expect(set.policy).toEqual({ scheme: 'replicas', copies: 3, writeQuorum: 2 });
+    expect(set.busy).toBeNull();
     await expect(app.call('pool.setPolicy', { replicas: 3, writeQuorum: 3 })).resolves.toMatchObject({
       policy: { writeQuorum: 3 },
     });

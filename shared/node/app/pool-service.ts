@@ -31,47 +31,56 @@ export class PoolService {
   ) {}
 
   handlers(): PoolHandlers {
+    // Each view is taken once the operation is over (its `busy` must not say it still runs).
     return {
       'pool.status': () => this.view(this.deps.engine()),
-      'pool.setPolicy': ({ replicas, writeQuorum }) =>
-        this.exclusive('policy', async (e) => {
+      'pool.setPolicy': async ({ replicas, writeQuorum }) => {
+        const e = await this.exclusive('policy', async (e) => {
           if (!e.ks.pool.state())
             throw new ApiCallError(
               'This repository has one target: add a second one (Settings) before choosing copies.',
               'replicas',
             );
           await e.pool.setReplicas(replicas, writeQuorum);
-          return this.view(e);
-        }),
-      'pool.repair': () =>
-        this.exclusive('repair', async (e): Promise<PoolOperationView> => {
-          const r = await e.pool.repair();
-          const health = this.healthOf(e);
-          for (const p of r.problems) health.set(p.target, { ok: false, message: p.message, at: Date.now() });
-          return {
-            ok: r.queued === 0 && r.problems.length === 0,
-            message: repairText(r),
-            problems: r.problems.map((p) => `Target “${p.target}”: ${p.message}`),
-            pool: this.view(e),
-          };
-        }),
-      'pool.rebalance': ({ dryRun }) =>
-        this.exclusive('rebalance', async (e): Promise<PoolOperationView> => {
-          const r = await e.pool.rebalance({ dryRun: dryRun ?? false });
-          const unreadable = r.unreadable.length;
-          return {
-            ok: unreadable === 0,
-            message: rebalanceText(r, dryRun ?? false),
-            problems: unreadable
-              ? [
-                  `${unreadable} pack${unreadable === 1 ? '' : 's'} could not be read to move: they stay where they are.`,
-                ]
-              : [],
-            pool: this.view(e),
-          };
-        }),
-      'pool.check': () =>
-        this.exclusive('check', async (e) => {
+          return e;
+        });
+        return this.view(e);
+      },
+      'pool.repair': async (): Promise<PoolOperationView> => {
+        const { e, r } = await this.exclusive('repair', async (e) => {
+          // Every member read first (one out of reach is passed over): what they missed while away is
+          // delivered, and copies are planned against the current index.
+          await e.refresh();
+          return { e, r: await e.pool.repair() };
+        });
+        const health = this.healthOf(e);
+        for (const p of r.problems) health.set(p.target, { ok: false, message: p.message, at: Date.now() });
+        return {
+          ok: r.queued === 0 && r.problems.length === 0,
+          message: repairText(r),
+          problems: r.problems.map((p) => `Target “${p.target}”: ${p.message}`),
+          pool: this.view(e),
+        };
+      },
+      'pool.rebalance': async ({ dryRun }): Promise<PoolOperationView> => {
+        const { e, r } = await this.exclusive('rebalance', async (e) => ({
+          e,
+          r: await e.pool.rebalance({ dryRun: dryRun ?? false }),
+        }));
+        const unreadable = r.unreadable.length;
+        return {
+          ok: unreadable === 0,
+          message: rebalanceText(r, dryRun ?? false),
+          problems: unreadable
+            ? [
+                `${unreadable} pack${unreadable === 1 ? '' : 's'} could not be read to move: they stay where they are.`,
+              ]
+            : [],
+          pool: this.view(e),
+        };
+      },
+      'pool.check': async () => {
+        const e = await this.exclusive('check', async (e) => {
           const health = this.healthOf(e);
           await Promise.all(
             e.listTargets().map(async (t) => {
@@ -84,8 +93,10 @@ export class PoolService {
               }
             }),
           );
-          return this.view(e);
-        }),
+          return e;
+        });
+        return this.view(e);
+      },
     };
   }
 

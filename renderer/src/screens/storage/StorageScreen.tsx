@@ -33,7 +33,7 @@ export function StorageScreen() {
 
   const run = async (what: Action) => {
     setError(null);
-    setResult(null);
+    if (what !== 'check') setResult(null);
     setRunning(what);
     try {
       if (what === 'check') setPool(await getApi().invoke('pool.check', {}));

@@ -17,16 +17,29 @@ function Copies({ c, empty = '—' }: { c: CopyCountView; empty?: string }) {
   );
 }
 
+/** "checked 22:04" (the full date in its tooltip). */
+function Checked({ at }: { at: number }) {
+  const time = new Date(at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  return (
+    <div className="muted small" title={formatDate(at)}>
+      checked {time}
+    </div>
+  );
+}
+
 function Health({ t }: { t: PoolTargetView }) {
   if (!t.health) return <span className="muted">not checked yet</span>;
   return t.health.ok ? (
-    <span className="success">Reachable · {formatDate(t.health.at)}</span>
+    <>
+      <span className="success">Reachable</span>
+      <Checked at={t.health.at} />
+    </>
   ) : (
-    <span className="error">
-      Unreachable · {formatDate(t.health.at)}
-      <br />
-      <span className="small">{t.health.message}</span>
-    </span>
+    <>
+      <span className="error">Unreachable</span>
+      <Checked at={t.health.at} />
+      <div className="error small">{t.health.message}</div>
+    </>
   );
 }
 
