@@ -9,15 +9,17 @@ import { BrowseScreen } from './screens/browse/BrowseScreen.tsx';
 import { RestoreWizard } from './screens/restore/RestoreWizard.tsx';
 import { SearchScreen } from './screens/search/SearchScreen.tsx';
 import { SettingsScreen } from './screens/settings/SettingsScreen.tsx';
+import { StorageScreen } from './screens/storage/StorageScreen.tsx';
 import { UnlockScreen } from './screens/UnlockScreen.tsx';
 
-type Tab = 'backup' | 'plans' | 'history' | 'search' | 'restore' | 'settings';
+type Tab = 'backup' | 'plans' | 'history' | 'search' | 'restore' | 'storage' | 'settings';
 const TABS: { id: Tab; label: string }[] = [
   { id: 'backup', label: 'Back up' },
   { id: 'plans', label: 'Plans' },
   { id: 'history', label: 'History' },
   { id: 'search', label: 'Search' },
   { id: 'restore', label: 'Restore' },
+  { id: 'storage', label: 'Storage' },
   { id: 'settings', label: 'Settings' },
 ];
 
@@ -84,6 +86,7 @@ export function App() {
         {tab === 'backup' && (
           <BackupScreen
             onGoToSettings={() => setTab('settings')}
+            onGoToStorage={() => setTab('storage')}
             onMakePlan={(sources) => {
               setPlanSources(sources);
               setTab('plans');
@@ -107,6 +110,7 @@ export function App() {
         )}
         {tab === 'restore' && <RestoreWizard key={restoreBackup ?? 'none'} initialBackup={restoreBackup} />}
         {tab === 'search' && <SearchScreen />}
+        {tab === 'storage' && <StorageScreen />}
         {tab === 'settings' && <SettingsScreen />}
       </main>
     </div>

@@ -19,6 +19,8 @@ import type {
   MaintenanceView,
   JobView,
   PlanView,
+  PoolOperationView,
+  PoolView,
   SearchView,
   SettingsView,
   TargetView,
@@ -29,6 +31,12 @@ import type {
 const passphrase = z.string().min(8, 'The passphrase must have at least 8 characters.').max(1024);
 const id = z.string().regex(/^[0-9a-f]{12}$/, 'Not a Cairn id.');
 const targetDraft = z.object({ name: z.string(), config: targetConfigSchema, secret: z.string().optional() });
+const copies = (what: string) =>
+  z
+    .number({ error: `${what} must be a number.` })
+    .int(`${what} must be a whole number.`)
+    .min(1, `${what} must be 1, 2 or 3.`)
+    .max(3, `${what} must be 1, 2 or 3.`);
 
 export const requests = {
   'app.status': z.object({}),
@@ -62,7 +70,17 @@ export const requests = {
     name: z.string().optional(),
     replacing: z.string().optional(),
   }),
-  'targets.save': z.object({ draft: targetDraft, replacing: z.string().optional() }),
+  'targets.save': z.object({
+    draft: targetDraft,
+    replacing: z.string().optional(),
+    /** A new target's share of the pool's packs, relative to the others (default 100). */
+    weight: z
+      .number({ error: 'The weight must be a number.' })
+      .int('The weight must be a whole number.')
+      .min(1, 'The weight must be from 1 to 1000000.')
+      .max(1_000_000, 'The weight must be from 1 to 1000000.')
+      .optional(),
+  }),
   'targets.remove': z.object({ name: z.string() }),
   'backup.start': z.object({
     sources: z.array(z.string().min(1)).min(1, 'Add at least one file or folder.'),
@@ -132,6 +150,21 @@ export const requests = {
   'maintenance.save': maintenanceSchema,
   /** Runs prune now as a job (dryRun: only estimates what it would free). */
   'maintenance.prune': z.object({ dryRun: z.boolean() }),
+  /** The pool's targets, their copies and health, the policy and the redundancy (keystore only). */
+  'pool.status': z.object({}),
+  /** Replicas and write quorum for new packs; packs already stored get theirs from repair. */
+  'pool.setPolicy': z
+    .object({ replicas: copies('Copies'), writeQuorum: copies('The write quorum') })
+    .refine((r) => r.writeQuorum <= r.replicas, {
+      message: 'A backup cannot wait for more copies than the policy keeps.',
+      path: ['writeQuorum'],
+    }),
+  /** Writes every copy the policy asks for and a pack lacks (queued, lost, or an older policy). */
+  'pool.repair': z.object({}),
+  /** Moves copies to where placement now puts them (dryRun: only counts them). */
+  'pool.rebalance': z.object({ dryRun: z.boolean().optional() }),
+  /** Tests each target now (reachable, writable); the results show on the Storage screen. */
+  'pool.check': z.object({}),
 } as const;
 
 function backupIds() {
@@ -181,6 +214,11 @@ export interface Responses {
   'maintenance.get': MaintenanceView;
   'maintenance.save': MaintenanceView;
   'maintenance.prune': JobView;
+  'pool.status': PoolView;
+  'pool.setPolicy': PoolView;
+  'pool.repair': PoolOperationView;
+  'pool.rebalance': PoolOperationView;
+  'pool.check': PoolView;
 }
 
 export interface Events {

@@ -1,5 +1,6 @@
 /** What the engine shows the UI. Plain data, browser-safe. */
 import type { PlanDraft } from '../plans.ts';
+import type { PolicyView, RedundancyView } from '../pool-text.ts';
 import type { KeepPolicyDraft, MaintenanceSettings } from '../retention.ts';
 import type { PruneProgress } from './retention.ts';
 import type { PipelineSettings, TargetConfig } from '../settings.ts';
@@ -70,6 +71,8 @@ export interface JobView {
   prune?: PruneProgress & { dryRun: boolean };
   /** Verify only: distinct blobs checked and the files with a bad or missing blob. */
   verified?: { blobs: number; bytes: number; problems: VerifyProblemView[] };
+  /** A finished backup in a pool: the repository's redundancy right after it (pool-text.ts words it). */
+  redundancy?: RedundancyView;
 }
 
 export interface JobStatsView {
@@ -247,4 +250,54 @@ export interface ForgetEstimateView {
   dataBytes: number;
   treeBytes: number;
   durationMs: number;
+}
+
+/** Copies the keystore records on a target, and the bytes of their packs. */
+export interface CopyCountView {
+  copies: number;
+  bytes: number;
+}
+
+/** One target of the repository as the Storage screen shows it. */
+export interface PoolTargetView {
+  name: string;
+  kind: TargetConfig['kind'];
+  /** Where it stores, in one line (bucket and endpoint, or the folder). */
+  where: string;
+  weight: number;
+  /** Its share of new copies: percent of the active targets' weights (0 unless active). */
+  share: number;
+  state: 'active' | 'draining' | 'gone';
+  /** Named by the pool object (false for a lone target, or one added while the pool could not be written). */
+  inPool: boolean;
+  stored: CopyCountView;
+  queued: CopyCountView;
+  missing: CopyCountView;
+  /** Index files and snapshots waiting to be delivered to it (it was out of reach when written). */
+  pendingMetadata: number;
+  /** The last "Check" of this target in this session, or null when none ran yet. */
+  health: { ok: boolean; message: string | null; at: number } | null;
+}
+
+/** The repository's pool: its targets, policy and redundancy, as the keystore records them. */
+export interface PoolView {
+  /** A pool object exists (two targets or more, now or before). */
+  pooled: boolean;
+  generation: number | null;
+  policy: PolicyView;
+  activeTargets: number;
+  /** Bytes of one copy of every stored pack. */
+  storedBytes: number;
+  targets: PoolTargetView[];
+  redundancy: RedundancyView;
+  /** What the Storage screen is running now, if anything. */
+  busy: 'repair' | 'rebalance' | 'check' | 'policy' | null;
+}
+
+/** The answer of Repair and Rebalance: a sentence, the problems met, and the pool afterwards. */
+export interface PoolOperationView {
+  ok: boolean;
+  message: string;
+  problems: string[];
+  pool: PoolView;
 }

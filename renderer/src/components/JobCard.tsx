@@ -1,4 +1,5 @@
 import type { JobView } from '../../../shared/api/views.ts';
+import { redundancyText } from '../../../shared/pool-text.ts';
 import { PRUNE_PHASE_LABELS } from '../../../shared/retention.ts';
 import { getApi } from '../api/bridge.ts';
 import { formatCount, formatDuration, formatRate, formatSize, messageOf, percent } from '../format.ts';
@@ -100,6 +101,15 @@ export function JobCard(props: {
           {job.stored.chunks === 0
             ? 'Nothing was stored before it stopped.'
             : `Stored before it stopped: ${formatCount(job.stored.chunks)} ${job.stored.chunks === 1 ? 'chunk' : 'chunks'} (${formatSize(job.stored.bytes)}), completing ${formatCount(job.stored.files)} ${job.stored.files === 1 ? 'file' : 'files'}. Resuming does not send them again.`}
+        </p>
+      )}
+      {job.redundancy && job.state === 'done' && (
+        <p
+          className={`job-redundancy redundancy-${job.redundancy.state}`}
+          data-testid="job-redundancy"
+          data-state={job.redundancy.state}
+        >
+          {redundancyText(job.redundancy)}
         </p>
       )}
       {job.error && (

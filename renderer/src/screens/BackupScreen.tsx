@@ -11,14 +11,19 @@ import { LastBackupLine } from './plans/LastBackupLine.tsx';
 
 export function BackupScreen({
   onGoToSettings,
+  onGoToStorage,
   onMakePlan,
 }: {
   onGoToSettings: () => void;
+  onGoToStorage: () => void;
   /** "Make this a plan": the Plans screen, with these sources in a new plan. */
   onMakePlan: (sources: string[]) => void;
 }) {
   const jobs = useJobs();
   const targets = useQuery('targets.list', {});
+  // In a pool a backup names no target: the engine takes the first member that answers.
+  const pool = useQuery('pool.status', {});
+  const pooled = pool.data?.pooled === true;
   const [target, setTarget] = useState<string>('');
   const [error, setError] = useState<string | null>(null);
   const [starting, setStarting] = useState(false);
@@ -36,7 +41,10 @@ export function BackupScreen({
     setError(null);
     setStarting(true);
     try {
-      const job = await getApi().invoke('backup.start', { sources, target: target || undefined });
+      const job = await getApi().invoke('backup.start', {
+        sources,
+        target: pooled || !pool.data ? undefined : target || undefined,
+      });
       setSelected(job.id);
       setDropped(sources);
     } catch (e) {
@@ -52,7 +60,15 @@ export function BackupScreen({
       <header className="screen-head">
         <h1>Back up</h1>
         <LastBackupLine />
-        {targets.data && targets.data.length > 0 && (
+        {pooled && pool.data && (
+          <span className="inline pool-line" data-testid="backup-pool">
+            Stores on the pool of {pool.data.targets.length} targets ·{' '}
+            <button type="button" className="link" onClick={onGoToStorage}>
+              Storage
+            </button>
+          </span>
+        )}
+        {!pooled && pool.data && targets.data && targets.data.length > 0 && (
           <label className="inline">
             Store on
             <select value={target} onChange={(e) => setTarget(e.target.value)} aria-label="Target">

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { BackupView } from '../../api/views.ts';
 import type { SnapshotInfo } from '../engine/engine.ts';
 
@@ -28,4 +29,12 @@ export function backupView(b: SnapshotInfo): BackupView {
     bytesRead,
     resumed: b.earlierRuns !== undefined,
   };
+}
+
+/** A backup job's title: its sources' names. */
+export function titleFor(sources: string[]): string {
+  const names = sources.map((s) => path.basename(s) || s);
+  return names.length <= 2
+    ? names.join(', ')
+    : `${names.slice(0, 2).join(', ')} and ${names.length - 2} more`;
 }

@@ -4,19 +4,22 @@ import path from 'node:path';
 import { ApiCallError, type Method, type Request, type Responses } from '../../api/contract.ts';
 import type { AppStatus, BackupView, JobView, TargetView } from '../../api/views.ts';
 import { StorageError } from '../storage/storage.ts';
-import { Engine, SettingsError, defaultHome, keystorePath, type BackupResult } from '../engine/engine.ts';
+import { Engine, defaultHome, keystorePath, type BackupResult } from '../engine/engine.ts';
 import { JobCancelledError, JobControl } from '../engine/job-control.ts';
 import type { JobListener } from '../engine/job-events.ts';
 import { defaultWorkerCount } from '../engine/worker-pool.ts';
-import { backupView } from './backup-view.ts';
+import { toApiError } from './api-error.ts';
+import { backupView, titleFor } from './backup-view.ts';
 import { browseHandlers } from './browse-service.ts';
 import { listDirectory } from './dir-listing.ts';
 import { LiveJobs, type LiveJob } from './live-jobs.ts';
 import { PlanService, type PlanOutcome } from './plan-service.ts';
+import { PoolService } from './pool-service.ts';
 import { RetentionService } from './retention-service.ts';
 import { systemClock, type Clock } from './scheduler.ts';
 
 export type { PlanOutcome };
+export { toApiError };
 
 type Handlers = { [M in Method]: (req: Request<M>) => Promise<Responses[M]> | Responses[M] };
 
@@ -31,6 +34,8 @@ export class AppService {
   readonly plans: PlanService;
   /** Prune on its schedule and by hand; deleting backups. */
   readonly retention: RetentionService;
+  /** The Storage screen: the pool, its policy, Repair and Rebalance. */
+  readonly pool: PoolService;
 
   constructor(
     readonly shell: 'electron' | 'web',
@@ -53,6 +58,11 @@ export class AppService {
       jobs: this.jobs,
       clock,
       describeError: (err) => toApiError(err).message,
+    });
+    this.pool = new PoolService({
+      engine: () => this.e(),
+      backingUp: () =>
+        this.jobs.list().some((j) => j.kind === 'backup' && (j.state === 'running' || j.state === 'paused')),
     });
     this.handlers = {
       'app.status': () => this.status(),
@@ -99,11 +109,11 @@ export class AppService {
           throw err;
         }
       },
-      'targets.save': async ({ draft, replacing }) =>
+      'targets.save': async ({ draft, replacing, weight }) =>
         targetView(
           replacing
             ? await this.e().replaceTarget(replacing, draft.name, draft.config, draft.secret)
-            : await this.e().addTarget(draft.name, draft.config, draft.secret),
+            : await this.e().addTarget(draft.name, draft.config, draft.secret, { weight }),
         ),
       'targets.remove': async ({ name }) => {
         await this.e().removeTarget(name);
@@ -142,6 +152,7 @@ export class AppService {
         title: titleFor,
       }),
       ...this.retention.handlers(),
+      ...this.pool.handlers(),
     };
   }
 
@@ -227,9 +238,10 @@ export class AppService {
 
   private async startBackup(sources: string[], target?: string, exclude?: string[]): Promise<JobView> {
     const e = this.e();
-    const targetName = target ?? e.defaultTarget().name;
-    const started = this.startBackupJob(titleFor(sources), targetName, (listener, control) =>
-      e.backup(sources, { target: targetName, exclude }, listener, control),
+    // In a pool a backup names no target: the engine takes the first member that answers (backupHome).
+    const pinned = target ?? (e.ks.pool.state() ? undefined : e.defaultTarget().name);
+    const started = this.startBackupJob(titleFor(sources), pinned ?? null, (listener, control) =>
+      e.backup(sources, { target: pinned, exclude }, listener, control),
     );
     return (await started).view;
   }
@@ -240,7 +252,7 @@ export class AppService {
    */
   private async startBackupJob(
     title: string,
-    targetName: string,
+    targetName: string | null,
     start: (listener: JobListener, control: JobControl) => Promise<BackupResult>,
   ): Promise<{ view: JobView; done: Promise<void> }> {
     const job = this.jobs.create({
@@ -256,7 +268,10 @@ export class AppService {
       const listener = {
         ...this.jobs.listenerFor(job, 'backup'),
         started: (ids: { backupId: string; jobId: string }) => {
-          Object.assign(job.view, { id: ids.jobId, backupId: ids.backupId });
+          // The target the engine chose (in a pool: the first member that answered).
+          const row = this.engine?.ks.jobs.get(ids.jobId);
+          const target = row ? this.engine!.ks.targetById(row.targetId).name : targetName;
+          Object.assign(job.view, { id: ids.jobId, backupId: ids.backupId, target });
           this.jobs.register(job);
           resolve();
         },
@@ -267,14 +282,19 @@ export class AppService {
         () => {},
         () => {},
       );
-      this.track(
-        job,
-        run.then((r) => this.jobs.update(job, { backupId: r.snapshotId })),
-        reject,
-      );
+      this.track(job, run.then(this.finished(job)), reject);
     });
     await started;
     return { view: job.view, done };
+  }
+
+  /** A finished backup's job points at its snapshot (History opens charts by it), with the redundancy. */
+  private finished(job: LiveJob): (r: BackupResult) => void {
+    return (r) =>
+      this.jobs.update(job, {
+        backupId: r.snapshotId,
+        redundancy: this.engine ? this.pool.redundancy(this.engine) : undefined,
+      });
   }
 
   private async resumeJob(jobId: string): Promise<JobView> {
@@ -289,10 +309,7 @@ export class AppService {
     job.control = new JobControl();
     this.jobs.update(job, { state: 'running', error: null, stored: undefined });
     const run = this.e().resumeJob(jobId, this.jobs.listenerFor(job, 'backup'), job.control);
-    this.track(
-      job,
-      run.then((r) => this.jobs.update(job, { backupId: r.snapshotId })),
-    );
+    this.track(job, run.then(this.finished(job)));
     return job.view;
   }
 
@@ -377,19 +394,4 @@ export class AppService {
 
 function targetView(t: { name: string; config: TargetView['config']; hasSecret: boolean }): TargetView {
   return { name: t.name, config: t.config, hasSecret: t.hasSecret };
-}
-
-function titleFor(sources: string[]): string {
-  const names = sources.map((s) => path.basename(s) || s);
-  return names.length <= 2
-    ? names.join(', ')
-    : `${names.slice(0, 2).join(', ')} and ${names.length - 2} more`;
-}
-
-export function toApiError(err: unknown): ApiCallError {
-  if (err instanceof ApiCallError) return err;
-  if (err instanceof SettingsError) return new ApiCallError(err.message, err.field);
-  if (err instanceof StorageError) return new ApiCallError(err.message);
-  const e = err as Error;
-  return new ApiCallError((e?.message ?? String(err)).replace(/\s*\n\s*/g, ' '));
 }

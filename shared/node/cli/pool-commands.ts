@@ -1,25 +1,8 @@
 import { Option, type Command } from 'commander';
-import type { PoolPolicy } from '../repository/pool.ts';
 import type { RedundancyReport } from '../engine/pool-admin.ts';
-import type { RebalanceResult } from '../engine/rebalance-job.ts';
-import { formatSize } from '../../settings.ts';
+import { describePolicy, rebalanceText, repairText } from '../../pool-text.ts';
 import { plural, table, type Output } from './output.ts';
 import { withEngine } from './session.ts';
-
-/** A policy in plain words: what it costs and what it survives. */
-export function describePolicy(p: PoolPolicy): string {
-  if (p.scheme === 'ec')
-    return `erasure coding ${p.k}+${p.m}: ${((p.k + p.m) / p.k).toFixed(2)}× the data stored, any ${p.m} targets may be lost; a pack counts once ${p.writeQuorum} shards are stored`;
-  if (p.copies === 1) return '1 copy of each pack: no target may be lost';
-  return `${p.copies} copies of each pack on distinct targets: ${p.copies}× the data stored, any ${p.copies - 1} target${p.copies === 2 ? '' : 's'} may be lost; a backup counts a pack once ${p.writeQuorum} cop${p.writeQuorum === 1 ? 'y is' : 'ies are'} stored, the rest are completed after`;
-}
-
-export function rebalanceText(r: RebalanceResult, dryRun: boolean): string {
-  if (r.copied + r.removed === 0) return `All ${plural(r.packs, 'pack')} are where placement puts them.`;
-  return dryRun
-    ? `${plural(r.copied, 'copy', 'copies')} would be written and ${r.removed} removed (of ${plural(r.packs, 'pack')}).`
-    : `${plural(r.copied, 'copy', 'copies')} written (${formatSize(r.bytesCopied)}) and ${r.removed} removed, over ${plural(r.packs, 'pack')}.`;
-}
 
 function redundancyText(r: RedundancyReport): string {
   const lines = [
@@ -103,10 +86,7 @@ export function registerPoolCommands(
       const output = out();
       const r = await withEngine((e) => e.pool.repair());
       for (const pr of r.problems) output.info(`Problem: target "${pr.target}": ${pr.message}`);
-      output.result(
-        r,
-        `${plural(r.completed, 'copy', 'copies')} written; ${r.queued === 0 ? 'every pack has full redundancy' : `${plural(r.queued, 'copy', 'copies')} still queued`}.`,
-      );
+      output.result(r, repairText(r));
       if (r.queued > 0) throw p.partial('Some copies could not be written yet.');
     });
 }

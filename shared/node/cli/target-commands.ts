@@ -3,7 +3,7 @@ import { targetWhere, type TargetConfig } from '../../settings.ts';
 import type { Output } from './output.ts';
 import { table } from './output.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
-import { describePolicy, rebalanceText } from './pool-commands.ts';
+import { describePolicy, rebalanceText } from '../../pool-text.ts';
 import { readUnlocker, withEngine } from './session.ts';
 
 interface AddOpts {

@@ -1,6 +1,6 @@
 import { ObjectKey } from '../../format/constants.ts';
 import { LockConflictError } from '../repository/locks.ts';
-import type { Repository} from '../repository/repository.ts';
+import type { Repository } from '../repository/repository.ts';
 import { RepositoryError } from '../repository/repository.ts';
 import { FAILOVER_WINDOW_MS } from '../storage/retrying.ts';
 import { StorageError } from '../storage/storage.ts';
@@ -103,16 +103,17 @@ export class MemberReads {
     const members = poolMembers(this.ks)
       .filter((t) => t.state === 'active')
       .sort((a, b) => a.poolId! - b.poolId!);
-    if (Date.now() - this.lastDown.at > 60_000)
-      this.lastDown = { at: Date.now(), down: await unreachableMembers(this.repo, members) };
+    // Members found down in the last minute are passed over without a request; the others are asked
+    // afresh (a long-lived process, the app, attached every member long ago), each for seconds only.
+    const recent = Date.now() - this.lastDown.at < 60_000 ? this.lastDown.down : new Map();
     for (const t of members) {
-      const down = this.lastDown.down.get(t.id);
+      const down = recent.get(t.id);
       if (down && t !== members.at(-1)) {
         this.notice(`target "${t.name}" is passed over for this backup: ${down.message}`);
         continue;
       }
       try {
-        await this.repo.attach(t);
+        await this.repo.attach(t, { force: true, impatient: t !== members.at(-1) });
         return t;
       } catch (err) {
         if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { constants as fsc } from 'node:fs';
+import { constants as fsc, existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { copySpooled, isSpooled } from './put-body.ts';
@@ -23,6 +23,9 @@ export function createLocalDirStorage(o: { label: string; root: string }): Stora
   function fail(err: unknown, what: string, key?: string): never {
     const code = (err as NodeJS.ErrnoException).code;
     if (err instanceof StorageError) throw err;
+    // A missing object in a folder that is itself gone (unmounted, renamed) is the folder's problem.
+    if (code === 'ENOENT' && !existsSync(root))
+      throw new StorageError('no-bucket', o.label, `${where}: the folder does not exist.`, { cause: err });
     if (code === 'ENOENT' && key !== undefined) {
       throw new StorageError('not-found', o.label, `${where}: object ${key} does not exist.`, { cause: err });
     }

@@ -28,7 +28,7 @@ export function TargetForm(props: { editing: TargetView | null; onSaved: () => v
   const replacing = props.editing?.name;
 
   const run = async (what: 'test' | 'save') => {
-    const { draft, errors: errs } = validateTarget(f, props.editing !== null);
+    const { draft, weight, errors: errs } = validateTarget(f, props.editing !== null);
     setErrors(errs);
     setSaveError(null);
     setTest(null);
@@ -37,7 +37,7 @@ export function TargetForm(props: { editing: TargetView | null; onSaved: () => v
     try {
       if (what === 'test') setTest(await getApi().invoke('targets.test', { draft, replacing }));
       else {
-        await getApi().invoke('targets.save', { draft, replacing });
+        await getApi().invoke('targets.save', { draft, replacing, weight });
         props.onSaved();
       }
     } catch (e) {
@@ -48,7 +48,7 @@ export function TargetForm(props: { editing: TargetView | null; onSaved: () => v
   };
 
   const text = (
-    k: 'name' | 'endpoint' | 'region' | 'bucket' | 'accessKeyId' | 'path',
+    k: 'name' | 'endpoint' | 'region' | 'bucket' | 'accessKeyId' | 'path' | 'weight',
     label: string,
     placeholder = '',
     hint?: string,
@@ -119,6 +119,13 @@ export function TargetForm(props: { editing: TargetView | null; onSaved: () => v
         ) : (
           text('path', 'Folder', '/media/backup-drive/cairn', 'A backup drive or a mounted share.')
         )}
+        {!props.editing &&
+          text(
+            'weight',
+            'Weight',
+            '100',
+            'Its share of the packs beside the other targets: 200 takes twice as many as 100.',
+          )}
       </div>
       {test && (
         <p className={test.ok ? 'success' : 'error'} role="status" data-testid="test-result">

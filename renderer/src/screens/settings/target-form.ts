@@ -18,6 +18,8 @@ export interface TargetFields {
   pathStyle: boolean;
   checksums: 'when-supported' | 'when-required';
   path: string;
+  /** A new target's share of the pool's packs, relative to the others. */
+  weight: string;
 }
 
 export const emptyFields: TargetFields = {
@@ -31,6 +33,7 @@ export const emptyFields: TargetFields = {
   pathStyle: false,
   checksums: 'when-supported',
   path: '',
+  weight: '100',
 };
 
 export function fieldsFrom(t: TargetView): TargetFields {
@@ -47,8 +50,16 @@ export type FieldErrors = Partial<Record<keyof TargetFields, string>>;
 export function validateTarget(
   f: TargetFields,
   editing: boolean,
-): { draft?: { name: string; config: TargetConfig; secret?: string }; errors: FieldErrors } {
+): {
+  draft?: { name: string; config: TargetConfig; secret?: string };
+  /** Only for a new target (an edit keeps its weight). */
+  weight?: number;
+  errors: FieldErrors;
+} {
   const errors: FieldErrors = {};
+  const weight = Number(f.weight.trim());
+  if (!editing && !(/^\d+$/.test(f.weight.trim()) && weight >= 1 && weight <= 1_000_000))
+    errors.weight = 'The weight is a whole number from 1 to 1000000.';
   const name = targetNameSchema.safeParse(f.name.trim());
   if (!name.success) errors.name = name.error.issues[0]?.message;
   let config: TargetConfig | undefined;
@@ -73,6 +84,7 @@ export function validateTarget(
   if (Object.keys(errors).length > 0 || !config) return { errors };
   return {
     draft: { name: f.name.trim(), config, secret: f.kind === 's3' && f.secret ? f.secret : undefined },
+    ...(editing ? {} : { weight }),
     errors,
   };
 }

@@ -1,0 +1,170 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PASSPHRASE } from '../test/support/cairn-env.ts';
+import { cliJson, runCli, type CliOptions } from '../test/support/cli.ts';
+import { tempDir, writeRandomFile } from '../test/support/fixtures.ts';
+import { screenshot, webShell, type Shell } from './support/shells.ts';
+
+function nav(page: Page, name: string): Promise<void> {
+  return page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name, exact: true }).click();
+}
+
+/** Drops local files the way a Linux file manager does: a text/uri-list of file:// URIs. */
+async function dropFiles(page: Page, files: string[]): Promise<void> {
+  await page.evaluate(
+    (uris) => {
+      const dt = new DataTransfer();
+      dt.setData('text/uri-list', uris.join('\r\n'));
+      const zone = document.querySelector('[data-testid=dropzone]')!;
+      for (const type of ['dragenter', 'dragover', 'drop'])
+        zone.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+    },
+    files.map((f) => `file://${f.split('/').map(encodeURIComponent).join('/')}`),
+  );
+}
+
+/** Pack files in a folder target (object names are 64 hex digits under data/). */
+function packFiles(dir: string): number {
+  const data = path.join(dir, 'data');
+  if (!fs.existsSync(data)) return 0;
+  return fs.readdirSync(data, { recursive: true }).filter((f) => /[0-9a-f]{64}$/.test(String(f))).length;
+}
+
+describe('the Storage screen in web mode (Chromium, real engine, a pool of three folders)', () => {
+  let shell: Shell;
+  let page: Page;
+  let cli: CliOptions;
+  const root = tempDir('cairn-e2e-storage-');
+  const dirs = ['d1', 'd2', 'd3'].map((d) => path.join(root, d));
+  const src = path.join(root, 'Photos');
+  const row = (name: string) => page.locator(`[data-testid=pool-target][data-target="${name}"]`);
+
+  beforeAll(async () => {
+    cli = {
+      env: { CAIRN_HOME: path.join(root, 'home'), CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_TEST_WEAK_KDF: '1' },
+    };
+    await cliJson(['init'], cli);
+    for (const [i, d] of dirs.entries()) {
+      fs.mkdirSync(d);
+      const weight = i === 2 ? ['--weight', '200'] : [];
+      const r = await runCli(['target', 'add', `d${i + 1}`, '--dir', d, ...weight], cli);
+      expect(r.code, r.stderr).toBe(0);
+    }
+    for (let i = 0; i < 4; i++) writeRandomFile(path.join(src, `img-${i}.bin`), 2 << 20);
+    shell = await webShell(cli.env);
+    page = shell.page;
+    await page.getByLabel('Passphrase', { exact: true }).fill(PASSPHRASE);
+    await page.getByRole('button', { name: 'Unlock' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+  });
+  afterAll(async () => {
+    await shell?.close();
+  });
+
+  it('lists the targets and says the policy in plain words', async () => {
+    await nav(page, 'Storage');
+    await row('d3').waitFor();
+    expect(await page.getByTestId('policy-text').textContent()).toBe(
+      '2 copies of each pack on distinct targets: 2× the data stored, any 1 target may be lost; a backup counts a pack once 1 copy is stored, the rest are completed after.',
+    );
+    expect(await page.locator('[data-testid=pool-target]').count()).toBe(3);
+    expect(await row('d1').getByTestId('target-weight').textContent()).toBe('10025 % of new packs');
+    expect(await row('d3').getByTestId('target-weight').textContent()).toBe('20050 % of new packs');
+    expect(await row('d2').getAttribute('data-state')).toBe('active');
+    expect(await row('d2').textContent()).toContain(dirs[1]);
+    expect(await row('d2').getByTestId('target-stored').textContent()).toBe('none');
+    expect(await page.getByTestId('redundancy-text').textContent()).toBe(
+      'Fully redundant: every pack has its 2 copies.',
+    );
+  });
+
+  it('explains a policy change before applying it', async () => {
+    await page.getByLabel('Copies', { exact: true }).selectOption('3');
+    await page.getByLabel('Write quorum').selectOption('2');
+    const change = page.getByTestId('policy-change');
+    expect(await change.locator('li').allTextContents()).toEqual([
+      'Storage: 3× the data stored (now 2×).',
+      'Any 2 targets may be lost without losing a backup.',
+      'Backups wait for 2 copies of each pack: a backup goes on with 1 target of 3 out of reach.',
+      'Packs already stored keep 2 copies until you press Repair (or Rebalance), which writes about 0 B of new copies.',
+    ]);
+    // Nothing changed yet.
+    expect(await page.getByTestId('policy-text').textContent()).toMatch(/^2 copies/);
+    await change.getByRole('button', { name: 'Apply new policy' }).click();
+    await page.waitForFunction(() =>
+      document.querySelector('[data-testid=policy-text]')?.textContent?.startsWith('3 copies of each pack'),
+    );
+    expect(await page.getByTestId('policy-change').count()).toBe(0);
+    const policy = await cliJson<{ copies: number; writeQuorum: number }>(['policy'], cli);
+    expect(policy).toMatchObject({ copies: 3, writeQuorum: 2 });
+  });
+
+  it('with the first folder gone, Check says so and a backup still runs, completing', async () => {
+    fs.renameSync(dirs[0]!, `${dirs[0]}.away`);
+    await page.getByRole('button', { name: 'Check targets' }).click();
+    await page.waitForFunction(
+      () =>
+        document.querySelector('[data-target="d1"] [data-testid=target-health]')?.getAttribute('data-ok') ===
+        'false',
+    );
+    expect(await row('d1').getByTestId('target-health').textContent()).toMatch(
+      /^Unreachablechecked .*the folder does not exist\.$/,
+    );
+    expect(await row('d2').getByTestId('target-health').textContent()).toMatch(/^Reachablechecked /);
+
+    await nav(page, 'Back up');
+    await page.getByTestId('backup-pool').waitFor();
+    expect(await page.getByLabel('Target').count()).toBe(0);
+    await dropFiles(page, [src]);
+    const card = page.locator('[data-testid=job][data-state=done]');
+    await card.waitFor({ timeout: 60_000 });
+    const packs = packFiles(dirs[1]!);
+    expect(packs).toBeGreaterThan(0);
+    expect(packFiles(dirs[2]!)).toBe(packs);
+    expect(await card.getByTestId('job-redundancy').textContent()).toBe(
+      `2 of 3 copies stored, completing — ${packs} ${packs === 1 ? 'copy' : 'copies'} queued, waiting on “d1”.`,
+    );
+  });
+
+  it('Repair, once the folder is back, writes the copies and the pool is fully redundant', async () => {
+    fs.renameSync(`${dirs[0]}.away`, dirs[0]!);
+    const packs = packFiles(dirs[1]!);
+    await nav(page, 'Storage');
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid=redundancy]')?.getAttribute('data-state') === 'completing',
+    );
+    expect(await row('d1').getByTestId('target-queued').textContent()).toMatch(new RegExp(`^${packs} · `));
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await screenshot(page, 'storage-completing');
+    await page.getByRole('button', { name: 'Repair', exact: true }).click();
+    const result = page.getByTestId('pool-result');
+    await result.waitFor({ timeout: 60_000 });
+    expect(await result.getAttribute('data-ok')).toBe('true');
+    expect(await result.textContent()).toBe(
+      `Repair: ${packs} copies written; every pack has full redundancy.`,
+    );
+    expect(await page.getByTestId('redundancy-text').textContent()).toBe(
+      'Fully redundant: every pack has its 3 copies.',
+    );
+    expect(packFiles(dirs[0]!)).toBe(packs);
+    expect(await row('d1').getByTestId('target-queued').textContent()).toBe('—');
+    // The index files and the snapshot it missed were delivered too.
+    expect(await row('d1').textContent()).not.toContain('metadata to deliver');
+    expect(fs.readdirSync(path.join(dirs[0]!, 'snapshots'))).toHaveLength(1);
+    await page.getByRole('button', { name: 'Check targets' }).click();
+    await page.waitForFunction(
+      () =>
+        document.querySelector('[data-target="d1"] [data-testid=target-health]')?.getAttribute('data-ok') ===
+        'true',
+    );
+    await screenshot(page, 'storage', { doc: true });
+
+    await page.getByRole('button', { name: 'Rebalance' }).click();
+    await page.waitForFunction(() =>
+      document.querySelector('[data-testid=pool-result]')?.textContent?.startsWith('Rebalance:'),
+    );
+    expect(await result.textContent()).toBe(`Rebalance: All ${packs} packs are where placement puts them.`);
+  });
+});

@@ -1,0 +1,136 @@
+import { useEffect, useState } from 'react';
+import type { PoolOperationView, PoolView } from '../../../../shared/api/views.ts';
+import { redundancyText } from '../../../../shared/pool-text.ts';
+import { getApi } from '../../api/bridge.ts';
+import { useJobs, useQuery } from '../../api/hooks.ts';
+import { formatCount, formatSize, messageOf } from '../../format.ts';
+import { PolicyForm } from './PolicyForm.tsx';
+import { TargetTable } from './TargetTable.tsx';
+
+type Action = 'repair' | 'rebalance' | 'check';
+
+/**
+ * Storage: the buckets and folders the repository spans, the copies each holds and whether it answers,
+ * the redundancy policy in plain words (and changing it), the repository's redundancy, and Repair /
+ * Rebalance with what they did.
+ */
+export function StorageScreen() {
+  const q = useQuery('pool.status', {});
+  const [pool, setPool] = useState<PoolView | null>(null);
+  const [running, setRunning] = useState<Action | null>(null);
+  const [result, setResult] = useState<(PoolOperationView & { what: Action }) | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  // A backup that finishes changes the copies: show them again.
+  const backupsDone = useJobs().filter((j) => j.kind === 'backup' && j.state === 'done').length;
+  const { reload } = q;
+  useEffect(() => reload(), [backupsDone, reload]);
+  useEffect(() => {
+    if (q.data) setPool(q.data);
+  }, [q.data]);
+
+  const p = pool ?? q.data;
+  if (!p) return <div className="screen">{q.error ? <p className="error">{q.error}</p> : null}</div>;
+
+  const run = async (what: Action) => {
+    setError(null);
+    if (what !== 'check') setResult(null);
+    setRunning(what);
+    try {
+      if (what === 'check') setPool(await getApi().invoke('pool.check', {}));
+      else {
+        const r = await getApi().invoke(what === 'repair' ? 'pool.repair' : 'pool.rebalance', {});
+        setPool(r.pool);
+        setResult({ ...r, what });
+      }
+    } catch (e) {
+      setError(messageOf(e));
+    } finally {
+      setRunning(null);
+    }
+  };
+  const busy = running !== null || p.busy !== null;
+  const r = p.redundancy;
+
+  return (
+    <div className="screen storage-screen">
+      <header className="screen-head">
+        <h1>Storage</h1>
+        <span className="muted">
+          {p.pooled
+            ? `A pool of ${p.targets.length} targets · ${formatCount(r.packs)} packs · ${formatSize(p.storedBytes)} per copy`
+            : `One target · ${formatCount(r.packs)} packs · ${formatSize(p.storedBytes)}`}
+        </span>
+      </header>
+
+      <section
+        aria-label="Redundancy"
+        className="card redundancy"
+        data-testid="redundancy"
+        data-state={r.state}
+      >
+        <p className={`redundancy-line redundancy-${r.state}`} data-testid="redundancy-text">
+          {redundancyText(r)}
+        </p>
+        <p className="muted small">
+          Repair writes every copy the policy asks for and a pack lacks (copies queued while a target was out
+          of reach, copies lost with a target, packs from before the policy changed). Rebalance moves copies
+          to where placement now puts them, after a target joined or its weight or the policy changed; it
+          locks the repository while it runs.
+        </p>
+        <div className="actions start">
+          <button
+            type="button"
+            className="primary"
+            disabled={busy || !p.pooled}
+            onClick={() => void run('repair')}
+          >
+            {running === 'repair' ? 'Repairing…' : 'Repair'}
+          </button>
+          <button type="button" disabled={busy || !p.pooled} onClick={() => void run('rebalance')}>
+            {running === 'rebalance' ? 'Rebalancing…' : 'Rebalance'}
+          </button>
+        </div>
+        {result && (
+          <div data-testid="pool-result" data-ok={String(result.ok)}>
+            <p className={result.ok ? 'success' : 'error'} role="status">
+              {result.what === 'repair' ? 'Repair' : 'Rebalance'}: {result.message}
+            </p>
+            {result.problems.length > 0 && (
+              <ul className="failures">
+                {result.problems.map((m) => (
+                  <li key={m} className="error small">
+                    {m}
+                  </li>
+                ))}
+              </ul>
+            )}
+          </div>
+        )}
+        {error && (
+          <p className="error" role="alert">
+            {error}
+          </p>
+        )}
+      </section>
+
+      <section aria-label="Targets">
+        <div className="section-head">
+          <h2>Targets</h2>
+          <button type="button" disabled={busy} onClick={() => void run('check')}>
+            {running === 'check' ? 'Checking…' : 'Check targets'}
+          </button>
+        </div>
+        <TargetTable targets={p.targets} />
+        <p className="muted small">
+          Stored copies are what this machine’s keystore records on each target; “cairn check --redundancy”
+          lists the buckets themselves. Add or remove targets, with their weight, in Settings.
+        </p>
+      </section>
+
+      <section aria-label="Policy">
+        <h2>Copies</h2>
+        <PolicyForm key={JSON.stringify(p.policy)} pool={p} onSaved={setPool} />
+      </section>
+    </div>
+  );
+}

@@ -1,0 +1,112 @@
+import type { CopyCountView, PoolTargetView } from '../../../../shared/api/views.ts';
+import { formatCount, formatDate, formatSize } from '../../format.ts';
+
+const KIND: Record<PoolTargetView['kind'], string> = { s3: 'S3', dir: 'folder', discard: 'discard' };
+const STATE_BADGE: Record<PoolTargetView['state'], string> = {
+  active: 'badge-done',
+  draining: 'badge-paused',
+  gone: 'badge-failed',
+};
+
+function Copies({ c, empty = '—' }: { c: CopyCountView; empty?: string }) {
+  if (c.copies === 0) return <span className="muted">{empty}</span>;
+  return (
+    <>
+      {formatCount(c.copies)} <span className="muted small">· {formatSize(c.bytes)}</span>
+    </>
+  );
+}
+
+/** "checked 22:04" (the full date in its tooltip). */
+function Checked({ at }: { at: number }) {
+  const time = new Date(at).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  return (
+    <div className="muted small" title={formatDate(at)}>
+      checked {time}
+    </div>
+  );
+}
+
+function Health({ t }: { t: PoolTargetView }) {
+  if (!t.health) return <span className="muted">not checked yet</span>;
+  return t.health.ok ? (
+    <>
+      <span className="success">Reachable</span>
+      <Checked at={t.health.at} />
+    </>
+  ) : (
+    <>
+      <span className="error">Unreachable</span>
+      <Checked at={t.health.at} />
+      <div className="error small">{t.health.message}</div>
+    </>
+  );
+}
+
+/**
+ * The repository's targets: kind, weight and share, state, the copies the keystore records there
+ * (stored, queued for it, found missing) and the outcome of the last check.
+ */
+export function TargetTable({ targets }: { targets: PoolTargetView[] }) {
+  return (
+    <div className="table-scroll">
+      <table className="table storage-targets" aria-label="Targets">
+        <thead>
+          <tr>
+            <th>Target</th>
+            <th>Kind</th>
+            <th className="num">Weight</th>
+            <th>State</th>
+            <th className="num">Stored copies</th>
+            <th className="num">Queued</th>
+            <th className="num">Missing</th>
+            <th>Health</th>
+          </tr>
+        </thead>
+        <tbody>
+          {targets.map((t) => (
+            <tr key={t.name} data-testid="pool-target" data-target={t.name} data-state={t.state}>
+              <td className="wrap">
+                <strong>{t.name}</strong>
+                <div className="muted small where">{t.where}</div>
+              </td>
+              <td>
+                <span className="badge">{KIND[t.kind]}</span>
+              </td>
+              <td className="num" data-testid="target-weight">
+                {formatCount(t.weight)}
+                <div className="muted small">
+                  {t.state === 'active' ? `${t.share.toFixed(0)} % of new packs` : 'no new packs'}
+                </div>
+              </td>
+              <td>
+                <span className={`badge ${STATE_BADGE[t.state]}`}>{t.state}</span>
+                {t.pendingMetadata > 0 && (
+                  <div className="muted small" title="Index files and snapshots it missed while out of reach">
+                    {formatCount(t.pendingMetadata)} metadata to deliver
+                  </div>
+                )}
+              </td>
+              <td className="num" data-testid="target-stored">
+                <Copies c={t.stored} empty="none" />
+              </td>
+              <td className="num" data-testid="target-queued">
+                <Copies c={t.queued} />
+              </td>
+              <td className="num" data-testid="target-missing">
+                <Copies c={t.missing} />
+              </td>
+              <td
+                className="wrap health"
+                data-testid="target-health"
+                data-ok={t.health ? String(t.health.ok) : ''}
+              >
+                <Health t={t} />
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}

@@ -1,0 +1,170 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
+import { ApiCallError, parseRequest } from '../../api/contract.ts';
+import type { JobView } from '../../api/views.ts';
+import { AppService } from './service.ts';
+
+const PASSPHRASE = 'a passphrase for the pool service test';
+
+/** Pack files in a folder target (object names are 64 hex digits under data/). */
+function packFiles(dir: string): number {
+  const data = path.join(dir, 'data');
+  if (!fs.existsSync(data)) return 0;
+  return fs.readdirSync(data, { recursive: true }).filter((f) => /[0-9a-f]{64}$/.test(String(f))).length;
+}
+
+function finished(app: AppService, id: string): Promise<JobView> {
+  return new Promise((resolve) => {
+    const check = (j: JobView) => {
+      if (j.id === id && j.state !== 'running' && j.state !== 'paused') {
+        app.jobs.events.off('job', check);
+        resolve(j);
+      }
+    };
+    app.jobs.events.on('job', check);
+    const now = app.jobs.list().find((j) => j.id === id);
+    if (now) check(now);
+  });
+}
+
+describe('the Storage screen API over a pool of three folders (real keystore, real folders)', () => {
+  const root = tempDir('cairn-pool-service-');
+  const dirs = ['d1', 'd2', 'd3'].map((d) => path.join(root, d));
+  const src = path.join(root, 'src');
+  let app: AppService;
+
+  beforeAll(async () => {
+    process.env.CAIRN_TEST_WEAK_KDF = '1';
+    for (const d of dirs) fs.mkdirSync(d);
+    for (let i = 0; i < 5; i++) writeRandomFile(path.join(src, `f${i}.bin`), 3 << 20);
+    app = new AppService('web', path.join(root, 'home'));
+    await app.call('app.init', { passphrase: PASSPHRASE });
+  });
+  afterAll(() => app?.close());
+
+  const add = (i: number, weight?: number) =>
+    app.call('targets.save', {
+      draft: { name: `d${i + 1}`, config: { kind: 'dir', path: dirs[i]! } },
+      weight,
+    });
+
+  it('one target: no pool, one copy, and no policy to choose yet', async () => {
+    await add(0);
+    const s = await app.call('pool.status', {});
+    expect(s).toMatchObject({ pooled: false, policy: { copies: 1 }, activeTargets: 1 });
+    expect(s.targets.map((t) => [t.name, t.kind, t.state, t.share])).toEqual([['d1', 'dir', 'active', 100]]);
+    await expect(app.call('pool.setPolicy', { replicas: 2, writeQuorum: 1 })).rejects.toMatchObject({
+      field: 'replicas',
+      message: expect.stringMatching(/add a second one/),
+    });
+  });
+
+  it('malformed policy requests are refused by the contract, naming the field', () => {
+    const bad = (body: unknown) => {
+      try {
+        parseRequest('pool.setPolicy', body);
+      } catch (err) {
+        expect(err).toBeInstanceOf(ApiCallError);
+        return (err as ApiCallError).field;
+      }
+      throw new Error('accepted');
+    };
+    expect(bad({ replicas: 4, writeQuorum: 1 })).toBe('replicas');
+    expect(bad({ replicas: 2, writeQuorum: 3 })).toBe('writeQuorum');
+    expect(bad({ replicas: '2', writeQuorum: 1 })).toBe('replicas');
+    expect(bad(null)).toBe('replicas');
+    expect(() => parseRequest('pool.rebalance', { dryRun: 'yes' })).toThrow(ApiCallError);
+    expect(() =>
+      parseRequest('targets.save', { draft: { name: 'x', config: { kind: 'dir', path: '/x' } }, weight: 0 }),
+    ).toThrow(/from 1 to 1000000/);
+  });
+
+  it('two more targets make a pool of 2 copies; weights give the shares', async () => {
+    await add(1);
+    await add(2, 200);
+    const s = await app.call('pool.status', {});
+    expect(s).toMatchObject({
+      pooled: true,
+      policy: { scheme: 'replicas', copies: 2, writeQuorum: 1 },
+      activeTargets: 3,
+    });
+    expect(s.targets.map((t) => [t.name, t.weight, t.share, t.inPool])).toEqual([
+      ['d1', 100, 25, true],
+      ['d2', 100, 25, true],
+      ['d3', 200, 50, true],
+    ]);
+    const set = await app.call('pool.setPolicy', { replicas: 3, writeQuorum: 2 });
+    expect(set.policy).toEqual({ scheme: 'replicas', copies: 3, writeQuorum: 2 });
+    expect(set.busy).toBeNull();
+    await expect(app.call('pool.setPolicy', { replicas: 3, writeQuorum: 3 })).resolves.toMatchObject({
+      policy: { writeQuorum: 3 },
+    });
+    await app.call('pool.setPolicy', { replicas: 3, writeQuorum: 2 });
+  });
+
+  it('with the first target gone, a backup picks the others, and says it is completing, not full', async () => {
+    fs.renameSync(dirs[0]!, `${dirs[0]}.away`);
+    const job = await app.call('backup.start', { sources: [src] });
+    const done = await finished(app, job.id);
+    expect(done.error).toBeNull();
+    expect(done.state).toBe('done');
+    expect(done.target).not.toBe('d1');
+    const packs = packFiles(dirs[1]!);
+    expect(packs).toBeGreaterThan(0);
+    expect(packFiles(dirs[2]!)).toBe(packs);
+    expect(done.redundancy).toMatchObject({
+      state: 'completing',
+      copies: 3,
+      leastStored: 2,
+      queued: packs,
+      waitingOn: ['d1'],
+    });
+
+    const s = await app.call('pool.status', {});
+    const d1 = s.targets.find((t) => t.name === 'd1')!;
+    expect(d1.stored.copies).toBe(0);
+    expect(d1.queued.copies).toBe(packs);
+    expect(d1.pendingMetadata).toBeGreaterThan(0);
+    expect(s.targets.find((t) => t.name === 'd2')!.stored.copies).toBe(packs);
+
+    const checked = await app.call('pool.check', {});
+    expect(checked.targets.find((t) => t.name === 'd1')!.health).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(/does not exist/),
+    });
+    expect(checked.targets.find((t) => t.name === 'd2')!.health).toMatchObject({ ok: true });
+
+    const early = await app.call('pool.repair', {});
+    expect(early.ok).toBe(false);
+    expect(early.problems.join(' ')).toMatch(/d1/);
+    expect(early.pool.redundancy.state).toBe('completing');
+  });
+
+  it('back in place, Repair writes the queued copies into the folder and the pool is fully redundant', async () => {
+    fs.renameSync(`${dirs[0]}.away`, dirs[0]!);
+    const packs = packFiles(dirs[1]!);
+    const r = await app.call('pool.repair', {});
+    expect(r).toMatchObject({
+      ok: true,
+      message: `${packs} copies written; every pack has full redundancy.`,
+    });
+    expect(packFiles(dirs[0]!)).toBe(packs);
+    expect(r.pool.redundancy).toMatchObject({ state: 'full', full: packs, packs, queued: 0 });
+    expect(r.pool.targets.map((t) => t.stored.copies)).toEqual([packs, packs, packs]);
+
+    const dry = await app.call('pool.rebalance', { dryRun: true });
+    expect(dry.message).toBe(`All ${packs} packs are where placement puts them.`);
+  });
+
+  it('lowering the policy leaves the extra copies until Rebalance deletes them', async () => {
+    const packs = packFiles(dirs[1]!);
+    await app.call('pool.setPolicy', { replicas: 2, writeQuorum: 1 });
+    const r = await app.call('pool.rebalance', {});
+    expect(r.ok).toBe(true);
+    expect(r.message).toMatch(new RegExp(`^0 copies written \\(.*\\) and ${packs} removed`));
+    expect(packFiles(dirs[0]!) + packFiles(dirs[1]!) + packFiles(dirs[2]!)).toBe(2 * packs);
+    expect(r.pool.redundancy).toMatchObject({ state: 'full', copies: 2 });
+  });
+});

@@ -1,0 +1,158 @@
+import { ApiCallError, type Request, type Responses } from '../../api/contract.ts';
+import type { PoolOperationView, PoolTargetView, PoolView } from '../../api/views.ts';
+import { rebalanceText, repairText, type RedundancyView } from '../../pool-text.ts';
+import { targetWhere } from '../../settings.ts';
+import type { Engine } from '../engine/engine.ts';
+import { poolStatus } from '../engine/pool-status.ts';
+import { StorageError } from '../storage/storage.ts';
+
+type PoolMethod = 'pool.status' | 'pool.setPolicy' | 'pool.repair' | 'pool.rebalance' | 'pool.check';
+type PoolHandlers = { [M in PoolMethod]: (req: Request<M>) => Promise<Responses[M]> | Responses[M] };
+type Health = NonNullable<PoolTargetView['health']>;
+type Busy = NonNullable<PoolView['busy']>;
+
+/**
+ * The Storage screen's side of the engine: the pool's targets with the copies the keystore records on
+ * each, the policy and the repository's redundancy; changing the policy; Repair, Rebalance and a health
+ * check of every target. One of these runs at a time, and Repair and Rebalance wait for no backup: they
+ * are refused while this app backs up (both write index files the backup's own completion also writes).
+ */
+export class PoolService {
+  private busy: Busy | null = null;
+  /** The last check of each target, by name, per unlocked engine (this session only). */
+  private readonly health = new WeakMap<Engine, Map<string, Health>>();
+
+  constructor(
+    private readonly deps: {
+      engine: () => Engine;
+      /** A backup of this app is running or paused. */
+      backingUp: () => boolean;
+    },
+  ) {}
+
+  handlers(): PoolHandlers {
+    // Each view is taken once the operation is over (its `busy` must not say it still runs).
+    return {
+      'pool.status': () => this.view(this.deps.engine()),
+      'pool.setPolicy': async ({ replicas, writeQuorum }) => {
+        const e = await this.exclusive('policy', async (e) => {
+          if (!e.ks.pool.state())
+            throw new ApiCallError(
+              'This repository has one target: add a second one (Settings) before choosing copies.',
+              'replicas',
+            );
+          await e.pool.setReplicas(replicas, writeQuorum);
+          return e;
+        });
+        return this.view(e);
+      },
+      'pool.repair': async (): Promise<PoolOperationView> => {
+        const { e, r } = await this.exclusive('repair', async (e) => {
+          // Every member read first (one out of reach is passed over): what they missed while away is
+          // delivered, and copies are planned against the current index.
+          await e.refresh();
+          return { e, r: await e.pool.repair() };
+        });
+        const health = this.healthOf(e);
+        for (const p of r.problems) health.set(p.target, { ok: false, message: p.message, at: Date.now() });
+        return {
+          ok: r.queued === 0 && r.problems.length === 0,
+          message: repairText(r),
+          problems: r.problems.map((p) => `Target “${p.target}”: ${p.message}`),
+          pool: this.view(e),
+        };
+      },
+      'pool.rebalance': async ({ dryRun }): Promise<PoolOperationView> => {
+        const { e, r } = await this.exclusive('rebalance', async (e) => ({
+          e,
+          r: await e.pool.rebalance({ dryRun: dryRun ?? false }),
+        }));
+        const unreadable = r.unreadable.length;
+        return {
+          ok: unreadable === 0,
+          message: rebalanceText(r, dryRun ?? false),
+          problems: unreadable
+            ? [
+                `${unreadable} pack${unreadable === 1 ? '' : 's'} could not be read to move: they stay where they are.`,
+              ]
+            : [],
+          pool: this.view(e),
+        };
+      },
+      'pool.check': async () => {
+        const e = await this.exclusive('check', async (e) => {
+          const health = this.healthOf(e);
+          await Promise.all(
+            e.listTargets().map(async (t) => {
+              try {
+                await e.testTarget(t.name);
+                health.set(t.name, { ok: true, message: null, at: Date.now() });
+              } catch (err) {
+                if (!(err instanceof StorageError)) throw err;
+                health.set(t.name, { ok: false, message: err.message, at: Date.now() });
+              }
+            }),
+          );
+          return e;
+        });
+        return this.view(e);
+      },
+    };
+  }
+
+  /** The repository's redundancy after a backup (for its job card), or undefined outside a pool. */
+  redundancy(e: Engine): RedundancyView | undefined {
+    return e.ks.pool.state() ? poolStatus(e.ks).redundancy : undefined;
+  }
+
+  private healthOf(e: Engine): Map<string, Health> {
+    let m = this.health.get(e);
+    if (!m) this.health.set(e, (m = new Map()));
+    return m;
+  }
+
+  private async exclusive<T>(what: Busy, run: (e: Engine) => Promise<T>): Promise<T> {
+    const e = this.deps.engine();
+    if (this.busy) throw new ApiCallError(`A ${this.busy} is running: wait until it has finished.`);
+    if ((what === 'repair' || what === 'rebalance') && this.deps.backingUp())
+      throw new ApiCallError(
+        `A backup is running: ${what === 'repair' ? 'Repair' : 'Rebalance'} can start once it has finished.`,
+      );
+    this.busy = what;
+    try {
+      return await run(e);
+    } finally {
+      this.busy = null;
+    }
+  }
+
+  private view(e: Engine): PoolView {
+    const s = poolStatus(e.ks);
+    const health = this.healthOf(e);
+    const active = s.targets.filter((t) => t.row.state === 'active');
+    const totalWeight = active.reduce((n, t) => n + t.row.weight, 0);
+    return {
+      pooled: s.generation !== null,
+      generation: s.generation,
+      policy: s.policy,
+      activeTargets: active.length,
+      storedBytes: s.storedBytes,
+      redundancy: s.redundancy,
+      busy: this.busy,
+      targets: s.targets.map(({ row, usage, pendingMetadata }) => ({
+        name: row.name,
+        kind: row.config.kind,
+        where: targetWhere(row.config),
+        weight: row.weight,
+        share: row.state === 'active' && totalWeight > 0 ? (100 * row.weight) / totalWeight : 0,
+        state: row.state,
+        inPool: row.poolId !== null,
+        stored: usage.stored,
+        queued: usage.queued,
+        missing: usage.missing,
+        pendingMetadata,
+        health: health.get(row.name) ?? null,
+      })),
+    };
+  }
+}

@@ -1,0 +1,46 @@
+import type { Db } from './db.ts';
+import type { CopyState } from './index-cache.ts';
+
+/** Copies the keystore records on one target, by state, with their packs' recorded sizes. */
+export type TargetCopyUsage = Record<CopyState, { copies: number; bytes: number }>;
+
+/**
+ * What the keystore records about copies, summed in SQL (no pack list in memory): per target, and how
+ * many packs have how many stored copies. Read-only; what the buckets hold is `check --redundancy`'s.
+ */
+export function copyUsageByTarget(db: Db): Map<number, TargetCopyUsage> {
+  const rows = db
+    .prepare(
+      `SELECT c.target_id, c.state, count(*) AS n, coalesce(sum(p.size), 0) AS bytes
+       FROM pack_copies c JOIN packs p ON p.id = c.pack_id GROUP BY c.target_id, c.state`,
+    )
+    .all() as { target_id: number; state: CopyState; n: number; bytes: number }[];
+  const out = new Map<number, TargetCopyUsage>();
+  for (const r of rows) {
+    let u = out.get(r.target_id);
+    if (!u)
+      out.set(
+        r.target_id,
+        (u = {
+          stored: { copies: 0, bytes: 0 },
+          queued: { copies: 0, bytes: 0 },
+          missing: { copies: 0, bytes: 0 },
+        }),
+      );
+    u[r.state] = { copies: r.n, bytes: r.bytes };
+  }
+  return out;
+}
+
+/** Packs grouped by their stored and queued copies, with the bytes of one copy of each group. */
+export function packsByCopies(db: Db): { stored: number; queued: number; packs: number; bytes: number }[] {
+  return db
+    .prepare(
+      `SELECT stored, queued, count(*) AS packs, coalesce(sum(size), 0) AS bytes FROM (
+         SELECT p.id, p.size,
+           coalesce(sum(c.state = 'stored'), 0) AS stored, coalesce(sum(c.state = 'queued'), 0) AS queued
+         FROM packs p LEFT JOIN pack_copies c ON c.pack_id = p.id GROUP BY p.id)
+       GROUP BY stored, queued`,
+    )
+    .all() as { stored: number; queued: number; packs: number; bytes: number }[];
+}

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { policyChangeText, redundancyText, type RedundancyView } from './pool-text.ts';
+
+const base: RedundancyView = {
+  copies: 3,
+  packs: 10,
+  full: 10,
+  leastStored: 3,
+  queued: 0,
+  short: 0,
+  lost: 0,
+  waitingOn: [],
+  state: 'full',
+};
+
+describe('pool texts', () => {
+  it('says fully redundant only when every pack has its copies', () => {
+    expect(redundancyText(base)).toBe('Fully redundant: every pack has its 3 copies.');
+    expect(
+      redundancyText({ ...base, full: 6, leastStored: 2, queued: 4, waitingOn: ['c'], state: 'completing' }),
+    ).toBe('2 of 3 copies stored, completing — 4 copies queued, waiting on “c”.');
+    expect(redundancyText({ ...base, full: 9, leastStored: 1, short: 1, state: 'short' })).toBe(
+      '1 pack has fewer than 3 copies (as few as 1): Repair writes the missing ones.',
+    );
+    expect(redundancyText({ ...base, full: 9, lost: 1, state: 'short' })).toMatch(
+      /^1 pack has no stored copy/,
+    );
+  });
+
+  it('explains a policy change before it is made', () => {
+    const from = { scheme: 'replicas', copies: 2, writeQuorum: 1 } as const;
+    expect(
+      policyChangeText(from, { copies: 3, writeQuorum: 2 }, { activeTargets: 3, storedBytes: 1 << 30 }),
+    ).toEqual([
+      'Storage: 3× the data stored (now 2×).',
+      'Any 2 targets may be lost without losing a backup.',
+      'Backups wait for 2 copies of each pack: a backup goes on with 1 target of 3 out of reach.',
+      'Packs already stored keep 2 copies until you press Repair (or Rebalance), which writes about 1 GiB of new copies.',
+    ]);
+    expect(
+      policyChangeText(from, { copies: 1, writeQuorum: 1 }, { activeTargets: 3, storedBytes: 0 })[3],
+    ).toMatch(/extra copies until you press Rebalance/);
+    expect(
+      policyChangeText(from, { copies: 3, writeQuorum: 3 }, { activeTargets: 3, storedBytes: 0 })[2],
+    ).toBe('Backups wait for 3 copies of each pack: a backup fails if any of the 3 targets is out of reach.');
+  });
+});
