@@ -17,6 +17,7 @@ export const NATIVE_EXTERNALS = [
   '@smithy/*',
   '@napi-rs/*',
   '@node-rs/*',
+  '@ronomon/*',
 ];
 
 function newest(dir) {

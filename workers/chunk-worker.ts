@@ -3,7 +3,6 @@ import { closeSync, openSync, readSync, writeSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { parentPort } from 'node:worker_threads';
-import { ObjectKey } from '../shared/format/constants.ts';
 import { loadSodium, type SodiumProvider, type SodiumProviderName } from '../shared/node/crypto/provider.ts';
 import { blobId, maybeCompress, openBlob } from '../shared/node/format/blob-codec.ts';
 import { ObjectFormatError, sealedLength } from '../shared/node/format/sealed-object.ts';
@@ -13,7 +12,13 @@ import { loadS3Sdk } from '../shared/node/storage/s3.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../shared/node/storage/retrying.ts';
 import { StorageError } from '../shared/node/storage/storage.ts';
 import { RANGE_MAX } from '../shared/limits.ts';
-import { copyTargets, putCopies } from '../shared/node/repository/pack-placement.ts';
+import { storePack } from '../shared/node/repository/pack-placement.ts';
+import {
+  readDataShards,
+  rebuildPack,
+  type EcPack,
+  type ShardGet,
+} from '../shared/node/repository/shard-reads.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
 import { PackWriter, SpoolError } from './pack-writer.ts';
 import { BufferPool, ReadBuffers, SlotPool } from './pools.ts';
@@ -44,7 +49,9 @@ const sodium: SodiumProvider = await loadSodium(init.crypto as SodiumProviderNam
 const idKey = Buffer.from(init.idKey);
 const sealKey = Buffer.from(init.sealKey);
 const metaKey = Buffer.from(init.metaKey);
+const shardKey = init.shardKey ? Buffer.from(init.shardKey) : undefined;
 await sodium.prepareKeyedHash(idKey);
+if (shardKey) await sodium.prepareKeyedHash(shardKey);
 const slots = new SlotPool(init.slots);
 const plainBuffers = new BufferPool(init.chunkSize);
 const readBuffers = new ReadBuffers(init.chunkSize, 2);
@@ -146,24 +153,47 @@ async function uploadPack(packId: string, body: SpooledBody, blobs: PackedBlob[]
   };
   post({ t: 'xfer-start', slot: timing.slot });
   try {
-    const where = copyTargets(init.placement, init.targetId, Buffer.from(packId, 'hex'));
-    const key = ObjectKey.pack(packId);
-    // Every copy from the same spool file (positional reads).
-    const { copies, queued } = await putCopies(
-      where,
-      (id, patient) => (patient ? storage(id) : storage(id).patience(FAILOVER_WINDOW_MS)).put(key, body),
-      init.placement?.writeQuorum ?? 1,
+    // Every copy from the same spool file (positional reads); shards from the file read whole.
+    const r = await storePack({
+      placement: init.placement,
+      home: init.targetId,
+      packId: Buffer.from(packId, 'hex'),
+      body,
+      bytes: () => readSpool(body),
+      sodium,
+      shardKey,
+      put: (id, key, b, patient) =>
+        (patient ? storage(id) : storage(id).patience(FAILOVER_WINDOW_MS)).put(key, b),
       down,
-    );
+    });
     timing.xferEnd = now();
-    timing.wireBytes = body.length * copies.length;
+    timing.wireBytes = r.wireBytes;
     timing.stages = { transfer: timing.xferEnd - start };
-    post({ t: 'pack-stored', packId, size: body.length, blobs, timing, copies, queued });
+    post({
+      t: 'pack-stored',
+      packId,
+      size: body.length,
+      blobs,
+      timing,
+      copies: r.copies,
+      queued: r.queued,
+      ...(r.shards ? { shards: r.shards, ec: init.placement!.ec } : {}),
+    });
   } catch (err) {
     post({ t: 'pack-failed', packId, error: failure(err) });
   } finally {
     slots.release(slot);
   }
+}
+
+function readSpool(body: SpooledBody): Buffer {
+  const out = Buffer.allocUnsafe(body.length);
+  for (let done = 0; done < body.length;) {
+    const n = readSync(body.fd, out, done, body.length - done, done);
+    if (n === 0) throw new Error(`a pack's spool file ended after ${done} of ${body.length} bytes`);
+    done += n;
+  }
+  return out;
 }
 
 /** Targets that failed once: this worker queues their copies without trying again. */
@@ -242,10 +272,15 @@ async function restoreRange(
   into?: Buffer,
 ): Promise<void> {
   let body: Buffer;
+  let rebuilt = false;
   try {
-    // With another copy to go to, a target that is down costs seconds, not the retry window.
-    const s = task.failover ? storage(task.targetId).patience(FAILOVER_WINDOW_MS) : storage(task.targetId);
-    body = await s.get(task.packKey, { start: task.start, end: task.end }, into);
+    if (task.ec) {
+      ({ body, rebuilt } = await readEcRange(task, false));
+    } else {
+      // With another copy to go to, a target that is down costs seconds, not the retry window.
+      const s = task.failover ? storage(task.targetId).patience(FAILOVER_WINDOW_MS) : storage(task.targetId);
+      body = await s.get(task.packKey, { start: task.start, end: task.end }, into);
+    }
     if (body.length !== task.end - task.start + 1)
       throw new ObjectFormatError(
         'truncated',
@@ -269,16 +304,61 @@ async function restoreRange(
   // Each blob is decrypted into one pooled buffer and written out before the next: a fresh buffer per
   // blob put ~1 GiB of short-lived external memory through V8 per GiB restored (a full GC every few MB).
   const plainBuf = plainBuffers.take();
+  const spent = (o: number, w: number) => {
+    openMs += o;
+    writeMs += w;
+  };
   try {
-    restoreBlobs(task, body, plainBuf, { ok, failed, created, notCreated }, timing, (o, w) => {
-      openMs += o;
-      writeMs += w;
-    });
+    restoreBlobs(task, body, plainBuf, { ok, failed, created, notCreated }, timing, spent);
+    // A blob read straight from a data shard that fails authentication: the shard is damaged. The pack
+    // is rebuilt from shards whose MACs hold, and those blobs are opened again from it.
+    if (task.ec && !rebuilt && failed.length) {
+      const again = new Set(failed.map((f) => f.id));
+      const at = task.blobs.flatMap((b, i) => (again.has(Buffer.from(b.id).toString('hex')) ? [i] : []));
+      let second: Buffer | undefined;
+      try {
+        second = (await readEcRange(task, true)).body;
+      } catch (err) {
+        for (const f of failed)
+          f.error = { ...f.error, message: `${f.error.message}; ${(err as Error).message}` };
+      }
+      if (second) {
+        const redo = { ...task, blobs: at.map((i) => task.blobs[i]!) };
+        const out2 = {
+          ok: [] as string[],
+          failed: [] as typeof failed,
+          created: [] as number[],
+          notCreated: [] as typeof notCreated,
+        };
+        restoreBlobs(redo, second, plainBuf, out2, timing, spent);
+        failed.splice(0, failed.length, ...out2.failed);
+        ok.push(...out2.ok);
+        created.push(...out2.created.map((i) => at[i]!));
+        notCreated.push(...out2.notCreated.map((n) => ({ ...n, at: at[n.at]! })));
+      }
+    }
   } finally {
     plainBuffers.give(plainBuf);
   }
   timing.stages = { transfer: timing.xferEnd - timing.xferStart, open: openMs, write: writeMs };
   post({ t: 'restored', tid: task.tid, ok, failed, created, notCreated, timing });
+}
+
+/** A range of an erasure-coded pack: from its data shards, or (`rebuild`, or when that fails) the pack rebuilt. */
+async function readEcRange(task: RestoreTask, rebuild: boolean): Promise<{ body: Buffer; rebuilt: boolean }> {
+  const ec = task.ec!;
+  const p: EcPack = { ...ec, packId: Buffer.from(ec.packId, 'hex') };
+  // Every shard has a stand-in: a target that is down costs seconds, not the retry window.
+  const get: ShardGet = (id, key, range) => storage(id).patience(FAILOVER_WINDOW_MS).get(key, range);
+  if (!rebuild)
+    try {
+      return { body: await readDataShards(p, task.start, task.end, get), rebuilt: false };
+    } catch {
+      // Rebuilt below from the shards that can be read.
+    }
+  if (!shardKey) throw new Error('erasure-coded packs need the shard key');
+  const { pack } = await rebuildPack(p, get, sodium, shardKey);
+  return { body: pack.subarray(task.start, task.end + 1), rebuilt: true };
 }
 
 function restoreBlobs(

@@ -12,6 +12,8 @@ export interface WorkerInit {
   idKey: Uint8Array;
   sealKey: Uint8Array;
   metaKey: Uint8Array;
+  /** Erasure-coded pools: the key of shard MACs. */
+  shardKey?: Uint8Array;
   targets: TargetHandle[];
   /** Backups: the target packs go to (outside a pool). */
   targetId: number;
@@ -29,6 +31,8 @@ export interface PackPlacement {
   copies: number;
   /** Copies that must be stored for the pack to count; the others are queued. */
   writeQuorum: number;
+  /** Erasure coding: `copies` is k + m, shard i goes to the i-th target of the ranking. */
+  ec?: { k: number; m: number };
 }
 
 export interface BackupTask {
@@ -45,6 +49,17 @@ export interface RestoreTask {
   packKey: string;
   /** Another copy of the pack is left to try: give up on this target after a short wait. */
   failover?: boolean;
+  /**
+   * An erasure-coded pack: the range is read from its data shards, or from the pack rebuilt out of any k
+   * shards when one fails (or a blob read directly fails authentication). `targetId` is then the first.
+   */
+  ec?: {
+    packId: string;
+    k: number;
+    m: number;
+    packLength: number;
+    shards: { shard: number; targetId: number }[];
+  };
   /** Byte range of the pack to fetch, inclusive. */
   start: number;
   end: number;
@@ -96,8 +111,11 @@ export type FromWorker =
       timing: ChunkTiming;
       /** Local ids of the targets that took a copy. */
       copies: number[];
+      /** Erasure coding: the shard each of `copies` took. */
+      shards?: number[];
+      ec?: { k: number; m: number };
       /** Targets that did not (at least the write quorum did): their copies are to be completed later. */
-      queued: { targetId: number; message: string }[];
+      queued: { targetId: number; message: string; shard?: number }[];
     }
   | { t: 'pack-failed'; packId: string; error: WorkerFailure }
   | { t: 'flushed' }

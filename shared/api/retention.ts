@@ -61,7 +61,14 @@ export interface PruneResult {
 }
 
 export interface CheckProblem {
-  kind: 'missing-pack' | 'pack-size' | 'damaged-blob' | 'unindexed-blob' | 'pack-header' | 'unreadable-tree';
+  kind:
+    | 'missing-pack'
+    | 'pack-size'
+    | 'damaged-blob'
+    | 'damaged-shard'
+    | 'unindexed-blob'
+    | 'pack-header'
+    | 'unreadable-tree';
   target: string | null;
   pack: string | null;
   blob: string | null;

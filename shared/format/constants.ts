@@ -55,6 +55,9 @@ export const ObjectKey = {
   config: 'config',
   key: (slotId: string) => `keys/${slotId}`,
   pack: (packIdHex: string) => `data/${packIdHex.slice(0, 2)}/${packIdHex}`,
+  /** Shard `index` of an erasure-coded pack (docs/FORMAT.md, "Erasure-coded shards"). */
+  shard: (packIdHex: string, index: number) =>
+    `data/${packIdHex.slice(0, 2)}/${packIdHex}.${index.toString(16).padStart(2, '0')}`,
   index: (indexIdHex: string) => `index/${indexIdHex}`,
   snapshot: (snapshotId: string) => `snapshots/${snapshotId}`,
   lock: (lockId: string) => `locks/${lockId}`,
@@ -73,6 +76,11 @@ const HEX64 = /^[0-9a-f]{64}$/;
 export function packIdOfKey(key: string): string | null {
   const m = /^data\/([0-9a-f]{2})\/([0-9a-f]{64})$/.exec(key);
   return m && m[2]!.startsWith(m[1]!) ? m[2]! : null;
+}
+/** The pack id and shard index of a shard object's key, or null for any other key. */
+export function shardOfKey(key: string): { packId: string; shard: number } | null {
+  const m = /^data\/([0-9a-f]{2})\/([0-9a-f]{64})\.([0-9a-f]{2})$/.exec(key);
+  return m && m[2]!.startsWith(m[1]!) ? { packId: m[2]!, shard: parseInt(m[3]!, 16) } : null;
 }
 export function isHex64(s: string): boolean {
   return HEX64.test(s);

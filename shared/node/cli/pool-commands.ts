@@ -33,7 +33,9 @@ export function registerPoolCommands(
 ): void {
   program
     .command('policy')
-    .description('show the redundancy policy, or set it: --replicas <R> [--write-quorum <W>]')
+    .description(
+      'show the redundancy policy, or set it: --replicas <R> or --ec <k+m>, each with [--write-quorum <W>]',
+    )
     .addOption(
       new Option('--replicas <R>', 'copies of each pack (1 to 3), on distinct targets').argParser(
         p.int('--replicas'),
@@ -45,19 +47,27 @@ export function registerPoolCommands(
         'copies a backup waits for; the rest complete after (default: all)',
       ).argParser(p.int('--write-quorum')),
     )
-    .option('--ec <k+m>', 'erasure coding (not yet written by this version)')
+    .option('--ec <k+m>', 'erasure coding: k data + m parity shards of each pack, on distinct targets')
     .action(async (o: { replicas?: number; writeQuorum?: number; ec?: string }) => {
       const output = out();
-      if (o.ec)
-        throw new Error('Erasure coding is specified (docs/FORMAT.md) but not yet written by this version.');
-      if (o.writeQuorum !== undefined && o.replicas === undefined)
-        throw new Error('--write-quorum goes with --replicas.');
+      if (o.ec !== undefined && o.replicas !== undefined)
+        throw new Error('Give --replicas or --ec, not both.');
+      if (o.writeQuorum !== undefined && o.replicas === undefined && o.ec === undefined)
+        throw new Error('--write-quorum goes with --replicas or --ec.');
+      const ec = o.ec === undefined ? undefined : /^(\d{1,2})\+(\d{1,2})$/.exec(o.ec);
+      if (o.ec !== undefined && !ec)
+        throw new Error(`--ec takes k+m, data and parity shards (for example 4+2), not "${o.ec}".`);
+      const setting = o.replicas !== undefined || ec;
       const policy = await withEngine(async (e) =>
-        o.replicas === undefined ? e.pool.policy() : await e.pool.setReplicas(o.replicas, o.writeQuorum),
+        ec
+          ? await e.pool.setErasure(Number(ec[1]), Number(ec[2]), o.writeQuorum)
+          : o.replicas !== undefined
+            ? await e.pool.setReplicas(o.replicas, o.writeQuorum)
+            : e.pool.policy(),
       );
       output.result(
         policy,
-        `${o.replicas === undefined ? 'Policy' : 'Policy set'}: ${describePolicy(policy)}.${o.replicas !== undefined ? ' New packs follow it; "cairn repair" gives the packs already stored their copies.' : ''}`,
+        `${setting ? 'Policy set' : 'Policy'}: ${describePolicy(policy)}.${setting ? ' New packs follow it; "cairn repair" gives the packs already stored what they lack.' : ''}`,
       );
     });
 

@@ -267,6 +267,7 @@ export async function storeFiles(
       {
         id: Buffer.from(m.packId, 'hex'),
         copies: m.copies,
+        ...(m.shards ? { shards: m.shards, ec: m.ec } : {}),
         kind: 'data',
         size: m.size,
         jobId,
@@ -279,11 +280,12 @@ export async function storeFiles(
       ks.index.queueCopies(
         Buffer.from(m.packId, 'hex'),
         m.queued.map((q) => q.targetId),
+        m.shards ? m.queued.map((q) => q.shard!) : undefined,
       );
       copiesQueued += m.queued.length;
     }
     packsWritten++;
-    bytesUploaded += m.size * m.copies.length;
+    bytesUploaded += m.timing.wireBytes;
     stats.add({ ...m.timing, bytes: packBytes.get(m.packId) ?? 0 } as ChunkTiming, true, false);
     packBytes.delete(m.packId);
     listener.chunk?.(m.timing);

@@ -108,6 +108,17 @@ export async function runFetches(o: {
         tid: t,
         targetId: target,
         failover: r.pack.copies.some((c) => c !== target && !r.tried.has(c)),
+        ...(r.pack.ec
+          ? {
+              ec: {
+                packId: r.pack.packId.toString('hex'),
+                k: r.pack.ec.k,
+                m: r.pack.ec.m,
+                packLength: r.pack.packSize,
+                shards: [...r.pack.ec.shards],
+              },
+            }
+          : {}),
         packKey: ObjectKey.pack(first.packId.toString('hex')),
         start: first.offset,
         end: last.offset + last.storedLength - 1,
@@ -135,7 +146,8 @@ export async function runFetches(o: {
         if (m.t !== 'restored' && m.t !== 'failed') return false;
         const { range, target } = sent.get(m.tid)!;
         sent.delete(m.tid);
-        if (m.t === 'failed' && STORAGE_PROBLEMS.has(m.error.problem)) {
+        // An erasure-coded range was already tried on every shard by the worker.
+        if (m.t === 'failed' && STORAGE_PROBLEMS.has(m.error.problem) && !range.pack.ec) {
           range.tried.add(target);
           down.add(target);
           if (pick(range) !== undefined) {

@@ -2,6 +2,7 @@ import { ObjectKey } from '../../format/constants.ts';
 import type { CheckProblem, CheckResult } from '../../api/retention.ts';
 import { openBlob } from '../format/blob-codec.ts';
 import { openPackTrailer, type PackEntry } from '../format/pack.ts';
+import { openShard } from '../format/shard-codec.ts';
 import type { RepoLock } from '../repository/locks.ts';
 import type { Repository } from '../repository/repository.ts';
 import type { SnapshotDoc } from '../repository/snapshot.ts';
@@ -64,7 +65,8 @@ export async function runCheck(
           share >= 100 ? present : shuffle(present).slice(0, Math.ceil((present.length * share) / 100));
         let done = 0;
         for (const [id, p] of chosen) {
-          await readPack(repo, t, id, p.size, result);
+          if (p.shard !== null) await readShard(repo, t, id, p.shard, result);
+          else await readPack(repo, t, id, p.size, result);
           listener.files?.(++done, chosen.length);
         }
       }
@@ -76,7 +78,7 @@ export async function runCheck(
     result.missingPacks = counts.missingPacks;
     for (const t of ks.listTargets())
       for (const [id, p] of ks.index.packsOnTarget(t.id))
-        if (p.state === 'missing' && ks.index.storedCopies(Buffer.from(id, 'hex')).length === 0)
+        if (p.state === 'missing' && ks.index.storedCopies(Buffer.from(id, 'hex')).length < (p.ec?.k ?? 1))
           result.problems.push({
             kind: 'missing-pack',
             target: t.name,
@@ -120,6 +122,40 @@ function shuffle<T>(xs: T[]): T[] {
     [xs[i], xs[j]] = [xs[j]!, xs[i]!];
   }
   return xs;
+}
+
+/**
+ * Downloads one shard of an erasure-coded pack and checks its MAC and header (shard-codec.ts). A damaged
+ * or misplaced shard is reported and its copy marked missing: the pack is read from the others, and
+ * `cairn repair` writes it again.
+ */
+async function readShard(
+  repo: Repository,
+  t: TargetRow,
+  packHex: string,
+  shard: number,
+  result: CheckResult,
+): Promise<void> {
+  const { sodium, ks } = repo;
+  const packId = Buffer.from(packHex, 'hex');
+  const object = await repo.storage(t).get(ObjectKey.shard(packHex, shard));
+  result.packsRead++;
+  result.bytesRead += object.length;
+  try {
+    const s = openShard(sodium, ks.keys.shardMac, object, { packId, index: shard });
+    const ec = ks.index.packEc(packId);
+    if (!ec || s.k !== ec.k || s.m !== ec.m || s.packLength !== ks.index.packSize(packId))
+      throw new Error(`its header (${s.k}+${s.m}, ${s.packLength} bytes) disagrees with the index`);
+  } catch (err) {
+    ks.index.setCopyStates(t.id, [{ id: packId, state: 'missing' }]);
+    result.problems.push({
+      kind: 'damaged-shard',
+      target: t.name,
+      pack: packHex,
+      blob: null,
+      message: `on target "${t.name}", ${(err as Error).message} ("cairn repair" writes it again from the other shards)`,
+    });
+  }
 }
 
 /**

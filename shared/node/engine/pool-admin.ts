@@ -1,7 +1,10 @@
 import { completeCopies, type CompletionResult } from '../repository/copy-completion.ts';
 import { rankTargets } from '../repository/placement.ts';
 import { SINGLE_COPY, type PoolPolicy } from '../repository/pool.ts';
-import type { Repository } from '../repository/repository.ts';
+import { RepositoryError, type Repository } from '../repository/repository.ts';
+import { MemberWipedError } from '../repository/errors.ts';
+import { StorageError } from '../storage/storage.ts';
+import { EC_MAX_K as MAX_K, EC_MAX_M as MAX_M } from '../format/erasure.ts';
 import { SettingsError } from './engine-settings.ts';
 import { runRebalance, type RebalanceResult } from './rebalance-job.ts';
 import type { Keystore, TargetRow } from './keystore/keystore.ts';
@@ -55,6 +58,30 @@ export class PoolAdmin {
   }
 
   /**
+   * Erasure coding for new packs: k data + m parity shards each on a distinct active target, stored once
+   * `writeQuorum` shards (k to k + m; default all) were taken. Packs already stored keep their copies.
+   */
+  async setErasure(k: number, m: number, writeQuorum = k + m): Promise<PoolPolicy> {
+    if (!Number.isInteger(k) || k < 1 || k > MAX_K)
+      throw new SettingsError(`--ec: k (data shards) must be from 1 to ${MAX_K}.`, 'k');
+    if (!Number.isInteger(m) || m < 1 || m > MAX_M)
+      throw new SettingsError(`--ec: m (parity shards) must be from 1 to ${MAX_M}.`, 'm');
+    if (!Number.isInteger(writeQuorum) || writeQuorum < k || writeQuorum > k + m)
+      throw new SettingsError(
+        `--write-quorum must be from ${k} to ${k + m} (a pack can be read back from any ${k} shards).`,
+        'writeQuorum',
+      );
+    const active = this.ks.listTargets().filter((t) => t.state === 'active').length;
+    if (k + m > active)
+      throw new SettingsError(
+        `${k}+${m} shards need ${k + m} targets, and this repository has ${active}: add ${k + m - active} more with "cairn target add".`,
+        'k',
+      );
+    await this.repo.publishPool({ waitMs: 30_000, policy: { scheme: 'ec', k, m, writeQuorum } });
+    return this.policy();
+  }
+
+  /**
    * Gives every pack the copies the policy asks for, on the targets its placement ranks first: queued
    * copies are written, and packs short of copies (an older policy, a lost copy) get new ones, read from
    * a stored copy.
@@ -62,10 +89,12 @@ export class PoolAdmin {
   async repair(progress?: (done: number, total: number) => void): Promise<CompletionResult> {
     const members = poolMembers(this.ks);
     const policy = this.policy();
+    for (const t of members) await this.rejoinIfWiped(t);
     if (members.length && policy.scheme === 'replicas') {
       const byPool = new Map(members.map((t) => [t.poolId!, t]));
       const ranking = members.map((t) => ({ id: t.poolId!, weight: t.weight, state: t.state }));
       for (const [hex, p] of this.ks.index.allCopies()) {
+        if (p.ec) continue;
         const stored = [...p.copies].filter(([, s]) => s === 'stored').length;
         const pending = [...p.copies].filter(([, s]) => s === 'queued').length;
         if (stored === 0 || stored + pending >= policy.copies) continue;
@@ -76,7 +105,41 @@ export class PoolAdmin {
         this.ks.index.queueCopies(Buffer.from(hex, 'hex'), want);
       }
     }
+    // An erasure-coded pack's shard found missing (or damaged, by check --read-data) is written again on
+    // its target, or on a member holding none of the pack's shards when that target takes no new data.
+    for (const [hex, p] of this.ks.index.allCopies()) {
+      if (!p.ec) continue;
+      const holding = new Set(p.copies.keys());
+      const spare = members.filter((t) => t.state === 'active' && !holding.has(t.id));
+      for (const [targetId, state] of p.copies) {
+        if (state !== 'missing') continue;
+        const t = this.ks.targetById(targetId);
+        const onto = t.state === 'active' ? t : spare.shift();
+        if (onto) this.ks.index.queueCopies(Buffer.from(hex, 'hex'), [onto.id], [p.shards.get(targetId)!]);
+      }
+    }
     return completeCopies(this.repo, progress);
+  }
+
+  /**
+   * A member found emptied (no config: a bucket wiped, a folder restored blank) is set up again: config
+   * and key slots, the pool object (its refresh), then every index file and snapshot; a listing then
+   * marks every copy it held missing, for repair to write again. A member out of reach is left alone.
+   */
+  private async rejoinIfWiped(t: TargetRow): Promise<void> {
+    try {
+      await this.repo.attach(t, { force: true });
+      return;
+    } catch (err) {
+      if (!(err instanceof MemberWipedError)) {
+        if (err instanceof StorageError || err instanceof RepositoryError) return;
+        throw err;
+      }
+    }
+    await this.repo.attach(t, { force: true, rejoin: true });
+    await this.repo.refresh(t);
+    await this.repo.meta.seed(t);
+    await this.repo.reconcilePacks(t);
   }
 
   /** Moves copies to where placement now puts them (rebalance-job.ts). */
@@ -113,7 +176,6 @@ export class PoolAdmin {
     const targets = this.ks.listTargets();
     for (const t of targets) await this.repo.reconcilePacks(t);
     const policy = this.policy();
-    const want = policy.scheme === 'replicas' ? policy.copies : policy.k + policy.m;
     const report: RedundancyReport = { policy, packs: 0, full: 0, degraded: [], lost: 0, targets: [] };
     const perTarget = new Map(
       targets.map((t) => [t.id, { target: t.name, stored: 0, queued: 0, missing: 0 }]),
@@ -126,8 +188,11 @@ export class PoolAdmin {
         const row = perTarget.get(targetId);
         if (row) row[s]++;
       }
-      if (count.stored >= want) report.full++;
-      else if (count.stored === 0) report.lost++;
+      // An erasure-coded pack needs all k + m shards; a whole-copy pack under an erasure-coding policy
+      // needs m + 1 copies (the same number of targets may be lost).
+      const need = p.ec ? p.ec.k + p.ec.m : policy.scheme === 'replicas' ? policy.copies : policy.m + 1;
+      if (count.stored >= need) report.full++;
+      else if (count.stored < (p.ec?.k ?? 1)) report.lost++;
       else report.degraded.push({ pack: hex, ...count });
     }
     report.targets = [...perTarget.values()];

@@ -59,6 +59,10 @@ export async function runPrune(
 ): Promise<PruneResult> {
   const started = Date.now();
   const ks = repo.ks;
+  if (ks.index.hasErasureCoded())
+    throw new SettingsError(
+      'This repository has erasure-coded packs, which this version cannot prune yet (forget works; the space is freed by a later version).',
+    );
   const dryRun = Boolean(opts.dryRun);
   const targets = inLockOrder(ks.listTargets());
   const locks = new Map<number, RepoLock>();

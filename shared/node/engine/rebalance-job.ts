@@ -36,8 +36,10 @@ export async function runRebalance(
   const { ks } = repo;
   const state = ks.pool.state();
   if (!state) throw new SettingsError('Only a pool is rebalanced: this repository has one target.');
-  if (state.policy.scheme !== 'replicas')
-    throw new SettingsError('Erasure-coded pools cannot be rebalanced by this version yet.');
+  if (state.policy.scheme !== 'replicas' || ks.index.hasErasureCoded())
+    throw new SettingsError(
+      'Erasure-coded packs cannot be moved by this version yet: rebalance and drain work on whole copies (issue 10).',
+    );
   const members = inLockOrder(ks.listTargets().filter((t) => t.poolId !== null));
   const locks: RepoLock[] = [];
   const result: RebalanceResult = { packs: 0, copied: 0, removed: 0, bytesCopied: 0, unreadable: [] };

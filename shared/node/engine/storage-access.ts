@@ -21,6 +21,7 @@ export function startPool(
       idKey: ks.keys.blobId,
       sealKey: ks.keys.blobSeal,
       metaKey: ks.keys.metaSeal,
+      shardKey: ks.keys.shardMac,
       targets,
       targetId,
       ...(placement ? { placement } : {}),

@@ -15,6 +15,7 @@ export const WORKER_EXTERNALS = [
   '@aws-sdk/*',
   '@smithy/*',
   '@napi-rs/*',
+  '@ronomon/*',
 ];
 
 function newest(dir: string): number {

@@ -9,6 +9,11 @@ export interface IndexedPack {
   size: number;
   /** In a pool's index file: the pool ids of the targets holding a copy (1 to 255 of them). */
   copies?: readonly number[];
+  /**
+   * In a pool's index file, an erasure-coded pack instead: k data and m parity shards, `shards[i]` the
+   * pool id of the target holding shard i (null: not stored yet). `copies` is then absent.
+   */
+  ec?: { k: number; m: number; shards: readonly (number | null)[] };
   blobs: PackEntry[];
 }
 
@@ -26,6 +31,8 @@ export interface IndexFile {
 /** Flags of a pool's index file: each pack's copies follow its size. */
 const POOL_FLAG = 1;
 const COPIES_REPLICAS = 0;
+const COPIES_EC = 1;
+const NO_TARGET = 0xffff;
 
 const ENTRY = 1 + BLOB_ID_BYTES + 4 + 4 + 4;
 
@@ -42,14 +49,19 @@ export function sealIndexFile(
 ): Buffer {
   const pool = Boolean(file.pool);
   let size = 4 + file.supersedes.length * 32 + 4;
+  const poolId = (c: number) => Number.isInteger(c) && c >= 1 && c < NO_TARGET;
   for (const p of file.packs) {
-    if (
-      pool &&
-      (!p.copies?.length || p.copies.length > 255 || p.copies.some((c) => !(c >= 1 && c <= 0xfffe)))
-    )
+    if (!pool && (p.copies || p.ec)) throw new Error('copies belong in a pool index file');
+    if (pool && p.ec) {
+      const { k, m, shards } = p.ec;
+      if (!(k >= 1 && m >= 1 && k + m <= 255) || shards.length !== k + m)
+        throw new Error(`pack ${p.id.toString('hex')}: ${shards.length} shards for erasure coding ${k}+${m}`);
+      if (shards.some((c) => c !== null && !poolId(c)))
+        throw new Error(`pack ${p.id.toString('hex')}: a shard's target is not a pool id`);
+    } else if (pool && (!p.copies?.length || p.copies.length > 255 || !p.copies.every(poolId)))
       throw new Error(`pack ${p.id.toString('hex')} needs 1 to 255 copies in a pool's index file`);
-    if (!pool && p.copies) throw new Error('copies belong in a pool index file');
-    size += PACK_ID_BYTES + 8 + (pool ? 2 + p.copies!.length * 2 : 0) + 4 + p.blobs.length * ENTRY;
+    const placement = !pool ? 0 : p.ec ? 3 + p.ec.shards.length * 2 : 2 + p.copies!.length * 2;
+    size += PACK_ID_BYTES + 8 + placement + 4 + p.blobs.length * ENTRY;
   }
   const b = Buffer.alloc(size);
   let at = b.writeUInt32LE(file.supersedes.length, 0);
@@ -62,7 +74,12 @@ export function sealIndexFile(
     b.set(p.id, at);
     at += PACK_ID_BYTES;
     at = b.writeBigUInt64LE(BigInt(p.size), at);
-    if (pool) {
+    if (pool && p.ec) {
+      at = b.writeUInt8(COPIES_EC, at);
+      at = b.writeUInt8(p.ec.k, at);
+      at = b.writeUInt8(p.ec.m, at);
+      for (const c of p.ec.shards) at = b.writeUInt16LE(c ?? NO_TARGET, at);
+    } else if (pool) {
       at = b.writeUInt8(COPIES_REPLICAS, at);
       at = b.writeUInt8(p.copies!.length, at);
       for (const c of p.copies!) at = b.writeUInt16LE(c, at);
@@ -121,16 +138,32 @@ export function openIndexFile(
     const size = Number(b.readBigUInt64LE(at));
     at += 8;
     let copies: number[] | undefined;
+    let ec: IndexedPack['ec'];
     if (pool) {
       need(2);
       const scheme = b[at]!;
-      const n = b[at + 1]!;
-      at += 2;
-      // Erasure-coded packs (scheme 1) are not written yet: a reader that meets one must not guess.
-      if (scheme !== COPIES_REPLICAS || n === 0) throw bad();
-      need(n * 2);
-      copies = [];
-      for (let c = 0; c < n; c++, at += 2) copies.push(b.readUInt16LE(at));
+      if (scheme === COPIES_EC) {
+        need(3);
+        const k = b[at + 1]!;
+        const m = b[at + 2]!;
+        at += 3;
+        if (k === 0 || m === 0 || k + m > 255) throw bad();
+        need((k + m) * 2);
+        const shards: (number | null)[] = [];
+        for (let c = 0; c < k + m; c++, at += 2) {
+          const id = b.readUInt16LE(at);
+          shards.push(id === NO_TARGET ? null : id);
+        }
+        if (shards.some((id) => id === 0)) throw bad();
+        ec = { k, m, shards };
+      } else {
+        const n = b[at + 1]!;
+        at += 2;
+        if (scheme !== COPIES_REPLICAS || n === 0) throw bad();
+        need(n * 2);
+        copies = [];
+        for (let c = 0; c < n; c++, at += 2) copies.push(b.readUInt16LE(at));
+      }
     }
     need(4);
     const count = b.readUInt32LE(at);
@@ -147,7 +180,7 @@ export function openIndexFile(
       });
       at += ENTRY;
     }
-    packs.push(copies ? { id, size, copies, blobs } : { id, size, blobs });
+    packs.push(copies ? { id, size, copies, blobs } : ec ? { id, size, ec, blobs } : { id, size, blobs });
   }
   if (at !== b.length) throw bad();
   return pool ? { supersedes, packs, pool } : { supersedes, packs };

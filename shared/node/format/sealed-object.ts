@@ -18,7 +18,9 @@ export type ObjectProblem =
   | 'bad-length'
   | 'bad-content'
   /** Intact, but another object than the name it was read under (an erasure-coded shard). */
-  | 'misplaced';
+  | 'misplaced'
+  /** An erasure-coded pack with fewer than k shards that could be read (or a data shard not stored). */
+  | 'missing';
 
 /** A stored object that is not what its name promises. `problem` says how. */
 export class ObjectFormatError extends Error {

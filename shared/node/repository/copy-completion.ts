@@ -1,5 +1,7 @@
 import { ObjectKey } from '../../format/constants.ts';
+import { sealShard } from '../format/shard-codec.ts';
 import { StorageError } from '../storage/storage.ts';
+import { rebuildPack, type ShardGet } from './shard-reads.ts';
 import type { TargetRow } from '../engine/keystore/keystore.ts';
 import { RepositoryError } from './errors.ts';
 import type { Repository } from './repository.ts';
@@ -39,6 +41,18 @@ export async function completeCopies(
     try {
       await repo.attach(t);
       for (const q of list) {
+        if (q.shard !== null) {
+          // A shard: rebuilt from any k shards whose MACs hold, sealed again, put on its target.
+          await repo
+            .storage(t)
+            .put(
+              ObjectKey.shard(q.packId.toString('hex'), q.shard),
+              await shardObject(repo, q.packId, q.size, q.shard),
+            );
+          written.push(q.packId);
+          progress?.(++done, queued.length);
+          continue;
+        }
         const sources = ks.index.storedCopies(q.packId).filter((x) => x !== targetId);
         const body = await readPackCopy(repo, q.packId, q.size, sources);
         if (!body) {
@@ -92,21 +106,41 @@ export async function readPackCopy(
   return undefined;
 }
 
+/** Shard `index` of an erasure-coded pack as a shard object, rebuilt from the shards stored. */
+export async function shardObject(
+  repo: Repository,
+  packId: Buffer,
+  size: number,
+  index: number,
+): Promise<Buffer> {
+  const { ks } = repo;
+  const ec = ks.index.packEc(packId)!;
+  const p = { packId, k: ec.k, m: ec.m, packLength: size, shards: ks.index.storedShards(packId) };
+  const get: ShardGet = (id, key, range) => repo.storage(ks.targetById(id)).get(key, range);
+  const { shards } = await rebuildPack(p, get, ks.sodium, ks.keys.shardMac);
+  return sealShard(ks.sodium, ks.keys.shardMac, {
+    packId,
+    index,
+    k: ec.k,
+    m: ec.m,
+    packLength: size,
+    bytes: shards[index]!,
+  });
+}
+
 /** An additive index file naming the packs again with every stored copy and the new one, on every member. */
 async function recordCopies(repo: Repository, t: TargetRow, packs: Buffer[]): Promise<void> {
   if (packs.length === 0) return;
-  const { ks } = repo;
-  const poolIds = (id: Buffer) =>
-    [...new Set([...ks.index.storedCopies(id), t.id])]
-      .map((x) => ks.targetById(x).poolId)
-      .filter((x) => x !== null);
   await repo.meta.writeIndex(
     t,
     packs.map((id) => ({
       id,
-      size: ks.index.packSize(id),
-      copies: poolIds(id),
-      blobs: ks.index.blobsOfPack(id),
+      size: repo.ks.index.packSize(id),
+      ...repo.meta.poolPlacement(id, { target: t.id, shard: queuedShard(repo, id, t.id) }),
+      blobs: repo.ks.index.blobsOfPack(id),
     })),
   );
 }
+
+const queuedShard = (repo: Repository, packId: Buffer, targetId: number) =>
+  repo.ks.index.queuedCopies().find((q) => q.packId.equals(packId) && q.targetId === targetId)?.shard ?? null;

@@ -5,3 +5,11 @@ export class RepositoryError extends Error {
     this.name = 'RepositoryError';
   }
 }
+
+/** A target the pool names that holds no repository (emptied, or pointing elsewhere): `repair` may rejoin it. */
+export class MemberWipedError extends RepositoryError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'MemberWipedError';
+  }
+}

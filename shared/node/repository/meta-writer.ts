@@ -40,12 +40,26 @@ export class MetaWriter {
     return [home, ...members.filter((t) => t.id !== home.id)];
   }
 
-  /** The pool ids of a pack's stored copies on members of the pool. */
-  private poolCopies(packId: Uint8Array): number[] {
-    return this.ks.index
-      .storedCopies(packId)
-      .map((id) => this.ks.targetById(id).poolId)
-      .filter((id) => id !== null);
+  /**
+   * Where a pack is, as a pool's index file says it (by pool id): its copies, or for an erasure-coded
+   * pack the target of each stored shard. `plus`: a copy (or shard) just written, not yet marked stored.
+   */
+  poolPlacement(
+    packId: Uint8Array,
+    plus?: { target: number; shard: number | null },
+  ): Pick<IndexedPack, 'copies' | 'ec'> {
+    const ec = this.ks.index.packEc(packId);
+    const poolId = (id: number) => this.ks.targetById(id).poolId;
+    if (!ec) {
+      const ids = new Set(this.ks.index.storedCopies(packId));
+      if (plus) ids.add(plus.target);
+      return { copies: [...ids].map(poolId).filter((id) => id !== null) };
+    }
+    const shards: (number | null)[] = Array.from({ length: ec.k + ec.m }, () => null);
+    const stored = this.ks.index.storedShards(packId);
+    if (plus && plus.shard !== null) stored.push({ shard: plus.shard, targetId: plus.target });
+    for (const s of stored) shards[s.shard] = poolId(s.targetId);
+    return { ec: { ...ec, shards } };
   }
 
   /** Seals an index file for `home` (a pool's, with copies, when `home` is a member) and writes it everywhere. */
@@ -57,8 +71,8 @@ export class MetaWriter {
     const pool = this.ks.pool.state() !== null && home.poolId !== null;
     const described = pool
       ? packs
-          .map((p) => ({ ...p, copies: p.copies ?? this.poolCopies(p.id) }))
-          .filter((p) => p.copies.length > 0)
+          .map((p) => (p.copies || p.ec ? p : { ...p, ...this.poolPlacement(p.id) }))
+          .filter((p) => (p.ec ? p.ec.shards.some((s) => s !== null) : p.copies!.length > 0))
       : packs;
     if (described.length === 0) return { bytes: 0, packs: [] };
     const id = this.ks.sodium.randomBytes(32);
@@ -151,8 +165,9 @@ export class MetaWriter {
     const packs = ks.index.indexedPacks();
     for (let i = 0; i < packs.length; i += PACKS_PER_SEED_INDEX) {
       const chunk = packs.slice(i, i + PACKS_PER_SEED_INDEX).flatMap((p) => {
-        const copies = this.poolCopies(p.id);
-        return copies.length ? [{ id: p.id, size: p.size, copies, blobs: ks.index.blobsOfPack(p.id) }] : [];
+        const where = this.poolPlacement(p.id);
+        const any = where.ec ? where.ec.shards.some((s) => s !== null) : where.copies!.length > 0;
+        return any ? [{ id: p.id, size: p.size, ...where, blobs: ks.index.blobsOfPack(p.id) }] : [];
       });
       if (chunk.length === 0) continue;
       const id = ks.sodium.randomBytes(32);

@@ -1,4 +1,9 @@
 import type { PackPlacement } from '../../../workers/protocol.ts';
+import { ObjectKey } from '../../format/constants.ts';
+import type { SodiumProvider } from '../crypto/provider.ts';
+import { encodeShards } from '../format/erasure.ts';
+import { sealShard } from '../format/shard-codec.ts';
+import type { PutBody } from '../storage/put-body.ts';
 import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
 import { StorageError } from '../storage/storage.ts';
 import { RepositoryError } from './errors.ts';
@@ -11,18 +16,14 @@ import { PlacementError, rankTargets } from './placement.ts';
 export function packPlacement(ks: Keystore, home: TargetRow): PackPlacement | undefined {
   const state = ks.pool.state();
   if (!state || home.poolId === null) return undefined;
-  if (state.policy.scheme !== 'replicas')
-    throw new RepositoryError(
-      'This repository asks for erasure coding, which this version cannot write yet.',
-    );
-  return {
-    members: ks
-      .listTargets()
-      .filter((t) => t.poolId !== null)
-      .map((t) => ({ localId: t.id, poolId: t.poolId!, weight: t.weight, state: t.state })),
-    copies: state.policy.copies,
-    writeQuorum: state.policy.writeQuorum,
-  };
+  const members = ks
+    .listTargets()
+    .filter((t) => t.poolId !== null)
+    .map((t) => ({ localId: t.id, poolId: t.poolId!, weight: t.weight, state: t.state }));
+  const p = state.policy;
+  return p.scheme === 'ec'
+    ? { members, copies: p.k + p.m, writeQuorum: p.writeQuorum, ec: { k: p.k, m: p.m } }
+    : { members, copies: p.copies, writeQuorum: p.writeQuorum };
 }
 
 /** The local ids of the targets that get a copy of `packId` (`fallback` outside a pool). */
@@ -92,3 +93,72 @@ export async function putCopies(
 }
 
 const retryable = (err: unknown) => err instanceof StorageError && err.retryable;
+
+export interface StoredPack {
+  /** Local ids of the targets that took a copy (a shard, for an erasure-coded pack). */
+  copies: number[];
+  /** Erasure coding: the shard each of `copies` holds. */
+  shards?: number[];
+  queued: { targetId: number; message: string; shard?: number }[];
+  /** Bytes sent over the wire. */
+  wireBytes: number;
+}
+
+/**
+ * Stores a closed pack where its placement says: the same bytes on each copy target, or, in an
+ * erasure-coded pool, shard i (docs/FORMAT.md) on the i-th target of the pack's ranking. Used by the
+ * workers (data packs, from their spool file) and the coordinator (tree packs).
+ */
+export async function storePack(o: {
+  placement: PackPlacement | undefined;
+  /** The target outside a pool. */
+  home: number;
+  packId: Buffer;
+  body: PutBody;
+  /** The pack's bytes (erasure coding reads the spool file whole to cut it). */
+  bytes: () => Buffer;
+  sodium: SodiumProvider;
+  shardKey?: Uint8Array;
+  put: (targetId: number, key: string, body: PutBody, patient: boolean) => Promise<void>;
+  down: Map<number, unknown>;
+}): Promise<StoredPack> {
+  const where = copyTargets(o.placement, o.home, o.packId);
+  const hex = o.packId.toString('hex');
+  const quorum = o.placement?.writeQuorum ?? 1;
+  const ec = o.placement?.ec;
+  if (!ec) {
+    const r = await putCopies(
+      where,
+      (id, patient) => o.put(id, ObjectKey.pack(hex), o.body, patient),
+      quorum,
+      o.down,
+    );
+    return { ...r, wireBytes: o.body.length * r.copies.length };
+  }
+  if (!o.shardKey) throw new Error('erasure coding needs the shard key');
+  const bytes = o.bytes();
+  const shards = await encodeShards(bytes, ec.k, ec.m);
+  const objects = shards.map((s, index) =>
+    sealShard(o.sodium, o.shardKey!, {
+      packId: o.packId,
+      index,
+      k: ec.k,
+      m: ec.m,
+      packLength: bytes.length,
+      bytes: s,
+    }),
+  );
+  const shardOf = (id: number) => where.indexOf(id);
+  const r = await putCopies(
+    where,
+    (id, patient) => o.put(id, ObjectKey.shard(hex, shardOf(id)), objects[shardOf(id)]!, patient),
+    quorum,
+    o.down,
+  );
+  return {
+    copies: r.copies,
+    shards: r.copies.map(shardOf),
+    queued: r.queued.map((q) => ({ ...q, shard: shardOf(q.targetId) })),
+    wireBytes: r.copies.length * objects[0]!.length,
+  };
+}

@@ -1,4 +1,7 @@
-import { Magic, ObjectKey, Prefix, packIdOfKey, type BlobKind } from '../../format/constants.ts';
+import { Magic, ObjectKey, Prefix, packIdOfKey, shardOfKey, type BlobKind } from '../../format/constants.ts';
+import { shardLengthFor, shardObjectLength } from '../format/shard-codec.ts';
+import { readEcBlob } from './shard-reads.ts';
+import type { BlobLocation } from '../engine/keystore/index-cache.ts';
 import type { KeySlot } from '../crypto/keys.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { blobId, openBlob } from '../format/blob-codec.ts';
@@ -12,7 +15,7 @@ import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
 import { targetWhere } from '../../settings.ts';
 import { openConfig, sealConfig, type RepoConfig } from './config.ts';
 import { RepoLock, type LockContext, type LockKind } from './locks.ts';
-import { RepositoryError } from './errors.ts';
+import { MemberWipedError, RepositoryError } from './errors.ts';
 import { MetaWriter } from './meta-writer.ts';
 import { PoolSync } from './pool-sync.ts';
 import type { PoolPolicy } from './pool.ts';
@@ -70,7 +73,14 @@ export class Repository {
   async attach(
     t: TargetRow,
     /** `joining`: the target is new to this keystore (target add or edit): see syncKeySlots. */
-    opts: { force?: boolean; handle?: TargetHandle; joining?: boolean; impatient?: boolean } = {},
+    /** `rejoin`: a pool member found holding no repository is set up again (`repair`, at the user's word). */
+    opts: {
+      force?: boolean;
+      handle?: TargetHandle;
+      joining?: boolean;
+      impatient?: boolean;
+      rejoin?: boolean;
+    } = {},
   ): Promise<'initialised' | 'member'> {
     if (this.verified.has(t.id) && !opts.force) return 'member';
     // `impatient`: the caller has somewhere else to go (another member) if this one is down.
@@ -84,9 +94,9 @@ export class Repository {
       throw err;
     });
     let result: 'initialised' | 'member';
-    if (!sealed && t.poolId !== null)
-      throw new RepositoryError(
-        `Target "${t.name}" is in this repository's pool but holds no Cairn repository (no config object): check where it points (${targetWhere(t.config)}).`,
+    if (!sealed && t.poolId !== null && !opts.rejoin)
+      throw new MemberWipedError(
+        `Target "${t.name}" is in this repository's pool but holds no Cairn repository (no config object): check where it points (${targetWhere(t.config)}); if it was emptied, "cairn repair" sets it up again from the other targets.`,
       );
     if (!sealed) {
       const foreign = await firstKey(s, '');
@@ -244,7 +254,7 @@ export class Repository {
         file.packs.map((p) => ({
           pack: {
             id: p.id,
-            copies: this.copiesOf(t, p),
+            ...this.copiesOf(t, p),
             kind: p.blobs[0]?.kind ?? 'data',
             size: p.size,
             jobId: null,
@@ -286,9 +296,24 @@ export class Repository {
    * file names them by pool id (a target this machine does not know, or no longer has, is left out);
    * otherwise the pack is on `t`.
    */
-  private copiesOf(t: TargetRow, p: IndexedPack): number[] {
-    if (!p.copies) return [t.id];
-    return p.copies.map((id) => this.ks.pool.localId(id)).filter((id) => id !== undefined);
+  private copiesOf(
+    t: TargetRow,
+    p: IndexedPack,
+  ): { copies: number[]; shards?: number[]; ec?: { k: number; m: number } } {
+    const local = (id: number) => this.ks.pool.localId(id);
+    if (p.ec) {
+      const held = p.ec.shards.flatMap((id, shard) => {
+        const targetId = id === null ? undefined : local(id);
+        return targetId === undefined ? [] : [{ targetId, shard }];
+      });
+      return {
+        copies: held.map((h) => h.targetId),
+        shards: held.map((h) => h.shard),
+        ec: { k: p.ec.k, m: p.ec.m },
+      };
+    }
+    if (!p.copies) return { copies: [t.id] };
+    return { copies: p.copies.map(local).filter((id) => id !== undefined) };
   }
 
   /**
@@ -308,7 +333,9 @@ export class Repository {
     let missing = 0;
     let present = 0;
     for (const [hex, p] of known) {
-      const ok = listed.get(hex) === p.size;
+      // A target holds a whole copy of a pack, or one shard object of an erasure-coded one.
+      const size = p.ec ? shardObjectLength(shardLengthFor(p.size, p.ec.k)) : p.size;
+      const ok = listed.get(hex) === size;
       if (ok) present++;
       else if (p.state !== 'queued') missing++;
       if (!ok && p.state === 'stored') changes.push({ id: Buffer.from(hex, 'hex'), state: 'missing' });
@@ -325,7 +352,7 @@ export class Repository {
     const listed = new Map<string, number>();
     const s = opts.impatient ? this.storage(t).patience(FAILOVER_WINDOW_MS) : this.storage(t);
     for await (const o of s.list(Prefix.data)) {
-      const id = packIdOfKey(o.key);
+      const id = packIdOfKey(o.key) ?? shardOfKey(o.key)?.packId;
       if (id) listed.set(id, o.size);
     }
     return listed;
@@ -404,6 +431,7 @@ export class Repository {
       throw new RepositoryError(
         `Tree ${idHex} is not in the index (its pack is missing or was never indexed).`,
       );
+    if (loc.ec) return this.loadEcTree(id, loc, opts);
     // Each copy in turn: one that cannot be read or fails authentication is passed over for the next.
     const failures: string[] = [];
     for (const targetId of loc.copies) {
@@ -431,6 +459,31 @@ export class Repository {
     throw new RepositoryError(
       `Folder listing ${idHex.slice(0, 12)}… (pack ${loc.packId.toString('hex').slice(0, 12)}… ${failures.join('; (')}`,
     );
+  }
+
+  /** A tree blob of an erasure-coded pack (shard-reads.ts): shards that are down cost seconds each. */
+  private async loadEcTree(id: Buffer, loc: BlobLocation, opts: { cache?: boolean }): Promise<Buffer> {
+    const plain = await readEcBlob(
+      { packId: loc.packId, k: loc.ec!.k, m: loc.ec!.m, packLength: loc.packSize, shards: loc.ec!.shards },
+      loc,
+      (t, key, range) => this.storage(this.ks.targetById(t)).patience(FAILOVER_WINDOW_MS).get(key, range),
+      (sealed) =>
+        openBlob(this.sodium, sealed, {
+          sealKey: this.ks.keys.blobSeal,
+          idKey: this.ks.keys.blobId,
+          kind: 'tree',
+          id,
+          length: loc.plainLength,
+        }),
+      this.sodium,
+      this.ks.keys.shardMac,
+    ).catch((err: unknown) => {
+      throw new RepositoryError(
+        `Folder listing ${id.toString('hex').slice(0, 12)}…: ${(err as Error).message}`,
+      );
+    });
+    if (opts.cache !== false) this.ks.index.putTree(id, plain);
+    return plain;
   }
 
   treeId(plain: Uint8Array): Buffer {

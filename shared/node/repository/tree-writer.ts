@@ -1,11 +1,10 @@
 import { FAILOVER_WINDOW_MS } from '../storage/retrying.ts';
-import { ObjectKey } from '../../format/constants.ts';
 import { maybeCompress, sealBlobInto } from '../format/blob-codec.ts';
 import { sealPackTrailer, type PackEntry } from '../format/pack.ts';
 import { sealedLength } from '../format/sealed-object.ts';
 import { encodeTree, type TreeNode } from '../format/tree.ts';
 import type { TargetRow } from '../engine/keystore/keystore.ts';
-import { copyTargets, packPlacement, putCopies } from './pack-placement.ts';
+import { packPlacement, storePack } from './pack-placement.ts';
 import type { Repository } from './repository.ts';
 
 /** Most blobs in one tree pack, so its trailer stays small. */
@@ -99,20 +98,25 @@ export class TreeWriter {
     parts.push(sealPackTrailer(sodium, ks.keys.metaSeal, packId, entries));
     const body = Buffer.concat(parts);
     const placement = packPlacement(ks, this.target);
-    const key = ObjectKey.pack(packId.toString('hex'));
-    const { copies, queued } = await putCopies(
-      copyTargets(placement, this.target.id, packId),
-      (id, patient) => {
+    const { copies, shards, queued, wireBytes } = await storePack({
+      placement,
+      home: this.target.id,
+      packId,
+      body,
+      bytes: () => body,
+      sodium,
+      shardKey: ks.keys.shardMac,
+      put: (id, key, b, patient) => {
         const s = this.repo.storage(ks.targetById(id));
-        return (patient ? s : s.patience(FAILOVER_WINDOW_MS)).put(key, body);
+        return (patient ? s : s.patience(FAILOVER_WINDOW_MS)).put(key, b);
       },
-      placement?.writeQuorum ?? 1,
-      this.down,
-    );
+      down: this.down,
+    });
     ks.index.addPack(
       {
         id: packId,
         copies,
+        ...(shards ? { shards, ec: placement!.ec } : {}),
         kind: 'tree',
         size: body.length,
         jobId: this.jobId,
@@ -124,9 +128,10 @@ export class TreeWriter {
       ks.index.queueCopies(
         packId,
         queued.map((q) => q.targetId),
+        shards ? queued.map((q) => q.shard!) : undefined,
       );
     for (const tr of trees) ks.index.putTree(tr.id, tr.plain);
-    this.written.bytes += body.length * copies.length;
+    this.written.bytes += wireBytes;
     this.written.packs++;
     this.written.copiesQueued += queued.length;
   }

@@ -119,7 +119,8 @@ describe('keystore migration 7 (pack copies)', () => {
   it("each pack's target becomes its one copy; no blob is lost to the table's rebuild", () => {
     const file = path.join(tempDir(), 'keystore.db');
     const old = new Database(file);
-    const before = migrations.length - 1;
+    // Migration 7 is the second to last (8 adds erasure-coding columns).
+    const before = migrations.length - 2;
     for (const m of migrations.slice(0, before)) old.exec(m);
     old.pragma(`user_version = ${FIRST_V2_VERSION - 1 + before}`);
     withTargets(old, 1, 2);

@@ -13,10 +13,21 @@ export interface PackRow {
   size: number;
   state: PackState;
   jobId: string | null;
+  /** An erasure-coded pack: k data and m parity shards, one per target. */
+  ec?: { k: number; m: number };
 }
 
-/** A pack to record, with the targets that hold a copy of it. */
-export type NewPack = PackRow & { copies: readonly number[] };
+/**
+ * A pack to record, with the targets that hold a copy of it; for an erasure-coded pack, `shards[i]` is
+ * the shard `copies[i]` holds.
+ */
+export type NewPack = PackRow & { copies: readonly number[]; shards?: readonly number[] };
+
+/** Where one shard of an erasure-coded pack is stored. */
+export interface ShardCopy {
+  shard: number;
+  targetId: number;
+}
 
 export interface BlobLocation {
   id: Buffer;
@@ -24,13 +35,19 @@ export interface BlobLocation {
   packId: Buffer;
   /** The targets holding a stored copy of the pack, at least one; shared by every blob of the pack. */
   copies: readonly number[];
+  /** An erasure-coded pack: its stored shards (at least k), shared by every blob of the pack. */
+  ec?: { k: number; m: number; shards: readonly ShardCopy[] };
   packSize: number;
   offset: number;
   storedLength: number;
   plainLength: number;
 }
 
-const STORED_COPY = `EXISTS (SELECT 1 FROM pack_copies c WHERE c.pack_id = b.pack_id AND c.state = 'stored')`;
+/** SQL: the pack `pack` can be read (a whole copy, or k shards of an erasure-coded pack, are stored). */
+export const readable = (pack: string) =>
+  `(SELECT count(*) FROM pack_copies c WHERE c.pack_id = ${pack} AND c.state = 'stored') >=
+   (SELECT coalesce(rp.ec_k, 1) FROM packs rp WHERE rp.id = ${pack})`;
+const STORED_COPY = readable('b.pack_id');
 
 /**
  * The local copy of the repository index: which blob is in which pack, which targets hold a copy of each
@@ -46,33 +63,36 @@ export class IndexCache {
   private readonly insertPack;
   private readonly insertCopy;
   /** Per pack, one id Buffer and one copies array, shared by the locations of its blobs. */
-  private readonly packs = new Map<string, { id: Buffer; copies: readonly number[] }>();
+  private readonly packs = new Map<
+    string,
+    { id: Buffer; copies: readonly number[]; ec?: BlobLocation['ec'] }
+  >();
 
   constructor(private readonly db: Db) {
     this.hasStmt = db.prepare(`SELECT 1 FROM blobs b WHERE b.id = ? AND ${STORED_COPY}`);
     this.lookupStmt = db.prepare(
-      `SELECT b.id, b.kind, b.pack_id, p.size AS pack_size, b.offset, b.stored_length, b.plain_length
+      `SELECT b.id, b.kind, b.pack_id, p.size AS pack_size, p.ec_k, p.ec_m, b.offset, b.stored_length, b.plain_length
        FROM blobs b JOIN packs p ON p.id = b.pack_id WHERE b.id = ?`,
     );
-    this.copiesStmt = db
-      .prepare(`SELECT target_id FROM pack_copies WHERE pack_id = ? AND state = 'stored' ORDER BY target_id`)
-      .pluck();
+    this.copiesStmt = db.prepare(
+      `SELECT target_id, shard FROM pack_copies WHERE pack_id = ? AND state = 'stored' ORDER BY target_id`,
+    );
     this.insertPack = db.prepare(
-      `INSERT INTO packs (id, kind, size, state, job_id, created_at) VALUES (?, ?, ?, ?, ?, ?)
+      `INSERT INTO packs (id, kind, size, state, job_id, created_at, ec_k, ec_m) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT(id) DO UPDATE SET state = CASE WHEN excluded.state = 'indexed' THEN 'indexed' ELSE packs.state END`,
     );
     // An index file says a copy exists; a listing that found it missing outranks that until a listing
     // finds it again (reconcile). A queued copy another machine completed is stored.
     this.insertCopy = db.prepare(
-      `INSERT INTO pack_copies (pack_id, target_id, state) VALUES (?, ?, 'stored')
-       ON CONFLICT(pack_id, target_id) DO UPDATE SET state = 'stored' WHERE state = 'queued'`,
+      `INSERT INTO pack_copies (pack_id, target_id, state, shard) VALUES (?, ?, 'stored', ?)
+       ON CONFLICT(pack_id, target_id) DO UPDATE SET state = 'stored', shard = excluded.shard WHERE state = 'queued'`,
     );
     // A blob already known in a pack with no stored copy left moves to the new pack.
     this.insertBlob = db.prepare(
       `INSERT INTO blobs (id, kind, pack_id, offset, stored_length, plain_length) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT(id) DO UPDATE SET pack_id = excluded.pack_id, offset = excluded.offset,
          stored_length = excluded.stored_length, plain_length = excluded.plain_length
-       WHERE NOT EXISTS (SELECT 1 FROM pack_copies c WHERE c.pack_id = blobs.pack_id AND c.state = 'stored')`,
+       WHERE NOT ${readable('blobs.pack_id')}`,
     );
   }
 
@@ -91,15 +111,28 @@ export class IndexCache {
     const hex = r.pack_id.toString('hex');
     let pack = this.packs.get(hex);
     if (!pack) {
-      const copies = this.copiesStmt.all(r.pack_id) as number[];
-      this.packs.set(hex, (pack = { id: r.pack_id, copies }));
+      const rows = this.copiesStmt.all(r.pack_id) as { target_id: number; shard: number | null }[];
+      const copies = rows.map((c) => c.target_id);
+      const ec =
+        r.ec_k === null
+          ? undefined
+          : {
+              k: r.ec_k,
+              m: r.ec_m!,
+              shards: rows
+                .filter((c) => c.shard !== null)
+                .map((c) => ({ shard: c.shard!, targetId: c.target_id }))
+                .sort((a, b) => a.shard - b.shard),
+            };
+      this.packs.set(hex, (pack = { id: r.pack_id, copies, ...(ec ? { ec } : {}) }));
     }
-    if (pack.copies.length === 0) return undefined;
+    if (pack.ec ? pack.ec.shards.length < pack.ec.k : pack.copies.length === 0) return undefined;
     return {
       id: Buffer.isBuffer(id) ? id : r.id,
       kind: r.kind,
       packId: pack.id,
       copies: pack.copies,
+      ...(pack.ec ? { ec: pack.ec } : {}),
       packSize: r.pack_size,
       offset: r.offset,
       storedLength: r.stored_length,
@@ -116,8 +149,8 @@ export class IndexCache {
     const now = Date.now();
     this.db.transaction(() => {
       for (const { pack: p, blobs } of list) {
-        this.insertPack.run(p.id, p.kind, p.size, p.state, p.jobId, now);
-        for (const t of p.copies) this.insertCopy.run(p.id, t);
+        this.insertPack.run(p.id, p.kind, p.size, p.state, p.jobId, now, p.ec?.k ?? null, p.ec?.m ?? null);
+        p.copies.forEach((t, i) => this.insertCopy.run(p.id, t, p.shards?.[i] ?? null));
         for (const b of blobs)
           this.insertBlob.run(b.id, b.kind, p.id, b.offset, b.storedLength, b.plainLength);
       }
@@ -127,49 +160,106 @@ export class IndexCache {
 
   /** The targets holding a stored copy of a pack. */
   storedCopies(packId: Uint8Array): number[] {
-    return this.copiesStmt.all(packId) as number[];
+    return (this.copiesStmt.all(packId) as { target_id: number }[]).map((c) => c.target_id);
+  }
+
+  /** The stored shards of an erasure-coded pack. */
+  storedShards(packId: Uint8Array): ShardCopy[] {
+    return (this.copiesStmt.all(packId) as { target_id: number; shard: number | null }[])
+      .filter((c) => c.shard !== null)
+      .map((c) => ({ shard: c.shard!, targetId: c.target_id }));
+  }
+
+  /** Whether any pack is erasure-coded (what prune and rebalance cannot yet handle). */
+  hasErasureCoded(): boolean {
+    return this.db.prepare('SELECT 1 FROM packs WHERE ec_k IS NOT NULL LIMIT 1').get() !== undefined;
+  }
+
+  /** k and m of an erasure-coded pack; undefined for a pack stored as whole copies. */
+  packEc(packId: Uint8Array): { k: number; m: number } | undefined {
+    const r = this.db.prepare('SELECT ec_k, ec_m FROM packs WHERE id = ?').get(packId) as
+      { ec_k: number | null; ec_m: number | null } | undefined;
+    return r && r.ec_k !== null ? { k: r.ec_k, m: r.ec_m! } : undefined;
   }
 
   packSize(packId: Uint8Array): number {
     return (this.db.prepare('SELECT size FROM packs WHERE id = ?').get(packId) as { size: number }).size;
   }
 
-  /** Records copies still to be written (the write quorum was met without them); stored ones stay. */
-  queueCopies(packId: Uint8Array, targetIds: readonly number[]): void {
+  /**
+   * Records copies still to be written (the write quorum was met without them); stored ones stay. For an
+   * erasure-coded pack, `shards[i]` is the shard `targetIds[i]` is to hold.
+   */
+  queueCopies(packId: Uint8Array, targetIds: readonly number[], shards?: readonly number[]): void {
     const st = this.db.prepare(
-      `INSERT INTO pack_copies (pack_id, target_id, state) VALUES (?, ?, 'queued')
-       ON CONFLICT(pack_id, target_id) DO UPDATE SET state = 'queued' WHERE state = 'missing'`,
+      `INSERT INTO pack_copies (pack_id, target_id, state, shard) VALUES (?, ?, 'queued', ?)
+       ON CONFLICT(pack_id, target_id) DO UPDATE SET state = 'queued', shard = excluded.shard WHERE state = 'missing'`,
     );
     this.db.transaction(() => {
-      for (const t of targetIds) st.run(packId, t);
+      targetIds.forEach((t, i) => st.run(packId, t, shards?.[i] ?? null));
     })();
   }
 
   /** Copies waiting to be written, oldest packs first. */
-  queuedCopies(): { packId: Buffer; targetId: number; size: number }[] {
+  queuedCopies(): { packId: Buffer; targetId: number; size: number; shard: number | null }[] {
     return (
       this.db
         .prepare(
-          `SELECT c.pack_id, c.target_id, p.size FROM pack_copies c JOIN packs p ON p.id = c.pack_id
+          `SELECT c.pack_id, c.target_id, c.shard, p.size FROM pack_copies c JOIN packs p ON p.id = c.pack_id
            WHERE c.state = 'queued' ORDER BY c.target_id, p.created_at`,
         )
-        .all() as { pack_id: Buffer; target_id: number; size: number }[]
-    ).map((r) => ({ packId: r.pack_id, targetId: r.target_id, size: r.size }));
+        .all() as { pack_id: Buffer; target_id: number; size: number; shard: number | null }[]
+    ).map((r) => ({ packId: r.pack_id, targetId: r.target_id, size: r.size, shard: r.shard }));
   }
 
   /** Every pack with its copies' states by target (for redundancy reports and repair). */
-  allCopies(): Map<string, { size: number; copies: Map<number, CopyState> }> {
+  allCopies(): Map<
+    string,
+    {
+      size: number;
+      ec?: { k: number; m: number };
+      copies: Map<number, CopyState>;
+      shards: Map<number, number>;
+    }
+  > {
     const rows = this.db
       .prepare(
-        'SELECT p.id, p.size, c.target_id, c.state FROM packs p LEFT JOIN pack_copies c ON c.pack_id = p.id',
+        `SELECT p.id, p.size, p.ec_k, p.ec_m, c.target_id, c.state, c.shard
+         FROM packs p LEFT JOIN pack_copies c ON c.pack_id = p.id`,
       )
-      .all() as { id: Buffer; size: number; target_id: number | null; state: CopyState | null }[];
-    const out = new Map<string, { size: number; copies: Map<number, CopyState> }>();
+      .all() as {
+      id: Buffer;
+      size: number;
+      ec_k: number | null;
+      ec_m: number | null;
+      target_id: number | null;
+      state: CopyState | null;
+      shard: number | null;
+    }[];
+    const out = new Map<
+      string,
+      {
+        size: number;
+        ec?: { k: number; m: number };
+        copies: Map<number, CopyState>;
+        shards: Map<number, number>;
+      }
+    >();
     for (const r of rows) {
       const hex = r.id.toString('hex');
       let p = out.get(hex);
-      if (!p) out.set(hex, (p = { size: r.size, copies: new Map() }));
+      if (!p)
+        out.set(
+          hex,
+          (p = {
+            size: r.size,
+            ...(r.ec_k !== null ? { ec: { k: r.ec_k, m: r.ec_m! } } : {}),
+            copies: new Map(),
+            shards: new Map(),
+          }),
+        );
       if (r.target_id !== null) p.copies.set(r.target_id, r.state!);
+      if (r.target_id !== null && r.shard !== null) p.shards.set(r.target_id, r.shard);
     }
     return out;
   }
@@ -179,8 +269,7 @@ export class IndexCache {
     return (
       this.db
         .prepare(
-          `SELECT p.* FROM packs p WHERE p.state = 'indexed' AND EXISTS
-             (SELECT 1 FROM pack_copies c WHERE c.pack_id = p.id AND c.state = 'stored') ORDER BY p.created_at`,
+          `SELECT p.* FROM packs p WHERE p.state = 'indexed' AND ${readable('p.id')} ORDER BY p.created_at`,
         )
         .all() as RawPack[]
     ).map(toPack);
@@ -232,13 +321,33 @@ export class IndexCache {
   }
 
   /** Every pack the index places a copy of on a target, with its recorded size and the copy's state. */
-  packsOnTarget(targetId: number): Map<string, { size: number; state: CopyState }> {
+  packsOnTarget(
+    targetId: number,
+  ): Map<string, { size: number; state: CopyState; shard: number | null; ec?: { k: number; m: number } }> {
     const rows = this.db
       .prepare(
-        'SELECT p.id, p.size, c.state FROM pack_copies c JOIN packs p ON p.id = c.pack_id WHERE c.target_id = ?',
+        `SELECT p.id, p.size, p.ec_k, p.ec_m, c.state, c.shard FROM pack_copies c JOIN packs p ON p.id = c.pack_id
+         WHERE c.target_id = ?`,
       )
-      .all(targetId) as { id: Buffer; size: number; state: CopyState }[];
-    return new Map(rows.map((r) => [r.id.toString('hex'), { size: r.size, state: r.state }]));
+      .all(targetId) as {
+      id: Buffer;
+      size: number;
+      state: CopyState;
+      shard: number | null;
+      ec_k: number | null;
+      ec_m: number | null;
+    }[];
+    return new Map(
+      rows.map((r) => [
+        r.id.toString('hex'),
+        {
+          size: r.size,
+          state: r.state,
+          shard: r.shard,
+          ...(r.ec_k !== null ? { ec: { k: r.ec_k, m: r.ec_m! } } : {}),
+        },
+      ]),
+    );
   }
 
   setCopyStates(targetId: number, changes: { id: Uint8Array; state: CopyState }[]): void {
@@ -254,8 +363,9 @@ export class IndexCache {
     return (
       this.db
         .prepare(
-          `SELECT count(*) AS n FROM pack_copies c WHERE c.target_id = ? AND c.state = 'stored' AND NOT EXISTS
-             (SELECT 1 FROM pack_copies o WHERE o.pack_id = c.pack_id AND o.target_id != c.target_id AND o.state = 'stored')`,
+          `SELECT count(*) AS n FROM pack_copies c JOIN packs p ON p.id = c.pack_id
+           WHERE c.target_id = ? AND c.state = 'stored' AND (SELECT count(*) FROM pack_copies o
+             WHERE o.pack_id = c.pack_id AND o.target_id != c.target_id AND o.state = 'stored') < coalesce(p.ec_k, 1)`,
         )
         .get(targetId) as { n: number }
     ).n;
@@ -362,10 +472,7 @@ export class IndexCache {
     return {
       packs: q('SELECT count(*) AS n FROM packs'),
       blobs: q('SELECT count(*) AS n FROM blobs'),
-      missingPacks: q(
-        `SELECT count(*) AS n FROM packs p WHERE NOT EXISTS
-           (SELECT 1 FROM pack_copies c WHERE c.pack_id = p.id AND c.state = 'stored')`,
-      ),
+      missingPacks: q(`SELECT count(*) AS n FROM packs p WHERE NOT ${readable('p.id')}`),
     };
   }
 }
@@ -376,6 +483,8 @@ interface RawPack {
   size: number;
   state: PackState;
   job_id: string | null;
+  ec_k: number | null;
+  ec_m: number | null;
 }
 
 const toPack = (r: RawPack): PackRow => ({
@@ -384,6 +493,7 @@ const toPack = (r: RawPack): PackRow => ({
   size: r.size,
   state: r.state,
   jobId: r.job_id,
+  ...(r.ec_k !== null ? { ec: { k: r.ec_k, m: r.ec_m! } } : {}),
 });
 
 interface RawLocation {
@@ -391,6 +501,8 @@ interface RawLocation {
   kind: BlobKind;
   pack_id: Buffer;
   pack_size: number;
+  ec_k: number | null;
+  ec_m: number | null;
   offset: number;
   stored_length: number;
   plain_length: number;

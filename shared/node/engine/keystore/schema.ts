@@ -176,4 +176,10 @@ export const migrations: string[] = [
     PRIMARY KEY (target_id, key)
   ) WITHOUT ROWID;
   `,
+  // Erasure coding (issue 10): a pack stored as k data + m parity shards, one per target.
+  `
+  ALTER TABLE packs ADD COLUMN ec_k INTEGER;       -- erasure-coded: k data shards (NULL: whole copies)
+  ALTER TABLE packs ADD COLUMN ec_m INTEGER;       -- and m parity shards
+  ALTER TABLE pack_copies ADD COLUMN shard INTEGER; -- the shard this target holds (NULL: a whole copy)
+  `,
 ];

@@ -1,0 +1,83 @@
+import { createRequire } from 'node:module';
+import type * as ReedSolomon from '@ronomon/reed-solomon';
+import { shardLengthFor } from './shard-codec.ts';
+
+// A native addon (N-API): loaded through require so bundles keep it external.
+const rs = createRequire(import.meta.url)('@ronomon/reed-solomon') as typeof ReedSolomon;
+
+/** The largest k and m the library supports. */
+export const EC_MAX_K = rs.MAX_K;
+export const EC_MAX_M = rs.MAX_M;
+
+const contexts = new Map<string, ReedSolomon.Context>();
+function context(k: number, m: number): ReedSolomon.Context {
+  if (k < 1 || k > rs.MAX_K || m < 1 || m > rs.MAX_M)
+    throw new Error(`erasure coding ${k}+${m} is not supported (k 1–${rs.MAX_K}, m 1–${rs.MAX_M})`);
+  let c = contexts.get(`${k}+${m}`);
+  if (!c) contexts.set(`${k}+${m}`, (c = rs.create(k, m)));
+  return c;
+}
+
+const bits = (list: readonly number[]) => list.reduce((a, i) => a | (1 << i), 0);
+
+function run(
+  k: number,
+  m: number,
+  L: number,
+  data: Buffer,
+  parity: Buffer,
+  sources: number[],
+  targets: number[],
+): Promise<void> {
+  return new Promise((resolve, reject) =>
+    rs.encode(context(k, m), bits(sources), bits(targets), data, 0, k * L, parity, 0, m * L, (err) =>
+      err ? reject(err) : resolve(),
+    ),
+  );
+}
+
+/**
+ * The k + m shards of a pack (docs/FORMAT.md, "Erasure-coded shards"): the pack cut into k data shards
+ * of L bytes (the last padded with zeros), then m parity shards. Runs on libuv's thread pool.
+ */
+export async function encodeShards(pack: Uint8Array, k: number, m: number): Promise<Buffer[]> {
+  const L = shardLengthFor(pack.length, k);
+  const data = Buffer.alloc(k * L);
+  data.set(pack);
+  const parity = Buffer.alloc(m * L);
+  const all = [...Array(k + m).keys()];
+  await run(k, m, L, data, parity, all.slice(0, k), all.slice(k));
+  return all.map((i) =>
+    i < k ? data.subarray(i * L, (i + 1) * L) : parity.subarray((i - k) * L, (i - k + 1) * L),
+  );
+}
+
+/**
+ * The pack's `packLength` bytes from at least k of its shards (`shards[i]` null when shard i is missing
+ * or failed its MAC). Returns every shard too, rebuilt ones included, for repair to write back.
+ */
+export async function decodeShards(
+  shards: readonly (Uint8Array | null)[],
+  k: number,
+  m: number,
+  packLength: number,
+): Promise<{ pack: Buffer; shards: Buffer[] }> {
+  const L = shardLengthFor(packLength, k);
+  const present = shards.flatMap((s, i) => (s ? [i] : []));
+  if (present.length < k)
+    throw new Error(`only ${present.length} of the ${k} shards needed are left (erasure coding ${k}+${m})`);
+  const data = Buffer.alloc(k * L);
+  const parity = Buffer.alloc(m * L);
+  shards.forEach((s, i) => {
+    if (!s) return;
+    if (s.length !== L) throw new Error(`shard ${i} is ${s.length} bytes, not ${L}`);
+    if (i < k) data.set(s, i * L);
+    else parity.set(s, (i - k) * L);
+  });
+  const missing = [...Array(k + m).keys()].filter((i) => !shards[i]);
+  if (missing.length) await run(k, m, L, data, parity, present, missing);
+  const all = [...Array(k + m).keys()].map((i) =>
+    i < k ? data.subarray(i * L, (i + 1) * L) : parity.subarray((i - k) * L, (i - k + 1) * L),
+  );
+  return { pack: data.subarray(0, packLength), shards: all };
+}

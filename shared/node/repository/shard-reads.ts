@@ -1,0 +1,123 @@
+import { ObjectKey } from '../../format/constants.ts';
+import type { SodiumProvider } from '../crypto/provider.ts';
+import { decodeShards } from '../format/erasure.ts';
+import { ObjectFormatError } from '../format/sealed-object.ts';
+import { SHARD_HEADER_BYTES, openShard, shardLengthFor } from '../format/shard-codec.ts';
+
+/** An erasure-coded pack as a reader knows it: its stored shards and where each one is. */
+export interface EcPack {
+  packId: Uint8Array;
+  k: number;
+  m: number;
+  /** Bytes of the whole pack. */
+  packLength: number;
+  shards: readonly { shard: number; targetId: number }[];
+}
+
+/** Reads an object (or bytes [start, end] of it) from a target. */
+export type ShardGet = (
+  targetId: number,
+  key: string,
+  range?: { start: number; end: number },
+) => Promise<Buffer>;
+
+/**
+ * Bytes [start, end] of an erasure-coded pack straight from its data shards: ranged GETs inside the
+ * shard objects, no MAC checked (the blobs in the range carry their own AEAD). Throws when a data shard
+ * it needs is not stored or cannot be read: the caller then rebuilds the pack (`rebuildPack`).
+ */
+export async function readDataShards(p: EcPack, start: number, end: number, get: ShardGet): Promise<Buffer> {
+  const L = shardLengthFor(p.packLength, p.k);
+  const hex = Buffer.from(p.packId).toString('hex');
+  const parts: Promise<Buffer>[] = [];
+  for (let i = Math.floor(start / L); i <= Math.floor(end / L); i++) {
+    const where = p.shards.find((s) => s.shard === i);
+    if (!where) throw new ObjectFormatError('missing', `shard ${i} of pack ${hex} is not stored`);
+    const from = Math.max(start, i * L) - i * L;
+    const to = Math.min(end, (i + 1) * L - 1) - i * L;
+    parts.push(
+      get(where.targetId, ObjectKey.shard(hex, i), {
+        start: SHARD_HEADER_BYTES + from,
+        end: SHARD_HEADER_BYTES + to,
+      }).then((b) => {
+        if (b.length !== to - from + 1)
+          throw new ObjectFormatError(
+            'truncated',
+            `shard ${i} of pack ${hex}: got ${b.length} of ${to - from + 1} bytes`,
+          );
+        return b;
+      }),
+    );
+  }
+  const bodies = await Promise.all(parts);
+  return bodies.length === 1 ? bodies[0]! : Buffer.concat(bodies);
+}
+
+/**
+ * The whole pack from any k of its shards whose MACs hold (data shards first), and every shard, rebuilt
+ * ones included. A shard that cannot be read, fails its MAC or is another shard than its name says is
+ * passed over, as if missing. Throws, naming the pack and each failure, when fewer than k are left.
+ */
+export async function rebuildPack(
+  p: EcPack,
+  get: ShardGet,
+  sodium: SodiumProvider,
+  shardKey: Uint8Array,
+): Promise<{ pack: Buffer; shards: Buffer[]; bad: { shard: number; targetId: number; message: string }[] }> {
+  const hex = Buffer.from(p.packId).toString('hex');
+  const got: (Buffer | null)[] = Array.from({ length: p.k + p.m }, () => null);
+  const bad: { shard: number; targetId: number; message: string }[] = [];
+  const order = [...p.shards].sort((a, b) => a.shard - b.shard);
+  let have = 0;
+  for (let next = 0; have < p.k && next < order.length;) {
+    // As many at once as are still needed.
+    const batch = order.slice(next, next + (p.k - have));
+    next += batch.length;
+    await Promise.all(
+      batch.map(async (s) => {
+        try {
+          const object = await get(s.targetId, ObjectKey.shard(hex, s.shard));
+          const shard = openShard(sodium, shardKey, object, { packId: p.packId, index: s.shard });
+          if (shard.k !== p.k || shard.m !== p.m || shard.packLength !== p.packLength)
+            throw new ObjectFormatError(
+              'bad-content',
+              `shard ${s.shard} of pack ${hex} says ${shard.k}+${shard.m} of ${shard.packLength} bytes, the index ${p.k}+${p.m} of ${p.packLength}`,
+            );
+          got[s.shard] = Buffer.from(shard.bytes);
+          have++;
+        } catch (err) {
+          bad.push({ shard: s.shard, targetId: s.targetId, message: (err as Error).message });
+        }
+      }),
+    );
+  }
+  if (have < p.k)
+    throw new ObjectFormatError(
+      'missing',
+      `pack ${hex} cannot be rebuilt: ${have} of the ${p.k} shards it needs could be read` +
+        (bad.length ? ` (${bad.map((b) => b.message).join('; ')})` : ''),
+    );
+  const { pack, shards } = await decodeShards(got, p.k, p.m, p.packLength);
+  return { pack, shards, bad };
+}
+
+/**
+ * One blob of an erasure-coded pack, opened by `open` (which authenticates it): read from the data
+ * shards, or, when that read or `open` fails, from the pack rebuilt out of shards whose MACs hold.
+ */
+export async function readEcBlob<T>(
+  p: EcPack,
+  blob: { offset: number; storedLength: number },
+  get: ShardGet,
+  open: (sealed: Buffer) => T,
+  sodium: SodiumProvider,
+  shardKey: Uint8Array,
+): Promise<T> {
+  const end = blob.offset + blob.storedLength - 1;
+  try {
+    return open(await readDataShards(p, blob.offset, end, get));
+  } catch {
+    const { pack } = await rebuildPack(p, get, sodium, shardKey);
+    return open(pack.subarray(blob.offset, end + 1));
+  }
+}
