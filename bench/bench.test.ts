@@ -55,5 +55,5 @@ describe('npm run bench -- all --quick', () => {
     }
     const svg = files.find((f) => f.startsWith('chunks-') && f.endsWith('.svg'));
     expect(fs.readFileSync(path.join(out, svg!), 'utf8')).toMatch(/^<svg[\s\S]*<polyline[\s\S]*<\/svg>$/);
-  });
+  }, 300_000);
 });

@@ -15,7 +15,7 @@ export const Magic = {
   lock: 'CRNL',
   /** The pool object: the targets of a repository and its redundancy policy (issue 10). */
   pool: 'CRNO',
-  /** One erasure-coded shard of a pack (issue 10; not yet written by backups). Not a sealed object. */
+  /** One erasure-coded shard of a pack (issue 10). Not a sealed object: MAC'd (shard-codec.ts). */
   shard: 'CRNE',
 } as const;
 

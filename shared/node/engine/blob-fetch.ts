@@ -96,6 +96,11 @@ export async function runFetches(o: {
   let tid = 1;
   const pick = (r: (typeof round)[number]) =>
     r.pack.copies.find((c) => !r.tried.has(c) && !down.has(c)) ?? r.pack.copies.find((c) => !r.tried.has(c));
+  // Shards on targets known to be down are left out while k others remain: no request waits on them.
+  const upShards = (ec: NonNullable<BlobLocation['ec']>) => {
+    const up = ec.shards.filter((x) => !down.has(x.targetId));
+    return up.length >= ec.k ? up : [...ec.shards];
+  };
   function* tasks(ranges: typeof round): Generator<RestoreTask> {
     for (const r of ranges) {
       o.prepare?.(r.blobs);
@@ -115,7 +120,7 @@ export async function runFetches(o: {
                 k: r.pack.ec.k,
                 m: r.pack.ec.m,
                 packLength: r.pack.packSize,
-                shards: [...r.pack.ec.shards],
+                shards: upShards(r.pack.ec),
               },
             }
           : {}),

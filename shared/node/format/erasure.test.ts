@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { decodeShards, encodeShards } from './erasure.ts';
 import { shardLengthFor } from './shard-codec.ts';
@@ -40,5 +40,16 @@ describe('erasure coding of packs (issue 10)', () => {
     await expect(
       decodeShards([shards[0]!, null, null, null, shards[4]!, shards[5]!], 4, 2, pack.length),
     ).rejects.toThrow(/only 3 of the 4 shards needed are left/);
+  });
+
+  it('gives the parity bytes of the pinned library version (they are part of the repository format)', async () => {
+    const pack = Buffer.alloc(100_000);
+    for (let i = 0; i < pack.length; i++) pack[i] = (i * 7 + (i >> 8)) & 0xff;
+    const parity = async (k: number, m: number) =>
+      createHash('sha256')
+        .update(Buffer.concat((await encodeShards(pack, k, m)).slice(k)))
+        .digest('hex');
+    expect(await parity(4, 2)).toBe('0fbe53664d562ef5b84398e42843ca8c940724c5faf71c4595d555cff83b16a3');
+    expect(await parity(6, 3)).toBe('864da6502b33dd24814e27d60358c9839e3c6de7cff309f1b2b5056edb802300');
   });
 });

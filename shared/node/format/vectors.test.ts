@@ -101,6 +101,14 @@ describe.each(['sodium-native', 'libsodium-wasm'] as const)('format v2 vectors w
     await s.prepareKeyedHash(H(v.subkeys.shardMac));
     const mac = s.blake3Keyed(body, H(v.subkeys.shardMac));
     expect(Buffer.concat([body, mac]).toString('hex')).toBe(v.shard.object);
+    // The parity shard of 2+1: the XOR of the two data shards, in the same layout.
+    const other = Buffer.alloc(L);
+    pack.copy(other, 0, L, 2 * L);
+    const parity = Buffer.from(bytes.map((b, i) => b ^ other[i]!));
+    const parityBody = Buffer.concat([body.subarray(0, 37), Buffer.from([2, k, m]), length, parity]);
+    expect(
+      Buffer.concat([parityBody, s.blake3Keyed(parityBody, H(v.subkeys.shardMac))]).toString('hex'),
+    ).toBe(v.parity.object);
   });
 
   it('write index files, trees, config, snapshots and key slots as documented', async () => {
@@ -143,6 +151,23 @@ describe.each(['sodium-native', 'libsodium-wasm'] as const)('format v2 vectors w
     expect(
       seal(s, 'CRNI', 1, H(v.poolIndex.id), poolPayload, H(v.poolIndex.nonce), meta).toString('hex'),
     ).toBe(v.poolIndex.object);
+    // Erasure-coded (scheme 1): k, m, then the pool id holding each shard, 0xFFFF for none yet.
+    const ecPayload = Buffer.concat([
+      u32(0),
+      u32(1),
+      H(v.pack.id),
+      packSize,
+      Buffer.from([1, 2, 1, 1, 0, 2, 0, 0xff, 0xff]),
+      u32(1),
+      Buffer.from([0]),
+      H(v.blob.id),
+      u32(0),
+      u32(blobLen),
+      u32(H(v.blob.plaintext).length),
+    ]);
+    expect(
+      seal(s, 'CRNI', 1, H(v.poolIndexEc.id), ecPayload, H(v.poolIndexEc.nonce), meta).toString('hex'),
+    ).toBe(v.poolIndexEc.object);
     expect(v.pool.key).toMatch(/^pools\/0{15}1-[0-9a-f]{8}$/);
     expect(JSON.parse(open(s, 'CRNO', Buffer.from(v.pool.key), H(v.pool.object), meta).toString())).toEqual({
       version: 2,

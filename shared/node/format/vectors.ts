@@ -176,6 +176,41 @@ export function makeVectors(sodium: SodiumProvider) {
     bytes: shardBytes,
   });
 
+  // Parity shard 2 of the same cut: for 2+1 the Cauchy code's one parity row is all ones, so it is the
+  // XOR of the data shards (a reader can check it without a Reed-Solomon library).
+  const dataShard1 = Buffer.alloc(shardBytes.length);
+  packBytes.copy(dataShard1, 0, shardBytes.length);
+  const parityBytes = Buffer.from(shardBytes.map((b, i) => b ^ dataShard1[i]!));
+  const parity = sealShard(sodium, keys.shardMac, {
+    packId,
+    index: 2,
+    k: 2,
+    m: 1,
+    packLength: packBytes.length,
+    bytes: parityBytes,
+  });
+  // A pool's index file with the pack erasure-coded 2+1: shard 0 on pool target 1, shard 1 on target
+  // 2, shard 2 not stored yet (0xFFFF).
+  const poolIndexEcId = fill(32, 0x67);
+  const poolIndexEc = sealIndexFile(
+    sodium,
+    keys.metaSeal,
+    poolIndexEcId,
+    {
+      supersedes: [],
+      packs: [
+        {
+          id: packId,
+          size: packBytes.length,
+          ec: { k: 2, m: 1, shards: [1, 2, null] },
+          blobs: [{ kind: 'data', id, offset: 0, storedLength: raw.length, plainLength: plain.length }],
+        },
+      ],
+      pool: true,
+    },
+    fill(24, 0x78),
+  );
+
   // A pool's index file (flags 1): the same pack, with copies on pool targets 1 and 3.
   const poolIndexId = fill(32, 0x66);
   const poolIndex = sealIndexFile(
@@ -238,8 +273,10 @@ export function makeVectors(sodium: SodiumProvider) {
     },
     pack: { id: hex(packId), headerNonce: hex(fill(24, 0x33)), object: hex(packBytes) },
     shard: { index: 0, k: 2, m: 1, object: hex(shard) },
+    parity: { index: 2, k: 2, m: 1, object: hex(parity) },
     index: { id: hex(indexId), nonce: hex(fill(24, 0x55)), object: hex(index) },
     poolIndex: { id: hex(poolIndexId), nonce: hex(fill(24, 0x77)), object: hex(poolIndex) },
+    poolIndexEc: { id: hex(poolIndexEcId), nonce: hex(fill(24, 0x78)), object: hex(poolIndexEc) },
     pool: { key: poolKey, self: 1, nonce: hex(fill(24, 0x88)), object: hex(poolObject) },
     tree: { plaintext: tree.toString('utf8'), id: hex(treeId) },
     config: {

@@ -44,6 +44,9 @@ describe('folder storage', () => {
     await expect(gone.check()).rejects.toSatisfy(
       (e: StorageError) => e.problem === 'no-bucket' && /Folder target "gone"/.test(e.message),
     );
-    await expect(gone.get('chunks/aa/b')).rejects.toSatisfy((e: StorageError) => e.problem === 'not-found');
+    // An object of a folder that is itself gone: the folder is named as missing, not the object.
+    await expect(gone.get('chunks/aa/b')).rejects.toSatisfy((e: StorageError) => e.problem === 'no-bucket');
+    const here = createLocalDirStorage({ label: 'here', root: tempDir() });
+    await expect(here.get('chunks/aa/b')).rejects.toSatisfy((e: StorageError) => e.problem === 'not-found');
   });
 });
