@@ -22,7 +22,7 @@ import {
 import type { ChunkTiming } from '../shared/stats.ts';
 import { PackWriter, SpoolError } from './pack-writer.ts';
 import { BufferPool, ReadBuffers, SlotPool } from './pools.ts';
-import type { SpooledBody } from '../shared/node/storage/put-body.ts';
+import { readSpooled, type SpooledBody } from '../shared/node/storage/put-body.ts';
 import type {
   BackupTask,
   FromWorker,
@@ -159,7 +159,7 @@ async function uploadPack(packId: string, body: SpooledBody, blobs: PackedBlob[]
       home: init.targetId,
       packId: Buffer.from(packId, 'hex'),
       body,
-      bytes: () => readSpool(body),
+      bytes: () => readSpooled(body),
       sodium,
       shardKey,
       put: (id, key, b, patient) =>
@@ -184,16 +184,6 @@ async function uploadPack(packId: string, body: SpooledBody, blobs: PackedBlob[]
   } finally {
     slots.release(slot);
   }
-}
-
-function readSpool(body: SpooledBody): Buffer {
-  const out = Buffer.allocUnsafe(body.length);
-  for (let done = 0; done < body.length;) {
-    const n = readSync(body.fd, out, done, body.length - done, done);
-    if (n === 0) throw new Error(`a pack's spool file ended after ${done} of ${body.length} bytes`);
-    done += n;
-  }
-  return out;
 }
 
 /** Targets that failed once: this worker queues their copies without trying again. */

@@ -1,10 +1,9 @@
-import { Magic, ObjectKey, Prefix, packIdOfKey, shardOfKey, type BlobKind } from '../../format/constants.ts';
-import { shardLengthFor, shardObjectLength } from '../format/shard-codec.ts';
-import { readEcBlob } from './shard-reads.ts';
-import type { BlobLocation } from '../engine/keystore/index-cache.ts';
+import { Magic, ObjectKey, Prefix, type BlobKind } from '../../format/constants.ts';
+import { readTreeBlob } from './tree-reads.ts';
+import { listPacks, reconcilePacks } from './pack-listing.ts';
 import type { KeySlot } from '../crypto/keys.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
-import { blobId, openBlob } from '../format/blob-codec.ts';
+import { blobId } from '../format/blob-codec.ts';
 import { openIndexFile, type IndexFile, type IndexedPack } from '../format/index-file.ts';
 import { openJson } from '../format/json-object.ts';
 import { ObjectFormatError } from '../format/sealed-object.ts';
@@ -316,46 +315,17 @@ export class Repository {
     return { copies: p.copies.map(local).filter((id) => id !== undefined) };
   }
 
-  /**
-   * Lists data/ and marks every copy on `t` that is absent (or has another size) as missing, so no new
-   * snapshot references a blob the bucket lost; copies that came back, or queued copies found written,
-   * count as stored again. A queued copy not yet written is not missing.
-   */
-  async reconcilePacks(
+  /** Marks copies on `t` missing or stored again from a listing of its data/ (pack-listing.ts). */
+  reconcilePacks(
     t: TargetRow,
-    /** `impatient`: a member that is down is given up on in seconds (the caller can do without it). */
     opts: { markListed?: boolean; impatient?: boolean } = {},
   ): Promise<{ missing: number; present: number; listedAt: number }> {
-    const known = this.ks.index.packsOnTarget(t.id);
-    const started = Date.now();
-    const listed = await this.listPacks(t, opts);
-    const changes: { id: Buffer; state: 'missing' | 'stored' }[] = [];
-    let missing = 0;
-    let present = 0;
-    for (const [hex, p] of known) {
-      // A target holds a whole copy of a pack, or one shard object of an erasure-coded one.
-      const size = p.ec ? shardObjectLength(shardLengthFor(p.size, p.ec.k)) : p.size;
-      const ok = listed.get(hex) === size;
-      if (ok) present++;
-      else if (p.state !== 'queued') missing++;
-      if (!ok && p.state === 'stored') changes.push({ id: Buffer.from(hex, 'hex'), state: 'missing' });
-      if (ok && p.state !== 'stored') changes.push({ id: Buffer.from(hex, 'hex'), state: 'stored' });
-    }
-    this.ks.index.setCopyStates(t.id, changes);
-    // A backup marks the listing only once it has begun, so one that fails its checks changes nothing.
-    if (opts.markListed !== false) this.ks.markListed(t.id, started);
-    return { missing, present, listedAt: started };
+    return reconcilePacks(this, t, opts);
   }
 
-  /** Every pack object in data/ with its size. */
-  async listPacks(t: TargetRow, opts: { impatient?: boolean } = {}): Promise<Map<string, number>> {
-    const listed = new Map<string, number>();
-    const s = opts.impatient ? this.storage(t).patience(FAILOVER_WINDOW_MS) : this.storage(t);
-    for await (const o of s.list(Prefix.data)) {
-      const id = packIdOfKey(o.key) ?? shardOfKey(o.key)?.packId;
-      if (id) listed.set(id, o.size);
-    }
-    return listed;
+  /** Every pack (or shard) object in data/ of `t`, by pack id, with its size. */
+  listPacks(t: TargetRow, opts: { impatient?: boolean } = {}): Promise<Map<string, number>> {
+    return listPacks(this.storage(t), opts);
   }
 
   lockContext(t: TargetRow): LockContext {
@@ -426,62 +396,7 @@ export class Repository {
     const id = Buffer.from(idHex, 'hex');
     const cached = this.ks.index.getTree(id);
     if (cached) return cached;
-    const loc = this.ks.index.lookup(id);
-    if (!loc)
-      throw new RepositoryError(
-        `Tree ${idHex} is not in the index (its pack is missing or was never indexed).`,
-      );
-    if (loc.ec) return this.loadEcTree(id, loc, opts);
-    // Each copy in turn: one that cannot be read or fails authentication is passed over for the next.
-    const failures: string[] = [];
-    for (const targetId of loc.copies) {
-      const t = this.ks.targetById(targetId);
-      let plain: Buffer;
-      try {
-        const sealed = await this.storage(t).get(ObjectKey.pack(loc.packId.toString('hex')), {
-          start: loc.offset,
-          end: loc.offset + loc.storedLength - 1,
-        });
-        plain = openBlob(this.sodium, sealed, {
-          sealKey: this.ks.keys.blobSeal,
-          idKey: this.ks.keys.blobId,
-          kind: 'tree',
-          id,
-          length: loc.plainLength,
-        });
-      } catch (err) {
-        failures.push(`on target "${t.name}"): ${(err as Error).message}`);
-        continue;
-      }
-      if (opts.cache !== false) this.ks.index.putTree(id, plain);
-      return plain;
-    }
-    throw new RepositoryError(
-      `Folder listing ${idHex.slice(0, 12)}… (pack ${loc.packId.toString('hex').slice(0, 12)}… ${failures.join('; (')}`,
-    );
-  }
-
-  /** A tree blob of an erasure-coded pack (shard-reads.ts): shards that are down cost seconds each. */
-  private async loadEcTree(id: Buffer, loc: BlobLocation, opts: { cache?: boolean }): Promise<Buffer> {
-    const plain = await readEcBlob(
-      { packId: loc.packId, k: loc.ec!.k, m: loc.ec!.m, packLength: loc.packSize, shards: loc.ec!.shards },
-      loc,
-      (t, key, range) => this.storage(this.ks.targetById(t)).patience(FAILOVER_WINDOW_MS).get(key, range),
-      (sealed) =>
-        openBlob(this.sodium, sealed, {
-          sealKey: this.ks.keys.blobSeal,
-          idKey: this.ks.keys.blobId,
-          kind: 'tree',
-          id,
-          length: loc.plainLength,
-        }),
-      this.sodium,
-      this.ks.keys.shardMac,
-    ).catch((err: unknown) => {
-      throw new RepositoryError(
-        `Folder listing ${id.toString('hex').slice(0, 12)}…: ${(err as Error).message}`,
-      );
-    });
+    const plain = await readTreeBlob(this, id);
     if (opts.cache !== false) this.ks.index.putTree(id, plain);
     return plain;
   }

@@ -1,5 +1,6 @@
 import type { BlobKind } from '../../../format/constants.ts';
 import type { PackEntry } from '../../format/pack.ts';
+import { CopyTable } from './copy-table.ts';
 import type { Db } from './db.ts';
 
 /** Whether an index file in the bucket describes the pack yet (`stored`: only this machine knows it). */
@@ -55,10 +56,9 @@ const STORED_COPY = readable('b.pack_id');
  * copies is stored (each absent from its bucket's listing) no longer counts: its blobs are stored again
  * by the next backup that has them.
  */
-export class IndexCache {
+export class IndexCache extends CopyTable {
   private readonly hasStmt;
   private readonly lookupStmt;
-  private readonly copiesStmt;
   private readonly insertBlob;
   private readonly insertPack;
   private readonly insertCopy;
@@ -68,14 +68,12 @@ export class IndexCache {
     { id: Buffer; copies: readonly number[]; ec?: BlobLocation['ec'] }
   >();
 
-  constructor(private readonly db: Db) {
+  constructor(db: Db) {
+    super(db);
     this.hasStmt = db.prepare(`SELECT 1 FROM blobs b WHERE b.id = ? AND ${STORED_COPY}`);
     this.lookupStmt = db.prepare(
       `SELECT b.id, b.kind, b.pack_id, p.size AS pack_size, p.ec_k, p.ec_m, b.offset, b.stored_length, b.plain_length
        FROM blobs b JOIN packs p ON p.id = b.pack_id WHERE b.id = ?`,
-    );
-    this.copiesStmt = db.prepare(
-      `SELECT target_id, shard FROM pack_copies WHERE pack_id = ? AND state = 'stored' ORDER BY target_id`,
     );
     this.insertPack = db.prepare(
       `INSERT INTO packs (id, kind, size, state, job_id, created_at, ec_k, ec_m) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -94,6 +92,10 @@ export class IndexCache {
          stored_length = excluded.stored_length, plain_length = excluded.plain_length
        WHERE NOT ${readable('blobs.pack_id')}`,
     );
+  }
+
+  protected invalidate(): void {
+    this.packs.clear();
   }
 
   has(id: Uint8Array): boolean {
@@ -158,110 +160,8 @@ export class IndexCache {
     this.packs.clear();
   }
 
-  /** The targets holding a stored copy of a pack. */
-  storedCopies(packId: Uint8Array): number[] {
-    return (this.copiesStmt.all(packId) as { target_id: number }[]).map((c) => c.target_id);
-  }
-
-  /** The stored shards of an erasure-coded pack. */
-  storedShards(packId: Uint8Array): ShardCopy[] {
-    return (this.copiesStmt.all(packId) as { target_id: number; shard: number | null }[])
-      .filter((c) => c.shard !== null)
-      .map((c) => ({ shard: c.shard!, targetId: c.target_id }));
-  }
-
-  /** Whether any pack is erasure-coded (what prune and rebalance cannot yet handle). */
-  hasErasureCoded(): boolean {
-    return this.db.prepare('SELECT 1 FROM packs WHERE ec_k IS NOT NULL LIMIT 1').get() !== undefined;
-  }
-
-  /** k and m of an erasure-coded pack; undefined for a pack stored as whole copies. */
-  packEc(packId: Uint8Array): { k: number; m: number } | undefined {
-    const r = this.db.prepare('SELECT ec_k, ec_m FROM packs WHERE id = ?').get(packId) as
-      { ec_k: number | null; ec_m: number | null } | undefined;
-    return r && r.ec_k !== null ? { k: r.ec_k, m: r.ec_m! } : undefined;
-  }
-
   packSize(packId: Uint8Array): number {
     return (this.db.prepare('SELECT size FROM packs WHERE id = ?').get(packId) as { size: number }).size;
-  }
-
-  /**
-   * Records copies still to be written (the write quorum was met without them); stored ones stay. For an
-   * erasure-coded pack, `shards[i]` is the shard `targetIds[i]` is to hold.
-   */
-  queueCopies(packId: Uint8Array, targetIds: readonly number[], shards?: readonly number[]): void {
-    const st = this.db.prepare(
-      `INSERT INTO pack_copies (pack_id, target_id, state, shard) VALUES (?, ?, 'queued', ?)
-       ON CONFLICT(pack_id, target_id) DO UPDATE SET state = 'queued', shard = excluded.shard WHERE state = 'missing'`,
-    );
-    this.db.transaction(() => {
-      targetIds.forEach((t, i) => st.run(packId, t, shards?.[i] ?? null));
-    })();
-  }
-
-  /** Copies waiting to be written, oldest packs first. */
-  queuedCopies(): { packId: Buffer; targetId: number; size: number; shard: number | null }[] {
-    return (
-      this.db
-        .prepare(
-          `SELECT c.pack_id, c.target_id, c.shard, p.size FROM pack_copies c JOIN packs p ON p.id = c.pack_id
-           WHERE c.state = 'queued' ORDER BY c.target_id, p.created_at`,
-        )
-        .all() as { pack_id: Buffer; target_id: number; size: number; shard: number | null }[]
-    ).map((r) => ({ packId: r.pack_id, targetId: r.target_id, size: r.size, shard: r.shard }));
-  }
-
-  /** Every pack with its copies' states by target (for redundancy reports and repair). */
-  allCopies(): Map<
-    string,
-    {
-      size: number;
-      ec?: { k: number; m: number };
-      copies: Map<number, CopyState>;
-      shards: Map<number, number>;
-    }
-  > {
-    const rows = this.db
-      .prepare(
-        `SELECT p.id, p.size, p.ec_k, p.ec_m, c.target_id, c.state, c.shard
-         FROM packs p LEFT JOIN pack_copies c ON c.pack_id = p.id`,
-      )
-      .all() as {
-      id: Buffer;
-      size: number;
-      ec_k: number | null;
-      ec_m: number | null;
-      target_id: number | null;
-      state: CopyState | null;
-      shard: number | null;
-    }[];
-    const out = new Map<
-      string,
-      {
-        size: number;
-        ec?: { k: number; m: number };
-        copies: Map<number, CopyState>;
-        shards: Map<number, number>;
-      }
-    >();
-    for (const r of rows) {
-      const hex = r.id.toString('hex');
-      let p = out.get(hex);
-      if (!p)
-        out.set(
-          hex,
-          (p = {
-            size: r.size,
-            ...(r.ec_k !== null ? { ec: { k: r.ec_k, m: r.ec_m! } } : {}),
-            copies: new Map(),
-            shards: new Map(),
-          }),
-        );
-      if (r.target_id !== null) p.copies.set(r.target_id, r.state!);
-      if (r.target_id !== null && r.shard !== null) p.shards.set(r.target_id, r.shard);
-    }
-    return out;
   }
 
   /** Every indexed pack with at least one stored copy (what a target joining a pool is told). */
@@ -318,57 +218,6 @@ export class IndexCache {
     this.db.transaction(() => {
       for (const id of packIds) st.run(id);
     })();
-  }
-
-  /** Every pack the index places a copy of on a target, with its recorded size and the copy's state. */
-  packsOnTarget(
-    targetId: number,
-  ): Map<string, { size: number; state: CopyState; shard: number | null; ec?: { k: number; m: number } }> {
-    const rows = this.db
-      .prepare(
-        `SELECT p.id, p.size, p.ec_k, p.ec_m, c.state, c.shard FROM pack_copies c JOIN packs p ON p.id = c.pack_id
-         WHERE c.target_id = ?`,
-      )
-      .all(targetId) as {
-      id: Buffer;
-      size: number;
-      state: CopyState;
-      shard: number | null;
-      ec_k: number | null;
-      ec_m: number | null;
-    }[];
-    return new Map(
-      rows.map((r) => [
-        r.id.toString('hex'),
-        {
-          size: r.size,
-          state: r.state,
-          shard: r.shard,
-          ...(r.ec_k !== null ? { ec: { k: r.ec_k, m: r.ec_m! } } : {}),
-        },
-      ]),
-    );
-  }
-
-  setCopyStates(targetId: number, changes: { id: Uint8Array; state: CopyState }[]): void {
-    const st = this.db.prepare('UPDATE pack_copies SET state = ? WHERE pack_id = ? AND target_id = ?');
-    this.db.transaction(() => {
-      for (const c of changes) st.run(c.state, c.id, targetId);
-    })();
-    this.packs.clear();
-  }
-
-  /** Packs whose only copies are on `targetId`, indexed or not: what removing the target would lose. */
-  packsOnlyOn(targetId: number): number {
-    return (
-      this.db
-        .prepare(
-          `SELECT count(*) AS n FROM pack_copies c JOIN packs p ON p.id = c.pack_id
-           WHERE c.target_id = ? AND c.state = 'stored' AND (SELECT count(*) FROM pack_copies o
-             WHERE o.pack_id = c.pack_id AND o.target_id != c.target_id AND o.state = 'stored') < coalesce(p.ec_k, 1)`,
-        )
-        .get(targetId) as { n: number }
-    ).n;
   }
 
   /** A target leaves the keystore: its copies and loaded index files go, and packs left with no copy. */

@@ -1,0 +1,52 @@
+import { Prefix, packIdOfKey, shardOfKey } from '../../format/constants.ts';
+import type { TargetRow } from '../engine/keystore/keystore.ts';
+import { shardLengthFor, shardObjectLength } from '../format/shard-codec.ts';
+import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../storage/retrying.ts';
+import type { Repository } from './repository.ts';
+
+/**
+ * Lists data/ and marks every copy on `t` that is absent (or has another size) as missing, so no new
+ * snapshot references a blob the bucket lost; copies that came back, or queued copies found written,
+ * count as stored again. A queued copy not yet written is not missing.
+ */
+export async function reconcilePacks(
+  repo: Repository,
+  t: TargetRow,
+  /** `impatient`: a member that is down is given up on in seconds (the caller can do without it). */
+  opts: { markListed?: boolean; impatient?: boolean } = {},
+): Promise<{ missing: number; present: number; listedAt: number }> {
+  const { ks } = repo;
+  const known = ks.index.packsOnTarget(t.id);
+  const started = Date.now();
+  const listed = await listPacks(repo.storage(t), opts);
+  const changes: { id: Buffer; state: 'missing' | 'stored' }[] = [];
+  let missing = 0;
+  let present = 0;
+  for (const [hex, p] of known) {
+    // A target holds a whole copy of a pack, or one shard object of an erasure-coded one.
+    const size = p.ec ? shardObjectLength(shardLengthFor(p.size, p.ec.k)) : p.size;
+    const ok = listed.get(hex) === size;
+    if (ok) present++;
+    else if (p.state !== 'queued') missing++;
+    if (!ok && p.state === 'stored') changes.push({ id: Buffer.from(hex, 'hex'), state: 'missing' });
+    if (ok && p.state !== 'stored') changes.push({ id: Buffer.from(hex, 'hex'), state: 'stored' });
+  }
+  ks.index.setCopyStates(t.id, changes);
+  // A backup marks the listing only once it has begun, so one that fails its checks changes nothing.
+  if (opts.markListed !== false) ks.markListed(t.id, started);
+  return { missing, present, listedAt: started };
+}
+
+/** Every pack object (or erasure-coded shard object) in data/, by pack id, with its size. */
+export async function listPacks(
+  storage: RetryingStorage,
+  opts: { impatient?: boolean } = {},
+): Promise<Map<string, number>> {
+  const listed = new Map<string, number>();
+  const s = opts.impatient ? storage.patience(FAILOVER_WINDOW_MS) : storage;
+  for await (const o of s.list(Prefix.data)) {
+    const id = packIdOfKey(o.key) ?? shardOfKey(o.key)?.packId;
+    if (id) listed.set(id, o.size);
+  }
+  return listed;
+}
