@@ -35,7 +35,15 @@ export interface BackupResult {
    * In a pool: the policy's copies per pack, and how many copies of the repository's packs are still
    * queued (this backup met its write quorum without them). Full redundancy only when none is.
    */
-  redundancy: { copies: number; queued: number; state: 'full' | 'completing'; waitingOn: string[] };
+  redundancy: {
+    /** Objects each pack is stored as: copies, or k + m shards. */
+    copies: number;
+    /** Erasure coding: k and m. */
+    ec?: { k: number; m: number };
+    queued: number;
+    state: 'full' | 'completing';
+    waitingOn: string[];
+  };
 }
 
 export class BackupFailedError extends Error {
@@ -195,7 +203,8 @@ export async function runBackupJob(
   const queued = pending.length;
   const waitingOn = [...new Set(pending.map((q) => q.targetId))].map((id) => ks.targetById(id).name);
   const policy = ks.pool.state()?.policy;
-  const copies = policy?.scheme === 'replicas' ? policy.copies : 1;
+  // Objects per pack: copies, or all k + m shards of an erasure-coded pack.
+  const copies = !policy ? 1 : policy.scheme === 'replicas' ? policy.copies : policy.k + policy.m;
   return {
     snapshotId,
     backupId: snapshotId,
@@ -210,6 +219,12 @@ export async function runBackupJob(
     packsWritten,
     warnings,
     transfer,
-    redundancy: { copies, queued, state: queued === 0 ? 'full' : 'completing', waitingOn },
+    redundancy: {
+      copies,
+      ...(policy?.scheme === 'ec' ? { ec: { k: policy.k, m: policy.m } } : {}),
+      queued,
+      state: queued === 0 ? 'full' : 'completing',
+      waitingOn,
+    },
   };
 }
