@@ -48,7 +48,11 @@ describe('the index cache: packs with copies', () => {
       index.setCopyStates(1, [{ id: id(1), state: 'missing' }]);
       expect(index.lookup(id(101))!.copies).toEqual([2]);
       expect(index.has(id(101))).toBe(true);
-      expect(index.packsOnTarget(1).get(id(1).toString('hex'))).toEqual({ size: 1001, state: 'missing' });
+      expect(index.packsOnTarget(1).get(id(1).toString('hex'))).toEqual({
+        size: 1001,
+        state: 'missing',
+        shard: null,
+      });
       expect(index.counts().missingPacks).toBe(0);
 
       index.setCopyStates(2, [{ id: id(1), state: 'queued' }]);
