@@ -196,7 +196,7 @@ async function erasureCpu(total: number): Promise<{ encode: number; decode: numb
     encode += (t1.user + t1.system) / 1e6;
     const t2 = process.cpuUsage();
     const kept = objects.map((o, index) =>
-      index < 2 ? null : Buffer.from(openShard(sodium, key, o, { packId, index }).bytes),
+      index < 2 ? null : openShard(sodium, key, o, { packId, index }).bytes,
     );
     const { pack: back } = await decodeShards(kept, 4, 2, pack.length);
     const t3 = process.cpuUsage(t2);

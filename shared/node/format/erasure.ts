@@ -42,9 +42,11 @@ function run(
  */
 export async function encodeShards(pack: Uint8Array, k: number, m: number): Promise<Buffer[]> {
   const L = shardLengthFor(pack.length, k);
-  const data = Buffer.alloc(k * L);
+  // Unzeroed: the pack and its zero padding fill `data`, and the parity is computed over all of `parity`.
+  const data = Buffer.allocUnsafe(k * L);
   data.set(pack);
-  const parity = Buffer.alloc(m * L);
+  data.fill(0, pack.length);
+  const parity = Buffer.allocUnsafe(m * L);
   const all = [...Array(k + m).keys()];
   await run(k, m, L, data, parity, all.slice(0, k), all.slice(k));
   return all.map((i) =>
@@ -66,8 +68,9 @@ export async function decodeShards(
   const present = shards.flatMap((s, i) => (s ? [i] : []));
   if (present.length < k)
     throw new Error(`only ${present.length} of the ${k} shards needed are left (erasure coding ${k}+${m})`);
-  const data = Buffer.alloc(k * L);
-  const parity = Buffer.alloc(m * L);
+  // Unzeroed: every shard's place is filled, by a shard given or by the rebuild.
+  const data = Buffer.allocUnsafe(k * L);
+  const parity = Buffer.allocUnsafe(m * L);
   shards.forEach((s, i) => {
     if (!s) return;
     if (s.length !== L) throw new Error(`shard ${i} is ${s.length} bytes, not ${L}`);

@@ -83,7 +83,7 @@ export async function rebuildPack(
               'bad-content',
               `shard ${s.shard} of pack ${hex} says ${shard.k}+${shard.m} of ${shard.packLength} bytes, the index ${p.k}+${p.m} of ${p.packLength}`,
             );
-          got[s.shard] = Buffer.from(shard.bytes);
+          got[s.shard] = shard.bytes;
           have++;
         } catch (err) {
           bad.push({ shard: s.shard, targetId: s.targetId, message: (err as Error).message });
