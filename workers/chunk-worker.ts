@@ -347,9 +347,20 @@ async function readEcRange(task: RestoreTask, rebuild: boolean): Promise<{ body:
       // Rebuilt below from the shards that can be read.
     }
   if (!shardKey) throw new Error('erasure-coded packs need the shard key');
-  const { pack } = await rebuildPack(p, get, sodium, shardKey);
+  // A pack's ranges (4 MiB each) come one after another: the last two rebuilt packs are kept, so a pack
+  // is rebuilt once, not once per range. Ranges in flight together share the rebuild.
+  let pending = rebuiltPacks.get(ec.packId);
+  if (!pending) {
+    pending = rebuildPack(p, get, sodium, shardKey).then((r) => r.pack);
+    rebuiltPacks.set(ec.packId, pending);
+    pending.catch(() => rebuiltPacks.delete(ec.packId));
+    while (rebuiltPacks.size > 2) rebuiltPacks.delete(rebuiltPacks.keys().next().value!);
+  }
+  const pack = await pending;
   return { body: pack.subarray(task.start, task.end + 1), rebuilt: true };
 }
+
+const rebuiltPacks = new Map<string, Promise<Buffer>>();
 
 function restoreBlobs(
   task: RestoreTask,
