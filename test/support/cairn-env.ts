@@ -56,6 +56,32 @@ export async function initHomeWithTarget(
   return { home, cli };
 }
 
+/**
+ * A fresh CAIRN_HOME whose repository spans one new bucket on each server (a pool), targets named
+ * `<prefix>1`, `<prefix>2`, …; `env` adds to the CLI's environment (a shorter retry window, say).
+ */
+export async function initPoolHome(
+  servers: readonly S3Server[],
+  prefix: string,
+  env: Record<string, string> = {},
+): Promise<{ home: string; cli: CliOptions; buckets: string[] }> {
+  const home = path.join(tempDir('cairn-home-'), 'home');
+  const cli: CliOptions = {
+    env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_TEST_WEAK_KDF: '1', ...env },
+  };
+  await cliJson(['init'], cli);
+  const buckets: string[] = [];
+  for (const [i, s] of servers.entries()) {
+    buckets.push(await s.createBucket());
+    const r = await runCli(
+      ['target', 'add', `${prefix}${i + 1}`, ...s3TargetArgs(s, buckets[i]!, { secret: s.secretAccessKey })],
+      cli,
+    );
+    if (r.code !== 0) throw new Error(`target add ${prefix}${i + 1} failed: ${r.stderr}`);
+  }
+  return { home, cli, buckets };
+}
+
 export async function listKeys(
   s3: S3Server,
   bucket: string,

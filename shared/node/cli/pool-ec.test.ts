@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PASSPHRASE, s3TargetArgs } from '../../../test/support/cairn-env.ts';
+import { initPoolHome, s3TargetArgs } from '../../../test/support/cairn-env.ts';
 import { cliJson, runCli, type CliOptions } from '../../../test/support/cli.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
@@ -33,25 +33,7 @@ interface Report {
 
 describe('erasure coding 4+2 over six S3 targets (issue 10)', () => {
   it('restores whole with a damaged shard and with two targets emptied; repair rebuilds; check --read-data passes', async () => {
-    const home = path.join(tempDir('cairn-home-'), 'home');
-    const cli: CliOptions = {
-      env: {
-        CAIRN_HOME: home,
-        CAIRN_PASSPHRASE: PASSPHRASE,
-        CAIRN_TEST_WEAK_KDF: '1',
-        CAIRN_RETRY_WINDOW_MS: '3000',
-      },
-    };
-    await cliJson(['init'], cli);
-    const buckets: string[] = [];
-    for (const [i, s] of servers.entries()) {
-      buckets.push(await s.createBucket());
-      const r = await runCli(
-        ['target', 'add', `e${i + 1}`, ...s3TargetArgs(s, buckets[i]!, { secret: s.secretAccessKey })],
-        cli,
-      );
-      expect(r.code, r.stderr).toBe(0);
-    }
+    const { cli, buckets } = await initPoolHome(servers, 'e', { CAIRN_RETRY_WINDOW_MS: '3000' });
     const set = await runCli(['policy', '--ec', '4+2'], cli);
     expect(set.code, set.stderr).toBe(0);
     expect(set.stdout).toMatch(

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PASSPHRASE, s3TargetArgs } from '../../../test/support/cairn-env.ts';
+import { PASSPHRASE, initPoolHome } from '../../../test/support/cairn-env.ts';
 import { cliJson, runCli, spawnCli, type CliOptions } from '../../../test/support/cli.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
@@ -30,26 +30,8 @@ const packsIn = (s: S3Server, bucket: string) => {
 
 describe('a pool of three S3 targets, 2 copies, write quorum 1 (issue 10)', () => {
   it('a target killed mid-backup: the backup completes, repair restores full redundancy once it is back', async () => {
-    const home = path.join(tempDir('cairn-home-'), 'home');
-    const cli: CliOptions = {
-      env: {
-        CAIRN_HOME: home,
-        CAIRN_PASSPHRASE: PASSPHRASE,
-        CAIRN_TEST_WEAK_KDF: '1',
-        // A dead server is given up on after 2 s instead of 45.
-        CAIRN_RETRY_WINDOW_MS: '2000',
-      },
-    };
-    await cliJson(['init'], cli);
-    const buckets: string[] = [];
-    for (const [i, s] of servers.entries()) {
-      buckets.push(await s.createBucket());
-      const r = await runCli(
-        ['target', 'add', `t${i + 1}`, ...s3TargetArgs(s, buckets[i]!, { secret: s.secretAccessKey })],
-        cli,
-      );
-      expect(r.code, r.stderr).toBe(0);
-    }
+    // A dead server is given up on after 2 s instead of 45.
+    const { cli, buckets } = await initPoolHome(servers, 't', { CAIRN_RETRY_WINDOW_MS: '2000' });
     expect((await runCli(['policy', '--replicas', '2', '--write-quorum', '1'], cli)).stdout).toMatch(
       /2 copies of each pack on distinct targets: 2× the data stored, any 1 target may be lost/,
     );
@@ -142,20 +124,8 @@ describe('draining a folder target of a 3-target pool (issue 10)', () => {
 
 describe('a member of the pool that is down (issue 10)', () => {
   it('is passed over in seconds, not after the 45 s retry window: listing, backup and restore', async () => {
-    const home = path.join(tempDir('cairn-home-'), 'home');
     // The default retry window (45 s): what a user gets.
-    const cli: CliOptions = {
-      env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_TEST_WEAK_KDF: '1' },
-    };
-    await cliJson(['init'], cli);
-    for (const [i, s] of servers.entries()) {
-      const bucket = await s.createBucket();
-      const r = await runCli(
-        ['target', 'add', `m${i + 1}`, ...s3TargetArgs(s, bucket, { secret: s.secretAccessKey })],
-        cli,
-      );
-      expect(r.code, r.stderr).toBe(0);
-    }
+    const { cli } = await initPoolHome(servers, 'm');
     const src = tempDir('cairn-pool-down-src-');
     for (let i = 0; i < 6; i++) writeRandomFile(path.join(src, `f${i}.bin`), 4 << 20);
     const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], cli);
