@@ -118,53 +118,32 @@ describe.each(['sodium-native', 'libsodium-wasm'] as const)('format v2 vectors w
     const blobLen = H(v.blob.sealed).length;
     const packSize = Buffer.alloc(8);
     packSize.writeBigUInt64LE(BigInt(H(v.pack.object).length));
-    const indexPayload = Buffer.concat([
-      u32(0),
-      u32(1),
-      H(v.pack.id),
-      packSize,
-      u32(1),
-      Buffer.from([0]),
-      H(v.blob.id),
-      u32(0),
-      u32(blobLen),
-      u32(H(v.blob.plaintext).length),
-    ]);
-    expect(seal(s, 'CRNI', 0, H(v.index.id), indexPayload, H(v.index.nonce), meta).toString('hex')).toBe(
-      v.index.object,
-    );
-    // A pool's index file: flags 1, and after the pack's size its copies (scheme 0, count, u16 ids).
-    const poolPayload = Buffer.concat([
-      u32(1),
-      H(v.index.id),
-      u32(1),
-      H(v.pack.id),
-      packSize,
-      Buffer.from([0, 2, 1, 0, 3, 0]),
-      u32(1),
-      Buffer.from([0]),
-      H(v.blob.id),
-      u32(0),
-      u32(blobLen),
-      u32(H(v.blob.plaintext).length),
-    ]);
+    // One pack with one blob; `supersedes` and, in a pool's file (flags 1), where the pack is stored.
+    const indexPayload = (supersedes: Buffer[], placement: number[]) =>
+      Buffer.concat([
+        u32(supersedes.length),
+        ...supersedes,
+        u32(1),
+        H(v.pack.id),
+        packSize,
+        Buffer.from(placement),
+        u32(1),
+        Buffer.from([0]),
+        H(v.blob.id),
+        u32(0),
+        u32(blobLen),
+        u32(H(v.blob.plaintext).length),
+      ]);
+    expect(
+      seal(s, 'CRNI', 0, H(v.index.id), indexPayload([], []), H(v.index.nonce), meta).toString('hex'),
+    ).toBe(v.index.object);
+    // A pool's index file: after the pack's size its copies (scheme 0, count, u16 ids).
+    const poolPayload = indexPayload([H(v.index.id)], [0, 2, 1, 0, 3, 0]);
     expect(
       seal(s, 'CRNI', 1, H(v.poolIndex.id), poolPayload, H(v.poolIndex.nonce), meta).toString('hex'),
     ).toBe(v.poolIndex.object);
     // Erasure-coded (scheme 1): k, m, then the pool id holding each shard, 0xFFFF for none yet.
-    const ecPayload = Buffer.concat([
-      u32(0),
-      u32(1),
-      H(v.pack.id),
-      packSize,
-      Buffer.from([1, 2, 1, 1, 0, 2, 0, 0xff, 0xff]),
-      u32(1),
-      Buffer.from([0]),
-      H(v.blob.id),
-      u32(0),
-      u32(blobLen),
-      u32(H(v.blob.plaintext).length),
-    ]);
+    const ecPayload = indexPayload([], [1, 2, 1, 1, 0, 2, 0, 0xff, 0xff]);
     expect(
       seal(s, 'CRNI', 1, H(v.poolIndexEc.id), ecPayload, H(v.poolIndexEc.nonce), meta).toString('hex'),
     ).toBe(v.poolIndexEc.object);
