@@ -13,9 +13,6 @@ import { poolMembers } from './pool-admin.ts';
  * hold the same metadata.
  */
 export class MemberReads {
-  /** Members the last refresh (or choice of a backup's home) found out of reach, and when. */
-  private lastDown = { at: 0, down: new Map<number, StorageError>() };
-
   constructor(
     private readonly ks: Keystore,
     private readonly repo: Repository,
@@ -49,7 +46,6 @@ export class MemberReads {
       skip && this.ks.listTargets().length > 1 && this.ks.pool.state()
         ? await unreachableMembers(this.repo, this.ks.listTargets())
         : new Map<number, StorageError>();
-    this.lastDown = { at: Date.now(), down };
     const readOne = async (t: TargetRow) => {
       let r: Awaited<ReturnType<Repository['refresh']>>;
       try {
@@ -103,11 +99,11 @@ export class MemberReads {
     const members = poolMembers(this.ks)
       .filter((t) => t.state === 'active')
       .sort((a, b) => a.poolId! - b.poolId!);
-    // Members found down in the last minute are passed over without a request; the others are asked
-    // afresh (a long-lived process, the app, attached every member long ago), each for seconds only.
-    const recent = Date.now() - this.lastDown.at < 60_000 ? this.lastDown.down : new Map();
+    // Members a request gave up on in the last 30 s (retrying.ts) are passed over without a request;
+    // the others are asked afresh (a long-lived process, the app, attached every member long ago), each
+    // for seconds only.
     for (const t of members) {
-      const down = recent.get(t.id);
+      const down = this.repo.storage(t).recentOutage();
       if (down && t !== members.at(-1)) {
         this.notice(`target "${t.name}" is passed over for this backup: ${down.message}`);
         continue;
