@@ -56,6 +56,19 @@ export interface PruneResult {
   snapshots: number;
   usedBlobs: number;
   targets: PruneTargetResult[];
+  /**
+   * Erasure-coded packs, pruned as a whole by the pool (their shard objects also count in each
+   * target's packs and bytes). Absent when the repository has none.
+   */
+  erasureCoded?: {
+    packs: number;
+    packsDeleted: number;
+    packsRepacked: number;
+    packsWritten: number;
+    /** Shard objects no index file names where they are (a killed move or upload), deleted. */
+    strayShardsDeleted: number;
+    missingPacks: number;
+  };
   bytesFreed: number;
   durationMs: number;
 }

@@ -67,7 +67,7 @@ export function registerPoolCommands(
       );
       output.result(
         policy,
-        `${setting ? 'Policy set' : 'Policy'}: ${describePolicy(policy)}.${setting ? ' New packs follow it; "cairn repair" gives the packs already stored what they lack.' : ''}`,
+        `${setting ? 'Policy set' : 'Policy'}: ${describePolicy(policy)}.${setting ? ' New packs follow it; "cairn rebalance" brings the packs already stored to it.' : ''}`,
       );
     });
 

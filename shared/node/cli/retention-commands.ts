@@ -132,6 +132,11 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
         (t) =>
           `Target "${t.target}": ${t.packsDeleted} packs deleted, ${t.packsRepacked} repacked into ${t.packsWritten}, ${t.unindexedPacksDeleted} unindexed packs (uploads of interrupted backups, ${formatSize(t.unindexedBytes)}) deleted, ${t.indexFilesRewritten} index files rewritten; ${formatSize(t.bytesBefore)} → ${formatSize(t.bytesAfter)}, ${formatSize(t.unusedBytesAfter)} unused left${t.missingPacks ? `; ${t.missingPacks} indexed packs were missing` : ''}.`,
       );
+      const ec = r.erasureCoded;
+      if (ec)
+        lines.push(
+          `Erasure-coded: ${ec.packsDeleted} of ${ec.packs} packs deleted, ${ec.packsRepacked} repacked into ${ec.packsWritten}, ${ec.strayShardsDeleted} stray shard objects deleted${ec.missingPacks ? `; ${ec.missingPacks} packs had fewer than k shards` : ''}.`,
+        );
       lines.push(
         `${r.dryRun ? 'Would free' : 'Freed'} ${formatSize(r.bytesFreed)} in ${(r.durationMs / 1000).toFixed(1)} s (${r.snapshots} snapshots, ${r.usedBlobs} blobs in use)${r.dryRun ? '; dry run: nothing was changed' : ''}.`,
       );

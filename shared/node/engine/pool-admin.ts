@@ -39,7 +39,8 @@ export class PoolAdmin {
 
   /**
    * Sets `replicas` copies of every new pack, stored once `writeQuorum` (default: all of them) took
-   * theirs. Packs already stored keep their copies until `repair` gives them the new number.
+   * theirs. Packs already stored keep their copies until `rebalance` (or, for more copies, `repair`)
+   * gives them the new number.
    */
   async setReplicas(replicas: number, writeQuorum = replicas): Promise<PoolPolicy> {
     if (!Number.isInteger(replicas) || replicas < 1 || replicas > 3)
@@ -59,7 +60,8 @@ export class PoolAdmin {
 
   /**
    * Erasure coding for new packs: k data + m parity shards each on a distinct active target, stored once
-   * `writeQuorum` shards (k to k + m; default all) were taken. Packs already stored keep their copies.
+   * `writeQuorum` shards (k to k + m; default all) were taken. Packs already stored stay as they are
+   * until `rebalance` rewrites them as shards (rebalance-plan.ts).
    */
   async setErasure(k: number, m: number, writeQuorum = k + m): Promise<PoolPolicy> {
     if (!Number.isInteger(k) || k < 1 || k > MAX_K)

@@ -7,7 +7,10 @@ import type { Repository } from '../repository/repository.ts';
 import type { JobListener } from './job-events.ts';
 import type { TargetRow } from './keystore/keystore.ts';
 import { planPrune, type PlanPack, type PrunePlan } from './prune-plan.ts';
-import { deletePacks, goodCopies, killPoint, repack } from './prune-packs.ts';
+import { deletePacks, goodCopies, killPoint, repack, targetIo } from './prune-packs.ts';
+import { claimEc, ecIo, planEc, remainingEc, usedInNoPack, type EcClaim } from './prune-ec.ts';
+import { listDataObjects } from '../repository/pack-listing.ts';
+import { packPlacement } from '../repository/pack-placement.ts';
 import { usedBlobs } from './used-blobs.ts';
 import { SettingsError } from './engine-settings.ts';
 
@@ -59,10 +62,6 @@ export async function runPrune(
 ): Promise<PruneResult> {
   const started = Date.now();
   const ks = repo.ks;
-  if (ks.index.hasErasureCoded())
-    throw new SettingsError(
-      'This repository has erasure-coded packs, which this version cannot prune yet (forget works; the space is freed by a later version).',
-    );
   const dryRun = Boolean(opts.dryRun);
   const targets = inLockOrder(ks.listTargets());
   const locks = new Map<number, RepoLock>();
@@ -96,22 +95,60 @@ export async function runPrune(
         `Target${outside.length === 1 ? '' : 's'} ${outside.map((t) => `"${t.name}"`).join(', ')} ${outside.length === 1 ? 'has' : 'have'} no place in the pool yet (the pool object could not be written when ${outside.length === 1 ? 'it was' : 'they were'} added): prune waits until it is. Run "cairn ls" (which writes it) once every target is in reach, then prune again.`,
       );
     const pool = ks.pool.state() !== null;
-    const claims = await readIndexes(repo, targets, pool, progress);
+    const ecClaims = new Map<string, EcClaim>();
+    const claims = await readIndexes(repo, targets, pool, ecClaims, progress);
+    const listings = new Map<number, Awaited<ReturnType<typeof listDataObjects>>>();
+    for (const t of targets) listings.set(t.id, await listDataObjects(repo.storage(t)));
+    const planOpts = {
+      maxUnused: opts.maxUnused ?? { percent: 5 },
+      maxRepackBytes: opts.maxRepackBytes ?? Infinity,
+    };
+    const ec = planEc(ecClaims, new Map([...listings].map(([t, l]) => [t, l.shards])), used, planOpts);
+    // In a pool a target holds only some packs: an object no index names is garbage unless some blob in
+    // use is in no present pack anywhere in the pool (index files lost: it may hold it).
+    const lost = pool ? usedInNoPack(used, claims, listings, ec) : undefined;
     const work: TargetWork[] = [];
-    for (const t of targets) work.push(await planTarget(repo, t, claims.get(t.id)!, used, opts, notice));
+    for (const t of targets)
+      work.push(
+        await planTarget(repo, t, claims.get(t.id)!, listings.get(t.id)!.packs, used, planOpts, lost, notice),
+      );
+    const ecUnindexed = lost === 0 ? ec.unindexed : [];
+    if (lost && ec.unindexed.length)
+      notice(
+        `${ec.unindexed.length} shard objects are in no index file, and ${lost} blobs snapshots need are in no indexed pack: those objects are kept. "cairn check" names the damaged snapshots.`,
+      );
+    const ecDoomed = [...ec.doomed, ...ecUnindexed];
+    countEc(work, ecDoomed, listings);
     const rewrite = (w: TargetWork) => w.doomed.length > 0;
-    if (!dryRun && work.some(rewrite)) {
+    if (!dryRun && (work.some(rewrite) || ecDoomed.length > 0)) {
       for (const w of work.filter(rewrite)) {
         locks.get(w.t.id)!.assertHeld();
-        w.written = await repack(repo, w.t, w.plan, (done) => progress('repack', done, w.plan.repack.length));
+        w.written = await repack(repo, targetIo(repo, w.t), w.plan, (done) =>
+          progress('repack', done, w.plan.repack.length),
+        );
         w.result.packsWritten = w.written.length;
         w.result.bytesAfter += sum(w.written);
         w.result.bytesFreed -= sum(w.written);
       }
+      if (ec.plan.repack.length) {
+        const placement = packPlacement(
+          ks,
+          targets.find((t) => t.poolId !== null && t.state === 'active')!,
+        )!;
+        ec.written = await repack(repo, ecIo(repo, ecClaims, placement), ec.plan, (done) =>
+          progress('repack', done, ec.plan.repack.length),
+        );
+      }
       killPoint('repacked');
       const rewritten = pool ? work : work.filter(rewrite);
       for (const w of rewritten) locks.get(w.t.id)!.assertHeld();
-      if (pool) await writePoolIndex(repo, work, progress);
+      if (pool)
+        await writePoolIndex(
+          repo,
+          work,
+          remainingEc(ec, (t) => ks.targetById(t).poolId!),
+          progress,
+        );
       else for (const w of rewritten) await writeTargetIndex(repo, w, progress);
       killPoint('index-written');
       for (const w of rewritten) {
@@ -127,6 +164,7 @@ export async function runPrune(
         await locks.get(w.t.id)!.check();
         await deletePacks(repo, w.t, w.doomed, progress);
       }
+      for (const d of ecDoomed) await repo.storage(ks.targetById(d.target)).delete(d.key);
       killPoint('packs-deleted');
       // The local index follows the bucket: the old index files are gone, so refresh rebuilds it.
       for (const w of rewritten) await repo.refresh(w.t);
@@ -139,6 +177,18 @@ export async function runPrune(
       snapshots: snapshots.length,
       usedBlobs: used.size,
       targets: results,
+      ...(ecClaims.size
+        ? {
+            erasureCoded: {
+              packs: ecClaims.size,
+              packsDeleted: ec.plan.remove.length,
+              packsRepacked: ec.plan.repack.length,
+              packsWritten: ec.written.length,
+              strayShardsDeleted: ecUnindexed.length,
+              missingPacks: ec.plan.missing.length,
+            },
+          }
+        : {}),
       bytesFreed: results.reduce((n, r) => n + r.bytesFreed, 0),
       durationMs: Date.now() - started,
     };
@@ -149,6 +199,27 @@ export async function runPrune(
 
 const sum = (xs: { size: number }[]) => xs.reduce((n, p) => n + p.size, 0);
 
+/** Shard objects deleted count in the report of the target that held them, as its packs do. */
+function countEc(
+  work: TargetWork[],
+  doomed: { target: number; size: number }[],
+  listings: Map<number, { shards: ReadonlyMap<string, ReadonlyMap<number, number>> }>,
+): void {
+  for (const w of work) {
+    let held = 0;
+    for (const shards of listings.get(w.t.id)!.shards.values())
+      for (const size of shards.values()) held += size;
+    const gone = doomed.filter((d) => d.target === w.t.id);
+    const freed = sum(gone);
+    w.result.packs += [...listings.get(w.t.id)!.shards.values()].reduce((n, s) => n + s.size, 0);
+    w.result.packsDeleted += gone.length;
+    w.result.bytesBefore += held;
+    w.result.bytesAfter += held - freed;
+    w.result.bytesFreed += freed;
+    if (gone.length) w.result.indexFilesRewritten = w.oldIndex.length;
+  }
+}
+
 /**
  * Reads the index files in every target's bucket again (they are what the new index replaces) and
  * places their packs: a pool's index file (read once, whichever target holds it) on the targets it
@@ -158,6 +229,7 @@ async function readIndexes(
   repo: Repository,
   targets: TargetRow[],
   pool: boolean,
+  ecClaims: Map<string, EcClaim>,
   progress: Progress,
 ): Promise<Map<number, { oldIndex: string[]; packs: Map<string, PlanPack> }>> {
   const { sodium, ks } = repo;
@@ -183,6 +255,10 @@ async function readIndexes(
         await s.get(ObjectKey.index(id)),
       );
       for (const p of file.packs) {
+        if (p.ec) {
+          claimEc(ecClaims, p, (poolId) => ks.pool.localId(poolId));
+          continue;
+        }
         const on = p.copies ? p.copies.map((c) => ks.pool.localId(c)) : [t.id];
         for (const targetId of on) {
           const packs = targetId === undefined ? undefined : claims.get(targetId)?.packs;
@@ -200,23 +276,25 @@ async function planTarget(
   repo: Repository,
   t: TargetRow,
   claim: { oldIndex: string[]; packs: Map<string, PlanPack> },
+  listed: ReadonlyMap<string, number>,
   used: ReadonlySet<string>,
-  opts: PruneOptions,
+  planOpts: { maxUnused: { percent: number } | { bytes: number }; maxRepackBytes: number },
+  /** Blobs in use in no present pack of the pool (undefined outside a pool: this target's count). */
+  lostInPool: number | undefined,
   notice: (message: string) => void,
 ): Promise<TargetWork> {
   const { packs, oldIndex } = claim;
-  const listed = await repo.listPacks(t);
   const plan = planPrune(packs.values(), listed, used, {
-    maxUnused: opts.maxUnused ?? { percent: 5 },
-    maxRepackBytes: opts.maxRepackBytes ?? Infinity,
+    ...planOpts,
     preferred: await goodCopies(repo, t, packs, listed, used),
   });
   const bytesBefore = sum([...listed].map(([, size]) => ({ size })));
   // Packs no index names may hold blobs in use that the index lacks (index files lost): kept then.
-  const unindexed = plan.usedNotHere ? [] : plan.unindexed;
-  if (plan.usedNotHere && plan.unindexed.length)
+  const lost = lostInPool ?? plan.usedNotHere;
+  const unindexed = lost ? [] : plan.unindexed;
+  if (lost && plan.unindexed.length)
     notice(
-      `${plan.unindexed.length} packs on target "${t.name}" are in no index file, and ${plan.usedNotHere} blobs snapshots need are in no indexed pack: those packs are kept. "cairn check" names the damaged snapshots.`,
+      `${plan.unindexed.length} packs on target "${t.name}" are in no index file, and ${lost} blobs snapshots need are in no indexed pack: those packs are kept. "cairn check" names the damaged snapshots.`,
     );
   if (plan.missing.length)
     notice(
@@ -293,7 +371,12 @@ async function writeTargetIndex(repo: Repository, w: TargetWork, progress: Progr
 }
 
 /** One index for the whole pool: each pack once, with every target that keeps a copy; on every target. */
-async function writePoolIndex(repo: Repository, work: TargetWork[], progress: Progress): Promise<void> {
+async function writePoolIndex(
+  repo: Repository,
+  work: TargetWork[],
+  ecPacks: IndexedPack[],
+  progress: Progress,
+): Promise<void> {
   const packs = new Map<string, IndexedPack & { copies: number[] }>();
   for (const w of work)
     for (const p of remaining(w)) {
@@ -306,7 +389,7 @@ async function writePoolIndex(repo: Repository, work: TargetWork[], progress: Pr
   const files = await writeIndexFiles(
     repo,
     work.map((w) => w.t),
-    [...packs.values()],
+    [...packs.values(), ...ecPacks],
     supersedes,
     true,
     progress,

@@ -101,6 +101,29 @@ export async function deletePacks(
   await Promise.all([worker(), worker(), worker(), worker()]);
 }
 
+/** Where repack reads live blobs from and writes new packs to. */
+export interface RepackIo {
+  /** For messages: `on target "name"`, or `(erasure-coded)`. */
+  where: string;
+  /** Bytes [start, end] of a pack. */
+  read(pack: PlanPack, start: number, end: number): Promise<Buffer>;
+  /** Stores a new pack; returns where its copies (or shards) are, for a pool's index. */
+  write(id: Buffer, body: Buffer): Promise<Pick<IndexedPack, 'copies' | 'ec'>>;
+}
+
+/** Repacking on one target: ranged GETs of its copies, new packs put there. */
+export function targetIo(repo: Repository, t: TargetRow): RepackIo {
+  const s = repo.storage(t);
+  return {
+    where: `on target "${t.name}"`,
+    read: (pack, start, end) => s.get(ObjectKey.pack(pack.id), { start, end }),
+    write: async (id, body) => {
+      await s.put(ObjectKey.pack(id.toString('hex')), body);
+      return {};
+    },
+  };
+}
+
 /**
  * Copies the live blobs of the packs chosen for repacking into new packs of the same kind: each run of
  * adjacent live blobs is one ranged GET, every blob is authenticated (AEAD, then its id) before its sealed
@@ -108,12 +131,11 @@ export async function deletePacks(
  */
 export async function repack(
   repo: Repository,
-  t: TargetRow,
+  io: RepackIo,
   plan: PrunePlan,
   progress: (done: number) => void,
 ): Promise<IndexedPack[]> {
   const { sodium, ks } = repo;
-  const s = repo.storage(t);
   const packSize = ks.config.packSize;
   const written: IndexedPack[] = [];
   // One growing buffer per open pack (no list of copies concatenated at the end: half the peak).
@@ -127,8 +149,8 @@ export async function repack(
     const body = reserve(p.buf, p.size, trailer.length);
     trailer.copy(body, p.size);
     const size = p.size + trailer.length;
-    await s.put(ObjectKey.pack(id.toString('hex')), body.subarray(0, size));
-    written.push({ id, size, blobs: p.entries });
+    const where = await io.write(Buffer.from(id), body.subarray(0, size));
+    written.push({ id: Buffer.from(id), size, ...where, blobs: p.entries });
   };
   const seen = new Set<string>();
   let done = 0;
@@ -145,10 +167,7 @@ export async function repack(
         j++;
       const first = sorted[i]!;
       const last = sorted[j - 1]!;
-      const bytes = await s.get(ObjectKey.pack(pack.id), {
-        start: first.offset,
-        end: last.offset + last.storedLength - 1,
-      });
+      const bytes = await io.read(pack, first.offset, last.offset + last.storedLength - 1);
       for (const b of sorted.slice(i, j)) {
         const hex = b.id.toString('hex');
         if (seen.has(hex)) continue;
@@ -164,7 +183,7 @@ export async function repack(
           });
         } catch (err) {
           throw new Error(
-            `Blob ${hex} in pack ${pack.id} on target "${t.name}" is damaged (${(err as Error).message}); nothing was deleted. Run "cairn check --read-data", then back up again.`,
+            `Blob ${hex} in pack ${pack.id} ${io.where} is damaged (${(err as Error).message}); nothing was deleted. Run "cairn check --read-data", then back up again.`,
             { cause: err },
           );
         }

@@ -1,7 +1,12 @@
 import { ObjectKey, Prefix } from '../../format/constants.ts';
 import type { IndexedPack } from '../format/index-file.ts';
 import { readPackCopy } from '../repository/copy-completion.ts';
-import { rankTargets } from '../repository/placement.ts';
+import { encodeShards } from '../format/erasure.ts';
+import { sealShard } from '../format/shard-codec.ts';
+import { packPlacement } from '../repository/pack-placement.ts';
+import { readShardObject, readWholePack, storeWhole, withNewId } from '../repository/pack-rewrite.ts';
+import type { PackPlacement } from '../../../workers/protocol.ts';
+import { planMove, whereNamed, type PackMove } from './rebalance-plan.ts';
 import type { RepoLock } from '../repository/locks.ts';
 import { inLockOrder } from '../repository/pool.ts';
 import type { Repository } from '../repository/repository.ts';
@@ -12,22 +17,28 @@ import { killPoint } from './prune-packs.ts';
 
 export interface RebalanceResult {
   packs: number;
-  /** Copies written where placement now puts them. */
+  /** Copies (or shards) written where placement now puts them. */
   copied: number;
-  /** Copies deleted where placement no longer puts them (draining targets included). */
+  /** Copies (or shards) deleted where placement no longer puts them (draining targets included). */
   removed: number;
   bytesCopied: number;
+  /** Packs stored another way than the policy says (replicas ↔ erasure coding, another k+m), rewritten. */
+  converted: number;
   /** Packs left as they were: no stored copy could be read to copy from. */
   unreadable: string[];
 }
 
+/** Packs moved at once (each is read whole at most once: 4 × the pack size in memory). */
+const PARALLEL_PACKS = 4;
+
 /**
- * Moves copies to where placement puts them now (after a target joined, changed weight, or is draining,
- * or the policy changed), under the exclusive lock of every member. Order, so that a kill at any point
- * leaves every pack readable where an index file says it is: new copies are written; then index files
- * naming each pack's new copies, superseding every member's old ones, go to every member; then the old
- * index files go; only then are the copies placement no longer wants deleted. A copy written and not
- * yet indexed when a kill comes is an unindexed object that prune removes.
+ * Moves copies to where placement puts them now (after a target joined, changed weight, or is draining),
+ * and rewrites packs stored another way than the policy says (rebalance-plan.ts), under the exclusive lock
+ * of every member. Order, so that a kill at any point leaves every pack readable where an index file says
+ * it is: new copies, shards and converted packs are written; then index files naming where each pack is
+ * now, superseding every member's old ones, go to every member; then the old index files go; only then
+ * are the objects placement no longer wants deleted. An object written and not yet indexed when a kill
+ * comes is an unindexed object that prune removes.
  */
 export async function runRebalance(
   repo: Repository,
@@ -36,13 +47,16 @@ export async function runRebalance(
   const { ks } = repo;
   const state = ks.pool.state();
   if (!state) throw new SettingsError('Only a pool is rebalanced: this repository has one target.');
-  if (state.policy.scheme !== 'replicas' || ks.index.hasErasureCoded())
-    throw new SettingsError(
-      'Erasure-coded packs cannot be moved by this version yet: rebalance and drain work on whole copies (issue 10).',
-    );
   const members = inLockOrder(ks.listTargets().filter((t) => t.poolId !== null));
   const locks: RepoLock[] = [];
-  const result: RebalanceResult = { packs: 0, copied: 0, removed: 0, bytesCopied: 0, unreadable: [] };
+  const result: RebalanceResult = {
+    packs: 0,
+    copied: 0,
+    removed: 0,
+    bytesCopied: 0,
+    converted: 0,
+    unreadable: [],
+  };
   try {
     for (const t of members)
       locks.push(
@@ -55,74 +69,172 @@ export async function runRebalance(
       );
     for (const t of members) await repo.refresh(t);
     for (const t of members) await repo.reconcilePacks(t);
-    const byPool = new Map(members.map((t) => [t.poolId!, t]));
-    const ranking = members.map((t) => ({ id: t.poolId!, weight: t.weight, state: t.state }));
-    const plan: { id: Buffer; size: number; keep: number[]; add: number[]; drop: number[] }[] = [];
-    for (const [hex, p] of ks.index.allCopies()) {
-      const stored = [...p.copies].filter(([, s]) => s === 'stored').map(([t]) => t);
-      const id = Buffer.from(hex, 'hex');
-      if (stored.length === 0) {
-        // No copy was found where the index says: nothing moves, and the index keeps naming them (a
-        // wrong listing forgets nothing, as in prune).
-        const named = [...p.copies].filter(([, s]) => s === 'missing').map(([t]) => t);
-        if (named.length) plan.push({ id, size: p.size, keep: named, add: [], drop: [] });
-        continue;
-      }
+    const ranking = members.map((t) => ({
+      localId: t.id,
+      poolId: t.poolId!,
+      weight: t.weight,
+      state: t.state,
+    }));
+    const moves: PackMove[] = [];
+    const known = ks.index.allCopies();
+    for (const [hex, p] of known) {
+      const move = planMove(Buffer.from(hex, 'hex'), p, state.policy, ranking);
+      moves.push(move);
+      if (move.kind === 'stay') continue;
       result.packs++;
-      const want = rankTargets(id, ranking)
-        .slice(0, state.policy.copies)
-        .map((poolId) => byPool.get(poolId)!.id);
-      const add = want.filter((t) => !stored.includes(t));
-      const drop = stored.filter((t) => !want.includes(t));
-      plan.push({ id, size: p.size, keep: stored.filter((t) => want.includes(t)), add, drop });
+      if (move.kind === 'convert') {
+        result.converted++;
+        result.removed += move.drop.length;
+        result.copied += state.policy.scheme === 'ec' ? state.policy.k + state.policy.m : state.policy.copies;
+      } else {
+        result.copied += move.add.length;
+        result.removed += move.drop.length;
+      }
     }
-    result.copied = plan.reduce((n, p) => n + p.add.length, 0);
-    result.removed = plan.reduce((n, p) => n + p.drop.length, 0);
     if (opts.dryRun || result.copied + result.removed === 0) return result;
 
-    for (const p of plan) {
-      if (p.add.length === 0) continue;
-      const body = await readPackCopy(repo, p.id, p.size, [...p.keep, ...p.drop]);
-      if (!body) {
-        // Nothing moves for this pack: its copies stay where they are.
-        result.unreadable.push(p.id.toString('hex'));
-        p.keep.push(...p.drop);
-        p.drop = [];
-        p.add = [];
-        continue;
+    const placement = packPlacement(ks, members.find((t) => t.state === 'active') ?? members[0]!);
+    const indexed: IndexedPack[] = [];
+    const deletes: { target: number; key: string }[] = [];
+    const queue = [...moves];
+    const worker = async () => {
+      for (let m = queue.shift(); m; m = queue.shift()) {
+        const done = await carryOut(repo, m, placement);
+        if (!done) {
+          // Nothing moves for this pack: its copies stay where they are.
+          result.unreadable.push(m.id.toString('hex'));
+          const where = whereNamed(known.get(m.id.toString('hex'))!, (t) => ks.targetById(t).poolId!);
+          indexed.push({ id: m.id, size: m.size, ...where, blobs: ks.index.blobsOfPack(m.id) });
+          continue;
+        }
+        result.bytesCopied += done.bytes;
+        indexed.push(done.pack);
+        deletes.push(...done.deletes);
       }
-      for (const t of p.add) {
-        await repo.storage(ks.targetById(t)).put(ObjectKey.pack(p.id.toString('hex')), body);
-        result.bytesCopied += body.length;
-      }
-    }
+    };
+    await Promise.all(Array.from({ length: PARALLEL_PACKS }, worker));
     killPoint('rebalance-copied');
 
     for (const l of locks) l.assertHeld();
     const oldIndex = new Map<number, string[]>();
     for (const t of members) oldIndex.set(t.id, await listIndex(repo, t));
-    const packs: IndexedPack[] = plan.map((p) => ({
-      id: p.id,
-      size: p.size,
-      copies: [...p.keep, ...p.add].map((t) => ks.targetById(t).poolId!),
-      blobs: ks.index.blobsOfPack(p.id),
-    }));
     const supersedes = [...new Set([...oldIndex.values()].flat())].map((id) => Buffer.from(id, 'hex'));
-    await writeIndexFiles(repo, members, packs, supersedes, true, () => undefined);
+    await writeIndexFiles(repo, members, indexed, supersedes, true, () => undefined);
     killPoint('rebalance-indexed');
     for (const t of members)
       for (const id of oldIndex.get(t.id)!) await repo.storage(t).delete(ObjectKey.index(id));
-    for (const p of plan)
-      for (const t of p.drop) {
-        await repo.storage(ks.targetById(t)).delete(ObjectKey.pack(p.id.toString('hex')));
-        killPoint('rebalance-deleting');
-      }
+    for (const d of deletes) {
+      await repo.storage(ks.targetById(d.target)).delete(d.key);
+      killPoint('rebalance-deleting');
+    }
     // The keystore follows the buckets: every member's index is read again.
     for (const t of members) await repo.refresh(t);
     for (const t of members) await repo.reconcilePacks(t);
     return result;
   } finally {
     for (const l of locks) await l.release();
+  }
+}
+
+/**
+ * Writes what one move needs; returns the pack as the new index names it, the objects to delete once
+ * that index is everywhere, and the bytes written. Undefined when the pack could not be read.
+ */
+async function carryOut(
+  repo: Repository,
+  m: PackMove,
+  placement: PackPlacement | undefined,
+): Promise<{ pack: IndexedPack; deletes: { target: number; key: string }[]; bytes: number } | undefined> {
+  const { ks } = repo;
+  const hex = m.id.toString('hex');
+  const poolId = (t: number) => ks.targetById(t).poolId!;
+  const blobs = () => ks.index.blobsOfPack(m.id);
+  const put = (t: number, key: string, body: Buffer) => repo.storage(ks.targetById(t)).put(key, body);
+  switch (m.kind) {
+    case 'stay':
+      return { pack: { id: m.id, size: m.size, ...m.index, blobs: blobs() }, deletes: [], bytes: 0 };
+    case 'copies': {
+      let bytes = 0;
+      if (m.add.length) {
+        const body = await readPackCopy(repo, m.id, m.size, [...m.keep, ...m.drop]);
+        if (!body) return undefined;
+        for (const t of m.add) {
+          await put(t, ObjectKey.pack(hex), body);
+          bytes += body.length;
+        }
+      }
+      return {
+        pack: { id: m.id, size: m.size, copies: [...m.keep, ...m.add].map(poolId), blobs: blobs() },
+        deletes: m.drop.map((t) => ({ target: t, key: ObjectKey.pack(hex) })),
+        bytes,
+      };
+    }
+    case 'shards': {
+      let bytes = 0;
+      let rebuilt: Buffer[] | undefined;
+      const p = { packId: m.id, k: m.k, m: m.m, size: m.size };
+      for (const a of m.add) {
+        let object = a.from === undefined ? undefined : await readShardObject(repo, a.from, p, a.shard);
+        if (!object) {
+          if (!rebuilt) {
+            const whole = await readWholePack(repo, m.id, m.size, {
+              k: m.k,
+              m: m.m,
+              shards: ks.index.storedShards(m.id),
+            });
+            if (!whole) return undefined;
+            rebuilt = (await encodeShards(whole.body, m.k, m.m)).map((bytes, index) =>
+              sealShard(ks.sodium, ks.keys.shardMac, {
+                packId: m.id,
+                index,
+                k: m.k,
+                m: m.m,
+                packLength: m.size,
+                bytes,
+              }),
+            );
+          }
+          object = rebuilt[a.shard]!;
+        }
+        await put(a.target, ObjectKey.shard(hex, a.shard), object);
+        bytes += object.length;
+      }
+      const shards = Array.from({ length: m.k + m.m }, (_, i) => poolId(m.layout.get(i)!));
+      return {
+        pack: { id: m.id, size: m.size, ec: { k: m.k, m: m.m, shards }, blobs: blobs() },
+        deletes: m.drop.map((d) => ({ target: d.target, key: ObjectKey.shard(hex, d.shard) })),
+        bytes,
+      };
+    }
+    case 'convert': {
+      const stored = [...m.from.copies].filter(([, s]) => s === 'stored').map(([t]) => t);
+      const whole = await readWholePack(
+        repo,
+        m.id,
+        m.size,
+        m.from.ec
+          ? { ...m.from.ec, shards: stored.map((t) => ({ shard: m.from.shards.get(t)!, targetId: t })) }
+          : { copies: stored },
+      );
+      if (!whole) return undefined;
+      const newId = Buffer.from(ks.sodium.randomBytes(32));
+      const written = await storeWhole(
+        repo,
+        placement!,
+        newId,
+        withNewId(repo, whole.body, whole.entries, newId),
+      );
+      const pack: IndexedPack = { id: newId, size: m.size, ...written.where, blobs: whole.entries };
+      const bytes = written.bytes;
+      return {
+        pack,
+        deletes: m.drop.map((d) => ({
+          target: d.target,
+          key: d.shard === null ? ObjectKey.pack(hex) : ObjectKey.shard(hex, d.shard),
+        })),
+        bytes,
+      };
+    }
   }
 }
 

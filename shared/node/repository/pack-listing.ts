@@ -50,3 +50,24 @@ export async function listPacks(
   }
   return listed;
 }
+
+/** A target's data/: whole pack objects by pack id, and shard objects by pack id and shard index, with sizes. */
+export async function listDataObjects(
+  storage: RetryingStorage,
+): Promise<{ packs: Map<string, number>; shards: Map<string, Map<number, number>> }> {
+  const packs = new Map<string, number>();
+  const shards = new Map<string, Map<number, number>>();
+  for await (const o of storage.list(Prefix.data)) {
+    const id = packIdOfKey(o.key);
+    if (id) {
+      packs.set(id, o.size);
+      continue;
+    }
+    const shard = shardOfKey(o.key);
+    if (!shard) continue;
+    let of = shards.get(shard.packId);
+    if (!of) shards.set(shard.packId, (of = new Map()));
+    of.set(shard.shard, o.size);
+  }
+  return { packs, shards };
+}

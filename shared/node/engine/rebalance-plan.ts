@@ -1,0 +1,124 @@
+import type { IndexedPack } from '../format/index-file.ts';
+import { PlacementError, rankTargets, type PlacementTarget } from '../repository/placement.ts';
+import type { PoolPolicy } from '../repository/pool.ts';
+import type { CopyState } from './keystore/index-cache.ts';
+
+/** A pack as the keystore knows it: its copies' (or shards') states by local target id. */
+export interface KnownPack {
+  size: number;
+  ec?: { k: number; m: number };
+  copies: Map<number, CopyState>;
+  /** Erasure coding: the shard each target holds. */
+  shards: Map<number, number>;
+}
+
+/** What a rebalance does with one pack. */
+export type PackMove =
+  /** Nothing moves (no stored copy, or fewer than k shards): the index keeps naming what it named. */
+  | { kind: 'stay'; id: Buffer; size: number; index: Pick<IndexedPack, 'copies' | 'ec'> }
+  /** Whole copies, under a replicas policy: written on `add`, deleted from `drop`. */
+  | { kind: 'copies'; id: Buffer; size: number; keep: number[]; add: number[]; drop: number[] }
+  /**
+   * Shards of a pack already cut for the policy's k+m: the shards on targets placement no longer wants
+   * (or lost ones) are written on the wanted targets that hold none of the pack; the others stay put.
+   */
+  | {
+      kind: 'shards';
+      id: Buffer;
+      size: number;
+      k: number;
+      m: number;
+      /** Shard → local target id, after the move. */
+      layout: Map<number, number>;
+      /** Shards to write: `from` is the target holding a copy to move, if any (else rebuilt). */
+      add: { shard: number; target: number; from?: number }[];
+      drop: { shard: number; target: number }[];
+    }
+  /**
+   * Stored another way than the policy says (replicas ↔ erasure coding, or another k+m):
+   * read whole, given a new pack id (only its sealed header changes) and stored as a new pack would be;
+   * every object of the old one is deleted. A new id means no new object has an old one's name.
+   */
+  | {
+      kind: 'convert';
+      id: Buffer;
+      size: number;
+      from: KnownPack;
+      drop: { target: number; shard: number | null }[];
+    };
+
+/**
+ * Where the index names a pack's copies (or shards) now, stored or found missing (a missing one may come
+ * back; queued ones are not written yet), as pool ids.
+ */
+export function whereNamed(
+  p: KnownPack,
+  poolId: (localId: number) => number,
+): Pick<IndexedPack, 'copies' | 'ec'> {
+  const named = [...p.copies].filter(([, s]) => s !== 'queued').map(([t]) => t);
+  if (!p.ec) return { copies: named.map(poolId) };
+  const shards: (number | null)[] = Array.from({ length: p.ec.k + p.ec.m }, () => null);
+  for (const t of named) shards[p.shards.get(t)!] = poolId(t);
+  return { ec: { ...p.ec, shards } };
+}
+
+/**
+ * The move of one pack under `policy`, over `members` (local id, pool id, weight, state; ranked by the
+ * pack id's weighted rendezvous placement, draining and gone targets last).
+ */
+export function planMove(
+  id: Buffer,
+  p: KnownPack,
+  policy: PoolPolicy,
+  members: readonly { localId: number; poolId: number; weight: number; state: PlacementTarget['state'] }[],
+): PackMove {
+  const stored = [...p.copies].filter(([, s]) => s === 'stored').map(([t]) => t);
+  const ranked = rankTargets(
+    id,
+    members.map((m) => ({ id: m.poolId, weight: m.weight, state: m.state })),
+  ).map((poolId) => members.find((m) => m.poolId === poolId)!.localId);
+  const poolId = (local: number) => members.find((m) => m.localId === local)!.poolId;
+  if (stored.length < (p.ec?.k ?? 1)) return { kind: 'stay', id, size: p.size, index: whereNamed(p, poolId) };
+  const needed = policy.scheme === 'ec' ? policy.k + policy.m : policy.copies;
+  if (ranked.length < needed) throw new PlacementError(needed, ranked.length, members.length);
+
+  const sameScheme =
+    policy.scheme === 'ec'
+      ? p.ec !== undefined && p.ec.k === policy.k && p.ec.m === policy.m
+      : p.ec === undefined;
+  if (!sameScheme) {
+    const drop = [...p.copies.keys()].map((t) => ({ target: t, shard: p.ec ? p.shards.get(t)! : null }));
+    return { kind: 'convert', id, size: p.size, from: p, drop };
+  }
+  if (policy.scheme === 'replicas') {
+    const want = ranked.slice(0, policy.copies);
+    return {
+      kind: 'copies',
+      id,
+      size: p.size,
+      keep: stored.filter((t) => want.includes(t)),
+      add: want.filter((t) => !stored.includes(t)),
+      drop: stored.filter((t) => !want.includes(t)),
+    };
+  }
+  const n = policy.k + policy.m;
+  const want = ranked.slice(0, n);
+  const layout = new Map<number, number>();
+  for (const t of stored) if (want.includes(t)) layout.set(p.shards.get(t)!, t);
+  const held = new Set(layout.values());
+  const free = want.filter((t) => !held.has(t));
+  const add: { shard: number; target: number; from?: number }[] = [];
+  for (let shard = 0; shard < n; shard++) {
+    if (layout.has(shard)) continue;
+    const target = free.shift()!;
+    const from = stored.find((t) => p.shards.get(t) === shard);
+    layout.set(shard, target);
+    add.push({ shard, target, ...(from !== undefined ? { from } : {}) });
+  }
+  // A stored shard not in the layout: on a target placement no longer wants, or a second copy of a
+  // shard another wanted target holds.
+  const drop = stored
+    .filter((t) => layout.get(p.shards.get(t)!) !== t)
+    .map((t) => ({ shard: p.shards.get(t)!, target: t }));
+  return { kind: 'shards', id, size: p.size, k: policy.k, m: policy.m, layout, add, drop };
+}

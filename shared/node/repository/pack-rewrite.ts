@@ -1,0 +1,132 @@
+import { ObjectKey } from '../../format/constants.ts';
+import { openPackTrailer, sealPackTrailer, type PackEntry } from '../format/pack.ts';
+import { openShard } from '../format/shard-codec.ts';
+import type { PackPlacement } from '../../../workers/protocol.ts';
+import type { IndexedPack } from '../format/index-file.ts';
+import { readPackCopy } from './copy-completion.ts';
+import { storePack } from './pack-placement.ts';
+import type { Repository } from './repository.ts';
+import { rebuildPack, type ShardGet } from './shard-reads.ts';
+
+/**
+ * Reading a pack whole, or one shard object of it, to write it elsewhere (rebalance, a policy change):
+ * what is written is first authenticated, so a damaged copy is never spread under a good name.
+ */
+
+const shardGet =
+  (repo: Repository): ShardGet =>
+  (id, key, range) =>
+    repo.storage(repo.ks.targetById(id)).get(key, range);
+
+/**
+ * The pack's bytes with its header authenticated (and the blobs it lists matching its size): from the
+ * first whole copy on `copies` that passes, or rebuilt from any k shards whose MACs hold. Undefined when
+ * none can be read.
+ */
+export async function readWholePack(
+  repo: Repository,
+  packId: Buffer,
+  size: number,
+  from:
+    { copies: readonly number[] } | { k: number; m: number; shards: { shard: number; targetId: number }[] },
+): Promise<{ body: Buffer; entries: PackEntry[] } | undefined> {
+  const { ks } = repo;
+  const header = (body: Buffer) => {
+    const opened = openPackTrailer(ks.sodium, ks.keys.metaSeal, packId, size, body);
+    if ('need' in opened) throw new Error('unreachable: the whole pack was given');
+    return { body, entries: opened.entries };
+  };
+  if ('copies' in from) {
+    for (const source of from.copies) {
+      const body = await readPackCopy(repo, packId, size, [source]);
+      if (!body) continue;
+      try {
+        return header(body);
+      } catch {
+        // A damaged copy: try the next one.
+      }
+    }
+    return undefined;
+  }
+  try {
+    const { pack } = await rebuildPack(
+      { packId, k: from.k, m: from.m, packLength: size, shards: from.shards },
+      shardGet(repo),
+      ks.sodium,
+      ks.keys.shardMac,
+    );
+    return header(pack);
+  } catch {
+    // Fewer than k shards pass (rebuildPack names them; check --read-data reports them).
+    return undefined;
+  }
+}
+
+/**
+ * The same pack under a new id: the sealed blobs are bound to their own ids, not the pack's, so only the
+ * header is sealed again (same length: the pack's size and every blob's offset stay).
+ */
+export function withNewId(
+  repo: Repository,
+  body: Buffer,
+  entries: readonly PackEntry[],
+  newId: Buffer,
+): Buffer {
+  const blobsEnd = entries.reduce((n, e) => n + e.storedLength, 0);
+  const trailer = sealPackTrailer(repo.ks.sodium, repo.ks.keys.metaSeal, newId, entries);
+  if (blobsEnd + trailer.length !== body.length)
+    throw new Error(`pack rewrite: ${blobsEnd} + ${trailer.length} bytes ≠ ${body.length}`);
+  const out = Buffer.allocUnsafe(body.length);
+  body.copy(out, 0, 0, blobsEnd);
+  trailer.copy(out, blobsEnd);
+  return out;
+}
+
+/** Shard `index` of a pack as stored on `targetId`, if it is intact (MAC, pack id, index, k, m, length). */
+export async function readShardObject(
+  repo: Repository,
+  targetId: number,
+  p: { packId: Buffer; k: number; m: number; size: number },
+  index: number,
+): Promise<Buffer | undefined> {
+  const { ks } = repo;
+  try {
+    const object = await repo
+      .storage(ks.targetById(targetId))
+      .get(ObjectKey.shard(p.packId.toString('hex'), index));
+    const shard = openShard(ks.sodium, ks.keys.shardMac, object, { packId: p.packId, index });
+    return shard.k === p.k && shard.m === p.m && shard.packLength === p.size ? object : undefined;
+  } catch {
+    // Missing, unreadable or damaged: the caller rebuilds it from the others.
+    return undefined;
+  }
+}
+
+/**
+ * Stores a new pack (a rebalance's converted pack, prune's repacked one) where `placement` puts it, every
+ * copy or shard written (rebalance and prune hold every member's lock: there is no one to queue for).
+ * Returns where it is, as a pool index names it, and the bytes sent.
+ */
+export async function storeWhole(
+  repo: Repository,
+  placement: PackPlacement,
+  packId: Buffer,
+  body: Buffer,
+): Promise<{ where: Pick<IndexedPack, 'copies' | 'ec'>; bytes: number }> {
+  const { ks } = repo;
+  const poolId = (t: number) => ks.targetById(t).poolId!;
+  const r = await storePack({
+    placement: { ...placement, writeQuorum: placement.copies },
+    home: placement.members[0]!.localId,
+    packId,
+    body,
+    bytes: () => body,
+    sodium: ks.sodium,
+    shardKey: ks.keys.shardMac,
+    put: (t, key, b) => repo.storage(ks.targetById(t)).put(key, b),
+    down: new Map(),
+  });
+  if (!r.shards) return { where: { copies: r.copies.map(poolId) }, bytes: r.wireBytes };
+  const shards = Array.from({ length: r.copies.length }, (_, i) => poolId(r.copies[r.shards!.indexOf(i)]!));
+  return { where: { ec: { ...placement.ec!, shards } }, bytes: r.wireBytes };
+}
