@@ -167,4 +167,50 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
     );
     expect(await result.textContent()).toBe(`Rebalance: All ${packs} packs are where placement puts them.`);
   });
+
+  it('erasure coding 2+1: explained, applied, and Rebalance rewrites the packs already stored as shards', async () => {
+    const packs = packFiles(dirs[0]!);
+    await page.getByLabel('Scheme').selectOption('ec');
+    expect(await page.getByLabel('Data shards').inputValue()).toBe('2');
+    expect(await page.getByLabel('Parity shards').inputValue()).toBe('1');
+    const change = page.getByTestId('policy-change');
+    const lines = await change.locator('li').allTextContents();
+    expect(lines.slice(0, 3)).toEqual([
+      'Storage: 1.50× the data stored (now 3×).',
+      'Any 1 target may be lost without losing a backup.',
+      'Backups wait for 3 shards of each pack: a backup fails if any of the 3 targets is out of reach.',
+    ]);
+    expect(lines[3]).toMatch(
+      /^Packs already stored stay as they are until you press Rebalance, which rewrites them as 2\+1 shards \(about .* written, then the old objects deleted\)\.$/,
+    );
+    await change.getByRole('button', { name: 'Apply new policy' }).click();
+    await page.waitForFunction(() =>
+      document.querySelector('[data-testid=policy-text]')?.textContent?.startsWith('Erasure coding 2+1'),
+    );
+    expect(await page.getByTestId('redundancy-text').textContent()).toBe(
+      `${packs} packs are stored as an earlier policy had them: Rebalance rewrites them.`,
+    );
+    await page.getByRole('button', { name: 'Rebalance' }).click();
+    const result = page.getByTestId('pool-result');
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid=pool-result]')?.textContent?.includes('rewritten'),
+      undefined,
+      { timeout: 60_000 },
+    );
+    expect(await result.textContent()).toMatch(
+      new RegExp(`^Rebalance: .* over ${packs} packs\\. ${packs} packs were rewritten for the policy\\.$`),
+    );
+    expect(await page.getByTestId('redundancy-text').textContent()).toBe(
+      'Fully redundant: every pack has its 3 shards.',
+    );
+    // No whole copy is left; each target holds one shard of each pack.
+    for (const d of dirs) {
+      expect(packFiles(d)).toBe(0);
+      const shards = fs
+        .readdirSync(path.join(d, 'data'), { recursive: true })
+        .filter((f) => /[0-9a-f]{64}\.0[0-2]$/.test(String(f)));
+      expect(shards).toHaveLength(packs);
+    }
+    await screenshot(page, 'storage-ec', { doc: true });
+  });
 });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { policyChangeText, redundancyText, type RedundancyView } from './pool-text.ts';
 
 const base: RedundancyView = {
+  scheme: 'replicas',
   copies: 3,
   packs: 10,
   full: 10,
@@ -9,6 +10,7 @@ const base: RedundancyView = {
   queued: 0,
   short: 0,
   lost: 0,
+  unconverted: 0,
   waitingOn: [],
   state: 'full',
 };
@@ -30,7 +32,11 @@ describe('pool texts', () => {
   it('explains a policy change before it is made', () => {
     const from = { scheme: 'replicas', copies: 2, writeQuorum: 1 } as const;
     expect(
-      policyChangeText(from, { copies: 3, writeQuorum: 2 }, { activeTargets: 3, storedBytes: 1 << 30 }),
+      policyChangeText(
+        from,
+        { scheme: 'replicas', copies: 3, writeQuorum: 2 },
+        { activeTargets: 3, storedBytes: 1 << 30 },
+      ),
     ).toEqual([
       'Storage: 3× the data stored (now 2×).',
       'Any 2 targets may be lost without losing a backup.',
@@ -38,10 +44,40 @@ describe('pool texts', () => {
       'Packs already stored keep 2 copies until you press Repair (or Rebalance), which writes about 1 GiB of new copies.',
     ]);
     expect(
-      policyChangeText(from, { copies: 1, writeQuorum: 1 }, { activeTargets: 3, storedBytes: 0 })[3],
+      policyChangeText(
+        from,
+        { scheme: 'replicas', copies: 1, writeQuorum: 1 },
+        { activeTargets: 3, storedBytes: 0 },
+      )[3],
     ).toMatch(/extra copies until you press Rebalance/);
     expect(
-      policyChangeText(from, { copies: 3, writeQuorum: 3 }, { activeTargets: 3, storedBytes: 0 })[2],
+      policyChangeText(
+        from,
+        { scheme: 'replicas', copies: 3, writeQuorum: 3 },
+        { activeTargets: 3, storedBytes: 0 },
+      )[2],
     ).toBe('Backups wait for 3 copies of each pack: a backup fails if any of the 3 targets is out of reach.');
+  });
+
+  it('explains erasure coding, and the packs already stored that Rebalance rewrites', () => {
+    const from = { scheme: 'replicas', copies: 2, writeQuorum: 1 } as const;
+    const ec = { scheme: 'ec', k: 4, m: 2, writeQuorum: 5 } as const;
+    expect(policyChangeText(from, ec, { activeTargets: 6, storedBytes: 3 * 2 ** 30 })).toEqual([
+      'Storage: 1.50× the data stored (now 2×).',
+      'Any 2 targets may be lost without losing a backup.',
+      'Backups wait for 5 shards of each pack: a backup goes on with 1 target of 6 out of reach.',
+      'Packs already stored stay as they are until you press Rebalance, which rewrites them as 4+2 shards (about 4.5 GiB written, then the old objects deleted).',
+    ]);
+    expect(
+      policyChangeText(ec, { ...ec, writeQuorum: 6 }, { activeTargets: 6, storedBytes: 0 }),
+    ).toHaveLength(3);
+    expect(policyChangeText(ec, from, { activeTargets: 6, storedBytes: 1 << 30 })[3]).toBe(
+      'Packs already stored stay as they are until you press Rebalance, which rewrites them as 2 copies (about 2 GiB written, then the old objects deleted).',
+    );
+    const shards = { ...base, scheme: 'ec', copies: 6 } as const;
+    expect(redundancyText(shards)).toBe('Fully redundant: every pack has its 6 shards.');
+    expect(redundancyText({ ...shards, full: 4, unconverted: 6, state: 'short' })).toBe(
+      '6 packs are stored as an earlier policy had them: Rebalance rewrites them.',
+    );
   });
 });

@@ -14,6 +14,8 @@ export type PolicyView =
  * has as many stored copies as the policy asks.
  */
 export interface RedundancyView {
+  /** Whole copies or erasure-coded shards: what `copies` counts. */
+  scheme: 'replicas' | 'ec';
   /** Copies (or shards) the policy asks for each pack. */
   copies: number;
   packs: number;
@@ -25,8 +27,10 @@ export interface RedundancyView {
   queued: number;
   /** Packs short of copies that nothing has queued (an older policy, a lost copy): Repair writes them. */
   short: number;
-  /** Packs with no stored copy left. */
+  /** Packs with no stored copy left (fewer than k shards). */
   lost: number;
+  /** Packs stored as an earlier policy had them (whole copies under erasure coding, or the reverse): Rebalance rewrites them. */
+  unconverted: number;
   /** Targets queued copies wait for. */
   waitingOn: string[];
   state: 'full' | 'completing' | 'short';
@@ -37,12 +41,13 @@ function plural(n: number, noun: string, nouns = `${noun}s`): string {
   return `${n.toLocaleString('en')} ${n === 1 ? noun : nouns}`;
 }
 const copiesWord = (n: number) => plural(n, 'copy', 'copies');
+const shardsWord = (n: number) => plural(n, 'shard');
 const targetsWord = (n: number) => `${n} target${n === 1 ? '' : 's'}`;
 
 /** A policy in plain words: what it costs and what it survives. */
 export function describePolicy(p: PolicyView): string {
   if (p.scheme === 'ec')
-    return `erasure coding ${p.k}+${p.m}: ${((p.k + p.m) / p.k).toFixed(2)}× the data stored, any ${p.m} targets may be lost; a pack counts once ${p.writeQuorum} shards are stored`;
+    return `erasure coding ${p.k}+${p.m}: ${((p.k + p.m) / p.k).toFixed(2)}× the data stored, any ${targetsWord(p.m)} may be lost; a pack counts once ${shardsWord(p.writeQuorum)} ${p.writeQuorum === 1 ? 'is' : 'are'} stored`;
   if (p.copies === 1) return '1 copy of each pack: no target may be lost';
   return `${p.copies} copies of each pack on distinct targets: ${p.copies}× the data stored, any ${targetsWord(p.copies - 1)} may be lost; a backup counts a pack once ${p.writeQuorum} cop${p.writeQuorum === 1 ? 'y is' : 'ies are'} stored, the rest are completed after`;
 }
@@ -61,22 +66,33 @@ function backupTolerance(activeTargets: number, writeQuorum: number): string {
  */
 export function policyChangeText(
   from: PolicyView,
-  to: { copies: number; writeQuorum: number },
+  to: PolicyView,
   ctx: { activeTargets: number; storedBytes: number },
 ): string[] {
-  const before = from.scheme === 'replicas' ? from.copies : from.k + from.m;
+  const factor = (p: PolicyView) => (p.scheme === 'replicas' ? p.copies : (p.k + p.m) / p.k);
+  const times = (p: PolicyView) => (p.scheme === 'replicas' ? String(p.copies) : factor(p).toFixed(2));
+  const losable = to.scheme === 'replicas' ? to.copies - 1 : to.m;
+  const waits = to.scheme === 'replicas' ? copiesWord(to.writeQuorum) : shardsWord(to.writeQuorum);
   const lines = [
-    `Storage: ${to.copies}× the data stored${before !== to.copies ? ` (now ${before === 1 ? '1' : before}×)` : ''}.`,
-    to.copies === 1
+    `Storage: ${times(to)}× the data stored${factor(from) !== factor(to) ? ` (now ${times(from)}×)` : ''}.`,
+    losable === 0
       ? 'No target may be lost: each pack is on one target only.'
-      : `Any ${targetsWord(to.copies - 1)} may be lost without losing a backup.`,
-    `Backups wait for ${copiesWord(to.writeQuorum)} of each pack: ${backupTolerance(ctx.activeTargets, to.writeQuorum)}.`,
+      : `Any ${targetsWord(losable)} may be lost without losing a backup.`,
+    `Backups wait for ${waits} of each pack: ${backupTolerance(ctx.activeTargets, to.writeQuorum)}.`,
   ];
-  if (to.copies > before)
+  const sameShape =
+    from.scheme === 'replicas' && to.scheme === 'replicas'
+      ? true
+      : from.scheme === 'ec' && to.scheme === 'ec' && from.k === to.k && from.m === to.m;
+  if (!sameShape)
     lines.push(
-      `Packs already stored keep ${copiesWord(before)} until you press Repair (or Rebalance), which writes about ${formatSize((to.copies - before) * ctx.storedBytes)} of new copies.`,
+      `Packs already stored stay as they are until you press Rebalance, which rewrites them ${to.scheme === 'ec' ? `as ${to.k}+${to.m} shards` : `as ${copiesWord(to.copies)}`} (about ${formatSize(factor(to) * ctx.storedBytes)} written, then the old objects deleted).`,
     );
-  else if (to.copies < before)
+  else if (from.scheme === 'replicas' && to.scheme === 'replicas' && to.copies > from.copies)
+    lines.push(
+      `Packs already stored keep ${copiesWord(from.copies)} until you press Repair (or Rebalance), which writes about ${formatSize((to.copies - from.copies) * ctx.storedBytes)} of new copies.`,
+    );
+  else if (from.scheme === 'replicas' && to.scheme === 'replicas' && to.copies < from.copies)
     lines.push(
       `Packs already stored keep their extra copies until you press Rebalance, which deletes the ones the policy no longer asks for.`,
     );
@@ -85,30 +101,37 @@ export function policyChangeText(
 
 /** The repository's redundancy in a sentence: never "fully redundant" before every copy is stored. */
 export function redundancyText(r: RedundancyView): string {
+  const units = r.scheme === 'ec' ? shardsWord : copiesWord;
   const lost = r.lost
-    ? ` ${plural(r.lost, 'pack')} ${r.lost === 1 ? 'has' : 'have'} no stored copy left: the backups using them cannot be restored whole.`
+    ? ` ${plural(r.lost, 'pack')} ${r.lost === 1 ? 'has' : 'have'} ${r.scheme === 'ec' ? 'too few shards' : 'no stored copy'} left: the backups using them cannot be restored whole.`
+    : '';
+  const older = r.unconverted
+    ? ` ${plural(r.unconverted, 'pack')} ${r.unconverted === 1 ? 'is' : 'are'} stored as an earlier policy had ${r.unconverted === 1 ? 'it' : 'them'}: Rebalance rewrites ${r.unconverted === 1 ? 'it' : 'them'}.`
     : '';
   if (r.state === 'full')
     return r.copies === 1
       ? 'One copy of each pack: the policy keeps no second copy.'
-      : `Fully redundant: every pack has its ${r.copies} copies.`;
+      : `Fully redundant: every pack has its ${units(r.copies)}.`;
   if (r.state === 'completing') {
     const on = r.waitingOn.map((t) => `“${t}”`).join(', ');
-    return `${r.leastStored} of ${r.copies} copies stored, completing — ${copiesWord(r.queued)} queued, waiting on ${on}.${lost}`;
+    return `${r.leastStored} of ${units(r.copies)} stored, completing — ${units(r.queued)} queued, waiting on ${on}.${lost}${older}`;
   }
-  if (r.short === 0) return lost.trim();
-  return `${plural(r.short, 'pack')} ${r.short === 1 ? 'has' : 'have'} fewer than ${copiesWord(r.copies)} (as few as ${r.leastStored}): Repair writes the missing ones.${lost}`;
+  if (r.short === 0) return (lost + older).trim();
+  return `${plural(r.short, 'pack')} ${r.short === 1 ? 'has' : 'have'} fewer than ${units(r.copies)} (as few as ${r.leastStored}): Repair writes the missing ones.${lost}${older}`;
 }
 
 /** What a rebalance did (or, with dryRun, would do). */
 export function rebalanceText(
-  r: { packs: number; copied: number; removed: number; bytesCopied: number },
+  r: { packs: number; copied: number; removed: number; bytesCopied: number; converted?: number },
   dryRun: boolean,
 ): string {
   if (r.copied + r.removed === 0) return `All ${plural(r.packs, 'pack')} are where placement puts them.`;
+  const converted = r.converted
+    ? ` ${plural(r.converted, 'pack')} ${dryRun ? 'would be' : 'were'} rewritten for the policy.`
+    : '';
   return dryRun
-    ? `${plural(r.copied, 'copy', 'copies')} would be written and ${r.removed} removed (of ${plural(r.packs, 'pack')}).`
-    : `${plural(r.copied, 'copy', 'copies')} written (${formatSize(r.bytesCopied)}) and ${r.removed} removed, over ${plural(r.packs, 'pack')}.`;
+    ? `${plural(r.copied, 'copy', 'copies')} would be written and ${r.removed} removed (of ${plural(r.packs, 'pack')}).${converted}`
+    : `${plural(r.copied, 'copy', 'copies')} written (${formatSize(r.bytesCopied)}) and ${r.removed} removed, over ${plural(r.packs, 'pack')}.${converted}`;
 }
 
 /** What a repair did: copies written, and what is still queued. */

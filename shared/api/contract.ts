@@ -31,6 +31,12 @@ import type {
 const passphrase = z.string().min(8, 'The passphrase must have at least 8 characters.').max(1024);
 const id = z.string().regex(/^[0-9a-f]{12}$/, 'Not a Cairn id.');
 const targetDraft = z.object({ name: z.string(), config: targetConfigSchema, secret: z.string().optional() });
+const count = (what: string, max: number) =>
+  z
+    .number({ error: `${what} must be a number.` })
+    .int(`${what} must be a whole number.`)
+    .min(1, `${what} must be from 1 to ${max}.`)
+    .max(max, `${what} must be from 1 to ${max}.`);
 const copies = (what: string) =>
   z
     .number({ error: `${what} must be a number.` })
@@ -152,12 +158,35 @@ export const requests = {
   'maintenance.prune': z.object({ dryRun: z.boolean() }),
   /** The pool's targets, their copies and health, the policy and the redundancy (keystore only). */
   'pool.status': z.object({}),
-  /** Replicas and write quorum for new packs; packs already stored get theirs from repair. */
+  /**
+   * Whole copies (`replicas`) or erasure coding (`ec`: k data + m parity shards), and the copies or
+   * shards a backup waits for; packs already stored follow through Rebalance (or Repair, for copies).
+   */
   'pool.setPolicy': z
-    .object({ replicas: copies('Copies'), writeQuorum: copies('The write quorum') })
-    .refine((r) => r.writeQuorum <= r.replicas, {
-      message: 'A backup cannot wait for more copies than the policy keeps.',
-      path: ['writeQuorum'],
+    .object({
+      replicas: copies('Copies').optional(),
+      ec: z.object({ k: count('k (data shards)', 32), m: count('m (parity shards)', 32) }).optional(),
+      writeQuorum: count('The write quorum', 64),
+    })
+    .superRefine((r, ctx) => {
+      if ((r.replicas === undefined) === (r.ec === undefined))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['replicas'],
+          message: 'Choose whole copies (replicas) or erasure coding (ec), one of them.',
+        });
+      else if (r.replicas !== undefined && r.writeQuorum > r.replicas)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['writeQuorum'],
+          message: 'A backup cannot wait for more copies than the policy keeps.',
+        });
+      else if (r.ec && (r.writeQuorum < r.ec.k || r.writeQuorum > r.ec.k + r.ec.m))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['writeQuorum'],
+          message: `A backup waits for ${r.ec.k} to ${r.ec.k + r.ec.m} shards: a pack is read back from any ${r.ec.k}.`,
+        });
     }),
   /** Writes every copy the policy asks for and a pack lacks (queued, lost, or an older policy). */
   'pool.repair': z.object({}),

@@ -74,7 +74,10 @@ describe('the Storage screen API over a pool of three folders (real keystore, re
     expect(bad({ replicas: 4, writeQuorum: 1 })).toBe('replicas');
     expect(bad({ replicas: 2, writeQuorum: 3 })).toBe('writeQuorum');
     expect(bad({ replicas: '2', writeQuorum: 1 })).toBe('replicas');
-    expect(bad(null)).toBe('replicas');
+    expect(bad(null)).toBe('writeQuorum');
+    expect(bad({ replicas: 2, ec: { k: 2, m: 1 }, writeQuorum: 1 })).toBe('replicas');
+    expect(bad({ ec: { k: 2, m: 1 }, writeQuorum: 1 })).toBe('writeQuorum');
+    expect(bad({ ec: { k: 2, m: 0 }, writeQuorum: 2 })).toBe('ec.m');
     expect(() => parseRequest('pool.rebalance', { dryRun: 'yes' })).toThrow(ApiCallError);
     expect(() =>
       parseRequest('targets.save', { draft: { name: 'x', config: { kind: 'dir', path: '/x' } }, weight: 0 }),

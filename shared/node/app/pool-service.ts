@@ -34,14 +34,15 @@ export class PoolService {
     // Each view is taken once the operation is over (its `busy` must not say it still runs).
     return {
       'pool.status': () => this.view(this.deps.engine()),
-      'pool.setPolicy': async ({ replicas, writeQuorum }) => {
+      'pool.setPolicy': async ({ replicas, ec, writeQuorum }) => {
         const e = await this.exclusive('policy', async (e) => {
           if (!e.ks.pool.state())
             throw new ApiCallError(
               'This repository has one target: add a second one (Settings) before choosing copies.',
               'replicas',
             );
-          await e.pool.setReplicas(replicas, writeQuorum);
+          if (ec) await e.pool.setErasure(ec.k, ec.m, writeQuorum);
+          else await e.pool.setReplicas(replicas!, writeQuorum);
           return e;
         });
         return this.view(e);

@@ -41,6 +41,7 @@ export function poolStatus(ks: Keystore): PoolStatus {
   }));
   const copies = wantedCopies(policy);
   const r: RedundancyView = {
+    scheme: policy.scheme,
     copies,
     packs: 0,
     full: 0,
@@ -48,6 +49,7 @@ export function poolStatus(ks: Keystore): PoolStatus {
     queued: 0,
     short: 0,
     lost: 0,
+    unconverted: 0,
     waitingOn: targets.filter((t) => t.usage.queued.copies > 0).map((t) => t.row.name),
     state: 'full',
   };
@@ -55,17 +57,19 @@ export function poolStatus(ks: Keystore): PoolStatus {
   for (const g of packsByCopies(ks.db)) {
     r.packs += g.packs;
     r.queued += g.queued * g.packs;
-    if (g.stored === 0) {
+    if (g.stored < (g.ec?.k ?? 1)) {
       r.lost += g.packs;
       continue;
     }
     storedBytes += g.bytes;
-    if (g.stored >= copies) r.full += g.packs;
+    const asPolicy = policy.scheme === 'ec' ? g.ec?.k === policy.k && g.ec.m === policy.m : g.ec === null;
+    if (!asPolicy) r.unconverted += g.packs;
+    else if (g.stored >= copies) r.full += g.packs;
     else {
       r.leastStored = Math.min(r.leastStored, g.stored);
       if (g.stored + g.queued < copies) r.short += g.packs;
     }
   }
-  r.state = r.queued > 0 ? 'completing' : r.short > 0 || r.lost > 0 ? 'short' : 'full';
+  r.state = r.queued > 0 ? 'completing' : r.short > 0 || r.lost > 0 || r.unconverted > 0 ? 'short' : 'full';
   return { generation: state?.generation ?? null, policy, targets, redundancy: r, storedBytes };
 }

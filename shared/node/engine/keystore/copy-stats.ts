@@ -1,7 +1,7 @@
 import type { Db } from './db.ts';
 import type { CopyState } from './index-cache.ts';
 
-/** Copies the keystore records on one target, by state, with their packs' recorded sizes. */
+/** Copies the keystore records on one target, by state, with their sizes (a k-th of the pack for a shard). */
 export type TargetCopyUsage = Record<CopyState, { copies: number; bytes: number }>;
 
 /**
@@ -11,7 +11,8 @@ export type TargetCopyUsage = Record<CopyState, { copies: number; bytes: number 
 export function copyUsageByTarget(db: Db): Map<number, TargetCopyUsage> {
   const rows = db
     .prepare(
-      `SELECT c.target_id, c.state, count(*) AS n, coalesce(sum(p.size), 0) AS bytes
+      `SELECT c.target_id, c.state, count(*) AS n,
+         coalesce(sum(CASE WHEN p.ec_k IS NULL THEN p.size ELSE (p.size + p.ec_k - 1) / p.ec_k END), 0) AS bytes
        FROM pack_copies c JOIN packs p ON p.id = c.pack_id GROUP BY c.target_id, c.state`,
     )
     .all() as { target_id: number; state: CopyState; n: number; bytes: number }[];
@@ -32,15 +33,32 @@ export function copyUsageByTarget(db: Db): Map<number, TargetCopyUsage> {
   return out;
 }
 
-/** Packs grouped by their stored and queued copies, with the bytes of one copy of each group. */
-export function packsByCopies(db: Db): { stored: number; queued: number; packs: number; bytes: number }[] {
-  return db
+/**
+ * Packs grouped by how they are stored (whole copies, or k+m shards) and their stored and queued copies
+ * (shards), with the bytes of one copy of each group.
+ */
+export function packsByCopies(db: Db): {
+  ec: { k: number; m: number } | null;
+  stored: number;
+  queued: number;
+  packs: number;
+  bytes: number;
+}[] {
+  const rows = db
     .prepare(
-      `SELECT stored, queued, count(*) AS packs, coalesce(sum(size), 0) AS bytes FROM (
-         SELECT p.id, p.size,
+      `SELECT ec_k, ec_m, stored, queued, count(*) AS packs, coalesce(sum(size), 0) AS bytes FROM (
+         SELECT p.id, p.size, p.ec_k, p.ec_m,
            coalesce(sum(c.state = 'stored'), 0) AS stored, coalesce(sum(c.state = 'queued'), 0) AS queued
          FROM packs p LEFT JOIN pack_copies c ON c.pack_id = p.id GROUP BY p.id)
-       GROUP BY stored, queued`,
+       GROUP BY ec_k, ec_m, stored, queued`,
     )
-    .all() as { stored: number; queued: number; packs: number; bytes: number }[];
+    .all() as {
+    ec_k: number | null;
+    ec_m: number | null;
+    stored: number;
+    queued: number;
+    packs: number;
+    bytes: number;
+  }[];
+  return rows.map(({ ec_k, ec_m, ...g }) => ({ ...g, ec: ec_k === null ? null : { k: ec_k, m: ec_m! } }));
 }
