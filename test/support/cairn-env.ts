@@ -58,18 +58,20 @@ export async function initHomeWithTarget(
 
 /**
  * A fresh CAIRN_HOME whose repository spans one new bucket on each server (a pool), targets named
- * `<prefix>1`, `<prefix>2`, …; `env` adds to the CLI's environment (a shorter retry window, say).
+ * `<prefix>1`, `<prefix>2`, …; `env` adds to the CLI's environment (a shorter retry window, say), `init`
+ * to `cairn init`'s arguments.
  */
 export async function initPoolHome(
   servers: readonly S3Server[],
   prefix: string,
   env: Record<string, string> = {},
+  opts: { init?: string[] } = {},
 ): Promise<{ home: string; cli: CliOptions; buckets: string[] }> {
   const home = path.join(tempDir('cairn-home-'), 'home');
   const cli: CliOptions = {
     env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_TEST_WEAK_KDF: '1', ...env },
   };
-  await cliJson(['init'], cli);
+  await cliJson(['init', ...(opts.init ?? [])], cli);
   const buckets: string[] = [];
   for (const [i, s] of servers.entries()) {
     buckets.push(await s.createBucket());

@@ -15,6 +15,7 @@ import { registerPoolCommands } from './pool-commands.ts';
 import { registerPlanCommands } from './plan-commands.ts';
 import { registerRetentionCommands } from './retention-commands.ts';
 import { registerTargetCommands } from './target-commands.ts';
+import { PACK_SIZE_MAX, PACK_SIZE_MIN } from '../repository/config.ts';
 
 /** Thrown when a command ran but did not fully succeed; its report was already printed. */
 export class PartialFailure extends Error {}
@@ -62,10 +63,23 @@ function pipelineOverrides(o: {
 program
   .command('init')
   .description('create the keystore (in CAIRN_HOME) with a new master key protected by a passphrase')
-  .action(async () => {
+  .addOption(
+    new Option(
+      '--pack-size <size>',
+      'close packs at this size (1MiB to 1GiB; default 16MiB): smaller packs spread finer over a pool, larger ones mean fewer requests',
+    ).argParser((v) => {
+      const n = parseSize(v);
+      if (Number.isNaN(n) || n < PACK_SIZE_MIN || n > PACK_SIZE_MAX)
+        throw new Error(`--pack-size "${v}" must be a size from 1MiB to 1GiB (for example 16MiB).`);
+      return n;
+    }),
+  )
+  .action(async (opts: { packSize?: number }) => {
     const o = out();
     const home = defaultHome();
-    const engine = await Engine.init(home, await readPassphrase({ confirm: true }));
+    const engine = await Engine.init(home, await readPassphrase({ confirm: true }), {
+      packSize: opts.packSize,
+    });
     const repository = engine.ks.repoId;
     engine.close();
     o.result(

@@ -113,11 +113,11 @@ export class Engine {
   }
 
   /** A new repository: random master key and config, one passphrase key slot. Targets come next. */
-  static async init(home: string, passphrase: string): Promise<Engine> {
+  static async init(home: string, passphrase: string, opts: { packSize?: number } = {}): Promise<Engine> {
     if (passphrase.length < 8) throw new KeystoreError('The passphrase must have at least 8 characters.');
     const sodium = await loadSodium();
+    const config = newRepoConfig(sodium, opts);
     const master = sodium.randomBytes(KEY_BYTES);
-    const config = newRepoConfig(sodium);
     const slot = makeKeySlot(sodium, master, config.id, { passphrase });
     const ks = Keystore.create(keystorePath(home), sodium, {
       master,

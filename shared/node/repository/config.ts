@@ -18,14 +18,23 @@ export interface RepoConfig {
 }
 
 export const PACK_SIZE_DEFAULT = 16 * MiB;
+export const PACK_SIZE_MIN = MiB;
+export const PACK_SIZE_MAX = 1024 * MiB;
 
-export function newRepoConfig(sodium: SodiumProvider): RepoConfig {
+/**
+ * A new repository's config. `packSize`: larger packs mean fewer objects and requests (cheaper on
+ * providers that bill per request), smaller ones finer placement across a pool and less to repack.
+ */
+export function newRepoConfig(sodium: SodiumProvider, opts: { packSize?: number } = {}): RepoConfig {
+  const packSize = opts.packSize ?? PACK_SIZE_DEFAULT;
+  if (!Number.isInteger(packSize) || packSize < PACK_SIZE_MIN || packSize > PACK_SIZE_MAX)
+    throw new RangeError(`The pack size must be from 1 MiB to 1 GiB, not ${packSize} bytes.`);
   return {
     version: 2,
     id: sodium.randomBytes(32).toString('hex'),
     createdAt: new Date().toISOString(),
     chunker: 'fixed',
-    packSize: PACK_SIZE_DEFAULT,
+    packSize,
     blobId: 'blake3-keyed-256',
     cipher: 'xchacha20poly1305-ietf',
   };
@@ -50,8 +59,8 @@ export function openConfig(sodium: SodiumProvider, metaKey: Uint8Array, sealed: 
     c.blobId !== 'blake3-keyed-256' ||
     c.cipher !== 'xchacha20poly1305-ietf' ||
     !Number.isInteger(c.packSize) ||
-    c.packSize < MiB ||
-    c.packSize > 1024 * MiB
+    c.packSize < PACK_SIZE_MIN ||
+    c.packSize > PACK_SIZE_MAX
   )
     throw new Error('The repository config names parameters this Cairn does not support.');
   return c;

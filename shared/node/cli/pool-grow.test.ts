@@ -1,0 +1,109 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initPoolHome, s3TargetArgs } from '../../../test/support/cairn-env.ts';
+import { cliJson, runCli, spawnCli } from '../../../test/support/cli.ts';
+import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
+import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
+
+const servers: S3Server[] = [];
+beforeAll(async () => {
+  for (let i = 0; i < 4; i++) servers.push(await startVersitygw());
+});
+afterAll(async () => {
+  for (const s of servers) await s.stop();
+});
+
+/** Whole pack objects in a bucket of a versitygw server (its posix backend). */
+const packsIn = (s: S3Server, bucket: string): string[] => {
+  const dir = path.join(s.dataDir, bucket, 'data');
+  return fs.existsSync(dir)
+    ? fs
+        .readdirSync(dir, { recursive: true })
+        .map(String)
+        .filter((f) => /[0-9a-f]{64}$/.test(f))
+    : [];
+};
+
+describe('a 4th target joins a pool of three, 2 copies (issue 10)', () => {
+  it('rebalance moves the rendezvous ideal (a quarter of the copies, ±5 points); killed with -9 midway, the pool stays restorable', async () => {
+    // 1 MiB packs of two 512 KiB chunks: about 300 packs, enough for the fraction to be measured.
+    const { cli, buckets } = await initPoolHome(
+      servers.slice(0, 3),
+      'g',
+      {},
+      { init: ['--pack-size', '1MiB'] },
+    );
+    const src = tempDir('cairn-grow-src-');
+    writeRandomFile(path.join(src, 'big.bin'), 300 << 20);
+    for (let i = 0; i < 30; i++) writeRandomFile(path.join(src, 'small', `s${i}.txt`), 1000 + i);
+    const backedUp = describeTree(src);
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(
+      ['backup', src, '--chunk-size', '512KiB'],
+      cli,
+    );
+    const restoresWhole = async (when: string) => {
+      const out = tempDir('cairn-grow-out-');
+      const r = await runCli(['restore', snapshotId, '--to', out], cli);
+      expect(r.code, `${when}: ${r.stderr}`).toBe(0);
+      expect(describeTree(path.join(out, path.basename(src))), when).toEqual(backedUp);
+    };
+    const copies = () => servers.map((s, i) => (buckets[i] ? packsIn(s, buckets[i]!).length : 0));
+    const packs = copies().reduce((a, b) => a + b, 0) / 2;
+    expect(packs).toBeGreaterThanOrEqual(280);
+
+    buckets.push(await servers[3]!.createBucket());
+    const added = await runCli(
+      [
+        'target',
+        'add',
+        'g4',
+        ...s3TargetArgs(servers[3]!, buckets[3]!, { secret: servers[3]!.secretAccessKey }),
+      ],
+      cli,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    const plan = await cliJson<{ packs: number; copied: number; removed: number }>(
+      ['rebalance', '--dry-run'],
+      cli,
+    );
+    // With four equal targets, the new one is in a pack's first two with probability 1/2, and takes
+    // one of its two copies: a quarter of the copies move.
+    const fraction = plan.copied / (2 * packs);
+    expect(Math.abs(fraction - 0.25), `moved ${plan.copied} of ${2 * packs} copies`).toBeLessThanOrEqual(
+      0.05,
+    );
+    expect(plan.removed).toBe(plan.copied);
+
+    // Killed with -9 while copying (some copies already on g4), then after the new index is written.
+    const run = spawnCli(['rebalance'], cli);
+    const exited = new Promise<void>((r) => run.on('close', () => r()));
+    while (packsIn(servers[3]!, buckets[3]!).length < 20) await new Promise((r) => setTimeout(r, 20));
+    run.kill('SIGKILL');
+    await exited;
+    await restoresWhole('rebalance killed while copying');
+    const killed = await runCli(['rebalance'], {
+      env: { ...cli.env, CAIRN_TEST_PRUNE_KILL_AT: 'rebalance-indexed' },
+    });
+    expect(killed.code).not.toBe(0);
+    await restoresWhole('rebalance killed after writing the index');
+
+    const done = await cliJson<{ copied: number; removed: number; unreadable: string[] }>(['rebalance'], cli);
+    expect(done.unreadable).toEqual([]);
+    expect(await cliJson<{ copied: number; removed: number }>(['rebalance', '--dry-run'], cli)).toMatchObject(
+      {
+        copied: 0,
+        removed: 0,
+      },
+    );
+    // Every copy the plan moved is on g4, and each old target gave up what it moved.
+    const pruned = await runCli(['prune'], cli);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    const after = copies();
+    expect(after[3]).toBe(plan.copied);
+    expect(after.reduce((a, b) => a + b, 0)).toBe(2 * packs);
+    const full = await runCli(['--json', 'check', '--redundancy'], cli);
+    expect(full.code, full.stdout).toBe(0);
+    await restoresWhole('after the rebalance');
+  }, 240_000);
+});
