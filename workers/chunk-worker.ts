@@ -13,13 +13,9 @@ import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../shared/node/storage
 import { StorageError } from '../shared/node/storage/storage.ts';
 import { RANGE_MAX } from '../shared/limits.ts';
 import { storePack } from '../shared/node/repository/pack-placement.ts';
-import {
-  readDataShards,
-  rebuildPack,
-  type EcPack,
-  type ShardGet,
-} from '../shared/node/repository/shard-reads.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
+import { ecRangeReader } from './ec-range.ts';
+import { hedgedGet, type HedgedRead } from './hedged-get.ts';
 import { PackWriter, SpoolError } from './pack-writer.ts';
 import { BufferPool, ReadBuffers, SlotPool } from './pools.ts';
 import { readSpooled, type SpooledBody } from '../shared/node/storage/put-body.ts';
@@ -248,28 +244,40 @@ async function restore(task: RestoreTask): Promise<void> {
   const length = task.end - task.start + 1;
   const pool = length <= RANGE_MAX ? rangeBuffers : length <= chunkRangeBytes ? chunkRangeBuffers : null;
   const into = pool?.take();
+  let held = { intoFree: Promise.resolve() as Promise<unknown> };
   try {
-    await restoreRange(task, timing, slot, into);
+    held = await restoreRange(task, timing, slot, into);
   } finally {
-    if (into) pool!.give(into);
+    if (into) void held.intoFree.then(() => pool!.give(into));
   }
 }
 
+/** Reads a range and restores its blobs; resolves to when `into` is free again (see hedgedGet). */
 async function restoreRange(
   task: RestoreTask,
   timing: ChunkTiming,
   slot: number,
   into?: Buffer,
-): Promise<void> {
+): Promise<{ intoFree: Promise<unknown> }> {
   let body: Buffer;
   let rebuilt = false;
+  let read: Omit<HedgedRead, 'body'> | undefined;
   try {
     if (task.ec) {
       ({ body, rebuilt } = await readEcRange(task, false));
     } else {
       // With another copy to go to, a target that is down costs seconds, not the retry window.
       const s = task.failover ? storage(task.targetId).patience(FAILOVER_WINDOW_MS) : storage(task.targetId);
-      body = await s.get(task.packKey, { start: task.start, end: task.end }, into);
+      const r = await hedgedGet(
+        (id) => storage(id).patience(FAILOVER_WINDOW_MS),
+        { targetId: task.targetId, storage: s },
+        task.packKey,
+        { start: task.start, end: task.end },
+        into,
+        task.hedge,
+        now,
+      );
+      ({ body, ...read } = r);
     }
     if (body.length !== task.end - task.start + 1)
       throw new ObjectFormatError(
@@ -279,7 +287,7 @@ async function restoreRange(
   } catch (err) {
     const t = init.targets.find((x) => x.id === task.targetId)?.name;
     post({ t: 'failed', tid: task.tid, error: { ...failure(err), target: failure(err).target ?? t } });
-    return;
+    return { intoFree: Promise.resolve() };
   } finally {
     timing.xferEnd = now();
     slots.release(slot);
@@ -331,36 +339,20 @@ async function restoreRange(
     plainBuffers.give(plainBuf);
   }
   timing.stages = { transfer: timing.xferEnd - timing.xferStart, open: openMs, write: writeMs };
-  post({ t: 'restored', tid: task.tid, ok, failed, created, notCreated, timing });
+  post({
+    t: 'restored',
+    tid: task.tid,
+    ok,
+    failed,
+    created,
+    notCreated,
+    timing,
+    ...(read ? { from: read.from, ...(read.slow ? { slow: read.slow } : {}) } : {}),
+  });
+  return { intoFree: read?.intoFree ?? Promise.resolve() };
 }
 
-/** A range of an erasure-coded pack: from its data shards, or (`rebuild`, or when that fails) the pack rebuilt. */
-async function readEcRange(task: RestoreTask, rebuild: boolean): Promise<{ body: Buffer; rebuilt: boolean }> {
-  const ec = task.ec!;
-  const p: EcPack = { ...ec, packId: Buffer.from(ec.packId, 'hex') };
-  // Every shard has a stand-in: a target that is down costs seconds, not the retry window.
-  const get: ShardGet = (id, key, range) => storage(id).patience(FAILOVER_WINDOW_MS).get(key, range);
-  if (!rebuild)
-    try {
-      return { body: await readDataShards(p, task.start, task.end, get), rebuilt: false };
-    } catch {
-      // Rebuilt below from the shards that can be read.
-    }
-  if (!shardKey) throw new Error('erasure-coded packs need the shard key');
-  // A pack's ranges (4 MiB each) come one after another: the last two rebuilt packs are kept, so a pack
-  // is rebuilt once, not once per range. Ranges in flight together share the rebuild.
-  let pending = rebuiltPacks.get(ec.packId);
-  if (!pending) {
-    pending = rebuildPack(p, get, sodium, shardKey).then((r) => r.pack);
-    rebuiltPacks.set(ec.packId, pending);
-    pending.catch(() => rebuiltPacks.delete(ec.packId));
-    while (rebuiltPacks.size > 2) rebuiltPacks.delete(rebuiltPacks.keys().next().value!);
-  }
-  const pack = await pending;
-  return { body: pack.subarray(task.start, task.end + 1), rebuilt: true };
-}
-
-const rebuiltPacks = new Map<string, Promise<Buffer>>();
+const readEcRange = ecRangeReader((id) => storage(id).patience(FAILOVER_WINDOW_MS), sodium, shardKey);
 
 function restoreBlobs(
   task: RestoreTask,

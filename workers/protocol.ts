@@ -49,6 +49,8 @@ export interface RestoreTask {
   packKey: string;
   /** Another copy of the pack is left to try: give up on this target after a short wait. */
   failover?: boolean;
+  /** Whole copies: when `targetId` has not answered after `afterMs`, ask this other copy too. */
+  hedge?: { targetId: number; afterMs: number };
   /**
    * An erasure-coded pack: the range is read from its data shards, or from the pack rebuilt out of any k
    * shards when one fails (or a blob read directly fails authentication). `targetId` is then the first.
@@ -129,5 +131,9 @@ export type FromWorker =
       created: number[];
       notCreated: { at: number; message: string }[];
       timing: ChunkTiming;
+      /** The target whose bytes were used (a hedged read may have gone to another copy). */
+      from?: number;
+      /** The target first asked, when a hedge answered first: how long it had taken by then. */
+      slow?: { targetId: number; ms: number };
     }
   | { t: 'failed'; tid: number; error: WorkerFailure };

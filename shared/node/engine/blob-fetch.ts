@@ -8,6 +8,7 @@ import type { Keystore } from './keystore/keystore.ts';
 import type { WholeFile } from './restore-dest.ts';
 import type { StatsCollector } from './stats-collector.ts';
 import { startPool } from './storage-access.ts';
+import { TargetSpeeds } from './target-speeds.ts';
 import { type WorkerPool } from './worker-pool.ts';
 
 /** Neighbouring blobs closer than this are fetched in one ranged GET (the gap is read and dropped). */
@@ -87,15 +88,26 @@ export async function runFetches(o: {
   control?: JobControl;
   /** Targets known to be out of reach (Repository.unreachable): tried last from the start. */
   down?: ReadonlySet<number>;
+  /** Read times per target (a restore's batches share one). */
+  speeds?: TargetSpeeds;
 }): Promise<void> {
   // A range whose GET fails is sent again to another copy of its pack, if it has one this restore did
   // not try; a target that failed once is tried last for the ranges after it.
   const down = new Set<number>(o.down);
   let round = o.plan.flat().map((r) => ({ ...r, tried: new Set<number>() }));
-  const sent = new Map<number, { range: (typeof round)[number]; target: number }>();
+  const sent = new Map<
+    number,
+    { range: (typeof round)[number]; target: number; bytes: number; hedgeAfter: number }
+  >();
   let tid = 1;
-  const pick = (r: (typeof round)[number]) =>
-    r.pack.copies.find((c) => !r.tried.has(c) && !down.has(c)) ?? r.pack.copies.find((c) => !r.tried.has(c));
+  // Each range goes to the copy expected to finish it first, and is hedged to the next one when slow.
+  const speeds = o.speeds ?? new TargetSpeeds();
+  const untried = (r: (typeof round)[number]) => {
+    const fresh = r.pack.copies.filter((c) => !r.tried.has(c));
+    const up = fresh.filter((c) => !down.has(c));
+    return up.length ? up : fresh;
+  };
+  const pick = (r: (typeof round)[number], bytes: number) => speeds.choose(untried(r), bytes);
   // Shards on targets known to be down are left out while k others remain: no request waits on them.
   const upShards = (ec: NonNullable<BlobLocation['ec']>) => {
     const up = ec.shards.filter((x) => !down.has(x.targetId));
@@ -107,12 +119,20 @@ export async function runFetches(o: {
       const first = r.blobs[0]!.loc;
       const last = r.blobs[r.blobs.length - 1]!.loc;
       const t = tid++;
-      const target = pick(r)!;
-      sent.set(t, { range: r, target });
+      const bytes = last.offset + last.storedLength - first.offset;
+      const target = r.pack.ec
+        ? (r.pack.copies.find((c) => !down.has(c)) ?? r.pack.copies[0]!)
+        : pick(r, bytes)!;
+      const spare = r.pack.ec ? [] : untried(r).filter((c) => c !== target && !down.has(c));
+      const alternate = speeds.choose(spare, bytes);
+      const hedgeAfter = alternate === undefined ? 0 : speeds.hedgeAfterMs(target, bytes);
+      sent.set(t, { range: r, target, bytes, hedgeAfter });
+      speeds.started(target, bytes);
       yield {
         tid: t,
         targetId: target,
         failover: r.pack.copies.some((c) => c !== target && !r.tried.has(c)),
+        ...(alternate !== undefined ? { hedge: { targetId: alternate, afterMs: hedgeAfter } } : {}),
         ...(r.pack.ec
           ? {
               ec: {
@@ -149,13 +169,21 @@ export async function runFetches(o: {
       handle: (m) => {
         if (m.t === 'xfer-start') o.stats.transferStarted();
         if (m.t !== 'restored' && m.t !== 'failed') return false;
-        const { range, target } = sent.get(m.tid)!;
+        const { range, target, bytes, hedgeAfter } = sent.get(m.tid)!;
         sent.delete(m.tid);
+        speeds.finished(target, bytes);
+        if (m.t === 'restored' && !range.pack.ec) {
+          // A hedge that answered first was asked `hedgeAfter` into the transfer; the first target had
+          // taken at least the whole time.
+          const transfer = m.timing.stages.transfer ?? 0;
+          speeds.record(m.from ?? target, m.timing.wireBytes, m.slow ? transfer - hedgeAfter : transfer);
+          if (m.slow) speeds.record(m.slow.targetId, m.timing.wireBytes, m.slow.ms);
+        }
         // An erasure-coded range was already tried on every shard by the worker.
         if (m.t === 'failed' && STORAGE_PROBLEMS.has(m.error.problem) && !range.pack.ec) {
           range.tried.add(target);
           down.add(target);
-          if (pick(range) !== undefined) {
+          if (untried(range).length) {
             again.push(range);
             return true;
           }

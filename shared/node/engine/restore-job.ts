@@ -3,6 +3,7 @@ import type { PipelineSettings } from '../../settings.ts';
 import { blobId } from '../format/blob-codec.ts';
 import type { Repository } from '../repository/repository.ts';
 import { runFetches, planFetches, startFetchPool, type BlobNeed } from './blob-fetch.ts';
+import { TargetSpeeds } from './target-speeds.ts';
 import type { JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import type { BlobLocation } from './keystore/index-cache.ts';
@@ -140,6 +141,8 @@ async function restorePlanned(
   });
   const stats = new StatsCollector(plannedBytes, plannedBlobs, (f) => listener.progress?.(f));
   stats.startTicking();
+  // What the batches learn of each target's speed carries over from one to the next.
+  const speeds = new TargetSpeeds();
 
   // Files are restored in batches, in tree order: memory follows the batch, not the snapshot, and a
   // batch still coalesces the neighbouring blobs of its files into ranged GETs.
@@ -252,6 +255,7 @@ async function restorePlanned(
     await runFetches({
       pool: pool!,
       down: repo.unreachable(),
+      speeds,
       plan: planFetches(needs),
       stats,
       prepare: (range) => {

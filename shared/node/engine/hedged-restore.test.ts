@@ -1,0 +1,62 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { s3TargetConfig } from '../../../test/support/engine-env.ts';
+import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
+import { startProxy, type Proxy } from '../../../test/support/proxy.ts';
+import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
+import { Engine } from './engine.ts';
+
+const PASS = 'correct horse battery staple';
+const servers: S3Server[] = [];
+let proxy: Proxy;
+beforeAll(async () => {
+  process.env.CAIRN_TEST_WEAK_KDF = '1';
+  for (let i = 0; i < 2; i++) servers.push(await startVersitygw());
+  proxy = await startProxy(servers[1]!.endpoint);
+});
+afterAll(async () => {
+  await proxy?.close();
+  for (const s of servers) await s.stop();
+});
+
+describe('restoring from a pool with one slow target (issue 10)', () => {
+  it('sends reads to the fast copy and hedges the ones stuck on the slow one', async () => {
+    const home = path.join(tempDir('cairn-hedge-'), 'home');
+    const e = await Engine.init(home, PASS, { packSize: 1 << 20 });
+    try {
+      // The slow one first: copies listed in target order would all be read from it.
+      await e.addTarget(
+        'slow',
+        s3TargetConfig(servers[1]!, await servers[1]!.createBucket(), proxy.endpoint),
+        servers[1]!.secretAccessKey,
+      );
+      await e.addTarget(
+        'fast',
+        s3TargetConfig(servers[0]!, await servers[0]!.createBucket()),
+        servers[0]!.secretAccessKey,
+      );
+      expect(e.pool.policy()).toMatchObject({ scheme: 'replicas', copies: 2 });
+      const src = tempDir('cairn-hedge-src-');
+      writeRandomFile(path.join(src, 'data.bin'), 48 << 20);
+      const { snapshotId, redundancy } = await e.backup([src], { settings: { chunkSize: 256 << 10 } });
+      expect(redundancy?.state).toBe('full');
+
+      // Every request to the slow target now waits 1.5 s on the way in and 1.5 s on the way out.
+      proxy.setDelay(1500);
+      proxy.reset();
+      const out = tempDir('cairn-hedge-out-');
+      const t0 = Date.now();
+      await e.restore(snapshotId, { to: out });
+      const ms = Date.now() - t0;
+      expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+      const gets = proxy.count('GET', '/');
+      // About 48 ranges: placement alone would send half of them to the slow copy, 3 s each. A few go
+      // there before anything is measured, and those are hedged to the fast copy after a second.
+      expect(gets, `${gets} GETs went to the slow target`).toBeLessThanOrEqual(12);
+      expect(ms).toBeLessThan(3000);
+    } finally {
+      e.close();
+      proxy.setDelay(0);
+    }
+  }, 120_000);
+});
