@@ -90,6 +90,11 @@ export async function runFetches(o: {
   down?: ReadonlySet<number>;
   /** Read times per target (a restore's batches share one). */
   speeds?: TargetSpeeds;
+  /**
+   * A blob that fails authentication is read again from another whole copy, if there is one (a
+   * restore); without this it is reported as it is (verify, whose job is to find damaged copies).
+   */
+  retryDamaged?: boolean;
 }): Promise<void> {
   // A range whose GET fails is sent again to another copy of its pack, if it has one this restore did
   // not try; a target that failed once is tried last for the ranges after it.
@@ -179,6 +184,14 @@ export async function runFetches(o: {
           speeds.record(m.from ?? target, m.timing.wireBytes, m.slow ? transfer - hedgeAfter : transfer);
           if (m.slow) speeds.record(m.slow.targetId, m.timing.wireBytes, m.slow.ms);
         }
+        if (m.t === 'restored' && o.retryDamaged && !range.pack.ec) {
+          const retry = retryDamaged(m, range, m.from ?? target, untried);
+          if (retry) {
+            again.push(retry.range);
+            o.onOutcome(retry.outcome, retry.carried);
+            return true;
+          }
+        }
         // An erasure-coded range was already tried on every shard by the worker.
         if (m.t === 'failed' && STORAGE_PROBLEMS.has(m.error.problem) && !range.pack.ec) {
           range.tried.add(target);
@@ -194,6 +207,52 @@ export async function runFetches(o: {
     });
     round = o.control?.cancelled ? [] : again;
   }
+}
+
+/** A stored blob that is not what its name promises: another copy may be intact. */
+const DAMAGE = new Set(['truncated', 'bad-magic', 'auth-failed', 'bad-length', 'bad-content']);
+
+interface Range {
+  pack: BlobLocation;
+  blobs: BlobNeed[];
+  tried: Set<number>;
+}
+
+/**
+ * The blobs of a range that came back damaged from `served`, as a range of their own for another copy
+ * (when one is left), and the outcome of the others alone (`created` and `notCreated` renumbered to
+ * them). Undefined when nothing is to be tried again.
+ */
+function retryDamaged(
+  m: Extract<FetchOutcome, { t: 'restored' }>,
+  range: Range,
+  served: number,
+  untried: (r: Range) => number[],
+): { range: Range; outcome: FetchOutcome; carried: BlobNeed[] } | undefined {
+  const bad = new Set(m.failed.filter((f) => DAMAGE.has(f.error.problem)).map((f) => f.id));
+  if (bad.size === 0) return undefined;
+  range.tried.add(served);
+  if (untried(range).length === 0) return undefined;
+  const isBad = (n: BlobNeed) => bad.has(n.loc.id.toString('hex'));
+  const renumber = new Map<number, number>();
+  const carried: BlobNeed[] = [];
+  range.blobs.forEach((n, i) => {
+    if (isBad(n)) return;
+    renumber.set(i, carried.length);
+    carried.push(n);
+  });
+  return {
+    range: { ...range, blobs: range.blobs.filter(isBad) },
+    outcome: {
+      ...m,
+      failed: m.failed.filter((f) => !bad.has(f.id)),
+      created: m.created.flatMap((i) => (renumber.has(i) ? [renumber.get(i)!] : [])),
+      notCreated: m.notCreated.flatMap((x) =>
+        renumber.has(x.at) ? [{ ...x, at: renumber.get(x.at)! }] : [],
+      ),
+    },
+    carried,
+  };
 }
 
 /** Failures of the storage a range was read from (storage.ts), as opposed to local ones. */

@@ -256,6 +256,7 @@ async function restorePlanned(
       pool: pool!,
       down: repo.unreachable(),
       speeds,
+      retryDamaged: true,
       plan: planFetches(needs),
       stats,
       prepare: (range) => {
