@@ -76,11 +76,15 @@ export function reportBackup(o: Output, r: BackupResult): void {
   o.info(
     `Files: ${r.files.new} new, ${r.files.changed} changed, ${r.files.unchanged} unchanged (${formatSize(r.totalBytes)})${r.excluded ? `, ${r.excluded} excluded` : ''}; read ${formatSize(r.bytesRead)}, uploaded ${formatSize(r.bytesUploaded)} in ${r.packsWritten} packs${r.parent ? `; parent ${r.parent}` : ''}.`,
   );
-  const { copies, ec, queued, waitingOn } = r.redundancy;
+  const { copies, ec, queued, short, waitingOn } = r.redundancy;
   const what = ec ? ['shard', 'shards'] : ['copy', 'copies'];
   if (queued > 0)
     o.info(
       `Redundancy: completing — ${plural(queued, what[0]!, what[1]!)} of packs still to write on ${waitingOn.map((t) => `"${t}"`).join(', ')}; "cairn repair" writes them once ${waitingOn.length === 1 ? 'it is' : 'they are'} back.`,
+    );
+  else if (short > 0 && (copies > 1 || ec))
+    o.info(
+      `Redundancy: not full — ${plural(short, 'pack')} of the repository ${short === 1 ? 'is' : 'are'} short of the policy (an earlier policy, or a lost copy); "cairn check --redundancy" names them, "cairn rebalance" or "cairn repair" fixes them.`,
     );
   else if (ec) o.info(`Redundancy: full (all ${copies} shards of every pack, ${ec.k}+${ec.m}).`);
   else if (copies > 1) o.info(`Redundancy: full (${copies} copies of every pack).`);

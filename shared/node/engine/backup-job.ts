@@ -13,6 +13,7 @@ import type { TargetRow } from './keystore/keystore.ts';
 import type { TransferSummary } from './stats-collector.ts';
 import { resolveSources, unreadableError, walkForBackup } from './walk.ts';
 import { completeCopies } from '../repository/copy-completion.ts';
+import { poolStatus } from './pool-status.ts';
 import { StorageError } from '../storage/storage.ts';
 
 export interface BackupResult {
@@ -32,8 +33,9 @@ export interface BackupResult {
   warnings: string[];
   transfer: TransferSummary;
   /**
-   * In a pool: the policy's copies per pack, and how many copies of the repository's packs are still
-   * queued (this backup met its write quorum without them). Full redundancy only when none is.
+   * In a pool: the policy's copies per pack, how many copies of the repository's packs are still
+   * queued (this backup met its write quorum without them), and how many packs are short of the policy
+   * with nothing queued (an older policy, a lost copy: repair or rebalance). Full only when neither.
    */
   redundancy: {
     /** Objects each pack is stored as: copies, or k + m shards. */
@@ -41,7 +43,9 @@ export interface BackupResult {
     /** Erasure coding: k and m. */
     ec?: { k: number; m: number };
     queued: number;
-    state: 'full' | 'completing';
+    /** Packs short of the policy with nothing queued for them, or stored as an earlier policy had them. */
+    short: number;
+    state: 'full' | 'completing' | 'short';
     waitingOn: string[];
   };
 }
@@ -199,12 +203,10 @@ export async function runBackupJob(
     await completeCopies(repo).catch((err: unknown) =>
       listener.notice?.(`Completing copies: ${(err as Error).message}`),
     );
-  const pending = ks.index.queuedCopies();
-  const queued = pending.length;
-  const waitingOn = [...new Set(pending.map((q) => q.targetId))].map((id) => ks.targetById(id).name);
+  // The repository's redundancy, not only this backup's packs: it may reuse older packs still short.
+  const status = poolStatus(ks);
+  const r = status.redundancy;
   const policy = ks.pool.state()?.policy;
-  // Objects per pack: copies, or all k + m shards of an erasure-coded pack.
-  const copies = !policy ? 1 : policy.scheme === 'replicas' ? policy.copies : policy.k + policy.m;
   return {
     snapshotId,
     backupId: snapshotId,
@@ -220,11 +222,12 @@ export async function runBackupJob(
     warnings,
     transfer,
     redundancy: {
-      copies,
+      copies: r.copies,
       ...(policy?.scheme === 'ec' ? { ec: { k: policy.k, m: policy.m } } : {}),
-      queued,
-      state: queued === 0 ? 'full' : 'completing',
-      waitingOn,
+      queued: r.queued,
+      short: r.short + r.unconverted + r.lost,
+      state: r.state,
+      waitingOn: r.waitingOn,
     },
   };
 }
