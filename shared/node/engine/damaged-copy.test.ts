@@ -49,4 +49,44 @@ describe('a damaged copy when another copy is intact (issue 10)', () => {
       e.close();
     }
   });
+
+  it('repair copies a pack from an intact copy, never from a damaged one of the same size', async () => {
+    const home = path.join(tempDir('cairn-damaged-'), 'home');
+    const e = await Engine.init(home, 'the pool passphrase', { packSize: 1 << 20 });
+    try {
+      const dirs = [tempDir('cairn-rep-1-'), tempDir('cairn-rep-2-'), tempDir('cairn-rep-3-')];
+      for (const [i, d] of dirs.entries()) await e.addTarget(`d${i + 1}`, { kind: 'dir', path: d });
+      // Two copies of each of about 24 packs over three targets: some on d1 and d3.
+      await e.pool.setReplicas(2);
+      const src = tempDir('cairn-rep-src-');
+      writeRandomFile(path.join(src, 'big.bin'), 6 << 20);
+      const { snapshotId } = await e.backup([src], { settings: { chunkSize: 256 << 10 } });
+      const both = packsIn(dirs[0]!)
+        .map((f) => path.relative(dirs[0]!, f))
+        .filter((f) => fs.existsSync(path.join(dirs[2]!, f)) && !fs.existsSync(path.join(dirs[1]!, f)));
+      expect(both.length, 'a pack with copies on d1 and d3').toBeGreaterThan(0);
+      for (const f of both) {
+        const file = path.join(dirs[0]!, f);
+        const bytes = fs.readFileSync(file);
+        for (let at = 1000; at < bytes.length; at += 64 << 10) bytes[at]! ^= 0x01;
+        fs.writeFileSync(file, bytes);
+      }
+      // Three copies: repair writes each pack's third, reading the copies in target order (d1 first).
+      await e.pool.setReplicas(3);
+      const r = await e.pool.repair();
+      expect(r.problems).toEqual([]);
+      for (const f of both)
+        expect(fs.readFileSync(path.join(dirs[1]!, f)).equals(fs.readFileSync(path.join(dirs[2]!, f)))).toBe(
+          true,
+        );
+      const out = tempDir('cairn-rep-out-');
+      fs.rmSync(dirs[0]!, { recursive: true });
+      fs.rmSync(dirs[2]!, { recursive: true });
+      const restored = await e.restore(snapshotId, { to: out });
+      expect(restored.failed).toEqual([]);
+      expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+    } finally {
+      e.close();
+    }
+  });
 });

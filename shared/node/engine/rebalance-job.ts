@@ -1,6 +1,5 @@
 import { ObjectKey, Prefix } from '../../format/constants.ts';
 import type { IndexedPack } from '../format/index-file.ts';
-import { readPackCopy } from '../repository/copy-completion.ts';
 import { encodeShards } from '../format/erasure.ts';
 import { sealShard } from '../format/shard-codec.ts';
 import { packPlacement } from '../repository/pack-placement.ts';
@@ -156,7 +155,7 @@ async function carryOut(
     case 'copies': {
       let bytes = 0;
       if (m.add.length) {
-        const body = await readPackCopy(repo, m.id, m.size, [...m.keep, ...m.drop]);
+        const body = (await readWholePack(repo, m.id, m.size, { copies: [...m.keep, ...m.drop] }))?.body;
         if (!body) return undefined;
         for (const t of m.add) {
           await put(t, ObjectKey.pack(hex), body);

@@ -4,6 +4,7 @@ import { StorageError } from '../storage/storage.ts';
 import { rebuildPack, type ShardGet } from './shard-reads.ts';
 import type { TargetRow } from '../engine/keystore/keystore.ts';
 import { RepositoryError } from './errors.ts';
+import { readWholePack } from './pack-rewrite.ts';
 import type { Repository } from './repository.ts';
 
 export interface CompletionResult {
@@ -54,11 +55,11 @@ export async function completeCopies(
           continue;
         }
         const sources = ks.index.storedCopies(q.packId).filter((x) => x !== targetId);
-        const body = await readPackCopy(repo, q.packId, q.size, sources);
+        const body = (await readWholePack(repo, q.packId, q.size, { copies: sources }))?.body;
         if (!body) {
           result.problems.push({
             target: t.name,
-            message: `pack ${q.packId.toString('hex').slice(0, 12)}…: no stored copy could be read to copy from`,
+            message: `pack ${q.packId.toString('hex').slice(0, 12)}…: no stored copy could be read (or every one is damaged) to copy from`,
           });
           continue;
         }
@@ -86,24 +87,6 @@ export async function completeCopies(
   }
   result.queued = ks.index.queuedCopies().length;
   return result;
-}
-
-/** A pack's bytes from the first of `sources` (local target ids) that answers with the right size. */
-export async function readPackCopy(
-  repo: Repository,
-  packId: Buffer,
-  size: number,
-  sources: readonly number[],
-): Promise<Buffer | undefined> {
-  for (const source of sources) {
-    try {
-      const body = await repo.storage(repo.ks.targetById(source)).get(ObjectKey.pack(packId.toString('hex')));
-      if (body.length === size) return body;
-    } catch (err) {
-      if (!(err instanceof StorageError)) throw err;
-    }
-  }
-  return undefined;
 }
 
 /** Shard `index` of an erasure-coded pack as a shard object, rebuilt from the shards stored. */

@@ -1,9 +1,11 @@
 import { ObjectKey } from '../../format/constants.ts';
 import { openPackTrailer, sealPackTrailer, type PackEntry } from '../format/pack.ts';
 import { openShard } from '../format/shard-codec.ts';
+import { openBlob } from '../format/blob-codec.ts';
+import { ObjectFormatError } from '../format/sealed-object.ts';
+import { StorageError } from '../storage/storage.ts';
 import type { PackPlacement } from '../../../workers/protocol.ts';
 import type { IndexedPack } from '../format/index-file.ts';
-import { readPackCopy } from './copy-completion.ts';
 import { storePack } from './pack-placement.ts';
 import type { Repository } from './repository.ts';
 import { rebuildPack, type ShardGet } from './shard-reads.ts';
@@ -19,9 +21,9 @@ const shardGet =
     repo.storage(repo.ks.targetById(id)).get(key, range);
 
 /**
- * The pack's bytes with its header authenticated (and the blobs it lists matching its size): from the
- * first whole copy on `copies` that passes, or rebuilt from any k shards whose MACs hold. Undefined when
- * none can be read.
+ * The pack's bytes, authenticated: from the first whole copy on `copies` whose header and every blob
+ * open (AEAD and blob id; a damaged copy is never spread under a good name), or rebuilt from any k
+ * shards whose MACs hold. Undefined when none can be read.
  */
 export async function readWholePack(
   repo: Repository,
@@ -38,12 +40,22 @@ export async function readWholePack(
   };
   if ('copies' in from) {
     for (const source of from.copies) {
-      const body = await readPackCopy(repo, packId, size, [source]);
-      if (!body) continue;
       try {
-        return header(body);
-      } catch {
-        // A damaged copy: try the next one.
+        const body = await repo.storage(ks.targetById(source)).get(ObjectKey.pack(packId.toString('hex')));
+        if (body.length !== size) continue;
+        const pack = header(body);
+        for (const e of pack.entries)
+          openBlob(ks.sodium, body.subarray(e.offset, e.offset + e.storedLength), {
+            sealKey: ks.keys.blobSeal,
+            idKey: ks.keys.blobId,
+            kind: e.kind,
+            id: e.id,
+            length: e.plainLength,
+          });
+        return pack;
+      } catch (err) {
+        // Out of reach, or damaged: the next copy. (A bug is not a damaged copy.)
+        if (!(err instanceof StorageError || err instanceof ObjectFormatError)) throw err;
       }
     }
     return undefined;
