@@ -94,7 +94,7 @@ export function registerPoolCommands(
     )
     .action(async () => {
       const output = out();
-      const r = await withEngine((e) => e.pool.repair());
+      const r = await withEngine((e) => e.pool.repair(undefined, { notice: (m) => output.info(m) }));
       for (const pr of r.problems) output.info(`Problem: target "${pr.target}": ${pr.message}`);
       output.result(r, repairText(r));
       if (r.queued > 0) throw p.partial('Some copies could not be written yet.');

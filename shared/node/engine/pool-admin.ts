@@ -1,6 +1,7 @@
 import { completeCopies, type CompletionResult } from '../repository/copy-completion.ts';
 import { rankTargets } from '../repository/placement.ts';
-import { SINGLE_COPY, type PoolPolicy } from '../repository/pool.ts';
+import type { RepoLock } from '../repository/locks.ts';
+import { SINGLE_COPY, inLockOrder, type PoolPolicy } from '../repository/pool.ts';
 import { RepositoryError, type Repository } from '../repository/repository.ts';
 import { MemberWipedError } from '../repository/errors.ts';
 import { StorageError } from '../storage/storage.ts';
@@ -88,10 +89,72 @@ export class PoolAdmin {
    * copies are written, and packs short of copies (an older policy, a lost copy) get new ones, read from
    * a stored copy.
    */
-  async repair(progress?: (done: number, total: number) => void): Promise<CompletionResult> {
+  async repair(
+    progress?: (done: number, total: number) => void,
+    opts: { lockWaitMs?: number; notice?: (m: string) => void } = {},
+  ): Promise<CompletionResult> {
     const members = poolMembers(this.ks);
+    const locks = await this.lockForRepair(members, opts);
+    try {
+      return await this.repairLocked(members, progress);
+    } finally {
+      for (const l of locks) await l.release();
+    }
+  }
+
+  /**
+   * Shared locks on every member in reach (a prune's exclusive lock refuses the repair, naming it):
+   * repair writes copies and index files that a prune elsewhere could contradict. A member found emptied
+   * is set up again only once the others are locked, then locked too; one out of reach is passed over
+   * (its copies stay queued).
+   */
+  private async lockForRepair(
+    members: TargetRow[],
+    opts: { lockWaitMs?: number; notice?: (m: string) => void },
+  ): Promise<RepoLock[]> {
+    const locks: RepoLock[] = [];
+    const wiped: TargetRow[] = [];
+    const lock = async (t: TargetRow) => {
+      try {
+        locks.push(
+          await this.repo.lock(t, {
+            kind: 'shared',
+            operation: 'repair',
+            waitMs: opts.lockWaitMs ?? 0,
+            onWait: opts.notice,
+          }),
+        );
+      } catch (err) {
+        if (!(err instanceof StorageError)) throw err;
+      }
+    };
+    try {
+      for (const t of inLockOrder(members)) {
+        try {
+          await this.repo.attach(t, { force: true });
+        } catch (err) {
+          if (err instanceof MemberWipedError) wiped.push(t);
+          else if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;
+          continue;
+        }
+        await lock(t);
+      }
+      for (const t of wiped) {
+        await this.rejoin(t);
+        await lock(t);
+      }
+      return locks;
+    } catch (err) {
+      for (const l of locks) await l.release();
+      throw err;
+    }
+  }
+
+  private async repairLocked(
+    members: TargetRow[],
+    progress?: (done: number, total: number) => void,
+  ): Promise<CompletionResult> {
     const policy = this.policy();
-    for (const t of members) await this.rejoinIfWiped(t);
     if (members.length && policy.scheme === 'replicas') {
       const byPool = new Map(members.map((t) => [t.poolId!, t]));
       const ranking = members.map((t) => ({ id: t.poolId!, weight: t.weight, state: t.state }));
@@ -126,18 +189,9 @@ export class PoolAdmin {
   /**
    * A member found emptied (no config: a bucket wiped, a folder restored blank) is set up again: config
    * and key slots, the pool object (its refresh), then every index file and snapshot; a listing then
-   * marks every copy it held missing, for repair to write again. A member out of reach is left alone.
+   * marks every copy it held missing, for repair to write again.
    */
-  private async rejoinIfWiped(t: TargetRow): Promise<void> {
-    try {
-      await this.repo.attach(t, { force: true });
-      return;
-    } catch (err) {
-      if (!(err instanceof MemberWipedError)) {
-        if (err instanceof StorageError || err instanceof RepositoryError) return;
-        throw err;
-      }
-    }
+  private async rejoin(t: TargetRow): Promise<void> {
     await this.repo.attach(t, { force: true, rejoin: true });
     await this.repo.refresh(t);
     await this.repo.meta.seed(t);

@@ -416,6 +416,27 @@ describe('a pool of targets: every target knows the others', () => {
     }
   });
 
+  it('repair takes a shared lock on every member: refused while a prune holds the exclusive one', async () => {
+    const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
+    const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
+    try {
+      await a.addTarget('one', { kind: 'dir', path: d1 });
+      await a.addTarget('two', { kind: 'dir', path: d2 });
+      await a.backup([sourceTree()], {});
+      const held = await a.repo.lock(a.listTargets()[1]!, { kind: 'exclusive', operation: 'prune' });
+      try {
+        await expect(a.pool.repair()).rejects.toThrow(/exclusive lock for prune/);
+      } finally {
+        await held.release();
+      }
+      await expect(a.pool.repair()).resolves.toMatchObject({ queued: 0, problems: [] });
+      // Its own locks are gone once it is done.
+      for (const d of [d1, d2]) expect(fs.readdirSync(path.join(d, 'locks'))).toEqual([]);
+    } finally {
+      a.close();
+    }
+  });
+
   it('a damaged pool object is named, not trusted', async () => {
     const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
     const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
