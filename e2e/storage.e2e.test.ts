@@ -126,6 +126,12 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
     expect(await card.getByTestId('job-redundancy').textContent()).toBe(
       `2 of 3 copies stored, completing — ${packs} ${packs === 1 ? 'copy' : 'copies'} queued, waiting on “d1”.`,
     );
+    // The throughput chart has a line per target that took copies (d1 is away).
+    await page.waitForFunction(
+      () =>
+        document.querySelector('[data-testid=throughput-chart]')?.getAttribute('data-targets') === 'd2,d3',
+    );
+    await screenshot(page, 'storage-backup-per-target');
   });
 
   it('Repair, once the folder is back, writes the copies and the pool is fully redundant', async () => {

@@ -40,6 +40,11 @@ export interface StatsFrame {
   wireIdle: number;
   /** Time spent per stage during the interval, summed over transfers, ms. */
   stageMs: Partial<Record<StageName, number>>;
+  /**
+   * Bytes on the wire per target over the interval, MB/s, by target name (a pool: each copy or shard
+   * sent to, or range read from, its target). Absent when nothing moved.
+   */
+  targetMbps?: Record<string, number>;
 }
 
 export function percentile(sorted: number[], p: number): number {

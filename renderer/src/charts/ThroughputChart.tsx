@@ -1,7 +1,19 @@
 import { useMemo } from 'react';
 import type uPlot from 'uplot';
 import type { StatsFrame } from '../../../shared/stats.ts';
-import { throughputSeries } from './chart-data.ts';
+import { targetSeries, throughputSeries } from './chart-data.ts';
+
+/** Line colours of the per-target series (after the total's accent). */
+const TARGET_COLOURS = [
+  '#c2410c',
+  '#2563eb',
+  '#9333ea',
+  '#0e7490',
+  '#b45309',
+  '#be185d',
+  '#4d7c0f',
+  '#475569',
+];
 import { cssVar, useUplot } from './useUplot.ts';
 
 export function ThroughputChart({
@@ -13,8 +25,16 @@ export function ThroughputChart({
   version: number;
   caption: string;
 }) {
-  // eslint-disable-next-line react-hooks/exhaustive-deps
-  const data = useMemo(() => throughputSeries(frames) as uPlot.AlignedData, [frames, version]);
+  // In a pool, one line per target (bytes on the wire) beside the total (plaintext).
+  const { data, names } = useMemo(() => {
+    const [x, total] = throughputSeries(frames);
+    const perTarget = targetSeries(frames);
+    return {
+      data: [x, total, ...(perTarget?.series ?? [])] as uPlot.AlignedData,
+      names: perTarget?.names ?? [],
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [frames, version]);
   const host = useUplot(
     (width) => ({
       width,
@@ -34,14 +54,39 @@ export function ThroughputChart({
           fill: cssVar('--accent-soft'),
           points: { show: false },
         },
+        ...names.map((name, i) => ({
+          label: name,
+          stroke: TARGET_COLOURS[i % TARGET_COLOURS.length]!,
+          width: 1.5,
+          points: { show: false },
+        })),
       ],
     }),
     data,
+    names.join('\n'),
   );
   return (
-    <figure className="chart" data-testid="throughput-chart" data-points={data[0].length}>
+    <figure
+      className="chart"
+      data-testid="throughput-chart"
+      data-points={data[0].length}
+      data-targets={names.join(',')}
+    >
       <figcaption>{caption}</figcaption>
       <div ref={host} />
+      {names.length > 0 && (
+        <ul className="stage-legend" data-testid="target-legend">
+          <li>
+            <i className="swatch stage-transfer" /> all (plaintext)
+          </li>
+          {names.map((name, i) => (
+            <li key={name}>
+              <i className="swatch" style={{ background: TARGET_COLOURS[i % TARGET_COLOURS.length] }} />{' '}
+              {name} (on the wire)
+            </li>
+          ))}
+        </ul>
+      )}
     </figure>
   );
 }

@@ -7,6 +7,19 @@ export function throughputSeries(frames: StatsFrame[]): [number[], number[]] {
   return [frames.map((f) => (f.at - t0) / 1000), frames.map((f) => Math.round(f.mbps * 10) / 10)];
 }
 
+/**
+ * MB/s per target per frame, when more than one target moved bytes (a pool): the target names, and
+ * their series aligned with `throughputSeries`'s seconds. Null for a job on one target.
+ */
+export function targetSeries(frames: StatsFrame[]): { names: string[]; series: number[][] } | null {
+  const names = [...new Set(frames.flatMap((f) => Object.keys(f.targetMbps ?? {})))].sort();
+  if (names.length < 2) return null;
+  return {
+    names,
+    series: names.map((n) => frames.map((f) => Math.round((f.targetMbps?.[n] ?? 0) * 10) / 10)),
+  };
+}
+
 /** Gap histogram edges in ms: a log scale, because a good pipeline's gaps are well under a millisecond. */
 export const GAP_EDGES = [0, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000];
 

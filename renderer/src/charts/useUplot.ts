@@ -2,8 +2,11 @@ import { useEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 
-/** Mounts one uPlot chart that follows its container's width; `data` is pushed in with setData. */
-export function useUplot(makeOptions: (width: number) => uPlot.Options, data: uPlot.AlignedData) {
+/**
+ * A uPlot chart in a div that follows its width. The chart is made again only when `shape` changes (its
+ * series changed: a pool's targets appearing); otherwise new data goes through setData.
+ */
+export function useUplot(makeOptions: (width: number) => uPlot.Options, data: uPlot.AlignedData, shape = '') {
   const host = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   useEffect(() => {
@@ -19,9 +22,9 @@ export function useUplot(makeOptions: (width: number) => uPlot.Options, data: uP
       u.destroy();
       plot.current = null;
     };
-    // The chart is created once; data changes go through setData below.
+    // The chart is created once per shape; data changes go through setData below.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, []);
+  }, [shape]);
   useEffect(() => {
     plot.current?.setData(data);
   }, [data]);

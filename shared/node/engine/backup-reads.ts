@@ -286,6 +286,9 @@ export async function storeFiles(
     }
     packsWritten++;
     bytesUploaded += m.timing.wireBytes;
+    // Each copy (or shard) is the same size: the wire bytes split evenly over the targets that took one.
+    for (const t of m.copies)
+      stats.addTargetBytes(ks.targetById(t).name, m.timing.wireBytes / m.copies.length);
     stats.add({ ...m.timing, bytes: packBytes.get(m.packId) ?? 0 } as ChunkTiming, true, false);
     packBytes.delete(m.packId);
     listener.chunk?.(m.timing);

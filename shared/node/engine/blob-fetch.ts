@@ -88,6 +88,8 @@ export async function runFetches(o: {
   control?: JobControl;
   /** Targets known to be out of reach (Repository.unreachable): tried last from the start. */
   down?: ReadonlySet<number>;
+  /** A target's name, for the per-target split of the live charts. */
+  targetName?: (id: number) => string;
   /** Read times per target (a restore's batches share one). */
   speeds?: TargetSpeeds;
   /**
@@ -177,6 +179,13 @@ export async function runFetches(o: {
         const { range, target, bytes, hedgeAfter } = sent.get(m.tid)!;
         sent.delete(m.tid);
         speeds.finished(target, bytes);
+        if (m.t === 'restored' && o.targetName) {
+          // An erasure-coded range comes from its data shards: split evenly over their targets.
+          const from = range.pack.ec
+            ? range.pack.ec.shards.filter((x) => x.shard < range.pack.ec!.k).map((x) => x.targetId)
+            : [m.from ?? target];
+          for (const t of from) o.stats.addTargetBytes(o.targetName(t), m.timing.wireBytes / from.length);
+        }
         if (m.t === 'restored' && !range.pack.ec) {
           // A hedge that answered first was asked `hedgeAfter` into the transfer; the first target had
           // taken at least the whole time.

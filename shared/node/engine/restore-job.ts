@@ -257,6 +257,7 @@ async function restorePlanned(
       down: repo.unreachable(),
       speeds,
       retryDamaged: true,
+      targetName: (id) => ks.targetById(id).name,
       plan: planFetches(needs),
       stats,
       prepare: (range) => {

@@ -24,6 +24,7 @@ export class StatsCollector {
   private readonly allGaps: number[] = [];
   private readonly lastEndBySlot = new Map<number, number>();
   private stage: Partial<Record<StageName, number>> = {};
+  private targetBytes = new Map<string, number>();
   private inFlight = 0;
   // Wire idle is counted from the first transfer on: start-up (workers, first chunk) is not the wire's.
   private idleSince: number | null = null;
@@ -86,6 +87,11 @@ export class StatsCollector {
     if (this.inFlight === 0) this.idleSince = this.lastXferEnd;
   }
 
+  /** Bytes sent to (or read from) one target: the per-target split of the wire. */
+  addTargetBytes(target: string, bytes: number): void {
+    this.targetBytes.set(target, (this.targetBytes.get(target) ?? 0) + bytes);
+  }
+
   private addIdle(inFrame: number, total: number): void {
     this.idleInFrame += Math.max(0, inFrame);
     this.idleTotal += Math.max(0, total);
@@ -110,7 +116,15 @@ export class StatsCollector {
       gapsMs: this.frameGaps,
       wireIdle: Math.min(1, this.idleInFrame / span),
       stageMs: this.stage,
+      ...(this.targetBytes.size
+        ? {
+            targetMbps: Object.fromEntries(
+              [...this.targetBytes].map(([name, bytes]) => [name, bytes / 1000 / span]),
+            ),
+          }
+        : {}),
     };
+    this.targetBytes = new Map();
     this.frameStart = now;
     this.frameBytes = 0;
     this.frameGaps = [];
