@@ -59,7 +59,7 @@ describe('running plans', () => {
     expect(fresh.excluded).toBe(1);
   });
 
-  it('a plan needs a target: the only one, or the one it names when there are several', async () => {
+  it('a plan needs a target: the only one, or in a pool none (the pool) or the one it names', async () => {
     const bare = await Engine.init(path.join(tempDir(), 'bare'), 'a passphrase for plans');
     try {
       const d = { name: 'x', sources: ['/tmp/x'], exclude: [], schedule: { every: 'manual' as const } };
@@ -67,9 +67,20 @@ describe('running plans', () => {
     } finally {
       bare.close();
     }
-    await engine.addTarget('drive', { kind: 'dir', path: tempDir('cairn-drive-') });
-    const draft = { name: 'x', sources: ['/tmp/x'], exclude: [], schedule: { every: 'manual' as const } };
-    expect(() => engine.plans.save(draft)).toThrow(/There are 2 targets: choose the one this plan stores on/);
-    expect(engine.plans.save({ ...draft, target: 'drive' }).target).toBe('drive');
+    const drive = tempDir('cairn-drive-');
+    await engine.addTarget('drive', { kind: 'dir', path: drive });
+    // A second target makes a pool: a plan that names none backs up to the pool.
+    const src = tempDir('cairn-plan-pool-src-');
+    writeRandomFile(path.join(src, 'a.bin'), 3 << 20);
+    const draft = { name: 'x', sources: [src], exclude: [], schedule: { every: 'manual' as const } };
+    expect(engine.plans.save(draft).target).toBeUndefined();
+    const r = await engine.plans.run('x');
+    expect(r.redundancy.state).toBe('short'); // the packs from before the pool have one copy
+    const packs = fs
+      .readdirSync(path.join(drive, 'data'), { recursive: true })
+      .filter((f) => String(f).length > 60);
+    expect(packs.length, 'the new packs have their second copy on the folder').toBeGreaterThan(0);
+    expect(engine.plans.save({ ...draft, target: 'drive' }, 'x').target).toBe('drive');
+    engine.plans.remove('x');
   });
 });

@@ -63,7 +63,8 @@ export class PlanAdmin {
         'No target yet: add a bucket or a folder first ("cairn target add").',
         'target',
       );
-    if (targetId === null && targets > 1)
+    // In a pool a plan names no target: its backups go to the pool, as `cairn backup` does.
+    if (targetId === null && targets > 1 && !this.ks.pool.state())
       throw new SettingsError(`There are ${targets} targets: choose the one this plan stores on.`, 'target');
     const sources = checkSources(d.sources);
     try {
@@ -176,7 +177,7 @@ export class PlanAdmin {
   }
 
   /** The plan's previous job, if it was interrupted and would back up exactly what the plan says now. */
-  private unfinishedJob(row: PlanRow, targetId: number | undefined): string | undefined {
+  private unfinishedJob(row: PlanRow, targetId: number | 'pool' | undefined): string | undefined {
     if (!row.lastJob || targetId === undefined) return undefined;
     const job = this.jobs
       .interrupted()
@@ -186,7 +187,9 @@ export class PlanAdmin {
       a.length === b.length && a.every((x, i) => x === b[i]);
     if (
       job &&
-      job.targetId === targetId &&
+      (targetId === 'pool'
+        ? this.ks.listTargets().some((t) => t.id === job.targetId && t.poolId !== null)
+        : job.targetId === targetId) &&
       same(job.sources, row.spec.sources) &&
       same(job.exclude, row.spec.exclude)
     )
@@ -194,10 +197,14 @@ export class PlanAdmin {
     return undefined;
   }
 
-  /** The target a plan without one uses: the only one there is (Engine.backup refuses to guess). */
-  private defaultTargetId(): number | undefined {
+  /**
+   * The target a plan without one uses: the only one there is, or in a pool any member (a backup's
+   * home is the first member that answers; an interrupted one resumes where it began).
+   */
+  private defaultTargetId(): number | 'pool' | undefined {
     const all = this.ks.listTargets();
-    return all.length === 1 ? all[0]!.id : undefined;
+    if (all.length === 1) return all[0]!.id;
+    return this.ks.pool.state() ? 'pool' : undefined;
   }
 
   private row(name: string): PlanRow {

@@ -54,7 +54,9 @@ export function PlanForm(props: {
   const p = props.editing;
   const [name, setName] = useState(p?.name ?? '');
   const [sources, setSources] = useState((p?.sources ?? props.initialSources ?? []).join('\n'));
-  const [target, setTarget] = useState(p?.target ?? props.targets[0]?.name ?? '');
+  // With several targets (a pool) a plan may name none: each pack then goes where placement puts it.
+  const pooled = props.targets.length > 1;
+  const [target, setTarget] = useState(p ? (p.target ?? '') : pooled ? '' : (props.targets[0]?.name ?? ''));
   const [every, setEvery] = useState<Schedule['every']>(p?.schedule.every ?? 'daily');
   const [at, setAt] = useState(p && 'at' in p.schedule ? p.schedule.at : '02:00');
   const [day, setDay] = useState<Weekday>(p?.schedule.every === 'weekly' ? p.schedule.day : 'mon');
@@ -133,6 +135,7 @@ export function PlanForm(props: {
           <Field label="Store on" hint="where the backup goes" error={errors.target}>
             {(c) => (
               <select {...c} value={target} onChange={(e) => setTarget(e.target.value)}>
+                {pooled && <option value="">the pool (every target)</option>}
                 {props.targets.map((t) => (
                   <option key={t.name} value={t.name}>
                     {t.name}
