@@ -121,4 +121,24 @@ describe('kill -9 mid-backup, then cairn resume', () => {
     expect((await runCli(['restore', b!.id, '--to', dest], cli)).code).toBe(0);
     expect(sha256File(path.join(dest, 'changing/c.bin'))).toBe(sha256File(path.join(src, 'c.bin')));
   });
+
+  it('killed after writing its snapshot, a resumed backup leaves one snapshot, not two', async () => {
+    const bucket = await s3.createBucket();
+    const { cli } = await initHomeWithTarget(s3, { bucket });
+    const src = path.join(tempDir(), 'once');
+    writeRandomFile(path.join(src, 'a.bin'), 3 * MiB);
+    const killed = await runCli(['backup', src], {
+      env: { ...cli.env, CAIRN_TEST_PRUNE_KILL_AT: 'snapshot-written' },
+    });
+    expect(killed.code).not.toBe(0);
+    expect(await listKeys(s3, bucket, 'snapshots/')).toHaveLength(1);
+    const r = await runCli(['--json', 'resume'], cli);
+    expect(r.code, r.stderr).toBe(0);
+    const snapshots = await listKeys(s3, bucket, 'snapshots/');
+    expect(snapshots).toHaveLength(1);
+    expect(snapshots[0]!.key).toBe(
+      `snapshots/${(JSON.parse(r.stdout) as { snapshotId: string }[])[0]!.snapshotId}`,
+    );
+    expect(await cliJson<unknown[]>(['ls'], cli)).toHaveLength(1);
+  });
 });

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import os from 'node:os';
 import type { PipelineSettings } from '../../settings.ts';
 import type { Repository } from '../repository/repository.ts';
@@ -14,6 +14,7 @@ import type { TransferSummary } from './stats-collector.ts';
 import { resolveSources, unreadableError, walkForBackup } from './walk.ts';
 import { completeCopies } from '../repository/copy-completion.ts';
 import { poolStatus } from './pool-status.ts';
+import { killPoint } from './prune-packs.ts';
 import { StorageError } from '../storage/storage.ts';
 
 export interface BackupResult {
@@ -63,6 +64,11 @@ export class BackupFailedError extends Error {
 
 export function newId(): string {
   return randomBytes(6).toString('hex');
+}
+
+/** The id of the snapshot a backup job writes (12 hex digits, as any snapshot id). */
+export function snapshotIdOf(jobId: string): string {
+  return createHash('sha256').update(`cairn snapshot of job ${jobId}`).digest('hex').slice(0, 12);
 }
 
 /**
@@ -166,7 +172,9 @@ export async function runBackupJob(
   packsWritten += saved.packs;
   bytesUploaded += await repo.writePendingIndex(target);
 
-  const snapshotId = newId();
+  // The job's snapshot has one id whatever run writes it: a run killed after writing it and resumed
+  // writes it again under the same name, not a second snapshot of the same backup.
+  const snapshotId = snapshotIdOf(jobId);
   const summary: SnapshotSummary = {
     files: walk.files,
     dirs: walk.dirs,
@@ -195,6 +203,7 @@ export async function runBackupJob(
     summary,
   };
   summary.bytesUploaded += await repo.writeSnapshot(target, doc);
+  killPoint('snapshot-written');
   ks.snapshots.put(target.id, doc);
   ks.jobs.finish(jobId, snapshotId);
   // Copies queued by earlier runs are completed now when every target took this backup's copies;
