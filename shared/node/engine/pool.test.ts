@@ -5,6 +5,7 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { s3TargetConfig } from '../../../test/support/engine-env.ts';
 import { describeTree, tempDir } from '../../../test/support/fixtures.ts';
+import { startProxy } from '../../../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import { copyTargets, packPlacement } from '../repository/pack-placement.ts';
 import { Engine } from './engine.ts';
@@ -434,6 +435,41 @@ describe('a pool of targets: every target knows the others', () => {
       for (const d of [d1, d2]) expect(fs.readdirSync(path.join(d, 'locks'))).toEqual([]);
     } finally {
       a.close();
+    }
+  });
+
+  it('a pool change not written to every member is not kept here: the next one gives the same place again', async () => {
+    const [d1, d3] = [tempDir('cairn-pub-1-'), tempDir('cairn-pub-3-')];
+    const bucket = await s3.createBucket();
+    const proxy = await startProxy(s3.endpoint);
+    const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
+    try {
+      await a.addTarget('one', { kind: 'dir', path: d1 });
+      await a.addTarget('two', s3TargetConfig(s3, bucket, proxy.endpoint), s3.secretAccessKey);
+      const before = places(a);
+      // The S3 member refuses the new pool object; the folder before it takes it.
+      proxy.failNext(1, 403, (method, p) => method === 'PUT' && p.includes('/pools/'));
+      await expect(a.addTarget('three', { kind: 'dir', path: d3 })).rejects.toThrow(
+        /Target "three" was added, but the pool object could not be written to every target/,
+      );
+      expect(places(a).slice(0, 2)).toEqual(before);
+      expect(places(a)[2]).toMatchObject({ name: 'three', poolId: null });
+      expect(poolsInDir(d1)).toHaveLength(2); // the old generation, and the new one naming "three"
+      // The next refresh adopts what the first member holds (no second "three"), then writes the pool
+      // where it is missing.
+      await a.refresh();
+      expect(places(a).map((p) => [p.name, p.poolId])).toEqual([
+        ['one', 1],
+        ['two', 2],
+        ['three', 3],
+      ]);
+      const newest = (keys: string[]) => [...keys].sort().at(-1);
+      expect(newest(poolsInDir(d1))).toMatch(/^0000000000000002-/);
+      expect(newest(poolsInDir(d3))).toBe(newest(poolsInDir(d1)));
+      expect(newest(await poolsInBucket(bucket))).toBe(newest(poolsInDir(d1)));
+    } finally {
+      a.close();
+      await proxy.close();
     }
   });
 

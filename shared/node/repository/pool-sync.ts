@@ -123,6 +123,18 @@ export class PoolSync {
           continue;
         }
         if (e.state === 'gone') continue;
+        // This machine's own target, whose place it gave back when the publish that gave it failed
+        // (some members took that generation): the same name and settings, no place yet.
+        const mine = this.ks
+          .listTargets()
+          .find(
+            (x) =>
+              x.poolId === null && x.name === e.name && JSON.stringify(x.config) === JSON.stringify(e.config),
+          );
+        if (mine) {
+          this.ks.pool.setPlace(mine.id, { poolId: e.id, weight: e.weight, state: e.state });
+          continue;
+        }
         const row = this.ks.addTarget(this.freeName(e.name, e.id), e.config, e.secret ?? undefined);
         this.ks.pool.setPlace(row.id, { poolId: e.id, weight: e.weight, state: e.state });
         learnt.push(this.ks.targetById(row.id));
@@ -209,7 +221,18 @@ export class PoolSync {
       this.ks.pool.setState(state);
       const doc = this.doc(state);
       const members = this.ks.listTargets();
-      for (const t of members) await this.writeTo(t, state, doc);
+      try {
+        for (const t of members) await this.writeTo(t, state, doc);
+      } catch (err) {
+        // The members are the record: until every one took the new generation, this keystore keeps the
+        // old one (the pool ids it gave could otherwise be given again, elsewhere, to other targets).
+        // A member that did take it is read again later, and its generation adopted then.
+        this.ks.db.transaction(() => {
+          for (const id of joined) this.ks.pool.clearPlace(id);
+          this.ks.pool.setState(prev);
+        })();
+        throw err;
+      }
       for (const t of members)
         for (const key of await this.listed(t))
           if (poolGeneration(key)! < generation) await this.host.storage(t).delete(key);

@@ -21,14 +21,19 @@ export class PoolTable {
     return row?.pool ? (JSON.parse(row.pool) as PoolState) : null;
   }
 
-  setState(s: PoolState): void {
-    this.db.prepare('UPDATE repository SET pool = ? WHERE id = 1').run(JSON.stringify(s));
+  setState(s: PoolState | null): void {
+    this.db.prepare('UPDATE repository SET pool = ? WHERE id = 1').run(s === null ? null : JSON.stringify(s));
   }
 
   setPlace(targetId: number, place: { poolId: number; weight: number; state: TargetState }): void {
     this.db
       .prepare('UPDATE targets SET pool_id = ?, weight = ?, state = ? WHERE id = ?')
       .run(place.poolId, place.weight, place.state, targetId);
+  }
+
+  /** The target has no place in the pool (yet): a publish that gave it one did not reach the members. */
+  clearPlace(targetId: number): void {
+    this.db.prepare('UPDATE targets SET pool_id = NULL WHERE id = ?').run(targetId);
   }
 
   setWeight(targetId: number, weight: number): void {
