@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { s3TargetConfig } from '../../../test/support/engine-env.ts';
 import { describeTree, tempDir } from '../../../test/support/fixtures.ts';
@@ -489,6 +489,32 @@ describe('a pool of targets: every target knows the others', () => {
     fs.writeFileSync(file, bytes);
     await expect(connectVia(path.join(tempDir(), 'home-b'), 'two', d2)).rejects.toThrow(
       new RegExp(`No pool object on target "two" can be read: pools/${name}: .*authentication failed`),
+    );
+  });
+
+  it('a pool object copied into another bucket of the pool is refused: it names the bucket it belongs to', async () => {
+    const [b1, b2] = [await s3.createBucket(), await s3.createBucket()];
+    const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
+    try {
+      await a.addTarget('one', s3TargetConfig(s3, b1), s3.secretAccessKey);
+      await a.addTarget('two', s3TargetConfig(s3, b2), s3.secretAccessKey);
+    } finally {
+      a.close();
+    }
+    // Both buckets hold the same generation under the same name, each saying which target it is.
+    const [key] = await poolsInBucket(b1);
+    expect(await poolsInBucket(b2)).toEqual([key]);
+    const one = await s3.client.send(new GetObjectCommand({ Bucket: b1, Key: `pools/${key}` }));
+    const body = Buffer.from(await one.Body!.transformToByteArray());
+    await s3.client.send(new PutObjectCommand({ Bucket: b2, Key: `pools/${key}`, Body: body }));
+    await expect(
+      Engine.connect(path.join(tempDir(), 'home-b'), 'two', s3TargetConfig(s3, b2), s3.secretAccessKey, {
+        passphrase: PASS,
+      }),
+    ).rejects.toThrow(
+      new RegExp(
+        `The pool object pools/${key} in bucket "${b2}" \\(target "two"\\) says it is the pool's bucket "${b1}"`,
+      ),
     );
   });
 });

@@ -90,6 +90,12 @@ export class PoolSync {
     const entry = doc.targets.find((x) => x.id === self);
     if (!entry)
       throw new PoolError(`The pool object ${key} on target "${t.name}" does not list that target.`);
+    // `self` is sealed in, but the object could be copied into another bucket of the pool: an S3 target
+    // must be the bucket its entry names (a folder's path differs from machine to machine).
+    if (t.config.kind === 's3' && entry.config.kind === 's3' && t.config.bucket !== entry.config.bucket)
+      throw new PoolError(
+        `The pool object ${key} in bucket "${t.config.bucket}" (target "${t.name}") says it is the pool's bucket "${entry.config.bucket}": it was copied from another bucket, or the bucket is not this pool's.`,
+      );
     const holder = this.ks.pool.localId(self);
     if (t.poolId !== null && t.poolId !== self)
       throw new PoolError(
