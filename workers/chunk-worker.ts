@@ -18,7 +18,7 @@ import { ecRangeReader } from './ec-range.ts';
 import { hedgedGet, type HedgedRead } from './hedged-get.ts';
 import { PackWriter, SpoolError } from './pack-writer.ts';
 import { BufferPool, ReadBuffers, SlotPool } from './pools.ts';
-import { readSpooled, type SpooledBody } from '../shared/node/storage/put-body.ts';
+import { readSpooledInto, type SpooledBody } from '../shared/node/storage/put-body.ts';
 import type {
   BackupTask,
   FromWorker,
@@ -155,7 +155,7 @@ async function uploadPack(packId: string, body: SpooledBody, blobs: PackedBlob[]
       home: init.targetId,
       packId: Buffer.from(packId, 'hex'),
       body,
-      bytes: () => readSpooled(body),
+      fill: (into) => readSpooledInto(body, into),
       sodium,
       shardKey,
       put: (id, key, b, patient) =>

@@ -37,6 +37,55 @@ function run(
 }
 
 /**
+ * Reused buffers of one size, per thread: a fresh multi-MiB buffer costs its page faults, which measured
+ * three times the Reed-Solomon encode itself (0.7–1.0 against 0.23 CPU-s per GiB, 4+2, 16 MiB packs).
+ * A few are kept per size: what the packs in flight at once use.
+ */
+const scratch = new Map<number, Buffer[]>();
+const SCRATCH_KEPT = 12;
+
+export function takeScratch(size: number): Buffer {
+  return scratch.get(size)?.pop() ?? Buffer.allocUnsafe(size);
+}
+
+/** Gives back a buffer from `takeScratch` once nothing uses it any more. */
+export function giveScratch(b: Buffer): void {
+  let list = scratch.get(b.length);
+  if (!list) scratch.set(b.length, (list = []));
+  if (list.length < SCRATCH_KEPT) list.push(b);
+}
+
+/**
+ * Cuts a pack of `packLength` bytes, which `fill` writes into the buffer it is given, into its k + m
+ * shards in reused buffers, and returns what `use` makes of them (the shards are valid only inside it).
+ */
+export async function withEncodedShards<T>(
+  packLength: number,
+  k: number,
+  m: number,
+  fill: (into: Buffer) => void,
+  use: (shards: Buffer[]) => T,
+): Promise<T> {
+  const L = shardLengthFor(packLength, k);
+  const data = takeScratch(k * L);
+  const parity = takeScratch(m * L);
+  try {
+    fill(data.subarray(0, packLength));
+    data.fill(0, packLength);
+    const all = [...Array(k + m).keys()];
+    await run(k, m, L, data, parity, all.slice(0, k), all.slice(k));
+    return use(
+      all.map((i) =>
+        i < k ? data.subarray(i * L, (i + 1) * L) : parity.subarray((i - k) * L, (i - k + 1) * L),
+      ),
+    );
+  } finally {
+    giveScratch(data);
+    giveScratch(parity);
+  }
+}
+
+/**
  * The k + m shards of a pack (docs/FORMAT.md, "Erasure-coded shards"): the pack cut into k data shards
  * of L bytes (the last padded with zeros), then m parity shards. Runs on libuv's thread pool.
  */

@@ -68,15 +68,19 @@ function headerProblem(h: ShardHeader, shardLength: number): string | null {
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
 
 /**
- * The shard object of `shard.bytes`, MAC'd with the shard key (`Subkeys.shardMac`). With the portable
- * crypto provider, `sodium.prepareKeyedHash(key)` must have been awaited once.
+ * The shard object of `shard.bytes`, MAC'd with the shard key (`Subkeys.shardMac`), in `into` if given
+ * (exactly its length). With the portable crypto provider, `sodium.prepareKeyedHash(key)` must have been
+ * awaited once.
  */
-export function sealShard(sodium: SodiumProvider, key: Uint8Array, shard: Shard): Buffer {
+export function sealShard(sodium: SodiumProvider, key: Uint8Array, shard: Shard, into?: Buffer): Buffer {
   if (shard.packId.length !== PACK_ID_BYTES) throw new Error(`a pack id is ${PACK_ID_BYTES} bytes`);
   const problem = headerProblem(shard, shard.bytes.length);
   if (problem) throw new Error(`Cannot write a shard of pack ${hex(shard.packId)}: ${problem}.`);
+  const length = shardObjectLength(shard.bytes.length);
+  if (into && into.length !== length)
+    throw new Error(`a shard object of ${length} bytes, not ${into.length}`);
   // Every byte is written below (header, shard, MAC): no need to zero a multi-MiB buffer first.
-  const out = Buffer.allocUnsafe(shardObjectLength(shard.bytes.length));
+  const out = into ?? Buffer.allocUnsafe(length);
   out.write(Magic.shard, 0, 'ascii');
   out[MAGIC_BYTES] = FORMAT_VERSION;
   out.set(shard.packId, AT_PACK_ID);

@@ -1,8 +1,8 @@
 import type { PackPlacement } from '../../../workers/protocol.ts';
 import { ObjectKey } from '../../format/constants.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
-import { encodeShards } from '../format/erasure.ts';
-import { sealShard } from '../format/shard-codec.ts';
+import { giveScratch, takeScratch, withEncodedShards } from '../format/erasure.ts';
+import { sealShard, shardObjectLength } from '../format/shard-codec.ts';
 import type { PutBody } from '../storage/put-body.ts';
 import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
 import { StorageError } from '../storage/storage.ts';
@@ -115,8 +115,8 @@ export async function storePack(o: {
   home: number;
   packId: Buffer;
   body: PutBody;
-  /** The pack's bytes (erasure coding reads the spool file whole to cut it). */
-  bytes: () => Buffer;
+  /** Writes the pack's bytes into `into` (erasure coding reads the spool file whole to cut it). */
+  fill: (into: Buffer) => void;
   sodium: SodiumProvider;
   shardKey?: Uint8Array;
   put: (targetId: number, key: string, body: PutBody, patient: boolean) => Promise<void>;
@@ -136,25 +136,30 @@ export async function storePack(o: {
     return { ...r, wireBytes: o.body.length * r.copies.length };
   }
   if (!o.shardKey) throw new Error('erasure coding needs the shard key');
-  const bytes = o.bytes();
-  const shards = await encodeShards(bytes, ec.k, ec.m);
-  const objects = shards.map((s, index) =>
-    sealShard(o.sodium, o.shardKey!, {
-      packId: o.packId,
-      index,
-      k: ec.k,
-      m: ec.m,
-      packLength: bytes.length,
-      bytes: s,
-    }),
+  const packLength = o.body.length;
+  const objects = await withEncodedShards(packLength, ec.k, ec.m, o.fill, (shards) =>
+    shards.map((s, index) =>
+      sealShard(
+        o.sodium,
+        o.shardKey!,
+        { packId: o.packId, index, k: ec.k, m: ec.m, packLength, bytes: s },
+        takeScratch(shardObjectLength(s.length)),
+      ),
+    ),
   );
   const shardOf = (id: number) => where.indexOf(id);
-  const r = await putCopies(
-    where,
-    (id, patient) => o.put(id, ObjectKey.shard(hex, shardOf(id)), objects[shardOf(id)]!, patient),
-    quorum,
-    o.down,
-  );
+  let r: Awaited<ReturnType<typeof putCopies>>;
+  try {
+    r = await putCopies(
+      where,
+      (id, patient) => o.put(id, ObjectKey.shard(hex, shardOf(id)), objects[shardOf(id)]!, patient),
+      quorum,
+      o.down,
+    );
+  } finally {
+    // Every PUT has settled (a retry layer's give-up waits for its attempt): the buffers are free.
+    for (const b of objects) giveScratch(b);
+  }
   return {
     copies: r.copies,
     shards: r.copies.map(shardOf),

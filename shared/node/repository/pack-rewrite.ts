@@ -132,7 +132,7 @@ export async function storeWhole(
     home: placement.members[0]!.localId,
     packId,
     body,
-    bytes: () => body,
+    fill: (into) => into.set(body),
     sodium: ks.sodium,
     shardKey: ks.keys.shardMac,
     put: (t, key, b) => repo.storage(ks.targetById(t)).put(key, b),

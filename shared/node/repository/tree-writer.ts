@@ -103,7 +103,7 @@ export class TreeWriter {
       home: this.target.id,
       packId,
       body,
-      bytes: () => body,
+      fill: (into) => into.set(body),
       sodium,
       shardKey: ks.keys.shardMac,
       put: (id, key, b, patient) => {

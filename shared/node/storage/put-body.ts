@@ -41,13 +41,17 @@ export const isSpooled = (b: unknown): b is SpooledBody => b instanceof SpooledB
 
 /** A spooled body's bytes in one Buffer: for the paths that need them whole (a signed upload). */
 export function readSpooled(b: SpooledBody): Buffer {
-  const out = Buffer.allocUnsafe(b.length);
+  return readSpooledInto(b, Buffer.allocUnsafe(b.length));
+}
+
+/** A spooled body's bytes, read into the start of `out` (at least its length); returns that part. */
+export function readSpooledInto(b: SpooledBody, out: Buffer): Buffer {
   for (let done = 0; done < b.length;) {
     const n = fs.readSync(b.fd, out, done, b.length - done, done);
     if (n === 0) throw new Error(`a spooled upload body ended at ${done} of ${b.length} bytes`);
     done += n;
   }
-  return out;
+  return out.subarray(0, b.length);
 }
 
 const COPY_BYTES = 1 << 20;
