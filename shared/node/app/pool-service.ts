@@ -22,11 +22,16 @@ export class PoolService {
   /** The last check of each target, by name, per unlocked engine (this session only). */
   private readonly health = new WeakMap<Engine, Map<string, Health>>();
 
+  private completionTimer: NodeJS.Timeout | null = null;
+
   constructor(
     private readonly deps: {
       engine: () => Engine;
       /** A backup of this app is running or paused. */
       backingUp: () => boolean;
+      unlocked?: () => boolean;
+      /** How often queued copies are looked at (ms); default a minute. */
+      completeEveryMs?: number;
     },
   ) {}
 
@@ -99,6 +104,51 @@ export class PoolService {
         return this.view(e);
       },
     };
+  }
+
+  /**
+   * Copies a backup queued (a target was away) are written in the background once a target they wait
+   * for answers again: looked at every minute while any is queued, never beside another pool operation or
+   * a backup of this app. A run that fails leaves them queued for the next.
+   */
+  startCompletion(): void {
+    if (this.completionTimer) return;
+    this.completionTimer = setInterval(() => void this.completeQueued(), this.deps.completeEveryMs ?? 60_000);
+    this.completionTimer.unref();
+  }
+
+  stopCompletion(): void {
+    if (this.completionTimer) clearInterval(this.completionTimer);
+    this.completionTimer = null;
+  }
+
+  /** One look at the queued copies (the timer's tick); resolves to whether a completion ran. */
+  async completeQueued(): Promise<boolean> {
+    if (this.busy || this.deps.backingUp() || this.deps.unlocked?.() === false) return false;
+    const e = this.deps.engine();
+    const queued = e.ks.index.queuedCopies();
+    if (queued.length === 0) return false;
+    // A quick connection test of each target the copies wait for: nothing to do while all are away.
+    const waiting = [...new Set(queued.map((q) => q.targetId))].map((id) => e.ks.targetById(id));
+    const back = await Promise.all(
+      waiting.map((t) =>
+        e.testTarget(t.name).then(
+          () => true,
+          () => false,
+        ),
+      ),
+    );
+    if (!back.some(Boolean) || this.busy || this.deps.backingUp()) return false;
+    this.busy = 'repair';
+    try {
+      await e.pool.completeQueued();
+      return true;
+    } catch {
+      // Queued still: the next tick tries again (a prune elsewhere, a target gone again).
+      return false;
+    } finally {
+      this.busy = null;
+    }
   }
 
   /** The repository's redundancy after a backup (for its job card), or undefined outside a pool. */

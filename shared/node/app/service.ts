@@ -61,6 +61,8 @@ export class AppService {
     });
     this.pool = new PoolService({
       engine: () => this.e(),
+      unlocked: () => this.engine !== null,
+      completeEveryMs: Number(process.env.CAIRN_COMPLETE_EVERY_MS) || undefined,
       backingUp: () =>
         this.jobs.list().some((j) => j.kind === 'backup' && (j.state === 'running' || j.state === 'paused')),
     });
@@ -159,6 +161,7 @@ export class AppService {
   private startSchedulers(): void {
     this.plans.startScheduler();
     this.retention.startScheduler();
+    this.pool.startCompletion();
   }
 
   async call<M extends Method>(method: M, req: Request<M>): Promise<Responses[M]> {
@@ -172,6 +175,7 @@ export class AppService {
   close(): void {
     this.plans.stopScheduler();
     this.retention.stopScheduler();
+    this.pool.stopCompletion();
     for (const j of this.jobs.list())
       if (j.state === 'running' || j.state === 'paused') this.jobs.get(j.id).control.cancel();
     this.engine?.close();

@@ -103,6 +103,20 @@ export class PoolAdmin {
   }
 
   /**
+   * Writes the copies the keystore has queued, and nothing else (the app does this in the background
+   * once a target that was away answers again): under the same shared locks as repair, members that are
+   * down given up on in seconds.
+   */
+  async completeQueued(): Promise<CompletionResult> {
+    const locks = await this.lockForRepair(poolMembers(this.ks), { impatient: true });
+    try {
+      return await completeCopies(this.repo);
+    } finally {
+      for (const l of locks) await l.release();
+    }
+  }
+
+  /**
    * Shared locks on every member in reach (a prune's exclusive lock refuses the repair, naming it):
    * repair writes copies and index files that a prune elsewhere could contradict. A member found emptied
    * is set up again only once the others are locked, then locked too; one out of reach is passed over
@@ -110,7 +124,7 @@ export class PoolAdmin {
    */
   private async lockForRepair(
     members: TargetRow[],
-    opts: { lockWaitMs?: number; notice?: (m: string) => void },
+    opts: { lockWaitMs?: number; notice?: (m: string) => void; impatient?: boolean },
   ): Promise<RepoLock[]> {
     const locks: RepoLock[] = [];
     const wiped: TargetRow[] = [];
@@ -131,9 +145,9 @@ export class PoolAdmin {
     try {
       for (const t of inLockOrder(members)) {
         try {
-          await this.repo.attach(t, { force: true });
+          await this.repo.attach(t, { force: true, impatient: opts.impatient });
         } catch (err) {
-          if (err instanceof MemberWipedError) wiped.push(t);
+          if (err instanceof MemberWipedError && !opts.impatient) wiped.push(t);
           else if (!(err instanceof StorageError || err instanceof RepositoryError)) throw err;
           continue;
         }
