@@ -147,7 +147,7 @@ async function readShard(
     if (!ec || s.k !== ec.k || s.m !== ec.m || s.packLength !== ks.index.packSize(packId))
       throw new Error(`its header (${s.k}+${s.m}, ${s.packLength} bytes) disagrees with the index`);
   } catch (err) {
-    ks.index.setCopyStates(t.id, [{ id: packId, state: 'missing' }]);
+    ks.index.markDamaged(packId, t.id);
     result.problems.push({
       kind: 'damaged-shard',
       target: t.name,

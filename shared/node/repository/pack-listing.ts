@@ -17,6 +17,7 @@ export async function reconcilePacks(
 ): Promise<{ missing: number; present: number; listedAt: number }> {
   const { ks } = repo;
   const known = ks.index.packsOnTarget(t.id);
+  const damaged = ks.index.damagedOn(t.id);
   const started = Date.now();
   const listed = await listPacks(repo.storage(t), opts);
   const changes: { id: Buffer; state: 'missing' | 'stored' }[] = [];
@@ -25,7 +26,8 @@ export async function reconcilePacks(
   for (const [hex, p] of known) {
     // A target holds a whole copy of a pack, or one shard object of an erasure-coded one.
     const size = p.ec ? shardObjectLength(shardLengthFor(p.size, p.ec.k)) : p.size;
-    const ok = listed.get(hex) === size;
+    // A copy check --read-data found damaged is there at its size, and missing all the same.
+    const ok = listed.get(hex) === size && !damaged.has(hex);
     if (ok) present++;
     else if (p.state !== 'queued') missing++;
     if (!ok && p.state === 'stored') changes.push({ id: Buffer.from(hex, 'hex'), state: 'missing' });

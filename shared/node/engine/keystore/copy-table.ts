@@ -149,10 +149,34 @@ export abstract class CopyTable {
     );
   }
 
+  /** A copy found damaged (check --read-data): missing, and kept so by listings, until written again. */
+  markDamaged(packId: Uint8Array, targetId: number): void {
+    this.db
+      .prepare('INSERT OR IGNORE INTO damaged_copies (pack_id, target_id) VALUES (?, ?)')
+      .run(packId, targetId);
+    this.setCopyStates(targetId, [{ id: packId, state: 'missing' }]);
+  }
+
+  /** The packs whose copy on `targetId` was found damaged and not written again since. */
+  damagedOn(targetId: number): Set<string> {
+    return new Set(
+      (
+        this.db.prepare('SELECT pack_id FROM damaged_copies WHERE target_id = ?').all(targetId) as {
+          pack_id: Buffer;
+        }[]
+      ).map((r) => r.pack_id.toString('hex')),
+    );
+  }
+
   setCopyStates(targetId: number, changes: { id: Uint8Array; state: CopyState }[]): void {
     const st = this.db.prepare('UPDATE pack_copies SET state = ? WHERE pack_id = ? AND target_id = ?');
+    // A copy stored again (repair, completion) is no longer the damaged one.
+    const healed = this.db.prepare('DELETE FROM damaged_copies WHERE pack_id = ? AND target_id = ?');
     this.db.transaction(() => {
-      for (const c of changes) st.run(c.state, c.id, targetId);
+      for (const c of changes) {
+        st.run(c.state, c.id, targetId);
+        if (c.state === 'stored') healed.run(c.id, targetId);
+      }
     })();
     this.invalidate();
   }

@@ -123,8 +123,8 @@ describe('keystore migration 7 (pack copies)', () => {
   it("each pack's target becomes its one copy; no blob is lost to the table's rebuild", () => {
     const file = path.join(tempDir(), 'keystore.db');
     const old = new Database(file);
-    // Migration 7 is the second to last (8 adds erasure-coding columns).
-    const before = migrations.length - 2;
+    // Every migration before the one that makes pack_copies (later ones add erasure coding, and more).
+    const before = migrations.findIndex((m) => m.includes('CREATE TABLE pack_copies'));
     for (const m of migrations.slice(0, before)) old.exec(m);
     old.pragma(`user_version = ${FIRST_V2_VERSION - 1 + before}`);
     withTargets(old, 1, 2);

@@ -182,4 +182,13 @@ export const migrations: string[] = [
   ALTER TABLE packs ADD COLUMN ec_m INTEGER;       -- and m parity shards
   ALTER TABLE pack_copies ADD COLUMN shard INTEGER; -- the shard this target holds (NULL: a whole copy)
   `,
+  // A copy or shard check --read-data found damaged: missing until repair writes it again, whatever a
+  // listing says (the object is there, at its size, and useless).
+  `
+  CREATE TABLE damaged_copies (
+    pack_id BLOB NOT NULL,
+    target_id INTEGER NOT NULL,
+    PRIMARY KEY (pack_id, target_id)
+  ) WITHOUT ROWID;
+  `,
 ];
