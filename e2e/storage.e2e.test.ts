@@ -220,4 +220,22 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
     }
     await screenshot(page, 'storage-ec', { doc: true });
   });
+
+  it('Remove asks first, and a target holding shards is refused, naming drain', async () => {
+    await nav(page, 'Settings');
+    const d1 = page.locator('[data-testid=target]').filter({ hasText: 'd1' });
+    await d1.getByRole('button', { name: 'Remove', exact: true }).click();
+    const ask = page.getByRole('alertdialog', { name: 'Remove d1?' });
+    await ask.waitFor();
+    await ask.getByRole('button', { name: 'Keep it' }).click();
+    expect(await ask.count()).toBe(0);
+    await d1.getByRole('button', { name: 'Remove', exact: true }).click();
+    await ask.getByRole('button', { name: 'Remove “d1”' }).click();
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.textContent()).toMatch(
+      /Target "d1" holds \d+ shards? of the repository's packs: "cairn target drain d1"/,
+    );
+    expect(await page.locator('[data-testid=target]').count()).toBe(3);
+  });
 });

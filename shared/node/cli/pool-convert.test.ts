@@ -97,6 +97,11 @@ describe('a policy change re-places the packs already stored (issue 10)', () => 
     // Draining a target under 3+2 moves only its shards, each to the one target without a shard of
     // that pack.
     const before = all();
+    const refused = await runCli(['target', 'rm', 'd6'], cli);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(
+      /Target "d6" holds \d+ shards of the repository's packs: "cairn target drain d6" moves them/,
+    );
     const drained = await runCli(['--json', 'target', 'drain', 'd6'], cli);
     expect(drained.code, drained.stderr).toBe(0);
     const moved = JSON.parse(drained.stdout) as { copied: number; removed: number; converted: number };

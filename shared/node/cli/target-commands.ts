@@ -155,12 +155,13 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
   target
     .command('rm')
     .description(
-      'remove a target from this repository (refused while it holds snapshots or the only copy of packs)',
+      'remove a target from this repository (in a pool, refused while it holds copies or shards: drain it first)',
     )
     .argument('<name>')
-    .action(async (name: string) => {
+    .option('--force', 'remove it even so (a target that is lost); repair then writes again what it held')
+    .action(async (name: string, o: { force?: boolean }) => {
       const output = out();
-      await withEngine((e) => e.removeTarget(name));
+      await withEngine((e) => e.removeTarget(name, { force: Boolean(o.force) }));
       output.result({ removed: name }, `Removed target "${name}".`);
     });
 

@@ -234,7 +234,7 @@ export class Engine {
   ) {
     return this.targets.replace(current, name, config, secret, opts);
   }
-  removeTarget = (name: string) => this.targets.remove(name);
+  removeTarget = (name: string, opts: { force?: boolean } = {}) => this.targets.remove(name, opts);
   listTargets = () => this.targets.list();
   target = (name: string) => this.targets.get(name);
   testTarget = (name: string) => this.targets.test(name);

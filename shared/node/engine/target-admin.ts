@@ -145,9 +145,48 @@ export class TargetAdmin {
     return updated;
   }
 
-  async remove(name: string): Promise<void> {
+  /**
+   * Removes a target. In a pool it is refused while the target holds copies or shards the index names
+   * (drain moves them first) or while the others are too few for the policy; `force` (a target that is
+   * lost) removes it anyway, forgetting packs that were only there, for repair or the next backup to
+   * write again.
+   */
+  async remove(name: string, opts: { force?: boolean } = {}): Promise<void> {
     const t = this.get(name);
-    this.ks.removeTarget(t.id);
+    const plans = this.ks.plans.usingTarget(t.id);
+    if (plans.length)
+      throw new SettingsError(
+        `Plan${plans.length === 1 ? '' : 's'} ${plans.map((p) => `"${p}"`).join(', ')} back${plans.length === 1 ? 's' : ''} up to this target: change or remove ${plans.length === 1 ? 'it' : 'them'} first.`,
+      );
+    const policy = this.ks.pool.state()?.policy;
+    if (policy && t.poolId !== null && !opts.force) {
+      let copies = 0;
+      let shards = 0;
+      for (const p of this.ks.index.packsOnTarget(t.id).values())
+        if (p.state === 'stored') {
+          if (p.ec) shards++;
+          else copies++;
+        }
+      const lost = `If it is lost, "cairn target rm ${name} --force" removes it; "cairn repair" then writes again what it held.`;
+      if (copies + shards > 0) {
+        const held = [
+          copies ? `${copies} ${copies === 1 ? 'copy' : 'copies'}` : '',
+          shards ? `${shards} ${shards === 1 ? 'shard' : 'shards'}` : '',
+        ]
+          .filter(Boolean)
+          .join(' and ');
+        throw new SettingsError(
+          `Target "${name}" holds ${held} of the repository's packs: "cairn target drain ${name}" moves them to the other targets first. ${lost}`,
+        );
+      }
+      const active = this.ks.listTargets().filter((x) => x.state === 'active' && x.id !== t.id).length;
+      const needed = policy.scheme === 'replicas' ? policy.copies : policy.k + policy.m;
+      if (active < needed)
+        throw new SettingsError(
+          `Without "${name}" the pool has ${active} active target${active === 1 ? '' : 's'}, and the policy (${policy.scheme === 'replicas' ? `${policy.copies} copies` : `${policy.k}+${policy.m}`}) needs ${needed}: add one first, or change the policy ("cairn policy"). ${lost}`,
+        );
+    }
+    this.ks.removeTarget(t.id, { forgetPacks: opts.force });
     this.repo.forget(t.id);
     await this.publishPool(`Target "${name}" was removed`);
   }

@@ -13,11 +13,15 @@ export function SettingsScreen() {
   const settings = useQuery('settings.get', {});
   const [editing, setEditing] = useState<TargetView | 'new' | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // Removing a target is asked twice: the first click only says what it means.
+  const [confirming, setConfirming] = useState<string | null>(null);
 
   const remove = async (name: string) => {
     setError(null);
+    setConfirming(null);
     try {
       await getApi().invoke('targets.remove', { name });
+      if (editing !== 'new' && editing?.name === name) setEditing(null);
       targets.reload();
     } catch (e) {
       setError(messageOf(e));
@@ -46,10 +50,27 @@ export function SettingsScreen() {
                 <button type="button" onClick={() => setEditing(t)}>
                   Edit
                 </button>
-                <button type="button" className="danger" onClick={() => remove(t.name)}>
+                <button type="button" className="danger" onClick={() => setConfirming(t.name)}>
                   Remove
                 </button>
               </div>
+              {confirming === t.name && (
+                <div className="confirm" role="alertdialog" aria-label={`Remove ${t.name}?`}>
+                  <p>
+                    Remove “{t.name}” from this repository? Nothing in it is deleted, but backups stop using
+                    it. In a pool, a target that still holds copies or shards is refused: drain it first (
+                    <code>cairn target drain {t.name}</code>), so the other targets take what it holds.
+                  </p>
+                  <div className="actions start">
+                    <button type="button" className="danger" onClick={() => void remove(t.name)}>
+                      Remove “{t.name}”
+                    </button>
+                    <button type="button" onClick={() => setConfirming(null)}>
+                      Keep it
+                    </button>
+                  </div>
+                </div>
+              )}
             </li>
           ))}
         </ul>
