@@ -12,6 +12,10 @@ function redundancyText(r: RedundancyReport): string {
       ...r.targets.map((t) => [t.target, String(t.stored), String(t.queued), String(t.missing)]),
     ]),
   ];
+  for (const u of r.unreachable)
+    lines.push(
+      `Target "${u.target}" could not be listed (${u.message}): its copies are counted as this machine last knew them. If it is lost, "cairn target rm ${u.target} --force" removes it and "cairn repair" writes again what it held.`,
+    );
   if (r.full === r.packs) lines.push(`All ${plural(r.packs, 'pack')} have full redundancy.`);
   else {
     for (const d of r.degraded.slice(0, 20))
@@ -19,9 +23,17 @@ function redundancyText(r: RedundancyReport): string {
         `Pack ${d.pack.slice(0, 12)}…: ${d.stored} stored, ${d.queued} queued, ${d.missing} missing`,
       );
     if (r.degraded.length > 20) lines.push(`and ${r.degraded.length - 20} more packs`);
-    lines.push(
-      `${r.full} of ${plural(r.packs, 'pack')} have full redundancy; ${r.degraded.length} have fewer copies${r.lost ? `, ${r.lost} have none left` : ''}. "cairn repair" writes the missing copies.`,
-    );
+    const what = r.policy.scheme === 'ec' ? 'shards' : 'copies';
+    const parts = [
+      r.degraded.length
+        ? `${r.degraded.length} have fewer ${what} ("cairn repair" writes the missing ones)`
+        : '',
+      r.unconverted
+        ? `${r.unconverted} ${r.unconverted === 1 ? 'is' : 'are'} stored as an earlier policy had them ("cairn rebalance" rewrites them)`
+        : '',
+      r.lost ? `${r.lost} cannot be read back from what is left` : '',
+    ].filter(Boolean);
+    lines.push(`${r.full} of ${plural(r.packs, 'pack')} have full redundancy; ${parts.join('; ')}.`);
   }
   return lines.join('\n');
 }
@@ -105,5 +117,6 @@ export function registerPoolCommands(
 export async function reportRedundancy(output: Output, partial: (m: string) => Error): Promise<void> {
   const r = await withEngine((e) => e.pool.redundancy());
   output.result(r, redundancyText(r));
-  if (r.full < r.packs) throw partial('Some packs lack copies.');
+  if (r.unreachable.length) throw partial('Some targets could not be listed.');
+  if (r.full < r.packs) throw partial('Some packs lack copies, or are stored as an earlier policy had them.');
 }

@@ -17,8 +17,12 @@ export interface RedundancyReport {
   full: number;
   /** Packs with fewer: their copies are queued, missing, or were never asked for (an older policy). */
   degraded: { pack: string; stored: number; queued: number; missing: number }[];
-  /** Packs no stored copy of which is left. */
+  /** Packs no stored copy of which is left (fewer than k shards). */
   lost: number;
+  /** Packs stored another way than the policy says (whole copies under erasure coding, or the reverse). */
+  unconverted: number;
+  /** Targets that could not be listed (out of reach): their copies are counted as the keystore has them. */
+  unreachable: { target: string; message: string }[];
   targets: { target: string; stored: number; queued: number; missing: number }[];
 }
 
@@ -244,9 +248,25 @@ export class PoolAdmin {
   /** Every pack's stored copies against the policy, after listing every member's data/. */
   async redundancy(): Promise<RedundancyReport> {
     const targets = this.ks.listTargets();
-    for (const t of targets) await this.repo.reconcilePacks(t);
+    const unreachable: RedundancyReport['unreachable'] = [];
+    for (const t of targets)
+      try {
+        await this.repo.reconcilePacks(t, { impatient: true });
+      } catch (err) {
+        if (!(err instanceof StorageError)) throw err;
+        unreachable.push({ target: t.name, message: err.message });
+      }
     const policy = this.policy();
-    const report: RedundancyReport = { policy, packs: 0, full: 0, degraded: [], lost: 0, targets: [] };
+    const report: RedundancyReport = {
+      policy,
+      packs: 0,
+      full: 0,
+      degraded: [],
+      lost: 0,
+      unconverted: 0,
+      unreachable,
+      targets: [],
+    };
     const perTarget = new Map(
       targets.map((t) => [t.id, { target: t.name, stored: 0, queued: 0, missing: 0 }]),
     );
@@ -258,11 +278,12 @@ export class PoolAdmin {
         const row = perTarget.get(targetId);
         if (row) row[s]++;
       }
-      // An erasure-coded pack needs all k + m shards; a whole-copy pack under an erasure-coding policy
-      // needs m + 1 copies (the same number of targets may be lost).
+      const asPolicy =
+        policy.scheme === 'ec' ? p.ec?.k === policy.k && p.ec.m === policy.m : p.ec === undefined;
       const need = p.ec ? p.ec.k + p.ec.m : policy.scheme === 'replicas' ? policy.copies : policy.m + 1;
-      if (count.stored >= need) report.full++;
-      else if (count.stored < (p.ec?.k ?? 1)) report.lost++;
+      if (count.stored < (p.ec?.k ?? 1)) report.lost++;
+      else if (!asPolicy) report.unconverted++;
+      else if (count.stored >= need) report.full++;
       else report.degraded.push({ pack: hex, ...count });
     }
     report.targets = [...perTarget.values()];

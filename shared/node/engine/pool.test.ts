@@ -424,6 +424,10 @@ describe('a pool of targets: every target knows the others', () => {
     try {
       await a.addTarget('one', { kind: 'dir', path: d1 });
       await a.addTarget('two', { kind: 'dir', path: d2 });
+      // The same folder twice is refused, naming the target it already is.
+      await expect(a.addTarget('again', { kind: 'dir', path: `${d1}/` })).rejects.toThrow(
+        `${d1}/ is already target "one" of this repository.`,
+      );
       await a.backup([sourceTree()], {});
       const held = await a.repo.lock(a.listTargets()[1]!, { kind: 'exclusive', operation: 'prune' });
       try {
@@ -434,6 +438,12 @@ describe('a pool of targets: every target knows the others', () => {
       await expect(a.pool.repair()).resolves.toMatchObject({ queued: 0, problems: [] });
       // Its own locks are gone once it is done.
       for (const d of [d1, d2]) expect(fs.readdirSync(path.join(d, 'locks'))).toEqual([]);
+      // A member that cannot be listed is named in the redundancy report, which still comes.
+      fs.renameSync(d2, `${d2}.away`);
+      const r = await a.pool.redundancy();
+      expect(r.unreachable).toEqual([{ target: 'two', message: expect.stringMatching(/does not exist/) }]);
+      expect(r.packs).toBeGreaterThan(0);
+      fs.renameSync(`${d2}.away`, d2);
     } finally {
       a.close();
     }

@@ -1,8 +1,17 @@
-import { targetConfigSchema, targetNameSchema, type TargetConfig } from '../../settings.ts';
+import path from 'node:path';
+import { targetConfigSchema, targetNameSchema, targetWhere, type TargetConfig } from '../../settings.ts';
 import { Repository } from '../repository/repository.ts';
 import { openTarget, type TargetHandle } from '../storage/open-target.ts';
 import { SettingsError, check } from './engine-settings.ts';
 import type { Keystore, TargetRow } from './keystore/keystore.ts';
+
+/** Whether two targets' settings name the same folder, or the same bucket of the same endpoint. */
+function sameStore(a: TargetConfig, b: TargetConfig): boolean {
+  if (a.kind === 'dir' && b.kind === 'dir') return path.resolve(a.path) === path.resolve(b.path);
+  if (a.kind === 's3' && b.kind === 's3')
+    return a.bucket === b.bucket && a.endpoint.replace(/\/+$/, '') === b.endpoint.replace(/\/+$/, '');
+  return false;
+}
 
 /** The repository's targets: added and edited only after proving what they hold. */
 export class TargetAdmin {
@@ -27,6 +36,9 @@ export class TargetAdmin {
       throw new SettingsError('--weight must be a whole number from 1 to 1000000.', 'weight');
     const parsed = check(targetConfigSchema, config);
     if (this.ks.findTarget(name)) throw new SettingsError(`A target named "${name}" already exists.`);
+    const same = this.ks.listTargets().find((t) => sameStore(t.config, parsed));
+    if (same)
+      throw new SettingsError(`${targetWhere(parsed)} is already target "${same.name}" of this repository.`);
     if (parsed.kind === 's3' && !secret) throw new SettingsError('An S3 target needs a secret access key.');
     if (opts.test !== false) await this.testHandle({ id: 0, name, config: parsed, secret });
     const t = this.ks.addTarget(name, parsed, secret);
