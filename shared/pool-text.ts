@@ -49,7 +49,11 @@ export function describePolicy(p: PolicyView): string {
   if (p.scheme === 'ec')
     return `erasure coding ${p.k}+${p.m}: ${((p.k + p.m) / p.k).toFixed(2)}× the data stored, any ${targetsWord(p.m)} may be lost; a pack counts once ${shardsWord(p.writeQuorum)} ${p.writeQuorum === 1 ? 'is' : 'are'} stored`;
   if (p.copies === 1) return '1 copy of each pack: no target may be lost';
-  return `${p.copies} copies of each pack on distinct targets: ${p.copies}× the data stored, any ${targetsWord(p.copies - 1)} may be lost; a backup counts a pack once ${p.writeQuorum} cop${p.writeQuorum === 1 ? 'y is' : 'ies are'} stored, the rest are completed after`;
+  const waits =
+    p.writeQuorum >= p.copies
+      ? 'a backup waits for every copy'
+      : `a backup counts a pack once ${p.writeQuorum} cop${p.writeQuorum === 1 ? 'y is' : 'ies are'} stored, the rest are completed after`;
+  return `${p.copies} copies of each pack on distinct targets: ${p.copies}× the data stored, any ${targetsWord(p.copies - 1)} may be lost; ${waits}`;
 }
 
 /** How much a backup survives: how many targets may be out of reach while it still runs. */
@@ -124,14 +128,17 @@ export function redundancyText(r: RedundancyView): string {
 export function rebalanceText(
   r: { packs: number; copied: number; removed: number; bytesCopied: number; converted?: number },
   dryRun: boolean,
+  /** The policy's scheme: what a rebalance writes are shards under erasure coding. */
+  scheme: 'replicas' | 'ec' = 'replicas',
 ): string {
   if (r.copied + r.removed === 0) return `All ${plural(r.packs, 'pack')} are where placement puts them.`;
+  const objects = (n: number) => (scheme === 'ec' ? plural(n, 'shard') : plural(n, 'copy', 'copies'));
   const converted = r.converted
     ? ` ${plural(r.converted, 'pack')} ${dryRun ? 'would be' : 'were'} rewritten for the policy.`
     : '';
   return dryRun
-    ? `${plural(r.copied, 'copy', 'copies')} would be written and ${r.removed} removed (of ${plural(r.packs, 'pack')}).${converted}`
-    : `${plural(r.copied, 'copy', 'copies')} written (${formatSize(r.bytesCopied)}) and ${r.removed} removed, over ${plural(r.packs, 'pack')}.${converted}`;
+    ? `${objects(r.copied)} would be written and ${r.removed} removed (of ${plural(r.packs, 'pack')}).${converted}`
+    : `${objects(r.copied)} written (${formatSize(r.bytesCopied)}) and ${r.removed} removed, over ${plural(r.packs, 'pack')}.${converted}`;
 }
 
 /** What a repair did: copies written, and what is still queued. */

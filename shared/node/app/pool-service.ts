@@ -76,7 +76,7 @@ export class PoolService {
         const unreadable = r.unreadable.length;
         return {
           ok: unreadable === 0,
-          message: rebalanceText(r, dryRun ?? false),
+          message: rebalanceText(r, dryRun ?? false, r.scheme),
           problems: unreadable
             ? [
                 `${unreadable} pack${unreadable === 1 ? '' : 's'} could not be read to move: they stay where they are.`,

@@ -81,7 +81,12 @@ program
       packSize: opts.packSize,
     });
     const repository = engine.ks.repoId;
+    const chunkSize = engine.settings().chunkSize;
     engine.close();
+    if (opts.packSize !== undefined && opts.packSize < chunkSize)
+      o.info(
+        `Note: a pack holds at least one chunk, and chunks are ${formatSize(chunkSize)} ("cairn settings --chunk-size" or "backup --chunk-size" makes them smaller): packs will be that size, not ${formatSize(opts.packSize)}.`,
+      );
     o.result(
       { home, repository },
       `Created repository ${repository.slice(0, 12)}… with its keystore in ${home}. Add a target next ("cairn target add"), and make a recovery key ("cairn key recovery").`,

@@ -94,7 +94,7 @@ export function registerPoolCommands(
       const r = await withEngine((e) =>
         e.pool.rebalance({ dryRun: Boolean(o.dryRun), notice: (m) => output.info(m) }),
       );
-      output.result(r, rebalanceText(r, Boolean(o.dryRun)));
+      output.result(r, rebalanceText(r, Boolean(o.dryRun), r.scheme));
       if (r.unreadable.length)
         throw p.partial(`${plural(r.unreadable.length, 'pack')} could not be read to move.`);
     });

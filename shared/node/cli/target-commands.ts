@@ -148,7 +148,7 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
       const r = await withEngine((e) => e.pool.drain(name, { notice: (m) => output.info(m) }));
       output.result(
         r,
-        `Target "${name}" is draining: ${rebalanceText(r, false)} "cairn target rm ${name}" removes it.`,
+        `Target "${name}" is draining: ${rebalanceText(r, false, r.scheme)} "cairn target rm ${name}" removes it.`,
       );
     });
 

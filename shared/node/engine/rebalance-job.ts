@@ -15,6 +15,8 @@ import { writeIndexFiles } from './prune-job.ts';
 import { killPoint } from './prune-packs.ts';
 
 export interface RebalanceResult {
+  /** The policy's scheme: under erasure coding the objects written and removed are shards. */
+  scheme: 'replicas' | 'ec';
   packs: number;
   /** Copies (or shards) written where placement now puts them. */
   copied: number;
@@ -49,6 +51,7 @@ export async function runRebalance(
   const members = inLockOrder(ks.listTargets().filter((t) => t.poolId !== null));
   const locks: RepoLock[] = [];
   const result: RebalanceResult = {
+    scheme: state.policy.scheme,
     packs: 0,
     copied: 0,
     removed: 0,
