@@ -70,13 +70,19 @@ describe('bad input gets a clear error and changes nothing', () => {
   });
 
   it('wrong S3 secret, when adding a target and when backing up to one', async () => {
+    // Another bucket: the repository's own would be refused as already a target.
+    const other = await s3.createBucket();
     await expectNothingChanged(
-      () => runCli(['target', 'add', 'bad', ...s3Args({ secret: 'wrong-secret' })], cli),
+      () => runCli(['target', 'add', 'bad', ...s3Args({ bucket: other, secret: 'wrong-secret' })], cli),
       /S3 target "bad" \(.*bucket ".*"\) rejected the access key or secret \(SignatureDoesNotMatch\)/,
     );
     expect(
-      (await runCli(['target', 'add', 'stale', ...s3Args({ secret: 'wrong-secret' }), '--no-test'], cli))
-        .code,
+      (
+        await runCli(
+          ['target', 'add', 'stale', ...s3Args({ bucket: other, secret: 'wrong-secret' }), '--no-test'],
+          cli,
+        )
+      ).code,
     ).toBe(0);
     await expectNothingChanged(
       () => runCli(['backup', src, '--target', 'stale'], cli),

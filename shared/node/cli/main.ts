@@ -6,7 +6,7 @@ import { Engine, defaultHome } from '../engine/engine.ts';
 import { restoreToOriginal } from '../engine/restore-original.ts';
 import { selectWhileLocked, type RestoreSelection } from '../engine/restore-selection.ts';
 import { VerifyHistory } from '../engine/verify-history.ts';
-import { createOutput, plural, reportBackup, table, type Output } from './output.ts';
+import { UsageError, createOutput, plural, reportBackup, table, type Output } from './output.ts';
 import { readPassphrase } from './passphrase.ts';
 import { withEngine } from './session.ts';
 import { registerFindCommand } from './find-command.ts';
@@ -21,7 +21,6 @@ import { PACK_SIZE_MAX, PACK_SIZE_MIN } from '../repository/config.ts';
 export class PartialFailure extends Error {}
 
 /** Options that do not go together: exit status 2, as for commander's own usage errors. */
-class UsageError extends Error {}
 
 const program = new Command('cairn')
   .description('Encrypted, chunked, parallel backups to your own S3-compatible buckets.')

@@ -89,3 +89,6 @@ export function reportBackup(o: Output, r: BackupResult): void {
   else if (ec) o.info(`Redundancy: full (all ${copies} shards of every pack, ${ec.k}+${ec.m}).`);
   else if (copies > 1) o.info(`Redundancy: full (${copies} copies of every pack).`);
 }
+
+/** A command given the wrong shape of arguments: exit status 2, as commander's own usage errors. */
+export class UsageError extends Error {}

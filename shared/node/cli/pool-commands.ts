@@ -1,7 +1,7 @@
 import { Option, type Command } from 'commander';
 import type { RedundancyReport } from '../engine/pool-admin.ts';
 import { describePolicy, rebalanceText, repairText } from '../../pool-text.ts';
-import { plural, table, type Output } from './output.ts';
+import { UsageError, plural, table, type Output } from './output.ts';
 import { withEngine } from './session.ts';
 
 function redundancyText(r: RedundancyReport): string {
@@ -63,12 +63,12 @@ export function registerPoolCommands(
     .action(async (o: { replicas?: number; writeQuorum?: number; ec?: string }) => {
       const output = out();
       if (o.ec !== undefined && o.replicas !== undefined)
-        throw new Error('Give --replicas or --ec, not both.');
+        throw new UsageError('Give --replicas or --ec, not both.');
       if (o.writeQuorum !== undefined && o.replicas === undefined && o.ec === undefined)
-        throw new Error('--write-quorum goes with --replicas or --ec.');
+        throw new UsageError('--write-quorum goes with --replicas or --ec.');
       const ec = o.ec === undefined ? undefined : /^(\d{1,2})\+(\d{1,2})$/.exec(o.ec);
       if (o.ec !== undefined && !ec)
-        throw new Error(`--ec takes k+m, data and parity shards (for example 4+2), not "${o.ec}".`);
+        throw new UsageError(`--ec takes k+m, data and parity shards (for example 4+2), not "${o.ec}".`);
       const setting = o.replicas !== undefined || ec;
       const policy = await withEngine(async (e) =>
         ec

@@ -130,7 +130,7 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
       if (tty) process.stderr.write('\r\x1b[2K');
       const lines = r.targets.map(
         (t) =>
-          `Target "${t.target}": ${t.packsDeleted} packs deleted, ${t.packsRepacked} repacked into ${t.packsWritten}, ${t.unindexedPacksDeleted} unindexed packs (uploads of interrupted backups, ${formatSize(t.unindexedBytes)}) deleted, ${t.indexFilesRewritten} index files rewritten; ${formatSize(t.bytesBefore)} → ${formatSize(t.bytesAfter)}, ${formatSize(t.unusedBytesAfter)} unused left${t.missingPacks ? `; ${t.missingPacks} indexed packs were missing` : ''}.`,
+          `Target "${t.target}": ${plural(t.packsDeleted, 'pack')} (or shard${t.packsDeleted === 1 ? '' : 's'}) deleted, ${t.packsRepacked} repacked into ${t.packsWritten}${t.unindexedPacksDeleted ? `, ${plural(t.unindexedPacksDeleted, 'pack')} no index names (uploads of interrupted backups or moves, ${formatSize(t.unindexedBytes)}) deleted` : ''}, ${plural(t.indexFilesRewritten, 'index file')} rewritten; ${formatSize(t.bytesBefore)} → ${formatSize(t.bytesAfter)}, ${formatSize(t.unusedBytesAfter)} unused left${t.missingPacks ? `; ${plural(t.missingPacks, 'indexed pack')} missing` : ''}.`,
       );
       const ec = r.erasureCoded;
       if (ec)
@@ -138,7 +138,7 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
           `Erasure-coded: ${ec.packsDeleted} of ${ec.packs} packs deleted, ${ec.packsRepacked} repacked into ${ec.packsWritten}, ${ec.strayShardsDeleted} stray shard objects deleted${ec.missingPacks ? `; ${ec.missingPacks} packs had fewer than k shards` : ''}.`,
         );
       lines.push(
-        `${r.dryRun ? 'Would free' : 'Freed'} ${formatSize(r.bytesFreed)} in ${(r.durationMs / 1000).toFixed(1)} s (${r.snapshots} snapshots, ${r.usedBlobs} blobs in use)${r.dryRun ? '; dry run: nothing was changed' : ''}.`,
+        `${r.dryRun ? 'Would free' : 'Freed'} ${formatSize(r.bytesFreed)} (${plural(r.snapshots, 'snapshot')}, ${plural(r.usedBlobs, 'blob')} in use; ${r.dryRun ? 'planned' : 'done'} in ${(r.durationMs / 1000).toFixed(1)} s)${r.dryRun ? '; dry run: nothing was changed' : ''}.`,
       );
       o.result(r, lines.join('\n'));
     });
@@ -179,16 +179,22 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
           o.info(`Snapshot ${d.snapshot}: ${f} needs a missing pack or blob`);
         if (d.files.length > 20) o.info(`Snapshot ${d.snapshot}: and ${d.files.length - 20} more files`);
       }
+      // Erasure-coded packs are read as shards (MACs checked), not blob by blob.
       const read = r.packsRead
-        ? `; read ${r.packsRead} packs (${formatSize(r.bytesRead)}, ${r.blobsRead} blobs)`
+        ? `; read ${plural(r.packsRead, 'pack')} or shards (${formatSize(r.bytesRead)}${r.blobsRead ? `, ${plural(r.blobsRead, 'blob')}` : ''})`
         : '';
       const bad = r.problems.length > 0 || r.damaged.length > 0;
+      // Damaged shards alone leave every snapshot whole: repair writes them again from the others.
+      const shardsOnly = bad && r.damaged.length === 0 && r.problems.every((x) => x.kind === 'damaged-shard');
       o.result(
         r,
-        bad
-          ? `${r.missingPacks} of ${r.packs} packs ${r.missingPacks === 1 ? 'is' : 'are'} missing; ${r.damaged.length} of ${r.snapshots} snapshots ${r.damaged.length === 1 ? 'is' : 'are'} damaged; ${plural(r.problems.length, 'problem')}${read}. The next backup stores again what its sources still have.`
-          : `All ${r.packs} packs are present and all ${r.snapshots} snapshots are whole${read}.`,
+        shardsOnly
+          ? `${plural(r.problems.length, 'shard')} ${r.problems.length === 1 ? 'is' : 'are'} damaged; every snapshot is whole (the other shards hold it)${read}. "cairn repair" writes ${r.problems.length === 1 ? 'it' : 'them'} again.`
+          : bad
+            ? `${r.missingPacks} of ${plural(r.packs, 'pack')} ${r.missingPacks === 1 ? 'is' : 'are'} missing; ${r.damaged.length} of ${plural(r.snapshots, 'snapshot')} ${r.damaged.length === 1 ? 'is' : 'are'} damaged; ${plural(r.problems.length, 'problem')}${read}. The next backup stores again what its sources still have.`
+            : `All ${plural(r.packs, 'pack')} ${r.packs === 1 ? 'is' : 'are'} present and all ${plural(r.snapshots, 'snapshot')} ${r.snapshots === 1 ? 'is' : 'are'} whole${read}.`,
       );
+      if (shardsOnly) throw p.partial('Some shards are damaged: "cairn repair" writes them again.');
       if (bad) throw p.partial('The repository is damaged.');
     });
 

@@ -85,7 +85,7 @@ export async function putCopies(
     const first = failed.values().next().value;
     if (quorum === 1 || copies.length === 0) throw first;
     throw new RepositoryError(
-      `only ${copies.length} of the ${where.length} copies could be stored, and ${quorum} must be: ${queued.map((q) => q.message).join('; ')}`,
+      `only ${copies.length} of the ${where.length} copies (or shards) could be stored, and ${quorum} must be (the write quorum: "cairn policy … --write-quorum" lowers it): ${queued.map((q) => q.message).join('; ')}`,
     );
   }
   copies.sort((a, b) => where.indexOf(a) - where.indexOf(b));
