@@ -191,7 +191,7 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
         shardsOnly
           ? `${plural(r.problems.length, 'shard')} ${r.problems.length === 1 ? 'is' : 'are'} damaged; every snapshot is whole (the other shards hold it)${read}. "cairn repair" writes ${r.problems.length === 1 ? 'it' : 'them'} again.`
           : bad
-            ? `${r.missingPacks} of ${plural(r.packs, 'pack')} ${r.missingPacks === 1 ? 'is' : 'are'} missing; ${r.damaged.length} of ${plural(r.snapshots, 'snapshot')} ${r.damaged.length === 1 ? 'is' : 'are'} damaged; ${plural(r.problems.length, 'problem')}${read}. The next backup stores again what its sources still have.`
+            ? `${r.missingPacks} of ${r.packs} packs ${r.missingPacks === 1 ? 'is' : 'are'} missing; ${r.damaged.length} of ${r.snapshots} snapshots ${r.damaged.length === 1 ? 'is' : 'are'} damaged; ${plural(r.problems.length, 'problem')}${read}. The next backup stores again what its sources still have.`
             : `All ${plural(r.packs, 'pack')} ${r.packs === 1 ? 'is' : 'are'} present and all ${plural(r.snapshots, 'snapshot')} ${r.snapshots === 1 ? 'is' : 'are'} whole${read}.`,
       );
       if (shardsOnly) throw p.partial('Some shards are damaged: "cairn repair" writes them again.');
