@@ -56,6 +56,33 @@ export async function initHomeWithTarget(
   return { home, cli };
 }
 
+/** A fresh CAIRN_HOME with an initialised keystore (weak KDF); `env` adds to the CLI's environment. */
+export async function initHome(
+  env: Record<string, string> = {},
+  initArgs: string[] = [],
+): Promise<{ home: string; cli: CliOptions }> {
+  const home = path.join(tempDir('cairn-home-'), 'home');
+  const cli: CliOptions = {
+    env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_TEST_WEAK_KDF: '1', ...env },
+  };
+  await cliJson(['init', ...initArgs], cli);
+  return { home, cli };
+}
+
+/** A fresh CAIRN_HOME whose repository spans `count` new folder targets, `d1` … `d<count>` (a pool). */
+export async function initFolderPool(
+  count: number,
+  tag: string,
+): Promise<{ home: string; cli: CliOptions; dirs: string[] }> {
+  const { home, cli } = await initHome();
+  const dirs = Array.from({ length: count }, (_, i) => tempDir(`cairn-${tag}-${i + 1}-`));
+  for (const [i, d] of dirs.entries()) {
+    const r = await runCli(['target', 'add', `d${i + 1}`, '--dir', d], cli);
+    if (r.code !== 0) throw new Error(`target add d${i + 1} failed: ${r.stderr}`);
+  }
+  return { home, cli, dirs };
+}
+
 /**
  * A fresh CAIRN_HOME whose repository spans one new bucket on each server (a pool), targets named
  * `<prefix>1`, `<prefix>2`, …; `env` adds to the CLI's environment (a shorter retry window, say), `init`
@@ -67,11 +94,7 @@ export async function initPoolHome(
   env: Record<string, string> = {},
   opts: { init?: string[] } = {},
 ): Promise<{ home: string; cli: CliOptions; buckets: string[] }> {
-  const home = path.join(tempDir('cairn-home-'), 'home');
-  const cli: CliOptions = {
-    env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_TEST_WEAK_KDF: '1', ...env },
-  };
-  await cliJson(['init', ...(opts.init ?? [])], cli);
+  const { home, cli } = await initHome(env, opts.init);
   const buckets: string[] = [];
   for (const [i, s] of servers.entries()) {
     buckets.push(await s.createBucket());

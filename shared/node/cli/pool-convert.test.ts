@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PASSPHRASE } from '../../../test/support/cairn-env.ts';
-import { cliJson, runCli, type CliOptions } from '../../../test/support/cli.ts';
+import { initFolderPool } from '../../../test/support/cairn-env.ts';
+import { cliJson, runCli } from '../../../test/support/cli.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 
 interface Report {
@@ -29,14 +29,7 @@ const reportOf = (stdout: string) =>
 
 describe('a policy change re-places the packs already stored (issue 10)', () => {
   it('replicas → 3+2 → drain under erasure coding → 2+2 → replicas, each killed with -9 on the way; restorable throughout', async () => {
-    const home = path.join(tempDir('cairn-home-'), 'home');
-    const cli: CliOptions = {
-      env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_TEST_WEAK_KDF: '1' },
-    };
-    await cliJson(['init'], cli);
-    const dirs = Array.from({ length: 6 }, (_, i) => tempDir(`cairn-conv-${i + 1}-`));
-    for (const [i, d] of dirs.entries())
-      expect((await runCli(['target', 'add', `d${i + 1}`, '--dir', d], cli)).code).toBe(0);
+    const { cli, dirs } = await initFolderPool(6, 'conv');
     const src = tempDir('cairn-conv-src-');
     for (let i = 0; i < 5; i++) writeRandomFile(path.join(src, `f${i}.bin`), (6 << 20) + i * 4099);
     for (let i = 0; i < 50; i++) writeRandomFile(path.join(src, 'small', `s${i}.txt`), 200 + i * 31);
@@ -141,14 +134,7 @@ describe('a policy change re-places the packs already stored (issue 10)', () => 
   }, 240_000);
 
   it('prune under erasure coding 3+2: unused packs lose every shard, partly used ones are repacked; killed at each step, restorable', async () => {
-    const home = path.join(tempDir('cairn-home-'), 'home');
-    const cli: CliOptions = {
-      env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_TEST_WEAK_KDF: '1' },
-    };
-    await cliJson(['init'], cli);
-    const dirs = Array.from({ length: 5 }, (_, i) => tempDir(`cairn-ecprune-${i + 1}-`));
-    for (const [i, d] of dirs.entries())
-      expect((await runCli(['target', 'add', `d${i + 1}`, '--dir', d], cli)).code).toBe(0);
+    const { cli, dirs } = await initFolderPool(5, 'ecprune');
     expect((await runCli(['policy', '--ec', '3+2'], cli)).code).toBe(0);
     const src = tempDir('cairn-ecprune-src-');
     for (let i = 0; i < 3; i++) writeRandomFile(path.join(src, `old${i}.bin`), 5 << 20);

@@ -2,8 +2,8 @@ import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PASSPHRASE, s3TargetArgs } from '../../../test/support/cairn-env.ts';
-import { cliJson, runCli, spawnCli, type CliOptions } from '../../../test/support/cli.ts';
+import { initHome, s3TargetArgs } from '../../../test/support/cairn-env.ts';
+import { cliJson, runCli, spawnCli } from '../../../test/support/cli.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startMinioCluster, type MinioCluster } from '../../../test/support/minio.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
@@ -53,11 +53,7 @@ function collect(child: ReturnType<typeof spawnCli>) {
 
 describe('a pool with a MinIO distributed deployment as one member (issue 10)', () => {
   it('MinIO processes killed mid-backup and mid-restore: retries carry both through, nothing is lost', async () => {
-    const home = path.join(tempDir('cairn-home-'), 'home');
-    const cli: CliOptions = {
-      env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_TEST_WEAK_KDF: '1' },
-    };
-    await cliJson(['init'], cli);
+    const { cli } = await initHome();
     const minioBucket = await minio.createBucket();
     const gwBucket = await gw.createBucket();
     // MinIO is added first: it has the lower target id, so restores read from it first.

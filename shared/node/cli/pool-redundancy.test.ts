@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PASSPHRASE, initPoolHome } from '../../../test/support/cairn-env.ts';
-import { cliJson, runCli, spawnCli, type CliOptions } from '../../../test/support/cli.ts';
+import { initFolderPool, initPoolHome } from '../../../test/support/cairn-env.ts';
+import { cliJson, runCli, spawnCli } from '../../../test/support/cli.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 
@@ -78,14 +78,7 @@ describe('a pool of three S3 targets, 2 copies, write quorum 1 (issue 10)', () =
 
 describe('draining a folder target of a 3-target pool (issue 10)', () => {
   it('killed with -9 at each step of the move, the pool stays restorable; run again, the target empties and goes', async () => {
-    const home = path.join(tempDir('cairn-home-'), 'home');
-    const cli: CliOptions = {
-      env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_TEST_WEAK_KDF: '1' },
-    };
-    await cliJson(['init'], cli);
-    const dirs = [tempDir('cairn-drain-1-'), tempDir('cairn-drain-2-'), tempDir('cairn-drain-3-')];
-    for (const [i, d] of dirs.entries())
-      expect((await runCli(['target', 'add', `d${i + 1}`, '--dir', d], cli)).code).toBe(0);
+    const { cli, dirs } = await initFolderPool(3, 'drain');
     const src = tempDir('cairn-drain-src-');
     for (let i = 0; i < 6; i++) writeRandomFile(path.join(src, `f${i}.bin`), 12 << 20);
     const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], cli);
