@@ -175,6 +175,35 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
     expect(await result.textContent()).toBe(`Rebalance: All ${packs} packs are where placement puts them.`);
   });
 
+  it('below the write quorum a backup waits, says why on its card, and goes on when the folders are back', async () => {
+    // 3 copies, write quorum 2: with two folders gone only one copy of a pack can be stored.
+    for (const d of dirs.slice(0, 2)) fs.renameSync(d, `${d}.away`);
+    writeRandomFile(path.join(src, 'img-new.bin'), 2 << 20);
+    await nav(page, 'Back up');
+    const done = page.locator('[data-testid=job][data-state=done]');
+    const doneBefore = await done.count();
+    await dropFiles(page, [src]);
+    const waiting = page.getByTestId('job-waiting');
+    await waiting.waitFor({ timeout: 60_000 });
+    expect(await waiting.textContent()).toMatch(
+      /^Paused until the targets answer: 1 pack waits for the write quorum: only 1 of the 3 copies .* and 2 must be .*"d[12]".*; trying again in 5 s\. It goes on by itself; Cancel stops it \(it can resume later\)\.$/,
+    );
+    const card = page.locator('[data-testid=job]', { has: waiting });
+    expect(await card.locator('.badge').textContent()).toBe('Waiting for targets');
+    await screenshot(page, 'backup-waiting');
+    for (const d of dirs.slice(0, 2)) fs.renameSync(`${d}.away`, d);
+    await page.waitForFunction(
+      (n) => document.querySelectorAll('[data-testid=job][data-state=done]').length > n,
+      doneBefore,
+      {
+        timeout: 60_000,
+      },
+    );
+    expect(await waiting.count()).toBe(0);
+    expect(await done.first().getByTestId('job-redundancy').getAttribute('data-state')).toBe('full');
+    await nav(page, 'Storage');
+  });
+
   it('erasure coding 2+1: explained, applied, and Rebalance rewrites the packs already stored as shards', async () => {
     const packs = packFiles(dirs[0]!);
     await page.getByLabel('Scheme').selectOption('ec');

@@ -127,6 +127,11 @@ export interface PipelineSettings {
   uploadsPerWorker: number;
   /** Chunks a worker prepares ahead of its upload slots (default PREPARED_PER_WORKER; 0 = wait-for-reply). */
   preparedPerWorker?: number;
+  /**
+   * A backup in a pool: how long (ms) it pauses when too few targets can be reached for the write
+   * quorum, before it stops (resumable). Absent: until they are back or the job is cancelled; 0: never.
+   */
+  pauseLimitMs?: number;
 }
 
 /** Chunks each worker holds beyond those on the wire, prepared so a free upload slot never waits. */

@@ -12,7 +12,7 @@ import { loadS3Sdk } from '../shared/node/storage/s3.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../shared/node/storage/retrying.ts';
 import { StorageError } from '../shared/node/storage/storage.ts';
 import { RANGE_MAX } from '../shared/limits.ts';
-import { storePack } from '../shared/node/repository/pack-placement.ts';
+import { storePackWaiting } from '../shared/node/repository/quorum-wait.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
 import { ecRangeReader } from './ec-range.ts';
 import { hedgedGet, type HedgedRead } from './hedged-get.ts';
@@ -150,18 +150,27 @@ async function uploadPack(packId: string, body: SpooledBody, blobs: PackedBlob[]
   post({ t: 'xfer-start', slot: timing.slot });
   try {
     // Every copy from the same spool file (positional reads); shards from the file read whole.
-    const r = await storePack({
-      placement: init.placement,
-      home: init.targetId,
-      packId: Buffer.from(packId, 'hex'),
-      body,
-      fill: (into) => readSpooledInto(body, into),
-      sodium,
-      shardKey,
-      put: (id, key, b, patient) =>
-        (patient ? storage(id) : storage(id).patience(FAILOVER_WINDOW_MS)).put(key, b),
-      down,
-    });
+    const r = await storePackWaiting(
+      {
+        placement: init.placement,
+        home: init.targetId,
+        packId: Buffer.from(packId, 'hex'),
+        body,
+        fill: (into) => readSpooledInto(body, into),
+        sodium,
+        shardKey,
+        put: (id, key, b, patient) =>
+          (patient ? storage(id) : storage(id).patience(FAILOVER_WINDOW_MS)).put(key, b),
+        down,
+      },
+      init.pauseLimitMs === undefined
+        ? undefined
+        : {
+            limitMs: init.pauseLimitMs,
+            signal: stopWaiting.signal,
+            waiting: (reason) => post({ t: 'pack-waiting', packId, reason }),
+          },
+    );
     timing.xferEnd = now();
     timing.wireBytes = r.wireBytes;
     timing.stages = { transfer: timing.xferEnd - start };
@@ -181,6 +190,9 @@ async function uploadPack(packId: string, body: SpooledBody, blobs: PackedBlob[]
     slots.release(slot);
   }
 }
+
+/** Aborted when the job is cancelled: a pack waiting for its write quorum gives up. */
+const stopWaiting = new AbortController();
 
 /** Targets that failed once: this worker queues their copies without trying again. */
 const down = new Map<number, unknown>();
@@ -400,6 +412,7 @@ port.on('message', (m: ToWorker) => {
   if (m.t === 'backup') void backup(m.task);
   else if (m.t === 'restore') void restore(m.task);
   else if (m.t === 'flush') void flush();
+  else if (m.t === 'stop-waiting') stopWaiting.abort();
   else if (m.t === 'decide') {
     const resolve = decisions.get(m.tid);
     decisions.delete(m.tid);

@@ -19,6 +19,11 @@ export interface WorkerInit {
   targetId: number;
   /** Backups in a pool: where each pack's copies go, and how many must be stored. */
   placement?: PackPlacement;
+  /**
+   * Backups in a pool: how long a pack that cannot reach its write quorum pauses for the targets to come
+   * back (ms; absent: it fails at once).
+   */
+  pauseLimitMs?: number;
   /** Backups: this worker's pack spool files (opened and closed by the pool) and their folder. */
   spoolFds?: number[];
   spoolDir?: string;
@@ -83,6 +88,8 @@ export type ToWorker =
   | { t: 'backup'; task: BackupTask }
   | { t: 'decide'; tid: number; upload: boolean }
   | { t: 'flush' }
+  /** The job was cancelled: packs waiting for their write quorum give up. */
+  | { t: 'stop-waiting' }
   | { t: 'restore'; task: RestoreTask };
 
 export interface WorkerFailure {
@@ -120,6 +127,8 @@ export type FromWorker =
       queued: { targetId: number; message: string; shard?: number }[];
     }
   | { t: 'pack-failed'; packId: string; error: WorkerFailure }
+  /** A pack waits for targets to reach its write quorum (why), or (null) no longer. */
+  | { t: 'pack-waiting'; packId: string; reason: string | null }
   | { t: 'flushed' }
   | {
       t: 'restored';

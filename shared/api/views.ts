@@ -54,6 +54,11 @@ export interface JobView {
   current?: string;
   error: string | null;
   notices: string[];
+  /**
+   * A running backup in a pool paused because too few targets can be reached for the write quorum: why
+   * (it goes on by itself once they answer). Absent otherwise.
+   */
+  waitingFor?: string;
   /** A stopped backup (cancelled or interrupted): what it stored so far, reused when it resumes. */
   stored?: { files: number; bytes: number; chunks: number };
   /** Sent once when the job was discarded: lists drop it. */

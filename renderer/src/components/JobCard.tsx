@@ -31,6 +31,7 @@ export function JobCard(props: {
       .invoke(m, { jobId: job.id })
       .catch((e) => props.onError(messageOf(e)));
   const shown = job.state === 'done' ? 100 : pct;
+  const waiting = job.state === 'running' && job.waitingFor;
   return (
     <li
       className={`job job-${job.state}${props.selected ? ' selected' : ''}`}
@@ -43,8 +44,8 @@ export function JobCard(props: {
             ? job.title
             : `${job.kind === 'backup' ? 'Backup' : 'Restore'} · ${job.title}`}
         </span>
-        <span className={`badge badge-${job.state}`}>
-          {STATE_LABEL[job.state]}
+        <span className={`badge badge-${waiting ? 'waiting' : job.state}`}>
+          {waiting ? 'Waiting for targets' : STATE_LABEL[job.state]}
           {job.state === 'cancelled' && resumable(job) ? ' — can resume' : ''}
         </span>
       </button>
@@ -94,6 +95,12 @@ export function JobCard(props: {
       {job.current && (job.state === 'running' || job.state === 'paused') && (
         <p className="job-current" title={job.current} data-testid="job-current">
           {job.current}
+        </p>
+      )}
+      {waiting && (
+        <p className="job-waiting" role="status" data-testid="job-waiting">
+          Paused until the targets answer: {job.waitingFor}. It goes on by itself; Cancel stops it (it can
+          resume later).
         </p>
       )}
       {job.stored && resumable(job) && (

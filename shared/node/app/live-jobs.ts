@@ -117,6 +117,13 @@ export class LiveJobs {
       current: (p) => void (job.view.current = p),
       chunk: (t) => job.pendingChunks.push(t),
       notice: (m) => this.update(job, { notices: [...job.view.notices, m].slice(-20) }),
+      waiting: (reason) => {
+        if (reason) this.update(job, { waitingFor: reason });
+        else if (job.view.waitingFor !== undefined) {
+          delete job.view.waitingFor;
+          this.update(job, {});
+        }
+      },
       progress: (f) => {
         if (job.frames.length >= MAX_FRAMES) job.frames.shift();
         job.frames.push(f);

@@ -126,6 +126,12 @@ program
       'wait this long for a running prune to finish (default 10)',
     ).argParser(intOption('Minutes')),
   )
+  .addOption(
+    new Option(
+      '--pause-limit <minutes>',
+      'in a pool: how long to pause when too few targets can be reached for the write quorum, before stopping (default: until they are back; 0: stop at once)',
+    ).argParser(intOption('Minutes')),
+  )
   .option(
     '--exclude <glob>',
     'leave out files and folders that match (repeatable; "node_modules/", "*.tmp", "/build")',
@@ -140,7 +146,10 @@ program
           paths,
           {
             target: opts.target,
-            settings: pipelineOverrides(opts),
+            settings: {
+              ...pipelineOverrides(opts),
+              ...(opts.pauseLimit === undefined ? {} : { pauseLimitMs: opts.pauseLimit * 60_000 }),
+            },
             forceRead: Boolean(opts.forceRead),
             exclude: opts.exclude,
             lockWaitMs: opts.lockWait === undefined ? undefined : opts.lockWait * 60_000,

@@ -39,6 +39,12 @@ export function createOutput(json: boolean): Output {
           drawn = true;
         },
         notice: (m) => this.info(m),
+        waiting: (reason) =>
+          this.info(
+            reason
+              ? `Paused: ${reason}. Ctrl-C stops the backup; "cairn resume" continues it later.`
+              : 'Resumed: the targets took the packs that waited.',
+          ),
       };
     },
     endProgress: clear,

@@ -8,7 +8,7 @@ import { decodeTree } from '../format/tree.ts';
 import { storeFiles } from './backup-reads.ts';
 import { compileExcludes } from './exclude.ts';
 import { JobCancelledError, type JobControl } from './job-control.ts';
-import type { JobListener } from './job-events.ts';
+import { waitingPacks, type JobListener } from './job-events.ts';
 import type { TargetRow } from './keystore/keystore.ts';
 import type { TransferSummary } from './stats-collector.ts';
 import { resolveSources, unreadableError, walkForBackup } from './walk.ts';
@@ -110,7 +110,15 @@ export async function runBackupJob(
         await repo.reconcilePacks(m, { markListed: false, impatient: true }).catch((err: unknown) => {
           if (!(err instanceof StorageError)) throw err;
         });
-  const trees = new TreeWriter(repo, target, jobId);
+  // In a pool, packs below the write quorum pause for their targets until this job is cancelled.
+  const stopWaiting = new AbortController();
+  job.control?.onWake(() => void (job.control!.cancelled && stopWaiting.abort()));
+  const waiting = waitingPacks(listener);
+  const trees = new TreeWriter(repo, target, jobId, (packId) => ({
+    limitMs: settings.pauseLimitMs ?? Infinity,
+    signal: stopWaiting.signal,
+    waiting: (reason) => waiting(packId, reason),
+  }));
   const seal = (nodes: Parameters<TreeWriter['add']>[0]) => trees.add(nodes);
   const resumed = ks.jobs.files(jobId);
   const walk = await walkForBackup(sources, {
@@ -147,6 +155,8 @@ export async function runBackupJob(
     seal,
     control: job.control,
     listener,
+    waiting,
+    stopWaiting: stopWaiting.signal,
     warnings,
     fileStored: () => listener.files?.(++filesDone, filesTotal),
   });

@@ -56,6 +56,10 @@ export async function storeFiles(
     seal: (nodes: TreeNode[]) => string;
     control?: JobControl;
     listener: JobListener;
+    /** Told of packs waiting for their write quorum (job-events.ts waitingPacks). */
+    waiting?: (packId: string, reason: string | null) => void;
+    /** Aborted when the job is cancelled: the workers' waiting packs give up. */
+    stopWaiting?: AbortSignal;
     /** Warnings of the job: torn files are added. */
     warnings: string[];
     /** Called as each file is stored. */
@@ -192,6 +196,8 @@ export async function storeFiles(
     reads.length > 0
       ? await startPool(ks, handles, settings, target.id, packSpoolFiles(settings), placement)
       : null;
+  const giveUp = () => pool?.broadcast({ t: 'stop-waiting' });
+  o.stopWaiting?.addEventListener('abort', giveUp);
   try {
     for (let round: Iterable<FileState> = firstReads(); pool && !failure; round = reread.splice(0)) {
       await pool.run({
@@ -208,6 +214,10 @@ export async function storeFiles(
           }
           if (m.t === 'pack-stored') {
             onPackStored(m);
+            return false;
+          }
+          if (m.t === 'pack-waiting') {
+            o.waiting?.(m.packId, m.reason);
             return false;
           }
           if (m.t === 'pack-failed') {
@@ -257,6 +267,7 @@ export async function storeFiles(
       if (reread.length === 0) break;
     }
   } finally {
+    o.stopWaiting?.removeEventListener('abort', giveUp);
     await pool?.close();
     flushFinished();
   }

@@ -208,11 +208,13 @@ export class Engine {
       ...(overrides.preparedPerWorker !== undefined
         ? { preparedPerWorker: Math.max(0, Math.min(8, Math.floor(overrides.preparedPerWorker))) }
         : {}),
+      // Per run, not saved: how long a backup in a pool waits for targets below its write quorum.
+      ...(overrides.pauseLimitMs !== undefined ? { pauseLimitMs: Math.max(0, overrides.pauseLimitMs) } : {}),
     };
   }
 
   saveSettings(s: Partial<PipelineSettings>): PipelineSettings {
-    const { preparedPerWorker: _internal, ...next } = this.settings(s);
+    const { preparedPerWorker: _internal, pauseLimitMs: _perRun, ...next } = this.settings(s);
     this.ks.setSetting('pipeline', next);
     return next;
   }

@@ -62,6 +62,7 @@ export function accountRun(
     listener: {
       progress: (f) => listener.progress?.(f),
       notice: (m) => listener.notice?.(m),
+      waiting: (r) => listener.waiting?.(r),
       files: (done, total) => listener.files?.(done, total),
       current: (path) => listener.current?.(path),
       started: (ids) => listener.started?.(ids),

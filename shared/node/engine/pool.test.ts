@@ -8,6 +8,7 @@ import { describeTree, tempDir } from '../../../test/support/fixtures.ts';
 import { startProxy } from '../../../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import { copyTargets, packPlacement } from '../repository/pack-placement.ts';
+import { JobControl } from './job-control.ts';
 import { Engine } from './engine.ts';
 
 let s3: S3Server;
@@ -249,6 +250,73 @@ describe('a pool of targets: every target knows the others', () => {
     }
   });
 
+  it('below the write quorum a backup pauses, says why, and goes on when the target is back', async () => {
+    const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
+    const src = sourceTree();
+    const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
+    try {
+      await a.addTarget('one', { kind: 'dir', path: d1 });
+      await a.addTarget('two', { kind: 'dir', path: d2 });
+      await a.pool.setReplicas(2, 2);
+      fs.renameSync(d2, `${d2}.away`);
+      const said: (string | null)[] = [];
+      const t0 = Date.now();
+      const done = a.backup(
+        [src],
+        {},
+        {
+          waiting: (r) => {
+            said.push(r);
+            // The folder's disk is plugged in again once the backup has said it waits.
+            if (r && fs.existsSync(`${d2}.away`)) fs.renameSync(`${d2}.away`, d2);
+          },
+        },
+      );
+      const r = await done;
+      expect(said[0]).toMatch(/waits? for the write quorum: .*"two"/);
+      expect(said.at(-1)).toBeNull();
+      expect(r.redundancy.state).toBe('full');
+      expect(Date.now() - t0).toBeLessThan(40_000);
+      expect((await a.pool.redundancy()).degraded).toEqual([]);
+      const out = tempDir('cairn-pool-out-');
+      expect((await a.restore(r.snapshotId, { to: out })).failed).toEqual([]);
+      expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+    } finally {
+      a.close();
+    }
+  });
+
+  it('a backup paused below the write quorum gives up when cancelled, and resumes later', async () => {
+    const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
+    const src = sourceTree();
+    const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
+    try {
+      await a.addTarget('one', { kind: 'dir', path: d1 });
+      await a.addTarget('two', { kind: 'dir', path: d2 });
+      await a.pool.setReplicas(2, 2);
+      fs.renameSync(d2, `${d2}.away`);
+      const control = new JobControl();
+      const t0 = Date.now();
+      let jobId = '';
+      const done = a.backup(
+        [src],
+        {},
+        { started: (ids) => void (jobId = ids.jobId), waiting: (r) => void (r && control.cancel()) },
+        control,
+      );
+      await expect(done).rejects.toThrow(/cancelled/);
+      expect(Date.now() - t0).toBeLessThan(30_000);
+      fs.renameSync(`${d2}.away`, d2);
+      const resumed = await a.resumeJob(jobId);
+      expect(resumed!.redundancy.state).toBe('full');
+      const out = tempDir('cairn-pool-out-');
+      expect((await a.restore(resumed!.snapshotId, { to: out })).failed).toEqual([]);
+      expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+    } finally {
+      a.close();
+    }
+  });
+
   it('2 copies, write quorum 1: a member out of reach gets its metadata at its next refresh, and repair its copies', async () => {
     const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
     const src = sourceTree();
@@ -259,7 +327,7 @@ describe('a pool of targets: every target knows the others', () => {
       await a.addTarget('two', { kind: 'dir', path: d2 });
       await a.pool.setReplicas(2, 2);
       fs.renameSync(d2, `${d2}.away`);
-      await expect(a.backup([src], {})).rejects.toThrow(
+      await expect(a.backup([src], { settings: { pauseLimitMs: 0 } })).rejects.toThrow(
         /only 1 of the 2 copies \(or shards\) could be stored, and 2 must be \(the write quorum.*\): .*"two"/,
       );
       await a.pool.setReplicas(2, 1).catch(() => undefined); // two is away: the pool object cannot reach it

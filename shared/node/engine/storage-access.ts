@@ -24,7 +24,7 @@ export function startPool(
       shardKey: ks.keys.shardMac,
       targets,
       targetId,
-      ...(placement ? { placement } : {}),
+      ...(placement ? { placement, pauseLimitMs: settings.pauseLimitMs ?? Infinity } : {}),
     },
     settings.workers,
     spoolFilesPerWorker,

@@ -209,6 +209,11 @@ export class WorkerPool {
     });
   }
 
+  /** Sends a message to every worker. */
+  broadcast(msg: ToWorker): void {
+    for (const s of this.slots) s.worker.postMessage(msg);
+  }
+
   async close(): Promise<void> {
     this.closing = true;
     try {

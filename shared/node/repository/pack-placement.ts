@@ -43,22 +43,42 @@ export function copyTargets(
 }
 
 /**
+ * Fewer copies than the write quorum could be stored. `copies` took theirs (they need not be written
+ * again); `failures` are why the others did not.
+ */
+export class QuorumError extends RepositoryError {
+  constructor(
+    message: string,
+    readonly copies: number[],
+    readonly failures: unknown[],
+  ) {
+    super(message);
+    this.name = 'QuorumError';
+  }
+}
+
+/**
  * Puts a pack's copies in parallel. With more copies than the quorum needs, each is first tried with
  * little patience (`put(id, false)`: a target that is down costs seconds, not the retry window); only
  * when too few landed are the failed ones tried again with the full window, so an outage of every
  * target (the laptop's network) is still ridden out. A target that failed once (in `down`) is not tried
  * again by the same writer unless the quorum needs it: its copy is queued at once. Throws the first
- * failure when fewer than `quorum` copies landed.
+ * failure (one copy needed, or none landed) or a QuorumError when fewer than `quorum` copies landed.
+ *
+ * `retry` is a later attempt after a pause (storePackWaiting): the targets in `have` already hold their
+ * copy, and each other one is tried once, briefly.
  */
 export async function putCopies(
   where: number[],
   put: (targetId: number, patient: boolean) => Promise<void>,
   quorum: number,
   down: Map<number, unknown>,
+  retry?: { have: number[] },
 ): Promise<{ copies: number[]; queued: { targetId: number; message: string }[] }> {
   const slack = where.length > quorum;
   const failed = new Map<number, unknown>();
-  const copies: number[] = [];
+  const copies: number[] = where.filter((id) => retry?.have.includes(id));
+  const todo = where.filter((id) => !copies.includes(id));
   const attempt = async (ids: number[], patient: boolean, skipDown: boolean) => {
     const settled = await Promise.allSettled(
       ids.map((id) => (skipDown && down.has(id) ? Promise.reject(down.get(id)) : put(id, patient))),
@@ -75,17 +95,22 @@ export async function putCopies(
       if (r.reason instanceof StorageError) down.set(id, r.reason);
     });
   };
-  await attempt(where, !slack, true);
-  if (copies.length < quorum && slack) {
-    const again = [...failed.keys()].filter((id) => retryable(failed.get(id)));
-    if (again.length) await attempt(again, true, false);
+  if (retry) await attempt(todo, false, false);
+  else {
+    await attempt(todo, !slack, true);
+    if (copies.length < quorum && slack) {
+      const again = [...failed.keys()].filter((id) => retryable(failed.get(id)));
+      if (again.length) await attempt(again, true, false);
+    }
   }
   const queued = [...failed].map(([targetId, err]) => ({ targetId, message: (err as Error).message }));
   if (copies.length < quorum) {
     const first = failed.values().next().value;
     if (quorum === 1 || copies.length === 0) throw first;
-    throw new RepositoryError(
-      `only ${copies.length} of the ${where.length} copies (or shards) could be stored, and ${quorum} must be (the write quorum: "cairn policy … --write-quorum" lowers it): ${queued.map((q) => q.message).join('; ')}`,
+    throw new QuorumError(
+      `only ${copies.length} of the ${where.length} copies (or shards) could be stored, and ${quorum} must be (the write quorum: "cairn policy … --write-quorum" lowers it): ${queued.map((q) => q.message.replace(/\.$/, '')).join('; ')}`,
+      [...copies],
+      [...failed.values()],
     );
   }
   copies.sort((a, b) => where.indexOf(a) - where.indexOf(b));
@@ -104,12 +129,7 @@ export interface StoredPack {
   wireBytes: number;
 }
 
-/**
- * Stores a closed pack where its placement says: the same bytes on each copy target, or, in an
- * erasure-coded pool, shard i (docs/FORMAT.md) on the i-th target of the pack's ranking. Used by the
- * workers (data packs, from their spool file) and the coordinator (tree packs).
- */
-export async function storePack(o: {
+export interface StorePackOptions {
   placement: PackPlacement | undefined;
   /** The target outside a pool. */
   home: number;
@@ -121,7 +141,16 @@ export async function storePack(o: {
   shardKey?: Uint8Array;
   put: (targetId: number, key: string, body: PutBody, patient: boolean) => Promise<void>;
   down: Map<number, unknown>;
-}): Promise<StoredPack> {
+  /** A later attempt after a pause (quorum-wait.ts): these targets hold their copy (or shard) already. */
+  retry?: { have: number[] };
+}
+
+/**
+ * Stores a closed pack where its placement says: the same bytes on each copy target, or, in an
+ * erasure-coded pool, shard i (docs/FORMAT.md) on the i-th target of the pack's ranking. Used by the
+ * workers (data packs, from their spool file) and the coordinator (tree packs).
+ */
+export async function storePack(o: StorePackOptions): Promise<StoredPack> {
   const where = copyTargets(o.placement, o.home, o.packId);
   const hex = o.packId.toString('hex');
   const quorum = o.placement?.writeQuorum ?? 1;
@@ -132,6 +161,7 @@ export async function storePack(o: {
       (id, patient) => o.put(id, ObjectKey.pack(hex), o.body, patient),
       quorum,
       o.down,
+      o.retry,
     );
     return { ...r, wireBytes: o.body.length * r.copies.length };
   }
@@ -155,6 +185,7 @@ export async function storePack(o: {
       (id, patient) => o.put(id, ObjectKey.shard(hex, shardOf(id)), objects[shardOf(id)]!, patient),
       quorum,
       o.down,
+      o.retry,
     );
   } finally {
     // Every PUT has settled (a retry layer's give-up waits for its attempt): the buffers are free.

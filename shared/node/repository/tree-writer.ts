@@ -4,7 +4,8 @@ import { sealPackTrailer, type PackEntry } from '../format/pack.ts';
 import { sealedLength } from '../format/sealed-object.ts';
 import { encodeTree, type TreeNode } from '../format/tree.ts';
 import type { TargetRow } from '../engine/keystore/keystore.ts';
-import { packPlacement, storePack } from './pack-placement.ts';
+import { packPlacement } from './pack-placement.ts';
+import { storePackWaiting, type QuorumWait } from './quorum-wait.ts';
 import type { Repository } from './repository.ts';
 
 /** Most blobs in one tree pack, so its trailer stays small. */
@@ -30,6 +31,8 @@ export class TreeWriter {
     private readonly repo: Repository,
     private readonly target: TargetRow,
     private readonly jobId: string,
+    /** In a pool: how a tree pack below its write quorum waits for targets (as data packs do). */
+    private readonly wait?: (packId: string) => QuorumWait,
   ) {}
 
   /** Encodes a folder's nodes and returns its tree id; stores the blob unless the index has it. */
@@ -98,20 +101,23 @@ export class TreeWriter {
     parts.push(sealPackTrailer(sodium, ks.keys.metaSeal, packId, entries));
     const body = Buffer.concat(parts);
     const placement = packPlacement(ks, this.target);
-    const { copies, shards, queued, wireBytes } = await storePack({
-      placement,
-      home: this.target.id,
-      packId,
-      body,
-      fill: (into) => into.set(body),
-      sodium,
-      shardKey: ks.keys.shardMac,
-      put: (id, key, b, patient) => {
-        const s = this.repo.storage(ks.targetById(id));
-        return (patient ? s : s.patience(FAILOVER_WINDOW_MS)).put(key, b);
+    const { copies, shards, queued, wireBytes } = await storePackWaiting(
+      {
+        placement,
+        home: this.target.id,
+        packId,
+        body,
+        fill: (into) => into.set(body),
+        sodium,
+        shardKey: ks.keys.shardMac,
+        put: (id, key, b, patient) => {
+          const s = this.repo.storage(ks.targetById(id));
+          return (patient ? s : s.patience(FAILOVER_WINDOW_MS)).put(key, b);
+        },
+        down: this.down,
       },
-      down: this.down,
-    });
+      this.wait?.(packId.toString('hex')),
+    );
     ks.index.addPack(
       {
         id: packId,

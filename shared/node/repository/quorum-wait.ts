@@ -1,0 +1,54 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { StorageError } from '../storage/storage.ts';
+import { QuorumError, storePack, type StorePackOptions, type StoredPack } from './pack-placement.ts';
+
+/** First wait after a pack could not reach its write quorum; it doubles up to WAIT_MAX_MS. */
+export const WAIT_FIRST_MS = 5_000;
+export const WAIT_MAX_MS = 30_000;
+
+export interface QuorumWait {
+  /** Longest pause, ms from the first failure of this pack (Infinity: until the targets are back; 0: none). */
+  limitMs: number;
+  /** Told why the pack waits (the targets that failed), and null once it is stored. */
+  waiting(reason: string | null): void;
+  /** Aborted when the job is cancelled: the pause ends with the last failure. */
+  signal?: AbortSignal;
+  /** Wait between attempts (tests shorten it). */
+  firstMs?: number;
+}
+
+/**
+ * Stores a pack in a pool as storePack does, but when too few targets took it for the write quorum
+ * because they cannot be reached (down, throttled, a folder's disk unplugged) it pauses instead of
+ * failing: it tries the missing copies again, briefly, at growing intervals, keeping those that landed,
+ * until the quorum is met, the limit passes or the job is cancelled. A refusal (credentials, a bad
+ * request) fails at once: waiting would not mend it.
+ */
+export async function storePackWaiting(o: StorePackOptions, wait?: QuorumWait): Promise<StoredPack> {
+  if (!wait || !o.placement) return storePack(o);
+  let retry: { have: number[] } | undefined;
+  let since = 0;
+  for (let delay = wait.firstMs ?? WAIT_FIRST_MS; ; delay = Math.min(delay * 2, WAIT_MAX_MS)) {
+    try {
+      const r = await storePack({ ...o, retry });
+      if (retry) wait.waiting(null);
+      return r;
+    } catch (err) {
+      if (!worthWaiting(err) || wait.signal?.aborted) throw err;
+      since ||= Date.now();
+      if (Date.now() - since + delay > wait.limitMs) throw err;
+      retry = { have: err instanceof QuorumError ? err.copies : [] };
+      wait.waiting(
+        `${(err as Error).message.replace(/\.$/, '')}; trying again in ${Math.round(delay / 1000)} s`,
+      );
+      await sleep(delay, undefined, { signal: wait.signal }).catch(() => {
+        throw err;
+      });
+    }
+  }
+}
+
+function worthWaiting(err: unknown): boolean {
+  if (err instanceof QuorumError) return err.failures.every(worthWaiting);
+  return err instanceof StorageError && (err.retryable || err.problem === 'no-bucket');
+}
