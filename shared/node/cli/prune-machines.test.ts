@@ -162,6 +162,33 @@ describe('prune with several machines', () => {
     }
   });
 
+  it('a prune killed between the files of its new index: another machine still finds every pack', async () => {
+    const bucket = await s3.createBucket();
+    const a = await initHomeWithTarget(s3, { bucket });
+    const expected: Expected = new Map();
+    const src = path.join(tempDir(), 'split-index');
+    for (let i = 0; i < 4; i++) {
+      changeData(src, i);
+      await backupAndRecord(a.cli, src, expected);
+    }
+    await cliJson(['forget', '--keep-last', '3'], a.cli);
+    // One pack per index file: the new index takes several files, and the kill lands after the first.
+    const killed = await runCli(['prune', '--max-unused', '0%'], {
+      env: { ...a.cli.env, CAIRN_TEST_PACKS_PER_INDEX: '1', CAIRN_TEST_PRUNE_KILL_AT: 'index-file-written' },
+    });
+    expect(killed.code, killed.stderr).toBeNull();
+    const alive = (await cliJson<{ id: string }[]>(['ls'], a.cli)).map((s) => s.id);
+    expect(alive).toHaveLength(3);
+    await cliJson(['unlock'], a.cli);
+    const b = await connectMachine(bucket);
+    await expectCheck(b);
+    await expectRestores(b, expected, alive);
+    await cliJson(['prune', '--max-unused', '0%'], { env: { ...a.cli.env, CAIRN_TEST_PACKS_PER_INDEX: '1' } });
+    const c = await connectMachine(bucket);
+    await expectCheck(c);
+    await expectRestores(c, expected, alive);
+  });
+
   it('prune discards the uploads of an interrupted backup; resume then stores them again and completes', async () => {
     const bucket = await s3.createBucket();
     const a = await initHomeWithTarget(s3, { bucket, endpoint: proxy.endpoint });

@@ -29,7 +29,7 @@ export interface PruneListener extends JobListener {
 }
 
 /** Packs per new index file (each also lists every index file it supersedes). */
-const PACKS_PER_INDEX = 512;
+const PACKS_PER_INDEX = Number(process.env.CAIRN_TEST_PACKS_PER_INDEX) || 512;
 
 type Progress = (phase: PruneProgress['phase'], done: number, total: number) => void;
 
@@ -354,13 +354,17 @@ export async function writeIndexFiles(
   for (let i = 0; i < packs.length || i === 0; i += PACKS_PER_INDEX) {
     progress('write-index', i, packs.length);
     const id = sodium.randomBytes(32);
+    // Only the last file supersedes the old ones, once every other file is on every target: a reader
+    // that finds it finds the whole new index, and one killed before it still reads the old files.
+    const last = i + PACKS_PER_INDEX >= packs.length;
     const body = sealIndexFile(sodium, ks.keys.metaSeal, id, {
-      supersedes,
+      supersedes: last ? supersedes : [],
       packs: packs.slice(i, i + PACKS_PER_INDEX),
       ...(pool ? { pool } : {}),
     });
     for (const t of to) await repo.storage(t).put(ObjectKey.index(id.toString('hex')), body);
     files++;
+    if (!last) killPoint('index-file-written');
   }
   return files;
 }
