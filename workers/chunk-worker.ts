@@ -299,7 +299,8 @@ async function restoreRange(
   } catch (err) {
     const t = init.targets.find((x) => x.id === task.targetId)?.name;
     post({ t: 'failed', tid: task.tid, error: { ...failure(err), target: failure(err).target ?? t } });
-    return { intoFree: Promise.resolve() };
+    // A short answer from a hedge: the read that lost may still be writing into `into`.
+    return { intoFree: read?.intoFree ?? Promise.resolve() };
   } finally {
     timing.xferEnd = now();
     slots.release(slot);

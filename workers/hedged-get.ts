@@ -48,7 +48,8 @@ export async function hedgedGet(
     if ('error' in early) throw early.error;
     return { body: early.body, from: primary.targetId, intoFree: Promise.resolve() };
   }
-  const second = storage(hedge.targetId).get(key, range);
+  // Even a reader that throws before it starts reaches the catch below, which waits for `first`.
+  const second = (async () => storage(hedge.targetId).get(key, range))();
   try {
     const winner = await Promise.any([
       first.then((body) => ({ body, from: primary.targetId })),

@@ -13,12 +13,17 @@ import { planPrune, type PlanPack, type PrunePlan } from './prune-plan.ts';
  * by the pool's one plan.
  */
 
-/** An erasure-coded pack as the pool's index files name it: shard i on local target `shards[i]`. */
+/**
+ * An erasure-coded pack as the pool's index files name it: shard i on the local targets `shards[i]`
+ * (usually one; two files may name a shard in two places, after a move or a repair to a spare).
+ */
 export interface EcClaim {
   pack: PlanPack;
   k: number;
   m: number;
-  shards: (number | null)[];
+  shards: number[][];
+  /** Per shard, the target kept in the new index: one whose object is listed at its length and not known damaged. */
+  chosen?: (number | null)[];
 }
 
 /** What a target's data/ holds in shard objects: pack id → shard index → object size. */
@@ -51,31 +56,34 @@ export function claimEc(
         pack: { id: hex, size: p.size, kind: p.blobs[0]?.kind ?? 'data', blobs: p.blobs },
         k: ec.k,
         m: ec.m,
-        shards: Array.from({ length: ec.k + ec.m }, () => null),
+        shards: Array.from({ length: ec.k + ec.m }, () => []),
       }),
     );
   ec.shards.forEach((poolId, i) => {
     const t = poolId === null ? undefined : localId(poolId);
-    if (t !== undefined) c.shards[i] = t;
+    if (t !== undefined && !c.shards[i]!.includes(t)) c.shards[i]!.push(t);
   });
 }
 
 /**
  * The plan for every erasure-coded pack: present while k of its named shards are listed at their
- * length; then as prune-plan.ts decides for any pack (remove, repack, keep, or missing: still named).
+ * length and not known damaged (`damaged`: pack ids per target); then as prune-plan.ts decides for any
+ * pack (remove, repack, keep, or missing: still named).
  */
 export function planEc(
   claims: Map<string, EcClaim>,
   listings: ReadonlyMap<number, ShardListing>,
   used: ReadonlySet<string>,
   opts: Parameters<typeof planPrune>[3],
+  damaged: (target: number) => ReadonlySet<string> = () => new Set(),
 ): EcWork {
   const listed = new Map<string, number>();
   for (const c of claims.values()) {
     const length = shardObjectLength(shardLengthFor(c.pack.size, c.k));
-    const present = c.shards.filter(
-      (t, i) => t !== null && listings.get(t)?.get(c.pack.id)?.get(i) === length,
-    );
+    const good = (t: number, i: number) =>
+      listings.get(t)?.get(c.pack.id)?.get(i) === length && !damaged(t).has(c.pack.id);
+    c.chosen = c.shards.map((ts, i) => ts.find((t) => good(t, i)) ?? ts[0] ?? null);
+    const present = c.chosen.filter((t, i) => t !== null && good(t, i));
     if (present.length >= c.k) listed.set(c.pack.id, c.pack.size);
   }
   const plan = planPrune(
@@ -91,7 +99,8 @@ export function planEc(
       for (const [shard, size] of shards) {
         const key = ObjectKey.shard(hex, shard);
         if (going.has(hex)) work.doomed.push({ target, key, size });
-        else if (claims.get(hex)?.shards[shard] !== target) work.unindexed.push({ target, key, size });
+        else if (!claims.get(hex)?.shards[shard]?.includes(target))
+          work.unindexed.push({ target, key, size });
       }
   return work;
 }
@@ -104,7 +113,7 @@ export function remainingEc(work: EcWork, poolId: (localId: number) => number): 
       return {
         id: Buffer.from(p.id, 'hex'),
         size: p.size,
-        ec: { k: c.k, m: c.m, shards: c.shards.map((t) => (t === null ? null : poolId(t))) },
+        ec: { k: c.k, m: c.m, shards: c.chosen!.map((t) => (t === null ? null : poolId(t))) },
         blobs: p.blobs,
       };
     }),
@@ -123,7 +132,7 @@ export function ecIo(repo: Repository, claims: Map<string, EcClaim>, placement: 
     read: async (pack, start, end) => {
       if (last?.id !== pack.id) {
         const c = claims.get(pack.id)!;
-        const shards = c.shards.flatMap((t, shard) => (t === null ? [] : [{ shard, targetId: t }]));
+        const shards = c.shards.flatMap((ts, shard) => ts.map((targetId) => ({ shard, targetId })));
         const whole = await readWholePack(repo, Buffer.from(pack.id, 'hex'), pack.size, {
           k: c.k,
           m: c.m,

@@ -103,7 +103,14 @@ export async function runPrune(
       maxUnused: opts.maxUnused ?? { percent: 5 },
       maxRepackBytes: opts.maxRepackBytes ?? Infinity,
     };
-    const ec = planEc(ecClaims, new Map([...listings].map(([t, l]) => [t, l.shards])), used, planOpts);
+    const damaged = new Map(targets.map((t) => [t.id, ks.index.damagedOn(t.id)]));
+    const ec = planEc(
+      ecClaims,
+      new Map([...listings].map(([t, l]) => [t, l.shards])),
+      used,
+      planOpts,
+      (t) => damaged.get(t) ?? new Set(),
+    );
     // In a pool a target holds only some packs: an object no index names is garbage unless some blob in
     // use is in no present pack anywhere in the pool (index files lost: it may hold it).
     const lost = pool ? usedInNoPack(used, claims, listings, ec) : undefined;

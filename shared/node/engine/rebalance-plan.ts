@@ -55,7 +55,11 @@ export function whereNamed(
   p: KnownPack,
   poolId: (localId: number) => number,
 ): Pick<IndexedPack, 'copies' | 'ec'> {
-  const named = [...p.copies].filter(([, s]) => s !== 'queued').map(([t]) => t);
+  // Stored holders last, so that where one shard is named on two targets the stored one wins.
+  const named = [...p.copies]
+    .filter(([, s]) => s !== 'queued')
+    .sort(([, a], [, b]) => Number(a === 'stored') - Number(b === 'stored'))
+    .map(([t]) => t);
   if (!p.ec) return { copies: named.map(poolId) };
   const shards: (number | null)[] = Array.from({ length: p.ec.k + p.ec.m }, () => null);
   for (const t of named) shards[p.shards.get(t)!] = poolId(t);
@@ -78,7 +82,8 @@ export function planMove(
     members.map((m) => ({ id: m.poolId, weight: m.weight, state: m.state })),
   ).map((poolId) => members.find((m) => m.poolId === poolId)!.localId);
   const poolId = (local: number) => members.find((m) => m.localId === local)!.poolId;
-  if (stored.length < (p.ec?.k ?? 1)) return { kind: 'stay', id, size: p.size, index: whereNamed(p, poolId) };
+  const readable = p.ec ? new Set(stored.map((t) => p.shards.get(t))).size : stored.length;
+  if (readable < (p.ec?.k ?? 1)) return { kind: 'stay', id, size: p.size, index: whereNamed(p, poolId) };
   const needed = policy.scheme === 'ec' ? policy.k + policy.m : policy.copies;
   if (ranked.length < needed) throw new PlacementError(needed, ranked.length, members.length);
 

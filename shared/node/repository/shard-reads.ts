@@ -68,11 +68,19 @@ export async function rebuildPack(
   const got: (Buffer | null)[] = Array.from({ length: p.k + p.m }, () => null);
   const bad: { shard: number; targetId: number; message: string }[] = [];
   const order = [...p.shards].sort((a, b) => a.shard - b.shard);
+  const tried = new Set<(typeof order)[number]>();
   let have = 0;
-  for (let next = 0; have < p.k && next < order.length;) {
-    // As many at once as are still needed.
-    const batch = order.slice(next, next + (p.k - have));
-    next += batch.length;
+  while (have < p.k) {
+    // As many at once as are still needed, each a shard not yet read (one shard may be named on two
+    // targets after a move; its second holder is only a stand-in).
+    const batch: typeof order = [];
+    for (const s of order) {
+      if (batch.length === p.k - have) break;
+      if (tried.has(s) || got[s.shard] || batch.some((b) => b.shard === s.shard)) continue;
+      batch.push(s);
+    }
+    if (batch.length === 0) break;
+    for (const s of batch) tried.add(s);
     await Promise.all(
       batch.map(async (s) => {
         try {

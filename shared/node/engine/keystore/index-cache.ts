@@ -128,7 +128,8 @@ export class IndexCache extends CopyTable {
             };
       this.packs.set(hex, (pack = { id: r.pack_id, copies, ...(ec ? { ec } : {}) }));
     }
-    if (pack.ec ? pack.ec.shards.length < pack.ec.k : pack.copies.length === 0) return undefined;
+    if (pack.ec ? new Set(pack.ec.shards.map((s) => s.shard)).size < pack.ec.k : pack.copies.length === 0)
+      return undefined;
     return {
       id: Buffer.isBuffer(id) ? id : r.id,
       kind: r.kind,

@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest';
+import { ObjectKey } from '../../format/constants.ts';
+import { deriveSubkeys } from '../crypto/keys.ts';
+import { loadSodium } from '../crypto/provider.ts';
+import { encodeShards } from '../format/erasure.ts';
+import { sealShard } from '../format/shard-codec.ts';
+import { rebuildPack } from './shard-reads.ts';
+
+describe('rebuilding an erasure-coded pack', () => {
+  it('counts a shard named on two targets once, and reads the others it needs', async () => {
+    const s = await loadSodium('sodium-native');
+    const key = deriveSubkeys(s, s.randomBytes(32)).shardMac;
+    await s.prepareKeyedHash(key);
+    const [k, m] = [4, 2];
+    const pack = Buffer.from(s.randomBytes(100_003));
+    const packId = s.randomBytes(32);
+    const hex = Buffer.from(packId).toString('hex');
+    const shards = await encodeShards(pack, k, m);
+    // Shard i on target 10 + i; shard 1 also on target 99 (a move left it named in two places).
+    const objects = new Map<string, Buffer>();
+    shards.forEach((bytes, index) => {
+      const object = sealShard(s, key, { packId, index, k, m, packLength: pack.length, bytes });
+      objects.set(`${10 + index}/${ObjectKey.shard(hex, index)}`, Buffer.from(object));
+      if (index === 1) objects.set(`99/${ObjectKey.shard(hex, index)}`, Buffer.from(object));
+    });
+    const asked: string[] = [];
+    const get = async (targetId: number, objectKey: string) => {
+      asked.push(`${targetId}`);
+      if (targetId === 10) throw new Error('target 10 is down');
+      return objects.get(`${targetId}/${objectKey}`)!;
+    };
+    const layout = [
+      ...shards.map((_, shard) => ({ shard, targetId: 10 + shard })),
+      { shard: 1, targetId: 99 },
+    ];
+    const r = await rebuildPack({ packId, k, m, packLength: pack.length, shards: layout }, get, s, key);
+    expect(r.pack.equals(pack)).toBe(true);
+    expect(asked).not.toContain('99');
+    expect(r.bad.map((b) => b.shard)).toEqual([0]);
+  });
+});
