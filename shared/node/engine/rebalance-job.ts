@@ -99,9 +99,13 @@ export async function runRebalance(
     const indexed: IndexedPack[] = [];
     const deletes: { target: number; key: string }[] = [];
     const queue = [...moves];
+    let failing = false;
     const worker = async () => {
-      for (let m = queue.shift(); m; m = queue.shift()) {
-        const done = await carryOut(repo, m, placement);
+      for (let m = queue.shift(); m && !failing; m = queue.shift()) {
+        const done = await carryOut(repo, m, placement).catch((err: unknown) => {
+          failing = true;
+          throw err;
+        });
         if (!done) {
           // Nothing moves for this pack: its copies stay where they are.
           result.unreadable.push(m.id.toString('hex'));
@@ -114,7 +118,10 @@ export async function runRebalance(
         deletes.push(...done.deletes);
       }
     };
-    await Promise.all(Array.from({ length: PARALLEL_PACKS }, worker));
+    // Every mover settles before a failure is thrown: the locks are released only once nothing writes.
+    const moved = await Promise.allSettled(Array.from({ length: PARALLEL_PACKS }, worker));
+    const failed = moved.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
     killPoint('rebalance-copied');
 
     for (const l of locks) l.assertHeld();
