@@ -71,8 +71,8 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
       '2 copies of each pack on distinct targets: 2× the data stored, any 1 target may be lost; a backup counts a pack once 1 copy is stored, the rest are completed after.',
     );
     expect(await page.locator('[data-testid=pool-target]').count()).toBe(3);
-    expect(await row('d1').getByTestId('target-weight').textContent()).toBe('10025 % of new packs');
-    expect(await row('d3').getByTestId('target-weight').textContent()).toBe('20050 % of new packs');
+    expect(await row('d1').getByTestId('target-weight').textContent()).toBe('10025 % of new copies');
+    expect(await row('d3').getByTestId('target-weight').textContent()).toBe('20050 % of new copies');
     expect(await row('d2').getAttribute('data-state')).toBe('active');
     expect(await row('d2').textContent()).toContain(dirs[1]);
     expect(await row('d2').getByTestId('target-stored').textContent()).toBe('none');
@@ -190,6 +190,7 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
     );
     const card = page.locator('[data-testid=job]', { has: waiting });
     expect(await card.locator('.badge').textContent()).toBe('Waiting for targets');
+    expect(await card.textContent()).toContain('→ the pool');
     await screenshot(page, 'backup-waiting');
     for (const d of dirs.slice(0, 2)) fs.renameSync(`${d}.away`, d);
     await page.waitForFunction(
@@ -214,7 +215,7 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
     expect(lines.slice(0, 3)).toEqual([
       'Storage: 1.50× the data stored (now 3×).',
       'Any 1 target may be lost without losing a backup.',
-      'Backups wait for 3 shards of each pack: a backup fails if any of the 3 targets is out of reach.',
+      'Backups wait for 3 shards of each pack: a backup pauses while any of the 3 targets is out of reach.',
     ]);
     expect(lines[3]).toMatch(
       /^Packs already stored stay as they are until you press Rebalance, which rewrites them as 2\+1 shards \(about .* written, then the old objects deleted\)\.$/,

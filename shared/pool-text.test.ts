@@ -56,7 +56,9 @@ describe('pool texts', () => {
         { scheme: 'replicas', copies: 3, writeQuorum: 3 },
         { activeTargets: 3, storedBytes: 0 },
       )[2],
-    ).toBe('Backups wait for 3 copies of each pack: a backup fails if any of the 3 targets is out of reach.');
+    ).toBe(
+      'Backups wait for 3 copies of each pack: a backup pauses while any of the 3 targets is out of reach.',
+    );
   });
 
   it('explains erasure coding, and the packs already stored that Rebalance rewrites', () => {

@@ -60,7 +60,7 @@ export function describePolicy(p: PolicyView): string {
 function backupTolerance(activeTargets: number, writeQuorum: number): string {
   const spare = activeTargets - writeQuorum;
   return spare <= 0
-    ? `a backup fails if any of the ${targetsWord(activeTargets)} is out of reach`
+    ? `a backup pauses while any of the ${targetsWord(activeTargets)} is out of reach`
     : `a backup goes on with ${spare === 1 ? '1 target' : `up to ${spare} targets`} of ${activeTargets} out of reach`;
 }
 

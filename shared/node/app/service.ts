@@ -222,7 +222,7 @@ export class AppService {
         state,
         backupId: j.id,
         title: titleFor(j.sources),
-        target: e.ks.targetById(j.targetId).name,
+        target: jobTarget(e, j.targetId),
         startedAt: j.createdAt,
         bytesTotal: 0,
         bytesDone: 0,
@@ -272,9 +272,8 @@ export class AppService {
       const listener = {
         ...this.jobs.listenerFor(job, 'backup'),
         started: (ids: { backupId: string; jobId: string }) => {
-          // The target the engine chose (in a pool: the first member that answered).
           const row = this.engine?.ks.jobs.get(ids.jobId);
-          const target = row ? this.engine!.ks.targetById(row.targetId).name : targetName;
+          const target = row ? jobTarget(this.engine!, row.targetId) : targetName;
           Object.assign(job.view, { id: ids.jobId, backupId: ids.backupId, target });
           this.jobs.register(job);
           resolve();
@@ -398,4 +397,11 @@ export class AppService {
 
 function targetView(t: { name: string; config: TargetView['config']; hasSecret: boolean }): TargetView {
   return { name: t.name, config: t.config, hasSecret: t.hasSecret };
+}
+
+/** Where a backup job stores: its target, or in a pool "the pool" (placement spreads its packs). */
+function jobTarget(e: Engine, targetId: number): string {
+  return e.ks.pool.state() && e.ks.targetById(targetId).poolId !== null
+    ? 'the pool'
+    : e.ks.targetById(targetId).name;
 }

@@ -183,7 +183,9 @@ describe('prune with several machines', () => {
     const b = await connectMachine(bucket);
     await expectCheck(b);
     await expectRestores(b, expected, alive);
-    await cliJson(['prune', '--max-unused', '0%'], { env: { ...a.cli.env, CAIRN_TEST_PACKS_PER_INDEX: '1' } });
+    await cliJson(['prune', '--max-unused', '0%'], {
+      env: { ...a.cli.env, CAIRN_TEST_PACKS_PER_INDEX: '1' },
+    });
     const c = await connectMachine(bucket);
     await expectCheck(c);
     await expectRestores(c, expected, alive);

@@ -80,7 +80,7 @@ export function StorageScreen() {
         <div className="actions start">
           <button
             type="button"
-            className="primary"
+            className={r.state === 'full' ? undefined : 'primary'}
             disabled={busy || !p.pooled}
             onClick={() => void run('repair')}
           >
@@ -120,7 +120,7 @@ export function StorageScreen() {
             {running === 'check' ? 'Checking…' : 'Check targets'}
           </button>
         </div>
-        <TargetTable targets={p.targets} />
+        <TargetTable targets={p.targets} ec={p.policy.scheme === 'ec'} />
         <p className="muted small">
           Stored copies are what this machine’s keystore records on each target; “cairn check --redundancy”
           lists the buckets themselves. Add or remove targets, with their weight, in Settings.

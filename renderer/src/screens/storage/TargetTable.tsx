@@ -47,7 +47,9 @@ function Health({ t }: { t: PoolTargetView }) {
  * The repository's targets: kind, weight and share, state, the copies the keystore records there
  * (stored, queued for it, found missing) and the outcome of the last check.
  */
-export function TargetTable({ targets }: { targets: PoolTargetView[] }) {
+export function TargetTable({ targets, ec }: { targets: PoolTargetView[]; ec: boolean }) {
+  // The share is of the copies (or shards) written: with R copies a target gets one of R × that of packs.
+  const unit = ec ? 'shards' : 'copies';
   return (
     <div className="table-scroll">
       <table className="table storage-targets" aria-label="Targets">
@@ -76,7 +78,7 @@ export function TargetTable({ targets }: { targets: PoolTargetView[] }) {
               <td className="num" data-testid="target-weight">
                 {formatCount(t.weight)}
                 <div className="muted small">
-                  {t.state === 'active' ? `${t.share.toFixed(0)} % of new packs` : 'no new packs'}
+                  {t.state === 'active' ? `${t.share.toFixed(0)} % of new ${unit}` : `no new ${unit}`}
                 </div>
               </td>
               <td>
