@@ -73,8 +73,9 @@ export async function initHome(
 export async function initFolderPool(
   count: number,
   tag: string,
+  init: string[] = [],
 ): Promise<{ home: string; cli: CliOptions; dirs: string[] }> {
-  const { home, cli } = await initHome();
+  const { home, cli } = await initHome({}, init);
   const dirs = Array.from({ length: count }, (_, i) => tempDir(`cairn-${tag}-${i + 1}-`));
   for (const [i, d] of dirs.entries()) {
     const r = await runCli(['target', 'add', `d${i + 1}`, '--dir', d], cli);

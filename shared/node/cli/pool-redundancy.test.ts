@@ -154,6 +154,40 @@ describe('draining a folder target of a 3-target pool (issue 10)', () => {
   });
 });
 
+describe('a rebalance killed midway (issue 10)', () => {
+  it('keeps the copies it moved: run again, it moves only the rest', async () => {
+    // Packs of 1 MiB: about 40 of them, so a 4th target takes about 20 copies.
+    const { cli } = await initFolderPool(3, 'half', ['--pack-size', '1MiB']);
+    const src = tempDir('cairn-half-src-');
+    for (let i = 0; i < 8; i++) writeRandomFile(path.join(src, `f${i}.bin`), 5 << 20);
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(
+      ['backup', src, '--chunk-size', '256KiB'],
+      cli,
+    );
+    expect((await runCli(['target', 'add', 'd4', '--dir', tempDir('cairn-half-4-')], cli)).code).toBe(0);
+    const plan = await cliJson<{ copied: number; packs: number }>(['rebalance', '--dry-run'], cli);
+    expect(plan.copied).toBeGreaterThan(8);
+    const env = { ...cli.env, CAIRN_TEST_REBALANCE_BATCH: '1' };
+    const killed = await runCli(['rebalance'], {
+      env: { ...env, CAIRN_TEST_PRUNE_KILL_AT: 'rebalance-batch-indexed' },
+    });
+    expect(killed.code, killed.stderr).toBeNull();
+    await runCli(['unlock'], cli);
+    const left = await cliJson<{ copied: number }>(['rebalance', '--dry-run'], cli);
+    expect(left.copied).toBeLessThan(plan.copied);
+    const out = tempDir('cairn-half-out-');
+    const r = await runCli(['restore', snapshotId, '--to', out], cli);
+    expect(r.code, r.stderr).toBe(0);
+    expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+    const done = await runCli(['rebalance'], { env });
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.stderr).toMatch(/Moved \d+ of \d+ packs; they are kept if this stops\./);
+    expect((await cliJson<{ copied: number }>(['rebalance', '--dry-run'], cli)).copied).toBe(0);
+    expect((await runCli(['check', '--redundancy'], cli)).code).toBe(0);
+    expect((await runCli(['check', '--read-data'], cli)).code).toBe(0);
+  });
+});
+
 describe('a member of the pool that is down (issue 10)', () => {
   it('is passed over in seconds, not after the 45 s retry window: listing, backup and restore', async () => {
     // The default retry window (45 s): what a user gets.

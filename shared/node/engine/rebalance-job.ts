@@ -33,6 +33,13 @@ export interface RebalanceResult {
 const PARALLEL_PACKS = 4;
 
 /**
+ * Moved copies are named in an index file (superseding nothing) every so many packs or bytes, so a
+ * rebalance killed midway keeps them: run again, it finds them stored where placement wants them.
+ */
+const BATCH_PACKS = Number(process.env.CAIRN_TEST_REBALANCE_BATCH) || 256;
+const BATCH_BYTES = 1 << 30;
+
+/**
  * Moves copies to where placement puts them now (after a target joined, changed weight, or is draining),
  * and rewrites packs stored another way than the policy says (rebalance-plan.ts), under the exclusive lock
  * of every member. Order, so that a kill at any point leaves every pack readable where an index file says
@@ -100,12 +107,30 @@ export async function runRebalance(
     const deletes: { target: number; key: string }[] = [];
     const queue = [...moves];
     let failing = false;
-    const worker = async () => {
+    let batch: IndexedPack[] = [];
+    let batchBytes = 0;
+    let moved = 0;
+    let saving = Promise.resolve();
+    const save = () => {
+      const packs = batch;
+      batch = [];
+      batchBytes = 0;
+      saving = saving.then(async () => {
+        for (const l of locks) l.assertHeld();
+        await writeIndexFiles(repo, members, packs, [], true, () => undefined);
+        killPoint('rebalance-batch-indexed');
+        opts.notice?.(`Moved ${moved} of ${result.packs} packs; they are kept if this stops.`);
+      });
+      return saving;
+    };
+    const worker = () =>
+      moveAll().catch((err: unknown) => {
+        failing = true;
+        throw err;
+      });
+    const moveAll = async () => {
       for (let m = queue.shift(); m && !failing; m = queue.shift()) {
-        const done = await carryOut(repo, m, placement).catch((err: unknown) => {
-          failing = true;
-          throw err;
-        });
+        const done = await carryOut(repo, m, placement);
         if (!done) {
           // Nothing moves for this pack: its copies stay where they are.
           result.unreadable.push(m.id.toString('hex'));
@@ -116,12 +141,20 @@ export async function runRebalance(
         result.bytesCopied += done.bytes;
         indexed.push(done.pack);
         deletes.push(...done.deletes);
+        if (m.kind === 'stay') continue;
+        moved++;
+        // A converted pack has a new id: named beside the old one, a later run would convert it again.
+        if (m.kind === 'convert' || done.bytes === 0) continue;
+        batch.push(done.pack);
+        batchBytes += done.bytes;
+        if (batch.length >= BATCH_PACKS || batchBytes >= BATCH_BYTES) await save();
       }
     };
     // Every mover settles before a failure is thrown: the locks are released only once nothing writes.
-    const moved = await Promise.allSettled(Array.from({ length: PARALLEL_PACKS }, worker));
-    const failed = moved.find((r) => r.status === 'rejected');
+    const settled = await Promise.allSettled(Array.from({ length: PARALLEL_PACKS }, worker));
+    const failed = settled.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
+    await saving;
     killPoint('rebalance-copied');
 
     for (const l of locks) l.assertHeld();
