@@ -1,6 +1,5 @@
 import '../shared/node/storage/quiet-sdk.ts';
-import { closeSync, openSync, readSync, writeSync } from 'node:fs';
-import fs from 'node:fs/promises';
+import { writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parentPort } from 'node:worker_threads';
 import { loadSodium, type SodiumProvider, type SodiumProviderName } from '../shared/node/crypto/provider.ts';
@@ -16,6 +15,7 @@ import { storePackWaiting } from '../shared/node/repository/quorum-wait.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
 import { ecRangeReader } from './ec-range.ts';
 import { hedgedGet, type HedgedRead } from './hedged-get.ts';
+import { readExactly } from './read-exactly.ts';
 import { PackWriter, SpoolError } from './pack-writer.ts';
 import { BufferPool, ReadBuffers, SlotPool } from './pools.ts';
 import { readSpooledInto, type SpooledBody } from '../shared/node/storage/put-body.ts';
@@ -81,40 +81,6 @@ function failure(err: unknown): WorkerFailure {
   if (err instanceof SpoolError) return { message: err.message, problem: 'spool' };
   const e = err as NodeJS.ErrnoException;
   return { message: e.code ? `${e.code}: ${e.message}` : String(e.message ?? err), problem: 'source' };
-}
-
-/** Reads below this size are made synchronously: a thread-pool hop costs more than reading a cached small file. */
-const SYNC_READ_MAX = 256 * 1024;
-
-async function readExactly(path: string, buf: Buffer, length: number, offset: number): Promise<Buffer> {
-  const shrunk = () =>
-    Object.assign(new Error(`${path} ended early: it changed while being read`), { code: 'ESHRUNK' });
-  if (length <= SYNC_READ_MAX) {
-    const fd = openSync(path, 'r');
-    try {
-      let done = 0;
-      while (done < length) {
-        const n = readSync(fd, buf, done, length - done, offset + done);
-        if (n === 0) throw shrunk();
-        done += n;
-      }
-      return buf.subarray(0, length);
-    } finally {
-      closeSync(fd);
-    }
-  }
-  const fh = await fs.open(path, 'r');
-  try {
-    let done = 0;
-    while (done < length) {
-      const { bytesRead } = await fh.read(buf, done, length - done, offset + done);
-      if (bytesRead === 0) throw shrunk();
-      done += bytesRead;
-    }
-    return buf.subarray(0, length);
-  } finally {
-    await fh.close();
-  }
 }
 
 // ---- packs -------------------------------------------------------------------------------------------
