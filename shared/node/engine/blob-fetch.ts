@@ -1,5 +1,6 @@
 import { ObjectKey } from '../../format/constants.ts';
 import { RANGE_MAX } from '../../limits.ts';
+import { shardLengthFor } from '../format/shard-codec.ts';
 import type { PipelineSettings } from '../../settings.ts';
 import type { FromWorker, RestoreTask } from '../../../workers/protocol.ts';
 import type { JobControl } from './job-control.ts';
@@ -120,8 +121,32 @@ export async function runFetches(o: {
     const up = ec.shards.filter((x) => !down.has(x.targetId));
     return up.length >= ec.k ? up : [...ec.shards];
   };
+  // A range of an erasure-coded pack whose data shards it spans are not all up is read from the pack
+  // rebuilt whole: all the pack's ranges then go in one task, so one worker rebuilds it once and reads
+  // nothing else of it (spread over the workers, each rebuilt it: twice the shard GETs and decodes).
+  const rebuilds = (r: (typeof round)[number]) => {
+    const ec = r.pack.ec;
+    if (!ec) return false;
+    const L = shardLengthFor(r.pack.packSize, ec.k);
+    const last = r.blobs[r.blobs.length - 1]!.loc;
+    const end = Math.floor((last.offset + last.storedLength - 1) / L);
+    for (let shard = Math.floor(r.blobs[0]!.loc.offset / L); shard <= end; shard++)
+      if (!ec.shards.some((x) => x.shard === shard && !down.has(x.targetId))) return true;
+    return false;
+  };
+  function* withRebuildsMerged(ranges: typeof round): Generator<(typeof round)[number]> {
+    for (let i = 0; i < ranges.length; ) {
+      let j = i + 1;
+      while (j < ranges.length && ranges[j]!.pack.packId.equals(ranges[i]!.pack.packId)) j++;
+      const group = ranges.slice(i, j);
+      i = j;
+      if (group.length > 1 && group.some(rebuilds))
+        yield { ...group[0]!, blobs: group.flatMap((r) => r.blobs) };
+      else yield* group;
+    }
+  }
   function* tasks(ranges: typeof round): Generator<RestoreTask> {
-    for (const r of ranges) {
+    for (const r of withRebuildsMerged(ranges)) {
       o.prepare?.(r.blobs);
       const first = r.blobs[0]!.loc;
       const last = r.blobs[r.blobs.length - 1]!.loc;

@@ -59,7 +59,7 @@ describe('a damaged copy when another copy is intact (issue 10)', () => {
       // Two copies of each of about 24 packs over three targets: some on d1 and d3.
       await e.pool.setReplicas(2);
       const src = tempDir('cairn-rep-src-');
-      writeRandomFile(path.join(src, 'big.bin'), 6 << 20);
+      writeRandomFile(path.join(src, 'big.bin'), 24 << 20);
       const { snapshotId } = await e.backup([src], { settings: { chunkSize: 256 << 10 } });
       const both = packsIn(dirs[0]!)
         .map((f) => path.relative(dirs[0]!, f))
