@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { loadSodium } from '../../shared/node/crypto/provider.ts';
 import {
   decodeShards,
@@ -88,11 +90,17 @@ export async function redundancySuite(o: BenchOptions): Promise<SuiteResult> {
             await engine.refresh();
             const r = await timedRestore(engine, b.backupId, {});
             c.read.push(mbps(size, r.wallMs));
-            if (size !== sizes.at(-1)) continue;
-            for (let down = 1; down <= Math.min(2, tolerates(policy)); down++) {
-              killed.add(servers[down - 1]!);
-              await servers[down - 1]!.kill();
+            if (size !== sizes.at(-1) || tolerates(policy) === 0) continue;
+            // Like is compared with like: at each number of targets down (none included) the restore
+            // measured is the second; the first after a backup or a kill runs about 40 % slower whatever
+            // is down (the backup's writeback, a dead target's first failure).
+            for (let down = 0; down <= Math.min(2, tolerates(policy)); down++) {
+              if (down > 0) {
+                killed.add(servers[down - 1]!);
+                await servers[down - 1]!.kill();
+              }
               await engine.refresh();
+              await timedRestore(engine, b.backupId, {});
               const l = await timedRestore(engine, b.backupId, {});
               let row = lost.find((x) => x.policy === policy.name && x.down === down);
               if (!row) lost.push((row = { policy: policy.name, down, mbps: [] }));
@@ -101,7 +109,13 @@ export async function redundancySuite(o: BenchOptions): Promise<SuiteResult> {
           } finally {
             for (const s of killed) await s.restart();
             killed.clear();
+            // This run's buckets go: gigabytes left behind slowed the cases after it (page cache, disk).
+            const buckets = engine.ks
+              .listTargets()
+              .flatMap((t) => (t.config.kind === 's3' ? [t.config.bucket] : []));
             close();
+            for (const s of servers)
+              for (const b of buckets) fs.rmSync(path.join(s.dataDir, b), { recursive: true, force: true });
           }
         }
       }
@@ -115,9 +129,10 @@ export async function redundancySuite(o: BenchOptions): Promise<SuiteResult> {
   const r2 = avg(at('R = 2').write) / avg(at('R = 1').write);
   const lostRatio = (policy: string, down: number) => {
     const row = lost.find((x) => x.policy === policy && x.down === down);
-    return row ? avg(row.mbps) / avg(at(policy).read) : NaN;
+    const none = lost.find((x) => x.policy === policy && x.down === 0);
+    return row && none ? avg(row.mbps) / avg(none.mbps) : NaN;
   };
-  const worstLost = Math.min(...lost.map((l) => lostRatio(l.policy, l.down)));
+  const worstLost = Math.min(...lost.filter((l) => l.down > 0).map((l) => lostRatio(l.policy, l.down)));
   const ecShare = (ecCpu.encode + ecCpu.decode) / backupCpuPerGiB;
   return {
     title: 'redundancy — replicas and erasure coding over a pool of six targets',
@@ -132,15 +147,12 @@ export async function redundancySuite(o: BenchOptions): Promise<SuiteResult> {
       {
         title: `Restore of ${formatSize(big)} with targets down (servers killed)`,
         columns: ['policy', 'targets down', 'read MB/s min / avg / max', 'vs none down'],
-        rows: [
-          ...POLICIES.filter((p) => tolerates(p) > 0).map((p) => [
-            p.name,
-            '0',
-            fmtMam(at(p.name).read),
-            '1.00',
-          ]),
-          ...lost.map((l) => [l.policy, String(l.down), fmtMam(l.mbps), fmt(lostRatio(l.policy, l.down), 2)]),
-        ],
+        rows: lost.map((l) => [
+          l.policy,
+          String(l.down),
+          fmtMam(l.mbps),
+          fmt(lostRatio(l.policy, l.down), 2),
+        ]),
       },
       {
         title: 'Erasure coding 4+2 on one core, CPU seconds per GiB of packs (16 MiB packs)',
@@ -176,6 +188,7 @@ export async function redundancySuite(o: BenchOptions): Promise<SuiteResult> {
     notes: [
       'A killed server refuses connections at once; each command probes the members first and reads from the others (retrying.ts FAILOVER_WINDOW_MS).',
       'Erasure-coded restores with targets down rebuild each pack whose data shards are missing from any 4 shards.',
+      'The table of restores with targets down measures the second of two restores at each count (none down included), after one unmeasured: the first restore after a backup or a kill is slower whatever is down. The first table has each run’s first restore.',
     ],
     data: { cases, lost, r2, worstLost, ecCpu, backupCpuPerGiB },
   };

@@ -154,6 +154,42 @@ describe('draining a folder target of a 3-target pool (issue 10)', () => {
   });
 });
 
+describe('changing a pool member (issue 10)', () => {
+  it('target set: a draining target is made active again, a weight changes, and rebalance follows', async () => {
+    const { cli } = await initFolderPool(3, 'set', ['--pack-size', '1MiB']);
+    const src = tempDir('cairn-set-src-');
+    for (let i = 0; i < 6; i++) writeRandomFile(path.join(src, `f${i}.bin`), 4 << 20);
+    await cliJson(['backup', src, '--chunk-size', '256KiB'], cli);
+    expect((await runCli(['target', 'drain', 'd1'], cli)).code).toBe(0);
+    const usage = await runCli(['target', 'set', 'd1'], cli);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/Say what to change: --weight <n> or --active\./);
+    const back = await runCli(['target', 'set', 'd1', '--active'], cli);
+    expect(back.code, back.stderr).toBe(0);
+    expect(back.stdout).toMatch(
+      /^Target "d1": weight 100, active\. "cairn rebalance" moves what is stored to match: \d+ copies would be written and \d+ removed/,
+    );
+    expect((await cliJson<{ copied: number }>(['rebalance'], cli)).copied).toBeGreaterThan(0);
+    const heavier = await cliJson<{ weight: number; rebalance: { copied: number } }>(
+      ['target', 'set', 'd3', '--weight', '400'],
+      cli,
+    );
+    expect(heavier.weight).toBe(400);
+    expect(heavier.rebalance.copied).toBeGreaterThan(0);
+    const rows = await cliJson<{ name: string; weight: number; state: string }[]>(['target', 'ls'], cli);
+    expect(rows.map((r) => [r.name, r.weight, r.state])).toEqual([
+      ['d1', 100, 'active'],
+      ['d2', 100, 'active'],
+      ['d3', 400, 'active'],
+    ]);
+    await cliJson(['rebalance'], cli);
+    expect((await runCli(['check', '--redundancy'], cli)).code).toBe(0);
+    const wrong = await runCli(['target', 'set', 'd2', '--weight', '0'], cli);
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toMatch(/--weight must be a whole number from 1 to 1000000\./);
+  });
+});
+
 describe('a rebalance killed midway (issue 10)', () => {
   it('keeps the copies it moved: run again, it moves only the rest', async () => {
     // Packs of 1 MiB: about 40 of them, so a 4th target takes about 20 copies.

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { targetWhere, type TargetConfig } from '../../settings.ts';
 import type { Output } from './output.ts';
-import { table } from './output.ts';
+import { UsageError, table } from './output.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
 import { describePolicy, rebalanceText } from '../../pool-text.ts';
 import { readUnlocker, withEngine } from './session.ts';
@@ -149,6 +149,35 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
       output.result(
         r,
         `Target "${name}" is draining: ${rebalanceText(r, false, r.scheme)} "cairn target rm ${name}" removes it.`,
+      );
+    });
+
+  target
+    .command('set')
+    .description(
+      'change a pool member\'s weight (its share of new copies), or make a draining one active again; "cairn rebalance" then moves what is stored to match',
+    )
+    .argument('<name>')
+    .option('--weight <n>', 'its share of new copies, relative to the other targets', (v) => {
+      if (!/^\d+$/.test(v)) throw new Error(`--weight: "${v}" is not a whole number.`);
+      return Number(v);
+    })
+    .option('--active', 'take new copies again (undoes "target drain")')
+    .action(async (name: string, o: { weight?: number; active?: boolean }) => {
+      const output = out();
+      if (o.weight === undefined && !o.active)
+        throw new UsageError('Say what to change: --weight <n> or --active.');
+      const { r, t } = await withEngine(async (e) => {
+        const r = await e.pool.setTarget(name, o);
+        return { r, t: e.ks.findTarget(name)! };
+      });
+      const moves =
+        r.copied + r.removed === 0
+          ? 'Nothing stored needs to move.'
+          : `"cairn rebalance" moves what is stored to match: ${rebalanceText(r, true, r.scheme)}`;
+      output.result(
+        { name: t.name, weight: t.weight, state: t.state, rebalance: r },
+        `Target "${t.name}": weight ${t.weight}, ${t.state}. ${moves}`,
       );
     });
 

@@ -245,6 +245,33 @@ export class PoolAdmin {
     return runRebalance(this.repo, opts);
   }
 
+  /**
+   * Changes a member's weight (its share of new copies) or makes a draining one active again; the pool
+   * object carries it to every member. Nothing stored moves: the dry run returned says what
+   * `rebalance` would move to match.
+   */
+  async setTarget(name: string, change: { weight?: number; active?: boolean }): Promise<RebalanceResult> {
+    const t = this.ks.findTarget(name);
+    if (!t) throw new SettingsError(`No target named "${name}": "cairn target ls" lists them.`);
+    if (t.poolId === null)
+      throw new SettingsError(`Target "${name}" is not in a pool: weights and draining apply to pool members.`);
+    const weight = change.weight ?? t.weight;
+    if (!Number.isInteger(weight) || weight < 1 || weight > 1_000_000)
+      throw new SettingsError('--weight must be a whole number from 1 to 1000000.', 'weight');
+    if (change.active && t.state === 'gone')
+      throw new SettingsError(`Target "${name}" is gone: add it again with "cairn target add".`);
+    const state = change.active ? 'active' : t.state;
+    if (weight === t.weight && state === t.state) return runRebalance(this.repo, { dryRun: true });
+    this.ks.pool.setPlace(t.id, { poolId: t.poolId, weight, state });
+    try {
+      await this.repo.publishPool({ waitMs: 30_000 });
+    } catch (err) {
+      this.ks.pool.setPlace(t.id, { poolId: t.poolId, weight: t.weight, state: t.state });
+      throw err;
+    }
+    return runRebalance(this.repo, { dryRun: true });
+  }
+
   /** Every pack's stored copies against the policy, after listing every member's data/. */
   async redundancy(): Promise<RedundancyReport> {
     const targets = this.ks.listTargets();
