@@ -135,7 +135,7 @@ export async function runFetches(o: {
     return false;
   };
   function* withRebuildsMerged(ranges: typeof round): Generator<(typeof round)[number]> {
-    for (let i = 0; i < ranges.length; ) {
+    for (let i = 0; i < ranges.length;) {
       let j = i + 1;
       while (j < ranges.length && ranges[j]!.pack.packId.equals(ranges[i]!.pack.packId)) j++;
       const group = ranges.slice(i, j);

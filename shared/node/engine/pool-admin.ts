@@ -254,7 +254,9 @@ export class PoolAdmin {
     const t = this.ks.findTarget(name);
     if (!t) throw new SettingsError(`No target named "${name}": "cairn target ls" lists them.`);
     if (t.poolId === null)
-      throw new SettingsError(`Target "${name}" is not in a pool: weights and draining apply to pool members.`);
+      throw new SettingsError(
+        `Target "${name}" is not in a pool: weights and draining apply to pool members.`,
+      );
     const weight = change.weight ?? t.weight;
     if (!Number.isInteger(weight) || weight < 1 || weight > 1_000_000)
       throw new SettingsError('--weight must be a whole number from 1 to 1000000.', 'weight');
