@@ -71,8 +71,10 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
       '2 copies of each pack on distinct targets: 2× the data stored, any 1 target may be lost; a backup counts a pack once 1 copy is stored, the rest are completed after.',
     );
     expect(await page.locator('[data-testid=pool-target]').count()).toBe(3);
-    expect(await row('d1').getByTestId('target-weight').textContent()).toBe('10025 % of new copies');
-    expect(await row('d3').getByTestId('target-weight').textContent()).toBe('20050 % of new copies');
+    expect(await row('d1').getByLabel('Weight of d1').inputValue()).toBe('100');
+    expect(await row('d1').getByTestId('target-weight').textContent()).toBe('25 % of new copies');
+    expect(await row('d3').getByLabel('Weight of d3').inputValue()).toBe('200');
+    expect(await row('d3').getByTestId('target-weight').textContent()).toBe('50 % of new copies');
     expect(await row('d2').getAttribute('data-state')).toBe('active');
     expect(await row('d2').textContent()).toContain(dirs[1]);
     expect(await row('d2').getByTestId('target-stored').textContent()).toBe('none');
@@ -249,6 +251,34 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
       expect(shards).toHaveLength(packs);
     }
     await screenshot(page, 'storage-ec', { doc: true });
+  });
+
+  it('a weight is changed in place, and a drain asks first and says why it cannot go', async () => {
+    const weight = row('d3').getByLabel('Weight of d3');
+    await weight.fill('100');
+    await row('d3').getByRole('button', { name: 'Set' }).click();
+    const result = page.getByTestId('pool-result');
+    await page.waitForFunction(() =>
+      document.querySelector('[data-testid=pool-result]')?.textContent?.startsWith('Target:'),
+    );
+    // Under 2+1 over three targets every target holds a shard of every pack: nothing moves.
+    expect(await result.textContent()).toBe('Target: “d3” has weight 100; nothing stored needs to move.');
+    expect(await row('d3').getByTestId('target-weight').textContent()).toBe('33 % of new shards');
+    expect(
+      (await cliJson<{ name: string; weight: number }[]>(['target', 'ls'], cli)).find((t) => t.name === 'd3')!
+        .weight,
+    ).toBe(100);
+
+    await row('d1').getByRole('button', { name: 'Drain' }).click();
+    const ask = page.getByRole('alertdialog', { name: 'Drain d1?' });
+    await ask.waitFor();
+    await ask.getByRole('button', { name: 'Drain “d1”' }).click();
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    expect(await alert.textContent()).toBe(
+      'Without "d1" the pool has 2 active targets, and the policy needs 3: add one first.',
+    );
+    expect(await row('d1').getAttribute('data-state')).toBe('active');
   });
 
   it('Remove asks first, and a target holding shards is refused, naming drain', async () => {

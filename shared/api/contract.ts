@@ -194,6 +194,26 @@ export const requests = {
   'pool.rebalance': z.object({ dryRun: z.boolean().optional() }),
   /** Tests each target now (reachable, writable); the results show on the Storage screen. */
   'pool.check': z.object({}),
+  /**
+   * One member: a new weight (its share of new copies), active again after a drain, or drained (it takes
+   * no new copies and what it holds moves to the others, as `cairn target drain`).
+   */
+  'pool.setTarget': z
+    .object({
+      name: z.string().min(1),
+      weight: z
+        .number()
+        .int()
+        .min(1, 'A weight is at least 1.')
+        .max(1_000_000, 'A weight is at most 1000000.')
+        .optional(),
+      active: z.literal(true).optional(),
+      drain: z.literal(true).optional(),
+    })
+    .refine((r) => [r.weight !== undefined, r.active, r.drain].filter(Boolean).length === 1, {
+      message: 'Change one thing at a time: a weight, active again, or drain.',
+      path: ['weight'],
+    }),
 } as const;
 
 function backupIds() {
@@ -247,6 +267,7 @@ export interface Responses {
   'pool.setPolicy': PoolView;
   'pool.repair': PoolOperationView;
   'pool.rebalance': PoolOperationView;
+  'pool.setTarget': PoolOperationView;
   'pool.check': PoolView;
 }
 

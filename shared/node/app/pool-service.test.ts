@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { objectShares } from './pool-service.ts';
 import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { ApiCallError, parseRequest } from '../../api/contract.ts';
 import type { JobView } from '../../api/views.ts';
@@ -100,6 +101,8 @@ describe('the Storage screen API over a pool of three folders (real keystore, re
     ]);
     const set = await app.call('pool.setPolicy', { replicas: 3, writeQuorum: 2 });
     expect(set.policy).toEqual({ scheme: 'replicas', copies: 3, writeQuorum: 2 });
+    // Three copies on three targets: each takes a copy of every pack, whatever its weight.
+    expect(set.targets.map((t) => Math.round(t.share))).toEqual([33, 33, 33]);
     expect(set.busy).toBeNull();
     await expect(app.call('pool.setPolicy', { replicas: 3, writeQuorum: 3 })).resolves.toMatchObject({
       policy: { writeQuorum: 3 },
@@ -181,5 +184,19 @@ describe('the Storage screen API over a pool of three folders (real keystore, re
     expect(r.message).toMatch(new RegExp(`^0 copies written \\(.*\\) and ${packs} removed`));
     expect(packFiles(dirs[0]!) + packFiles(dirs[1]!) + packFiles(dirs[2]!)).toBe(2 * packs);
     expect(r.pool.redundancy).toMatchObject({ state: 'full', copies: 2 });
+  });
+});
+
+describe('shares of new copies', () => {
+  const pct = (weights: Record<string, number>, perPack: number) =>
+    Object.fromEntries(
+      [...objectShares(Object.entries(weights), perPack)].map(([n, v]) => [n, Math.round(v * 1000) / 10]),
+    );
+  it('follow the weights, capped at one object per pack on a target', () => {
+    expect(pct({ a: 100, b: 100, c: 200 }, 1)).toEqual({ a: 25, b: 25, c: 50 });
+    expect(pct({ a: 100, b: 100, c: 600 }, 2)).toEqual({ a: 25, b: 25, c: 50 });
+    expect(pct({ a: 100, b: 300, c: 300, d: 300 }, 3)).toEqual({ a: 10, b: 30, c: 30, d: 30 });
+    expect(pct({ a: 100, b: 100, c: 100, d: 1000 }, 2)).toEqual({ a: 16.7, b: 16.7, c: 16.7, d: 50 });
+    expect(pct({ a: 100, b: 100, c: 200 }, 3)).toEqual({ a: 33.3, b: 33.3, c: 33.3 });
   });
 });

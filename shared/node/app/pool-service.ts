@@ -6,7 +6,8 @@ import type { Engine } from '../engine/engine.ts';
 import { poolStatus } from '../engine/pool-status.ts';
 import { StorageError } from '../storage/storage.ts';
 
-type PoolMethod = 'pool.status' | 'pool.setPolicy' | 'pool.repair' | 'pool.rebalance' | 'pool.check';
+type PoolMethod =
+  'pool.status' | 'pool.setPolicy' | 'pool.repair' | 'pool.rebalance' | 'pool.check' | 'pool.setTarget';
 type PoolHandlers = { [M in PoolMethod]: (req: Request<M>) => Promise<Responses[M]> | Responses[M] };
 type Health = NonNullable<PoolTargetView['health']>;
 type Busy = NonNullable<PoolView['busy']>;
@@ -81,6 +82,26 @@ export class PoolService {
             ? [
                 `${unreadable} pack${unreadable === 1 ? '' : 's'} could not be read to move: they stay where they are.`,
               ]
+            : [],
+          pool: this.view(e),
+        };
+      },
+      'pool.setTarget': async ({ name, weight, active, drain }): Promise<PoolOperationView> => {
+        const { e, r } = await this.exclusive(drain ? 'rebalance' : 'policy', async (e) => ({
+          e,
+          r: drain ? await e.pool.drain(name) : await e.pool.setTarget(name, { weight, active }),
+        }));
+        const moves =
+          r.copied + r.removed === 0
+            ? 'nothing stored needs to move.'
+            : `Rebalance moves what is stored to match: ${rebalanceText(r, true, r.scheme)}`;
+        return {
+          ok: r.unreadable.length === 0,
+          message: drain
+            ? `“${name}” is draining: ${rebalanceText(r, false, r.scheme)} Remove it in Settings.`
+            : `“${name}” ${weight !== undefined ? `has weight ${weight}` : 'is active again'}; ${moves}`,
+          problems: r.unreadable.length
+            ? [`${r.unreadable.length} packs could not be read to move: they stay where they are.`]
             : [],
           pool: this.view(e),
         };
@@ -181,7 +202,11 @@ export class PoolService {
     const s = poolStatus(e.ks);
     const health = this.healthOf(e);
     const active = s.targets.filter((t) => t.row.state === 'active');
-    const totalWeight = active.reduce((n, t) => n + t.row.weight, 0);
+    const perPack = s.policy.scheme === 'ec' ? s.policy.k + s.policy.m : s.policy.copies;
+    const shares = objectShares(
+      active.map((t) => [t.row.name, t.row.weight]),
+      perPack,
+    );
     return {
       pooled: s.generation !== null,
       generation: s.generation,
@@ -195,7 +220,7 @@ export class PoolService {
         kind: row.config.kind,
         where: targetWhere(row.config),
         weight: row.weight,
-        share: row.state === 'active' && totalWeight > 0 ? (100 * row.weight) / totalWeight : 0,
+        share: 100 * (shares.get(row.name) ?? 0),
         state: row.state,
         inPool: row.poolId !== null,
         stored: usage.stored,
@@ -205,5 +230,28 @@ export class PoolService {
         health: health.get(row.name) ?? null,
       })),
     };
+  }
+}
+
+/**
+ * Each active target's expected share of new copies (or shards): in proportion to its weight, but at
+ * most 1 / `perPack`, since a pack puts at most one of its objects on a target; what a capped target
+ * cannot take goes to the others in proportion to theirs (what weighted rendezvous placement tends to).
+ */
+export function objectShares(targets: [string, number][], perPack: number): Map<string, number> {
+  const shares = new Map<string, number>();
+  const cap = 1 / Math.max(1, perPack);
+  let open = targets.filter(([, w]) => w > 0);
+  let left = 1;
+  for (;;) {
+    const weight = open.reduce((n, [, w]) => n + w, 0);
+    const over = open.filter(([, w]) => (left * w) / weight > cap);
+    if (over.length === 0 || weight === 0) {
+      for (const [name, w] of open) shares.set(name, weight > 0 ? (left * w) / weight : 0);
+      return shares;
+    }
+    for (const [name] of over) shares.set(name, cap);
+    left -= over.length * cap;
+    open = open.filter((t) => !over.includes(t));
   }
 }

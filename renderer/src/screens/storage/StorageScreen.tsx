@@ -5,9 +5,16 @@ import { getApi } from '../../api/bridge.ts';
 import { useJobs, useQuery } from '../../api/hooks.ts';
 import { formatCount, formatSize, messageOf } from '../../format.ts';
 import { PolicyForm } from './PolicyForm.tsx';
-import { TargetTable } from './TargetTable.tsx';
+import { TargetTable, type TargetChange } from './TargetTable.tsx';
 
-type Action = 'repair' | 'rebalance' | 'check';
+type Action = 'repair' | 'rebalance' | 'check' | 'target';
+
+const RESULT_LABEL: Record<Action, string> = {
+  repair: 'Repair',
+  rebalance: 'Rebalance',
+  check: 'Check',
+  target: 'Target',
+};
 
 /**
  * Storage: the buckets and folders the repository spans, the copies each holds and whether it answers,
@@ -20,6 +27,7 @@ export function StorageScreen() {
   const [running, setRunning] = useState<Action | null>(null);
   const [result, setResult] = useState<(PoolOperationView & { what: Action }) | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [draining, setDraining] = useState<string | null>(null);
   // A backup that finishes changes the copies: show them again.
   const backupsDone = useJobs().filter((j) => j.kind === 'backup' && j.state === 'done').length;
   const { reload } = q;
@@ -42,6 +50,22 @@ export function StorageScreen() {
         setPool(r.pool);
         setResult({ ...r, what });
       }
+    } catch (e) {
+      setError(messageOf(e));
+    } finally {
+      setRunning(null);
+    }
+  };
+  const change = async (c: TargetChange) => {
+    if ('drain' in c && draining !== c.name) return setDraining(c.name);
+    setDraining(null);
+    setError(null);
+    setResult(null);
+    setRunning('target');
+    try {
+      const r = await getApi().invoke('pool.setTarget', c);
+      setPool(r.pool);
+      setResult({ ...r, what: 'target' });
     } catch (e) {
       setError(messageOf(e));
     } finally {
@@ -93,7 +117,7 @@ export function StorageScreen() {
         {result && (
           <div data-testid="pool-result" data-ok={String(result.ok)}>
             <p className={result.ok ? 'success' : 'error'} role="status">
-              {result.what === 'repair' ? 'Repair' : 'Rebalance'}: {result.message}
+              {RESULT_LABEL[result.what]}: {result.message}
             </p>
             {result.problems.length > 0 && (
               <ul className="failures">
@@ -120,10 +144,41 @@ export function StorageScreen() {
             {running === 'check' ? 'Checking…' : 'Check targets'}
           </button>
         </div>
-        <TargetTable targets={p.targets} ec={p.policy.scheme === 'ec'} />
+        {draining && (
+          <div className="confirm" role="alertdialog" aria-label={`Drain ${draining}?`}>
+            <p>
+              Drain “{draining}”? It takes no new copies, and what it holds is moved to the other targets now
+              (the repository is locked while it runs). Then it can be removed in Settings.
+            </p>
+            <div className="actions start">
+              <button
+                type="button"
+                className="primary"
+                onClick={() => void change({ name: draining, drain: true })}
+              >
+                Drain “{draining}”
+              </button>
+              <button type="button" onClick={() => setDraining(null)}>
+                Keep it
+              </button>
+            </div>
+          </div>
+        )}
+        {running === 'target' && (
+          <p className="muted" role="status">
+            Changing the target…
+          </p>
+        )}
+        <TargetTable
+          targets={p.targets}
+          ec={p.policy.scheme === 'ec'}
+          onChange={(c) => void change(c)}
+          busy={busy}
+        />
         <p className="muted small">
           Stored copies are what this machine’s keystore records on each target; “cairn check --redundancy”
-          lists the buckets themselves. Add or remove targets, with their weight, in Settings.
+          lists the buckets themselves. A weight is a target’s share of new copies; Rebalance then moves what
+          is stored to match. Add or remove targets in Settings.
         </p>
       </section>
 

@@ -1,3 +1,4 @@
+import { useState } from 'react';
 import type { CopyCountView, PoolTargetView } from '../../../../shared/api/views.ts';
 import { formatCount, formatDate, formatSize } from '../../format.ts';
 
@@ -47,7 +48,52 @@ function Health({ t }: { t: PoolTargetView }) {
  * The repository's targets: kind, weight and share, state, the copies the keystore records there
  * (stored, queued for it, found missing) and the outcome of the last check.
  */
-export function TargetTable({ targets, ec }: { targets: PoolTargetView[]; ec: boolean }) {
+/** A change to one member (pool.setTarget): a weight, active again, or drained. */
+export type TargetChange = { name: string } & ({ weight: number } | { active: true } | { drain: true });
+
+/** The weight, editable in place: Set appears once it differs. */
+function Weight({
+  t,
+  onChange,
+  busy,
+}: {
+  t: PoolTargetView;
+  onChange: (c: TargetChange) => void;
+  busy: boolean;
+}) {
+  const [value, setValue] = useState(String(t.weight));
+  const n = Number(value);
+  const valid = /^\d+$/.test(value) && n >= 1 && n <= 1_000_000;
+  return (
+    <span className="weight-edit">
+      <input
+        type="number"
+        min={1}
+        max={1_000_000}
+        value={value}
+        aria-label={`Weight of ${t.name}`}
+        onChange={(e) => setValue(e.target.value)}
+      />
+      {n !== t.weight && (
+        <button type="button" disabled={busy || !valid} onClick={() => onChange({ name: t.name, weight: n })}>
+          Set
+        </button>
+      )}
+    </span>
+  );
+}
+
+export function TargetTable({
+  targets,
+  ec,
+  onChange,
+  busy,
+}: {
+  targets: PoolTargetView[];
+  ec: boolean;
+  onChange: (c: TargetChange) => void;
+  busy: boolean;
+}) {
   // The share is of the copies (or shards) written: with R copies a target gets one of R × that of packs.
   const unit = ec ? 'shards' : 'copies';
   return (
@@ -76,13 +122,33 @@ export function TargetTable({ targets, ec }: { targets: PoolTargetView[]; ec: bo
                 <span className="badge">{KIND[t.kind]}</span>
               </td>
               <td className="num" data-testid="target-weight">
-                {formatCount(t.weight)}
+                <Weight key={t.weight} t={t} onChange={onChange} busy={busy} />
                 <div className="muted small">
                   {t.state === 'active' ? `${t.share.toFixed(0)} % of new ${unit}` : `no new ${unit}`}
                 </div>
               </td>
               <td>
                 <span className={`badge ${STATE_BADGE[t.state]}`}>{t.state}</span>
+                {t.state === 'active' && (
+                  <button
+                    type="button"
+                    className="link small"
+                    disabled={busy}
+                    onClick={() => onChange({ name: t.name, drain: true })}
+                  >
+                    Drain
+                  </button>
+                )}
+                {t.state === 'draining' && (
+                  <button
+                    type="button"
+                    className="link small"
+                    disabled={busy}
+                    onClick={() => onChange({ name: t.name, active: true })}
+                  >
+                    Make active
+                  </button>
+                )}
                 {t.pendingMetadata > 0 && (
                   <div className="muted small" title="Index files and snapshots it missed while out of reach">
                     {formatCount(t.pendingMetadata)} metadata to deliver
