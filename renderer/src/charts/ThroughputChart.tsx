@@ -2,19 +2,22 @@ import { useMemo } from 'react';
 import type uPlot from 'uplot';
 import type { StatsFrame } from '../../../shared/stats.ts';
 import { targetSeries, throughputSeries } from './chart-data.ts';
-
-/** Line colours of the per-target series (after the total's accent). */
-const TARGET_COLOURS = [
-  '#c2410c',
-  '#2563eb',
-  '#9333ea',
-  '#0e7490',
-  '#b45309',
-  '#be185d',
-  '#4d7c0f',
-  '#475569',
-];
 import { cssVar, useUplot } from './useUplot.ts';
+
+/**
+ * Line colours of the per-target series (after the total's accent): the Okabe-Ito palette, told apart
+ * with the common colour-vision deficiencies; its yellow is left out (unreadable on white).
+ */
+const TARGET_COLOURS = [
+  '#E69F00',
+  '#0072B2',
+  '#CC79A7',
+  '#56B4E9',
+  '#D55E00',
+  '#000000',
+  '#999999',
+  '#882255',
+];
 
 export function ThroughputChart({
   frames,
@@ -58,6 +61,8 @@ export function ThroughputChart({
           label: name,
           stroke: TARGET_COLOURS[i % TARGET_COLOURS.length]!,
           width: 1.5,
+          // Erasure-coded shards (and copies) are the same size: lines that coincide stay told apart.
+          ...(i % 2 ? { dash: [6, 4] } : {}),
           points: { show: false },
         })),
       ],
