@@ -188,7 +188,7 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
     const waiting = page.getByTestId('job-waiting');
     await waiting.waitFor({ timeout: 60_000 });
     expect(await waiting.textContent()).toMatch(
-      /^Paused until the targets answer: 1 pack waits for the write quorum: only 1 of the 3 copies .* and 2 must be .*"d[12]".*; trying again in 5 s\. It goes on by itself; Cancel stops it \(it can resume later\)\.$/,
+      /^Paused until the targets answer: 1 pack waits for the write quorum: only 1 of the 3 copies .* and 2 must be .*"d[12]".*; tried again every 5 to 30 s\. It goes on by itself; Cancel stops it \(it can resume later\)\.$/,
     );
     const card = page.locator('[data-testid=job]', { has: waiting });
     expect(await card.locator('.badge').textContent()).toBe('Waiting for targets');

@@ -86,7 +86,7 @@ export function JobCard(props: {
         {job.elapsedMs !== undefined && (job.state === 'running' || job.state === 'paused') && (
           <span>elapsed {formatDuration(job.elapsedMs / 1000)}</span>
         )}
-        {job.state === 'running' && !prune && (
+        {job.state === 'running' && !prune && !waiting && (
           <span className="job-eta">ETA {formatDuration(job.etaSeconds)}</span>
         )}
         {job.state === 'done' && !prune && <span>mean {formatRate(job.meanMbps)}</span>}

@@ -2,8 +2,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliJson, runCli, type CliOptions } from '../../../test/support/cli.ts';
-import { initHomeWithTarget, listKeys, s3TargetArgs } from '../../../test/support/cairn-env.ts';
+import { cliJson, runCli, spawnCli, type CliOptions } from '../../../test/support/cli.ts';
+import {
+  initFolderPool,
+  initHomeWithTarget,
+  listKeys,
+  s3TargetArgs,
+} from '../../../test/support/cairn-env.ts';
 import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { freePort, startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 
@@ -176,5 +181,22 @@ describe('bad input gets a clear error and changes nothing', () => {
     expect(r.code).toBe(0);
     expect(r.stderr).toBe('');
     expect(r.stdout.trim()).toBe('Target "s3" works.');
+  });
+});
+
+describe('a reader that stops early', () => {
+  it('"cairn ls <id> | head": the CLI ends quietly, without a stack trace', async () => {
+    const { cli } = await initFolderPool(1, 'epipe');
+    const src = tempDir('cairn-epipe-src-');
+    for (let i = 0; i < 3000; i++)
+      fs.writeFileSync(path.join(src, `file-with-a-longish-name-${i}.txt`), `${i}`);
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], cli);
+    const child = spawnCli(['ls', snapshotId], cli);
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d));
+    child.stdout!.once('data', () => child.stdout!.destroy());
+    const code = await new Promise<number | null>((r) => child.on('close', r));
+    expect(stderr).not.toMatch(/EPIPE|at /);
+    expect(code).toBe(0);
   });
 });

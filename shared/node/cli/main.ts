@@ -22,6 +22,13 @@ export class PartialFailure extends Error {}
 
 /** Options that do not go together: exit status 2, as for commander's own usage errors. */
 
+// A reader that stops early (`cairn ls | head`) closes the pipe: the output is no longer wanted.
+for (const stream of [process.stdout, process.stderr])
+  stream.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+
 const program = new Command('cairn')
   .description('Encrypted, chunked, parallel backups to your own S3-compatible buckets.')
   .option('--json', 'print a machine-readable result on stdout and nothing else there')
@@ -296,9 +303,16 @@ program
 program
   .command('resume')
   .description('continue interrupted backups')
-  .action(async () => {
+  .addOption(
+    new Option(
+      '--pause-limit <minutes>',
+      'in a pool: how long to pause when too few targets can be reached for the write quorum (default: as the backup was started)',
+    ).argParser(intOption('Minutes')),
+  )
+  .action(async (opts: { pauseLimit?: number }) => {
     const o = out();
-    const rs = await withEngine((e) => e.resume(o.listener()), { workers: true });
+    const run = opts.pauseLimit === undefined ? {} : { pauseLimitMs: opts.pauseLimit * 60_000 };
+    const rs = await withEngine((e) => e.resume(o.listener(), run), { workers: true });
     o.endProgress();
     o.result(
       rs,

@@ -16,7 +16,12 @@ function redundancyText(r: RedundancyReport): string {
     lines.push(
       `Target "${u.target}" could not be listed (${u.message}): its copies are counted as this machine last knew them. If it is lost, "cairn target rm ${u.target} --force" removes it and "cairn repair" writes again what it held.`,
     );
-  if (r.full === r.packs) lines.push(`All ${plural(r.packs, 'pack')} have full redundancy.`);
+  const unconfirmed = r.unreachable.map((u) => `"${u.target}"`).join(', ');
+  if (r.full === r.packs && r.unreachable.length)
+    lines.push(
+      `All ${plural(r.packs, 'pack')} have full redundancy as this machine last knew them, but ${unconfirmed} could not be listed to confirm it.`,
+    );
+  else if (r.full === r.packs) lines.push(`All ${plural(r.packs, 'pack')} have full redundancy.`);
   else {
     for (const d of r.degraded.slice(0, 20))
       lines.push(

@@ -83,7 +83,8 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
       '--weight <n>',
       "its share of the pool's packs, relative to the other targets (default 100)",
       (v) => {
-        if (!/^\d+$/.test(v)) throw new Error(`--weight: "${v}" is not a whole number.`);
+        if (!/^\d+$/.test(v))
+          throw new Error(`--weight must be a whole number from 1 to 1000000, not "${v}".`);
         return Number(v);
       },
     )
@@ -159,7 +160,7 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
     )
     .argument('<name>')
     .option('--weight <n>', 'its share of new copies, relative to the other targets', (v) => {
-      if (!/^\d+$/.test(v)) throw new Error(`--weight: "${v}" is not a whole number.`);
+      if (!/^\d+$/.test(v)) throw new Error(`--weight must be a whole number from 1 to 1000000, not "${v}".`);
       return Number(v);
     })
     .option('--active', 'take new copies again (undoes "target drain")')

@@ -170,7 +170,7 @@ export async function runBackupJob(
   }
   if (stored.failure)
     throw new BackupFailedError(
-      `Backup stopped: ${stored.failure} Fix the cause and run "cairn resume" to continue.`,
+      `Backup stopped: ${/[.!?]$/.test(stored.failure) ? stored.failure : `${stored.failure}.`} Fix the cause and run "cairn resume" to continue.`,
       jobId,
       true,
     );

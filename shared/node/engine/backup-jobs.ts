@@ -68,7 +68,13 @@ export class BackupJobs {
     );
   }
 
-  async resume(jobId: string, listener: JobListener, control?: JobControl): Promise<BackupResult> {
+  async resume(
+    jobId: string,
+    listener: JobListener,
+    control?: JobControl,
+    /** Per run (not saved): how long this run pauses for targets below the write quorum. */
+    run: Pick<PipelineSettings, 'pauseLimitMs'> = {},
+  ): Promise<BackupResult> {
     const job = this.ks.jobs.get(jobId);
     if (!job || job.state === 'done') throw new SettingsError(`No interrupted job ${jobId}.`);
     this.ks.jobs.claim(job.id);
@@ -79,7 +85,7 @@ export class BackupJobs {
         jobId: job.id,
         target: this.ks.targetById(job.targetId),
         sources: job.sources,
-        settings: JSON.parse(job.settings) as PipelineSettings,
+        settings: { ...(JSON.parse(job.settings) as PipelineSettings), ...run },
         forceRead: false,
         exclude: job.exclude,
         control,
@@ -89,14 +95,17 @@ export class BackupJobs {
     );
   }
 
-  async resumeAll(listener: JobListener): Promise<BackupResult[]> {
+  async resumeAll(
+    listener: JobListener,
+    run: Pick<PipelineSettings, 'pauseLimitMs'> = {},
+  ): Promise<BackupResult[]> {
     const results: BackupResult[] = [];
     for (const job of this.ks.jobs.unfinished()) {
       if (job.pid && job.pid !== process.pid && isProcessAlive(job.pid)) {
         listener.notice?.(`Backup job ${job.id} is still running in process ${job.pid}; leaving it alone.`);
         continue;
       }
-      results.push(await this.resume(job.id, listener));
+      results.push(await this.resume(job.id, listener, undefined, run));
     }
     return results;
   }

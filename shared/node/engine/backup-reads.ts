@@ -221,7 +221,9 @@ export async function storeFiles(
             return false;
           }
           if (m.t === 'pack-failed') {
-            failure ??= `storing pack ${m.packId.slice(0, 12)}… on target "${m.error.target ?? target.name}" failed: ${m.error.message}`;
+            // A quorum failure names its targets in its message; a storage error names its one.
+            const on = m.error.target ? ` on target "${m.error.target}"` : '';
+            failure ??= `storing pack ${m.packId.slice(0, 12)}…${on} failed: ${m.error.message}`;
             return false;
           }
           if (m.t === 'hashed') {

@@ -292,8 +292,11 @@ export class Engine {
   }
 
   /** Continues every interrupted backup job; a job still running in another live process is left alone. */
-  resume(listener: JobListener = {}): Promise<BackupResult[]> {
-    return this.backups.resumeAll(listener);
+  resume(
+    listener: JobListener = {},
+    run: Pick<PipelineSettings, 'pauseLimitMs'> = {},
+  ): Promise<BackupResult[]> {
+    return this.backups.resumeAll(listener, run);
   }
 
   resumeJob(jobId: string, listener: JobListener = {}, control?: JobControl): Promise<BackupResult> {

@@ -328,7 +328,7 @@ describe('a pool of targets: every target knows the others', () => {
       await a.pool.setReplicas(2, 2);
       fs.renameSync(d2, `${d2}.away`);
       await expect(a.backup([src], { settings: { pauseLimitMs: 0 } })).rejects.toThrow(
-        /only 1 of the 2 copies \(or shards\) could be stored, and 2 must be \(the write quorum.*\): .*"two"/,
+        /only 1 of the 2 copies could be stored, and 2 must be \(the write quorum.*\): .*"two"/,
       );
       await a.pool.setReplicas(2, 1).catch(() => undefined); // two is away: the pool object cannot reach it
       fs.renameSync(`${d2}.away`, d2);

@@ -110,6 +110,9 @@ export async function runRebalance(
     let batch: IndexedPack[] = [];
     let batchBytes = 0;
     let moved = 0;
+    const changes = (m: PackMove) =>
+      m.kind === 'convert' || (m.kind !== 'stay' && m.add.length + m.drop.length > 0);
+    const toMove = moves.filter(changes).length;
     let saving = Promise.resolve();
     const save = () => {
       const packs = batch;
@@ -119,7 +122,7 @@ export async function runRebalance(
         for (const l of locks) l.assertHeld();
         await writeIndexFiles(repo, members, packs, [], true, () => undefined);
         killPoint('rebalance-batch-indexed');
-        opts.notice?.(`Moved ${moved} of ${result.packs} packs; they are kept if this stops.`);
+        opts.notice?.(`Moved ${moved} of ${toMove} packs that move; they are kept if this stops.`);
       });
       return saving;
     };
@@ -141,7 +144,7 @@ export async function runRebalance(
         result.bytesCopied += done.bytes;
         indexed.push(done.pack);
         deletes.push(...done.deletes);
-        if (m.kind === 'stay') continue;
+        if (!changes(m)) continue;
         moved++;
         // A converted pack has a new id: named beside the old one, a later run would convert it again.
         if (m.kind === 'convert' || done.bytes === 0) continue;

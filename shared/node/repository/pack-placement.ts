@@ -74,6 +74,7 @@ export async function putCopies(
   quorum: number,
   down: Map<number, unknown>,
   retry?: { have: number[] },
+  o: { impatient?: boolean; shards?: boolean } = {},
 ): Promise<{ copies: number[]; queued: { targetId: number; message: string }[] }> {
   const slack = where.length > quorum;
   const failed = new Map<number, unknown>();
@@ -96,6 +97,7 @@ export async function putCopies(
     });
   };
   if (retry) await attempt(todo, false, false);
+  else if (o.impatient) await attempt(todo, false, true);
   else {
     await attempt(todo, !slack, true);
     if (copies.length < quorum && slack) {
@@ -108,7 +110,7 @@ export async function putCopies(
     const first = failed.values().next().value;
     if (quorum === 1 || copies.length === 0) throw first;
     throw new QuorumError(
-      `only ${copies.length} of the ${where.length} copies (or shards) could be stored, and ${quorum} must be (the write quorum: "cairn policy … --write-quorum" lowers it): ${queued.map((q) => q.message.replace(/\.$/, '')).join('; ')}`,
+      `only ${copies.length} of the ${where.length} ${o.shards ? 'shards' : 'copies'} could be stored, and ${quorum} must be (the write quorum: "cairn policy … --write-quorum" lowers it): ${queued.map((q) => q.message.replace(/\.$/, '')).join('; ')}`,
       [...copies],
       [...failed.values()],
     );
@@ -143,6 +145,11 @@ export interface StorePackOptions {
   down: Map<number, unknown>;
   /** A later attempt after a pause (quorum-wait.ts): these targets hold their copy (or shard) already. */
   retry?: { have: number[] };
+  /**
+   * Each copy is tried once with little patience (quorum-wait.ts pauses and tries again instead of
+   * riding out the retry window: a dead target is noticed in seconds).
+   */
+  impatient?: boolean;
 }
 
 /**
@@ -162,6 +169,7 @@ export async function storePack(o: StorePackOptions): Promise<StoredPack> {
       quorum,
       o.down,
       o.retry,
+      { impatient: o.impatient },
     );
     return { ...r, wireBytes: o.body.length * r.copies.length };
   }
@@ -186,6 +194,7 @@ export async function storePack(o: StorePackOptions): Promise<StoredPack> {
       quorum,
       o.down,
       o.retry,
+      { impatient: o.impatient, shards: true },
     );
   } finally {
     // Every PUT has settled (a retry layer's give-up waits for its attempt): the buffers are free.

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StorageError } from '../storage/storage.ts';
+import { RepositoryError } from './errors.ts';
 import { QuorumError, storePack, type StorePackOptions, type StoredPack } from './pack-placement.ts';
 
 /** First wait after a pack could not reach its write quorum; it doubles up to WAIT_MAX_MS. */
@@ -30,17 +31,20 @@ export async function storePackWaiting(o: StorePackOptions, wait?: QuorumWait): 
   let since = 0;
   for (let delay = wait.firstMs ?? WAIT_FIRST_MS; ; delay = Math.min(delay * 2, WAIT_MAX_MS)) {
     try {
-      const r = await storePack({ ...o, retry });
+      const r = await storePack({ ...o, retry, impatient: true });
       if (retry) wait.waiting(null);
       return r;
     } catch (err) {
       if (!worthWaiting(err) || wait.signal?.aborted) throw err;
       since ||= Date.now();
-      if (Date.now() - since + delay > wait.limitMs) throw err;
+      if (Date.now() - since + delay > wait.limitMs)
+        throw wait.limitMs === 0
+          ? err
+          : new RepositoryError(
+              `${sentence(err)} It waited ${waited(since)} for the targets: the pause limit.`,
+            );
       retry = { have: err instanceof QuorumError ? err.copies : [] };
-      wait.waiting(
-        `${(err as Error).message.replace(/\.$/, '')}; trying again in ${Math.round(delay / 1000)} s`,
-      );
+      wait.waiting(`${(err as Error).message.replace(/\.$/, '')}; tried again every 5 to 30 s`);
       await sleep(delay, undefined, { signal: wait.signal }).catch(() => {
         throw err;
       });
@@ -51,4 +55,14 @@ export async function storePackWaiting(o: StorePackOptions, wait?: QuorumWait): 
 function worthWaiting(err: unknown): boolean {
   if (err instanceof QuorumError) return err.failures.every(worthWaiting);
   return err instanceof StorageError && (err.retryable || err.problem === 'no-bucket');
+}
+
+const sentence = (err: unknown) => {
+  const m = (err as Error).message;
+  return /[.!?]$/.test(m) ? m : `${m}.`;
+};
+
+function waited(since: number): string {
+  const s = Math.round((Date.now() - since) / 1000);
+  return s < 120 ? `${s} s` : `${Math.round(s / 60)} minutes`;
 }
