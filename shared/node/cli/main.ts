@@ -29,6 +29,19 @@ for (const stream of [process.stdout, process.stderr])
     throw err;
   });
 
+/**
+ * Ctrl-C during a backup: the job stays recorded as it is (as after a kill), and the user is told how
+ * to continue instead of being left at a bare prompt.
+ */
+function onInterrupt(message: string): () => void {
+  const stop = () => {
+    process.stderr.write(`\n${message}\n`);
+    process.exit(130);
+  };
+  process.once('SIGINT', stop);
+  return () => process.off('SIGINT', stop);
+}
+
 const program = new Command('cairn')
   .description('Encrypted, chunked, parallel backups to your own S3-compatible buckets.')
   .option('--json', 'print a machine-readable result on stdout and nothing else there')
@@ -147,6 +160,7 @@ program
   )
   .action(async (paths: string[], opts) => {
     const o = out();
+    const uninterrupt = onInterrupt('Stopped. What the backup stored is kept: "cairn resume" continues it.');
     const r = await withEngine(
       (e) =>
         e.backup(
@@ -165,6 +179,7 @@ program
         ),
       { workers: pipelineOverrides(opts).workers ?? true },
     );
+    uninterrupt();
     o.endProgress();
     reportBackup(o, r);
     o.result(r, r.snapshotId);
@@ -312,7 +327,9 @@ program
   .action(async (opts: { pauseLimit?: number }) => {
     const o = out();
     const run = opts.pauseLimit === undefined ? {} : { pauseLimitMs: opts.pauseLimit * 60_000 };
+    const uninterrupt = onInterrupt('Stopped. What the backup stored is kept: "cairn resume" continues it.');
     const rs = await withEngine((e) => e.resume(o.listener(), run), { workers: true });
+    uninterrupt();
     o.endProgress();
     o.result(
       rs,

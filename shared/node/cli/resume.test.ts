@@ -101,6 +101,30 @@ describe('kill -9 mid-backup, then cairn resume', () => {
     expect(again.stdout).toMatch(/Nothing to resume/);
   });
 
+  it('Ctrl-C mid-backup says how to continue, and cairn resume completes it', async () => {
+    const bucket = await s3.createBucket();
+    const { cli } = await initHomeWithTarget(s3, { bucket, endpoint: proxy.endpoint });
+    const src = path.join(tempDir(), 'interrupted-src');
+    writeRandomFile(path.join(src, 'a.bin'), 48 * MiB);
+    proxy.reset();
+    const child = spawnCli(['backup', src, '--chunk-size', '4MiB', '--workers', '1'], cli);
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d));
+    const exited = new Promise<number | null>((r) => child.once('exit', r));
+    await until(() => proxy.count('PUT', '/data/') >= 1 || child.exitCode !== null);
+    expect(child.exitCode).toBeNull();
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(stderr).toMatch(/Stopped\. What the backup stored is kept: "cairn resume" continues it\./);
+    await proxy.settled();
+    const r = await runCli(['--json', 'resume'], cli);
+    expect(r.code, r.stderr).toBe(0);
+    const [result] = JSON.parse(r.stdout) as { snapshotId: string }[];
+    const dest = tempDir();
+    expect((await runCli(['restore', result!.snapshotId, '--to', dest], cli)).code).toBe(0);
+    expect(sha256File(path.join(dest, 'interrupted-src', 'a.bin'))).toBe(sha256File(path.join(src, 'a.bin')));
+  });
+
   it('reads a source file again when it changed while the backup was interrupted', async () => {
     const bucket = await s3.createBucket();
     const { cli } = await initHomeWithTarget(s3, { bucket, endpoint: proxy.endpoint });
