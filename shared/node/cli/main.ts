@@ -331,6 +331,7 @@ program
     const rs = await withEngine((e) => e.resume(o.listener(), run), { workers: true });
     uninterrupt();
     o.endProgress();
+    for (const r of rs) reportBackup(o, r);
     o.result(
       rs,
       rs.length

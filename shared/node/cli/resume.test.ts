@@ -139,6 +139,11 @@ describe('kill -9 mid-backup, then cairn resume', () => {
     fs.appendFileSync(path.join(src, 'c.bin'), 'new tail');
     const r = await runCli(['resume'], cli);
     expect(r.code).toBe(0);
+    // A resumed backup reports as a backup does.
+    expect(r.stderr).toMatch(
+      /^Files: \d+ new, \d+ changed, \d+ unchanged .*; read .*, uploaded .* in \d+ packs\.$/m,
+    );
+    expect(r.stdout).toMatch(/^Completed snapshot [0-9a-f]{12} \(.* uploaded\)\.$/m);
 
     const [b] = await cliJson<{ id: string }[]>(['ls'], cli);
     const dest = tempDir();
