@@ -128,8 +128,9 @@ export interface PipelineSettings {
   /** Chunks a worker prepares ahead of its upload slots (default PREPARED_PER_WORKER; 0 = wait-for-reply). */
   preparedPerWorker?: number;
   /**
-   * A backup in a pool: how long (ms) it pauses when too few targets can be reached for the write
-   * quorum, before it stops (resumable). Absent: until they are back or the job is cancelled; 0: never.
+   * How long (ms) a backup pauses when its target (in a pool: too few targets for the write quorum)
+   * cannot be reached, before it stops (resumable). Absent: until they are back or the job is
+   * cancelled; 0: never.
    */
   pauseLimitMs?: number;
 }

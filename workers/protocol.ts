@@ -20,8 +20,8 @@ export interface WorkerInit {
   /** Backups in a pool: where each pack's copies go, and how many must be stored. */
   placement?: PackPlacement;
   /**
-   * Backups in a pool: how long a pack that cannot reach its write quorum pauses for the targets to come
-   * back (ms; absent: it fails at once).
+   * Backups: how long a pack that cannot reach its write quorum (one copy, outside a pool) pauses for the
+   * targets to come back (ms; absent: it fails at once).
    */
   pauseLimitMs?: number;
   /** Backups: this worker's pack spool files (opened and closed by the pool) and their folder. */

@@ -203,7 +203,7 @@ describe('the bucket wins over the keystore', () => {
 });
 
 describe('outages', () => {
-  it('rides out 8 s of a 503-ing server mid-backup; past the retry window it stops resumably, naming the target', async () => {
+  it('rides out 8 s of a 503-ing server mid-backup; past the retry window it pauses, or with --pause-limit 0 stops resumably, naming the target', async () => {
     const bucket = await s3.createBucket();
     const { cli } = await initHomeWithTarget(s3, { bucket, endpoint: proxy.endpoint });
     const src = path.join(tempDir(), 'o');
@@ -225,7 +225,7 @@ describe('outages', () => {
     writeRandomFile(path.join(src, 'more.bin'), 64 * MiB);
     const short = { env: { ...cli.env, CAIRN_RETRY_WINDOW_MS: '1500' } };
     proxy.reset();
-    const second = spawnCli(['backup', src, '--chunk-size', '4MiB'], short);
+    const second = spawnCli(['backup', src, '--chunk-size', '4MiB', '--pause-limit', '0'], short);
     let err = '';
     second.stderr!.on('data', (d: Buffer) => (err += d));
     const ended = new Promise<number | null>((r) => second.once('exit', r));
@@ -240,6 +240,24 @@ describe('outages', () => {
     const dest2 = tempDir();
     expect((await runCli(['restore', again, '--to', dest2], cli)).code).toBe(0);
     expect(sha256File(path.join(dest2, 'o/more.bin'))).toBe(sha256File(path.join(src, 'more.bin')));
+
+    // Without a pause limit, past the retry window it pauses instead, and goes on once the server answers.
+    writeRandomFile(path.join(src, 'last.bin'), 64 * MiB);
+    proxy.reset();
+    const third = spawnCli(['backup', src, '--chunk-size', '4MiB'], short);
+    let said = '';
+    let id = '';
+    third.stderr!.on('data', (d: Buffer) => (said += d));
+    third.stdout!.on('data', (d: Buffer) => (id += d));
+    const done = new Promise<number | null>((r) => third.once('exit', r));
+    await until(() => proxy.count('PUT', '/data/') >= 1);
+    proxy.outage(9000, 'reset');
+    expect(await done, said).toBe(0);
+    expect(said).toMatch(/Paused: 1 pack waits for the write quorum: S3 target "s3" .* cannot be reached/);
+    expect(said).toMatch(/Resumed: the targets took the packs that waited\./);
+    const dest3 = tempDir();
+    expect((await runCli(['restore', id.trim(), '--to', dest3], cli)).code).toBe(0);
+    expect(sha256File(path.join(dest3, 'o/last.bin'))).toBe(sha256File(path.join(src, 'last.bin')));
     proxy.setDelay(20);
   });
 });

@@ -149,7 +149,7 @@ program
   .addOption(
     new Option(
       '--pause-limit <minutes>',
-      'in a pool: how long to pause when too few targets can be reached for the write quorum, before stopping (default: until they are back; 0: stop at once)',
+      'how long to pause when the target (in a pool: too few targets for the write quorum) cannot be reached, before stopping (default: until it is back; 0: stop at once)',
     ).argParser(intOption('Minutes')),
   )
   .option(
@@ -321,7 +321,7 @@ program
   .addOption(
     new Option(
       '--pause-limit <minutes>',
-      'in a pool: how long to pause when too few targets can be reached for the write quorum (default: as the backup was started)',
+      'how long to pause when targets cannot be reached, as for backup (default: as the backup was started)',
     ).argParser(intOption('Minutes')),
   )
   .action(async (opts: { pauseLimit?: number }) => {

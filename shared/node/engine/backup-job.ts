@@ -110,7 +110,8 @@ export async function runBackupJob(
         await repo.reconcilePacks(m, { markListed: false, impatient: true }).catch((err: unknown) => {
           if (!(err instanceof StorageError)) throw err;
         });
-  // In a pool, packs below the write quorum pause for their targets until this job is cancelled.
+  // Packs below the write quorum (one copy, outside a pool) pause for their targets until this job is
+  // cancelled or the pause limit passes.
   const stopWaiting = new AbortController();
   job.control?.onWake(() => void (job.control!.cancelled && stopWaiting.abort()));
   const waiting = waitingPacks(listener);

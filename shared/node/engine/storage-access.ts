@@ -24,7 +24,9 @@ export function startPool(
       shardKey: ks.keys.shardMac,
       targets,
       targetId,
-      ...(placement ? { placement, pauseLimitMs: settings.pauseLimitMs ?? Infinity } : {}),
+      ...(placement ? { placement } : {}),
+      // Backups: how long a pack below its write quorum pauses for its targets (restores store nothing).
+      pauseLimitMs: settings.pauseLimitMs ?? Infinity,
     },
     settings.workers,
     spoolFilesPerWorker,

@@ -19,19 +19,22 @@ export interface QuorumWait {
 }
 
 /**
- * Stores a pack in a pool as storePack does, but when too few targets took it for the write quorum
+ * Stores a pack as storePack does, but when too few targets took it for the write quorum (one, outside a pool)
  * because they cannot be reached (down, throttled, a folder's disk unplugged) it pauses instead of
  * failing: it tries the missing copies again, briefly, at growing intervals, keeping those that landed,
  * until the quorum is met, the limit passes or the job is cancelled. A refusal (credentials, a bad
  * request) fails at once: waiting would not mend it.
  */
 export async function storePackWaiting(o: StorePackOptions, wait?: QuorumWait): Promise<StoredPack> {
-  if (!wait || !o.placement) return storePack(o);
+  if (!wait) return storePack(o);
+  // In a pool each copy is first tried briefly (a dead member is noticed in seconds; the pause tries it
+  // again); a single target first rides out its retry window, as throttling is routine for some providers.
+  const impatient = o.placement !== undefined;
   let retry: { have: number[] } | undefined;
   let since = 0;
   for (let delay = wait.firstMs ?? WAIT_FIRST_MS; ; delay = Math.min(delay * 2, WAIT_MAX_MS)) {
     try {
-      const r = await storePack({ ...o, retry, impatient: true });
+      const r = await storePack({ ...o, retry, impatient });
       if (retry) wait.waiting(null);
       return r;
     } catch (err) {

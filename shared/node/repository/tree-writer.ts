@@ -31,7 +31,7 @@ export class TreeWriter {
     private readonly repo: Repository,
     private readonly target: TargetRow,
     private readonly jobId: string,
-    /** In a pool: how a tree pack below its write quorum waits for targets (as data packs do). */
+    /** How a tree pack below its write quorum waits for targets (as data packs do). */
     private readonly wait?: (packId: string) => QuorumWait,
   ) {}
 
