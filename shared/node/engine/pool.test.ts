@@ -47,6 +47,17 @@ function sourceTree(tag = 'file'): string {
   return src;
 }
 
+/** Two folder targets, 2 copies and a write quorum of 2, with the second folder away (renamed). */
+async function twoFoldersOneAway(): Promise<{ a: Engine; d2: string; src: string }> {
+  const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
+  const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
+  await a.addTarget('one', { kind: 'dir', path: d1 });
+  await a.addTarget('two', { kind: 'dir', path: d2 });
+  await a.pool.setReplicas(2, 2);
+  fs.renameSync(d2, `${d2}.away`);
+  return { a, d2, src: sourceTree() };
+}
+
 describe('a pool of targets: every target knows the others', () => {
   it('a second target makes a pool; connect through either one brings back both, S3 secret included', async () => {
     const dir = tempDir('cairn-pool-dir-');
@@ -251,14 +262,8 @@ describe('a pool of targets: every target knows the others', () => {
   });
 
   it('below the write quorum a backup pauses, says why, and goes on when the target is back', async () => {
-    const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
-    const src = sourceTree();
-    const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
+    const { a, d2, src } = await twoFoldersOneAway();
     try {
-      await a.addTarget('one', { kind: 'dir', path: d1 });
-      await a.addTarget('two', { kind: 'dir', path: d2 });
-      await a.pool.setReplicas(2, 2);
-      fs.renameSync(d2, `${d2}.away`);
       const said: (string | null)[] = [];
       const t0 = Date.now();
       const done = a.backup(
@@ -287,14 +292,8 @@ describe('a pool of targets: every target knows the others', () => {
   });
 
   it('a backup paused below the write quorum gives up when cancelled, and resumes later', async () => {
-    const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
-    const src = sourceTree();
-    const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
+    const { a, d2, src } = await twoFoldersOneAway();
     try {
-      await a.addTarget('one', { kind: 'dir', path: d1 });
-      await a.addTarget('two', { kind: 'dir', path: d2 });
-      await a.pool.setReplicas(2, 2);
-      fs.renameSync(d2, `${d2}.away`);
       const control = new JobControl();
       const t0 = Date.now();
       let jobId = '';

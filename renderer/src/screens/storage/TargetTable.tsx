@@ -129,24 +129,18 @@ export function TargetTable({
               </td>
               <td>
                 <span className={`badge ${STATE_BADGE[t.state]}`}>{t.state}</span>
-                {t.state === 'active' && (
+                {t.state !== 'gone' && (
                   <button
                     type="button"
                     className="link small"
                     disabled={busy}
-                    onClick={() => onChange({ name: t.name, drain: true })}
+                    onClick={() =>
+                      onChange(
+                        t.state === 'active' ? { name: t.name, drain: true } : { name: t.name, active: true },
+                      )
+                    }
                   >
-                    Drain
-                  </button>
-                )}
-                {t.state === 'draining' && (
-                  <button
-                    type="button"
-                    className="link small"
-                    disabled={busy}
-                    onClick={() => onChange({ name: t.name, active: true })}
-                  >
-                    Make active
+                    {t.state === 'active' ? 'Drain' : 'Make active'}
                   </button>
                 )}
                 {t.pendingMetadata > 0 && (
