@@ -126,7 +126,15 @@ export function redundancyText(r: RedundancyView): string {
 
 /** What a rebalance did (or, with dryRun, would do). */
 export function rebalanceText(
-  r: { packs: number; copied: number; removed: number; bytesCopied: number; converted?: number },
+  r: {
+    packs: number;
+    copied: number;
+    removed: number;
+    bytesCopied: number;
+    converted?: number;
+    /** A dry run's objects per member (those that gain or lose any). */
+    targets?: { name: string; add: number; remove: number; bytesAdded: number }[];
+  },
   dryRun: boolean,
   /** The policy's scheme: what a rebalance writes are shards under erasure coding. */
   scheme: 'replicas' | 'ec' = 'replicas',
@@ -136,8 +144,18 @@ export function rebalanceText(
   const converted = r.converted
     ? ` ${plural(r.converted, 'pack')} ${dryRun ? 'would be' : 'were'} rewritten for the policy.`
     : '';
+  const perTarget = r.targets?.length
+    ? `: ${r.targets
+        .map((t) =>
+          [t.add ? `+${t.add} (${formatSize(t.bytesAdded)})` : '', t.remove ? `−${t.remove}` : '']
+            .filter(Boolean)
+            .join(' ')
+            .replace(/^/, `"${t.name}" `),
+        )
+        .join(', ')}`
+    : '';
   return dryRun
-    ? `${objects(r.copied)} would be written and ${r.removed} removed (of ${plural(r.packs, 'pack')}).${converted}`
+    ? `${objects(r.copied)} would be written (${formatSize(r.bytesCopied)}) and ${r.removed} removed (of ${plural(r.packs, 'pack')})${perTarget}.${converted}`
     : `${objects(r.copied)} written (${formatSize(r.bytesCopied)}) and ${r.removed} removed, over ${plural(r.packs, 'pack')}.${converted}`;
 }
 

@@ -29,6 +29,9 @@ export interface SettingsView extends PipelineSettings {
 export type JobKind = 'backup' | 'restore' | 'verify' | 'prune';
 export type JobState = 'running' | 'paused' | 'interrupted' | 'done' | 'failed' | 'cancelled';
 
+/** A backup job's `target` when it stores into the pool (placement spreads its packs over the members). */
+export const POOL_JOB_TARGET = 'the pool';
+
 export interface JobView {
   id: string;
   kind: JobKind;

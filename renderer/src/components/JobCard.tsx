@@ -1,4 +1,4 @@
-import type { JobView } from '../../../shared/api/views.ts';
+import { POOL_JOB_TARGET, type JobView } from '../../../shared/api/views.ts';
 import { redundancyText } from '../../../shared/pool-text.ts';
 import { PRUNE_PHASE_LABELS } from '../../../shared/retention.ts';
 import { getApi } from '../api/bridge.ts';
@@ -32,6 +32,7 @@ export function JobCard(props: {
       .catch((e) => props.onError(messageOf(e)));
   const shown = job.state === 'done' ? 100 : pct;
   const waiting = job.state === 'running' && job.waitingFor;
+  const oneTarget = job.target !== POOL_JOB_TARGET;
   return (
     <li
       className={`job job-${job.state}${props.selected ? ' selected' : ''}`}
@@ -45,7 +46,7 @@ export function JobCard(props: {
             : `${job.kind === 'backup' ? 'Backup' : 'Restore'} · ${job.title}`}
         </span>
         <span className={`badge badge-${waiting ? 'waiting' : job.state}`}>
-          {waiting ? 'Waiting for targets' : STATE_LABEL[job.state]}
+          {waiting ? (oneTarget ? 'Waiting for its target' : 'Waiting for targets') : STATE_LABEL[job.state]}
           {job.state === 'cancelled' && resumable(job) ? ' — can resume' : ''}
         </span>
       </button>
@@ -99,8 +100,8 @@ export function JobCard(props: {
       )}
       {waiting && (
         <p className="job-waiting" role="status" data-testid="job-waiting">
-          Paused until the targets answer: {job.waitingFor}. It goes on by itself; Cancel stops it (it can
-          resume later).
+          Paused until {oneTarget ? 'the target answers' : 'the targets answer'}: {job.waitingFor}. It goes on
+          by itself; Cancel stops it (it can resume later).
         </p>
       )}
       {job.stored && resumable(job) && (

@@ -2,7 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ApiCallError, type Method, type Request, type Responses } from '../../api/contract.ts';
-import type { AppStatus, BackupView, JobView, TargetView } from '../../api/views.ts';
+import {
+  POOL_JOB_TARGET,
+  type AppStatus,
+  type BackupView,
+  type JobView,
+  type TargetView,
+} from '../../api/views.ts';
 import { StorageError } from '../storage/storage.ts';
 import { Engine, defaultHome, keystorePath, type BackupResult } from '../engine/engine.ts';
 import { JobCancelledError, JobControl } from '../engine/job-control.ts';
@@ -402,6 +408,6 @@ function targetView(t: { name: string; config: TargetView['config']; hasSecret: 
 /** Where a backup job stores: its target, or in a pool "the pool" (placement spreads its packs). */
 function jobTarget(e: Engine, targetId: number): string {
   return e.ks.pool.state() && e.ks.targetById(targetId).poolId !== null
-    ? 'the pool'
+    ? POOL_JOB_TARGET
     : e.ks.targetById(targetId).name;
 }

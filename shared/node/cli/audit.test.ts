@@ -253,7 +253,7 @@ describe('outages', () => {
     await until(() => proxy.count('PUT', '/data/') >= 1);
     proxy.outage(9000, 'reset');
     expect(await done, said).toBe(0);
-    expect(said).toMatch(/Paused: 1 pack waits for the write quorum: S3 target "s3" .* cannot be reached/);
+    expect(said).toMatch(/Paused: 1 pack waits for its target: S3 target "s3" .* cannot be reached/);
     expect(said).toMatch(/Resumed: the targets took the packs that waited\./);
     const dest3 = tempDir();
     expect((await runCli(['restore', id.trim(), '--to', dest3], cli)).code).toBe(0);

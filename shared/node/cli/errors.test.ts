@@ -49,11 +49,13 @@ function dumpKeystore(): string {
 async function expectNothingChanged(
   run: () => Promise<{ code: number | null; stderr: string; stdout: string }>,
   message: RegExp,
+  /** 1 for an error, 2 for a usage error (an argument of the wrong shape). */
+  code = 1,
 ) {
   const ks = dumpKeystore();
   const objects = await listKeys(s3, bucket);
   const r = await run();
-  expect(r.code).toBe(1);
+  expect(r.code).toBe(code);
   expect(r.stderr).toMatch(message);
   expect(r.stderr.trim().split('\n')).toHaveLength(1); // one clear sentence, no stack
   expect(r.stdout).toBe('');
@@ -159,11 +161,27 @@ describe('bad input gets a clear error and changes nothing', () => {
     await expectNothingChanged(
       () => runCli(['backup', src, '--target', 's3', '--chunk-size', 'banana'], cli),
       /Chunk size "banana" is not a size/,
+      2,
+    );
+    await expectNothingChanged(
+      () => runCli(['settings', '--workers', 'two'], cli),
+      /Worker count "two" is not a whole number\./,
+      2,
     );
     await expectNothingChanged(
       () => runCli(['settings', '--workers', '0'], cli),
       /Worker count must be at least 1\./,
     );
+  });
+
+  it('--version prints the version of package.json, and exits 0', async () => {
+    const { version } = JSON.parse(
+      fs.readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'),
+    ) as {
+      version: string;
+    };
+    const r = await runCli(['--version'], cli);
+    expect([r.code, r.stdout.trim()]).toEqual([0, version]);
   });
 
   it('no keystore yet, and a keystore that already exists', async () => {

@@ -16,6 +16,7 @@ import { registerPlanCommands } from './plan-commands.ts';
 import { registerRetentionCommands } from './retention-commands.ts';
 import { registerTargetCommands } from './target-commands.ts';
 import { PACK_SIZE_MAX, PACK_SIZE_MIN } from '../repository/config.ts';
+import pkg from '../../../package.json' with { type: 'json' };
 
 /** Thrown when a command ran but did not fully succeed; its report was already printed. */
 export class PartialFailure extends Error {}
@@ -44,6 +45,7 @@ function onInterrupt(message: string): () => void {
 
 const program = new Command('cairn')
   .description('Encrypted, chunked, parallel backups to your own S3-compatible buckets.')
+  .version(pkg.version, '-V, --version', 'print the version of Cairn')
   .option('--json', 'print a machine-readable result on stdout and nothing else there')
   .showHelpAfterError()
   .exitOverride()
@@ -55,13 +57,14 @@ function out(): Output {
 
 function sizeOption(v: string): number {
   const n = parseSize(v);
-  if (Number.isNaN(n)) throw new Error(`Chunk size "${v}" is not a size (examples: 8MiB, 512KiB, 1GiB).`);
+  if (Number.isNaN(n))
+    throw new UsageError(`Chunk size "${v}" is not a size (examples: 8MiB, 512KiB, 1GiB).`);
   return n;
 }
 
 function intOption(name: string) {
   return (v: string): number => {
-    if (!/^\d+$/.test(v)) throw new Error(`${name} "${v}" is not a whole number.`);
+    if (!/^\d+$/.test(v)) throw new UsageError(`${name} "${v}" is not a whole number.`);
     return Number(v);
   };
 }
@@ -345,9 +348,21 @@ program
 program
   .command('settings')
   .description('show or change the saved pipeline settings')
-  .addOption(new Option('--chunk-size <size>').argParser(sizeOption))
-  .addOption(new Option('--workers <n>').argParser(intOption('Worker count')))
-  .addOption(new Option('--uploads-per-worker <n>').argParser(intOption('Uploads per worker')))
+  .addOption(
+    new Option('--chunk-size <size>', 'the largest chunk files are cut into (8MiB, 512KiB …)').argParser(
+      sizeOption,
+    ),
+  )
+  .addOption(
+    new Option('--workers <n>', 'worker threads that read, seal and send').argParser(
+      intOption('Worker count'),
+    ),
+  )
+  .addOption(
+    new Option('--uploads-per-worker <n>', 'requests each worker keeps in flight').argParser(
+      intOption('Uploads per worker'),
+    ),
+  )
   .action(async (opts) => {
     const o = out();
     const s = await withEngine(async (e) => e.saveSettings(pipelineOverrides(opts)));

@@ -32,34 +32,41 @@ export function createOutput(json: boolean): Output {
       process.stderr.write(line + '\n');
     },
     listener() {
+      let paused = false;
       return {
         progress: (f) => {
           if (!tty) return;
-          process.stderr.write('\r\x1b[2K' + progressLine(f));
+          process.stderr.write('\r\x1b[2K' + progressLine(f, { paused }));
           drawn = true;
         },
         notice: (m) => this.info(m),
-        waiting: (reason) =>
+        waiting: (reason) => {
+          paused = reason !== null;
           this.info(
             reason
               ? `Paused: ${reason}. Ctrl-C stops the backup; "cairn resume" continues it later.`
               : 'Resumed: the targets took the packs that waited.',
-          ),
+          );
+        },
       };
     },
     endProgress: clear,
   };
 }
 
-export function progressLine(f: StatsFrame): string {
+/** The progress bar; while paused for targets, the ETA (which would only grow) gives way to "paused". */
+export function progressLine(f: StatsFrame, o: { paused?: boolean } = {}): string {
   const ratio = f.bytesTotal > 0 ? Math.min(1, f.bytesDone / f.bytesTotal) : 1;
   const width = 24;
   const filled = Math.round(ratio * width);
   const bar = '█'.repeat(filled) + '░'.repeat(width - filled);
   const rate = f.meanMbps > 0 ? f.meanMbps : f.mbps;
   const etaS = rate > 0 ? (f.bytesTotal - f.bytesDone) / 1e6 / rate : 0;
-  const eta =
-    rate > 0 ? `ETA ${Math.floor(etaS / 60)}:${String(Math.round(etaS % 60)).padStart(2, '0')}` : '';
+  const eta = o.paused
+    ? 'paused'
+    : rate > 0
+      ? `ETA ${Math.floor(etaS / 60)}:${String(Math.round(etaS % 60)).padStart(2, '0')}`
+      : '';
   return `${bar} ${(ratio * 100).toFixed(0).padStart(3)}%  ${formatSize(f.bytesDone)} / ${formatSize(f.bytesTotal)}  ${f.mbps.toFixed(1)} MB/s  ${eta}`;
 }
 

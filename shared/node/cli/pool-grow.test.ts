@@ -63,10 +63,13 @@ describe('a 4th target joins a pool of three, 2 copies (issue 10)', () => {
       cli,
     );
     expect(added.code, added.stderr).toBe(0);
-    const plan = await cliJson<{ packs: number; copied: number; removed: number }>(
-      ['rebalance', '--dry-run'],
-      cli,
-    );
+    const plan = await cliJson<{
+      packs: number;
+      copied: number;
+      removed: number;
+      bytesCopied: number;
+      targets: { name: string; add: number; remove: number; bytesAdded: number }[];
+    }>(['rebalance', '--dry-run'], cli);
     // With four equal targets, the new one is in a pack's first two with probability 1/2, and takes
     // one of its two copies: a quarter of the copies move.
     const fraction = plan.copied / (2 * packs);
@@ -74,6 +77,16 @@ describe('a 4th target joins a pool of three, 2 copies (issue 10)', () => {
       0.05,
     );
     expect(plan.removed).toBe(plan.copied);
+    // The dry run says where: every copy written goes to g4, the old targets only give some up.
+    const byName = new Map(plan.targets.map((t) => [t.name, t]));
+    expect(byName.get('g4')).toMatchObject({ add: plan.copied, remove: 0, bytesAdded: plan.bytesCopied });
+    expect(plan.bytesCopied).toBeGreaterThan(plan.copied * (512 << 10));
+    expect(plan.targets.filter((t) => t.name !== 'g4').every((t) => t.add === 0)).toBe(true);
+    expect(plan.targets.reduce((n, t) => n + t.remove, 0)).toBe(plan.removed);
+    // "target add" said so too.
+    expect(added.stdout).toMatch(
+      new RegExp(`"cairn rebalance" moves what is stored to match: ${plan.copied} copies would be written`),
+    );
 
     // Killed with -9 while copying (some copies already on g4), then after the new index is written.
     const run = spawnCli(['rebalance'], cli);

@@ -82,20 +82,21 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
     .option(
       '--weight <n>',
       "its share of the pool's packs, relative to the other targets (default 100)",
-      (v) => {
-        if (!/^\d+$/.test(v))
-          throw new Error(`--weight must be a whole number from 1 to 1000000, not "${v}".`);
-        return Number(v);
-      },
+      weightOption,
     )
     .option('--no-test', 'save without testing the connection')
     .action(async (name: string, o: AddOpts & { weight?: number }) => {
       const output = out();
       const { config, secret } = await targetFromOptions(o);
-      const { t, members, policy, packs } = await withEngine(async (e) => {
+      const { t, members, policy, packs, plan } = await withEngine(async (e) => {
         const row = await e.addTarget(name, config, secret, { test: o.test, weight: o.weight });
         const packs = e.ks.index.counts().packs;
-        return { t: row, members: e.listTargets().map((x) => x.name), policy: e.pool.policy(), packs };
+        const members = e.listTargets().map((x) => x.name);
+        // Joining a pool that holds packs: say what placement would now move there.
+        // The target is added whatever this finds: a member out of reach or a lock only leaves it unsaid.
+        const plan =
+          members.length > 2 && packs > 0 ? await e.pool.rebalance({ dryRun: true }).catch(() => null) : null;
+        return { t: row, members, policy: e.pool.policy(), packs, plan };
       });
       const lines = [`Added target "${t.name}".`];
       if (members.length === 2)
@@ -108,7 +109,11 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
         );
       if (members.length === 2 && packs > 0 && policy.scheme === 'replicas' && policy.copies > 1)
         lines.push('The packs stored before have one copy: "cairn repair" gives them their second.');
-      output.result({ id: t.id, name: t.name, config: t.config, policy }, lines.join('\n'));
+      if (plan && plan.copied + plan.removed > 0)
+        lines.push(
+          `"cairn rebalance" moves what is stored to match: ${rebalanceText(plan, true, plan.scheme)}`,
+        );
+      output.result({ id: t.id, name: t.name, config: t.config, policy, rebalance: plan }, lines.join('\n'));
     });
 
   target
@@ -159,10 +164,7 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
       'change a pool member\'s weight (its share of new copies), or make a draining one active again; "cairn rebalance" then moves what is stored to match',
     )
     .argument('<name>')
-    .option('--weight <n>', 'its share of new copies, relative to the other targets', (v) => {
-      if (!/^\d+$/.test(v)) throw new Error(`--weight must be a whole number from 1 to 1000000, not "${v}".`);
-      return Number(v);
-    })
+    .option('--weight <n>', 'its share of new copies, relative to the other targets', weightOption)
     .option('--active', 'take new copies again (undoes "target drain")')
     .action(async (name: string, o: { weight?: number; active?: boolean }) => {
       const output = out();
@@ -241,4 +243,12 @@ async function targetFromOptions(o: AddOpts): Promise<{ config: TargetConfig; se
     },
     secret,
   };
+}
+
+/** A pool member's weight: the keystore and the pool object take 1 … 1,000,000. */
+function weightOption(v: string): number {
+  const n = Number(v);
+  if (!/^\d+$/.test(v) || n < 1 || n > 1_000_000)
+    throw new UsageError(`--weight must be a whole number from 1 to 1000000, not "${v}".`);
+  return n;
 }

@@ -114,7 +114,7 @@ export async function runBackupJob(
   // cancelled or the pause limit passes.
   const stopWaiting = new AbortController();
   job.control?.onWake(() => void (job.control!.cancelled && stopWaiting.abort()));
-  const waiting = waitingPacks(listener);
+  const waiting = waitingPacks(listener, { pool: !!ks.pool.state() && target.poolId !== null });
   const trees = new TreeWriter(repo, target, jobId, (packId) => ({
     limitMs: settings.pauseLimitMs ?? Infinity,
     signal: stopWaiting.signal,

@@ -25,8 +25,11 @@ export interface JobListener {
  */
 export function waitingPacks(
   listener: JobListener,
-  everyMs = 10_000,
+  opts: { pool: boolean; everyMs?: number },
 ): (packId: string, reason: string | null) => void {
+  const everyMs = opts.everyMs ?? 10_000;
+  // Outside a pool there is one target, and "the write quorum" would be jargon for "it".
+  const forWhat = opts.pool ? 'the write quorum' : 'its target';
   const packs = new Map<string, string>();
   let saidAt: number | null = null;
   return (packId, reason) => {
@@ -40,6 +43,6 @@ export function waitingPacks(
     if (reason === null || (saidAt !== null && Date.now() - saidAt < everyMs)) return;
     saidAt = Date.now();
     const n = packs.size;
-    listener.waiting?.(`${n} pack${n === 1 ? ' waits' : 's wait'} for the write quorum: ${reason}`);
+    listener.waiting?.(`${n} pack${n === 1 ? ' waits' : 's wait'} for ${forWhat}: ${reason}`);
   };
 }

@@ -5,7 +5,7 @@ import { sealShard } from '../format/shard-codec.ts';
 import { packPlacement } from '../repository/pack-placement.ts';
 import { readShardObject, readWholePack, storeWhole, withNewId } from '../repository/pack-rewrite.ts';
 import type { PackPlacement } from '../../../workers/protocol.ts';
-import { planMove, whereNamed, type PackMove } from './rebalance-plan.ts';
+import { planMove, plannedWrites, whereNamed, type PackMove } from './rebalance-plan.ts';
 import type { RepoLock } from '../repository/locks.ts';
 import { inLockOrder } from '../repository/pool.ts';
 import type { Repository } from '../repository/repository.ts';
@@ -22,7 +22,10 @@ export interface RebalanceResult {
   copied: number;
   /** Copies (or shards) deleted where placement no longer puts them (draining targets included). */
   removed: number;
+  /** Bytes written (a dry run: the bytes it would write). */
   bytesCopied: number;
+  /** Per member that gains or loses objects: how many, and the bytes written there (in lock order). */
+  targets: { name: string; add: number; remove: number; bytesAdded: number }[];
   /** Packs stored another way than the policy says (replicas ↔ erasure coding, another k+m), rewritten. */
   converted: number;
   /** Packs left as they were: no stored copy could be read to copy from. */
@@ -63,6 +66,7 @@ export async function runRebalance(
     copied: 0,
     removed: 0,
     bytesCopied: 0,
+    targets: [],
     converted: 0,
     unreadable: [],
   };
@@ -99,6 +103,14 @@ export async function runRebalance(
         result.copied += move.add.length;
         result.removed += move.drop.length;
       }
+    }
+    if (opts.dryRun) {
+      const plan = plannedWrites(moves, state.policy);
+      result.bytesCopied = plan.bytes;
+      result.targets = members.flatMap((t) => {
+        const x = plan.byTarget.get(t.id);
+        return x ? [{ name: t.name, ...x }] : [];
+      });
     }
     if (opts.dryRun || result.copied + result.removed === 0) return result;
 

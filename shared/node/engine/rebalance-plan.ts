@@ -1,4 +1,5 @@
 import type { IndexedPack } from '../format/index-file.ts';
+import { shardLengthFor, shardObjectLength } from '../format/shard-codec.ts';
 import { PlacementError, rankTargets, type PlacementTarget } from '../repository/placement.ts';
 import type { PoolPolicy } from '../repository/pool.ts';
 import type { CopyState } from './keystore/index-cache.ts';
@@ -126,4 +127,41 @@ export function planMove(
     .filter((t) => layout.get(p.shards.get(t)!) !== t)
     .map((t) => ({ shard: p.shards.get(t)!, target: t }));
   return { kind: 'shards', id, size: p.size, k: policy.k, m: policy.m, layout, add, drop };
+}
+
+/**
+ * What a rebalance would write and delete, for its dry run: bytes in all, and per local target id the
+ * objects added and removed there. A converted pack's new objects count in the bytes only: their targets
+ * follow from the new pack id, which is drawn when the pack is rewritten.
+ */
+export function plannedWrites(
+  moves: readonly PackMove[],
+  policy: PoolPolicy,
+): { bytes: number; byTarget: Map<number, { add: number; remove: number; bytesAdded: number }> } {
+  const byTarget = new Map<number, { add: number; remove: number; bytesAdded: number }>();
+  const at = (t: number) => {
+    let x = byTarget.get(t);
+    if (!x) byTarget.set(t, (x = { add: 0, remove: 0, bytesAdded: 0 }));
+    return x;
+  };
+  const objectBytes = (size: number, k?: number) =>
+    k === undefined ? size : shardObjectLength(shardLengthFor(size, k));
+  let bytes = 0;
+  for (const m of moves) {
+    if (m.kind === 'stay') continue;
+    for (const d of m.drop) at(typeof d === 'number' ? d : d.target).remove++;
+    if (m.kind === 'convert') {
+      const k = policy.scheme === 'ec' ? policy.k : undefined;
+      bytes += objectBytes(m.size, k) * (policy.scheme === 'ec' ? policy.k + policy.m : policy.copies);
+      continue;
+    }
+    const each = objectBytes(m.size, m.kind === 'shards' ? m.k : undefined);
+    for (const a of m.add) {
+      const x = at(typeof a === 'number' ? a : a.target);
+      x.add++;
+      x.bytesAdded += each;
+      bytes += each;
+    }
+  }
+  return { bytes, byTarget };
 }
