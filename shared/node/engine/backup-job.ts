@@ -78,21 +78,42 @@ export function snapshotIdOf(jobId: string): string {
  */
 export async function runBackupJob(
   repo: Repository,
-  job: {
-    jobId: string;
-    target: TargetRow;
-    sources: string[];
-    settings: PipelineSettings;
-    forceRead: boolean;
-    /** Exclude patterns (exclude.ts); what they match is not walked or stored. */
-    exclude?: readonly string[];
-    control?: JobControl;
-    /** Records the job: called once the sources are proven readable, before anything is written. */
-    begin?: () => void;
-    /** Called before the index and snapshot are written: throws when the job's lock was lost. */
-    beforeCommit?: () => Promise<void>;
-  },
+  job: BackupJobSpec,
   listener: JobListener,
+): Promise<BackupResult> {
+  // Packs below the write quorum (one copy, outside a pool) pause for their targets until this job is
+  // cancelled or the pause limit passes. However the job ends, nothing of it keeps waiting (a tree pack's
+  // timer would keep the process alive after the backup failed).
+  const stopWaiting = new AbortController();
+  const unwake = job.control?.onWake(() => void (job.control!.cancelled && stopWaiting.abort()));
+  try {
+    return await backupJob(repo, job, listener, stopWaiting.signal);
+  } finally {
+    stopWaiting.abort();
+    unwake?.();
+  }
+}
+
+type BackupJobSpec = {
+  jobId: string;
+  target: TargetRow;
+  sources: string[];
+  settings: PipelineSettings;
+  forceRead: boolean;
+  /** Exclude patterns (exclude.ts); what they match is not walked or stored. */
+  exclude?: readonly string[];
+  control?: JobControl;
+  /** Records the job: called once the sources are proven readable, before anything is written. */
+  begin?: () => void;
+  /** Called before the index and snapshot are written: throws when the job's lock was lost. */
+  beforeCommit?: () => Promise<void>;
+};
+
+async function backupJob(
+  repo: Repository,
+  job: BackupJobSpec,
+  listener: JobListener,
+  stopWaiting: AbortSignal,
 ): Promise<BackupResult> {
   const ks = repo.ks;
   const { target, settings, jobId } = job;
@@ -110,14 +131,10 @@ export async function runBackupJob(
         await repo.reconcilePacks(m, { markListed: false, impatient: true }).catch((err: unknown) => {
           if (!(err instanceof StorageError)) throw err;
         });
-  // Packs below the write quorum (one copy, outside a pool) pause for their targets until this job is
-  // cancelled or the pause limit passes.
-  const stopWaiting = new AbortController();
-  job.control?.onWake(() => void (job.control!.cancelled && stopWaiting.abort()));
   const waiting = waitingPacks(listener, { pool: !!ks.pool.state() && target.poolId !== null });
   const trees = new TreeWriter(repo, target, jobId, (packId) => ({
     limitMs: settings.pauseLimitMs ?? Infinity,
-    signal: stopWaiting.signal,
+    signal: stopWaiting,
     waiting: (reason) => waiting(packId, reason),
   }));
   const seal = (nodes: Parameters<TreeWriter['add']>[0]) => trees.add(nodes);
@@ -157,7 +174,7 @@ export async function runBackupJob(
     control: job.control,
     listener,
     waiting,
-    stopWaiting: stopWaiting.signal,
+    stopWaiting,
     warnings,
     fileStored: () => listener.files?.(++filesDone, filesTotal),
   });

@@ -198,6 +198,13 @@ export async function storeFiles(
       : null;
   const giveUp = () => pool?.broadcast({ t: 'stop-waiting' });
   o.stopWaiting?.addEventListener('abort', giveUp);
+  // The backup stops at its first failure: packs still paused for their targets stop waiting too, or
+  // the flush at the end would wait for them (without a pause limit, for ever).
+  const fail = (why: string) => {
+    if (failure !== null) return;
+    failure = why;
+    giveUp();
+  };
   try {
     for (let round: Iterable<FileState> = firstReads(); pool && !failure; round = reread.splice(0)) {
       await pool.run({
@@ -223,7 +230,7 @@ export async function storeFiles(
           if (m.t === 'pack-failed') {
             // A quorum failure names its targets in its message; a storage error names its one.
             const on = m.error.target ? ` on target "${m.error.target}"` : '';
-            failure ??= `storing pack ${m.packId.slice(0, 12)}…${on} failed: ${m.error.message}`;
+            fail(`storing pack ${m.packId.slice(0, 12)}…${on} failed: ${m.error.message}`);
             return false;
           }
           if (m.t === 'hashed') {
@@ -244,7 +251,7 @@ export async function storeFiles(
               fsSync.statSync(sourceOf(f.read), { throwIfNoEntry: false });
             if (st)
               readAgain(f, st); // it shrank while being read
-            else failure ??= describeFailure(sourceOf(f.read), idx, m.error, target.name);
+            else fail(describeFailure(sourceOf(f.read), idx, m.error, target.name));
             return true;
           }
           const hex = Buffer.from(m.id).toString('hex');

@@ -8,7 +8,6 @@ import { describeTree, tempDir } from '../../../test/support/fixtures.ts';
 import { startProxy } from '../../../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import { copyTargets, packPlacement } from '../repository/pack-placement.ts';
-import { JobControl } from './job-control.ts';
 import { Engine } from './engine.ts';
 
 let s3: S3Server;
@@ -45,17 +44,6 @@ function sourceTree(tag = 'file'): string {
   for (let i = 0; i < 20; i++)
     fs.writeFileSync(path.join(src, 'docs', `f${i}.txt`), `${tag} ${i} `.repeat(100 + i));
   return src;
-}
-
-/** Two folder targets, 2 copies and a write quorum of 2, with the second folder away (renamed). */
-async function twoFoldersOneAway(): Promise<{ a: Engine; d2: string; src: string }> {
-  const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
-  const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
-  await a.addTarget('one', { kind: 'dir', path: d1 });
-  await a.addTarget('two', { kind: 'dir', path: d2 });
-  await a.pool.setReplicas(2, 2);
-  fs.renameSync(d2, `${d2}.away`);
-  return { a, d2, src: sourceTree() };
 }
 
 describe('a pool of targets: every target knows the others', () => {
@@ -258,61 +246,6 @@ describe('a pool of targets: every target knows the others', () => {
       expect((await b.check()).problems).toEqual([]);
     } finally {
       b.close();
-    }
-  });
-
-  it('below the write quorum a backup pauses, says why, and goes on when the target is back', async () => {
-    const { a, d2, src } = await twoFoldersOneAway();
-    try {
-      const said: (string | null)[] = [];
-      const t0 = Date.now();
-      const done = a.backup(
-        [src],
-        {},
-        {
-          waiting: (r) => {
-            said.push(r);
-            // The folder's disk is plugged in again once the backup has said it waits.
-            if (r && fs.existsSync(`${d2}.away`)) fs.renameSync(`${d2}.away`, d2);
-          },
-        },
-      );
-      const r = await done;
-      expect(said[0]).toMatch(/waits? for the write quorum: .*"two"/);
-      expect(said.at(-1)).toBeNull();
-      expect(r.redundancy.state).toBe('full');
-      expect(Date.now() - t0).toBeLessThan(40_000);
-      expect((await a.pool.redundancy()).degraded).toEqual([]);
-      const out = tempDir('cairn-pool-out-');
-      expect((await a.restore(r.snapshotId, { to: out })).failed).toEqual([]);
-      expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
-    } finally {
-      a.close();
-    }
-  });
-
-  it('a backup paused below the write quorum gives up when cancelled, and resumes later', async () => {
-    const { a, d2, src } = await twoFoldersOneAway();
-    try {
-      const control = new JobControl();
-      const t0 = Date.now();
-      let jobId = '';
-      const done = a.backup(
-        [src],
-        {},
-        { started: (ids) => void (jobId = ids.jobId), waiting: (r) => void (r && control.cancel()) },
-        control,
-      );
-      await expect(done).rejects.toThrow(/cancelled/);
-      expect(Date.now() - t0).toBeLessThan(30_000);
-      fs.renameSync(`${d2}.away`, d2);
-      const resumed = await a.resumeJob(jobId);
-      expect(resumed!.redundancy.state).toBe('full');
-      const out = tempDir('cairn-pool-out-');
-      expect((await a.restore(resumed!.snapshotId, { to: out })).failed).toEqual([]);
-      expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
-    } finally {
-      a.close();
     }
   });
 

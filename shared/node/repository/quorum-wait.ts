@@ -39,16 +39,17 @@ export async function storePackWaiting(o: StorePackOptions, wait?: QuorumWait): 
       return r;
     } catch (err) {
       if (!worthWaiting(err) || wait.signal?.aborted) throw err;
+      if (wait.limitMs === 0) throw err;
       since ||= Date.now();
-      if (Date.now() - since + delay > wait.limitMs)
-        throw wait.limitMs === 0
-          ? err
-          : new RepositoryError(
-              `${sentence(err)} It waited ${waited(since)} for the targets: the pause limit.`,
-            );
+      // The limit is waited in full: the last wait is cut short to end at it, and one more try follows.
+      const left = wait.limitMs - (Date.now() - since);
+      if (left <= 0)
+        throw new RepositoryError(
+          `${sentence(err)} It waited ${waited(since)} for the targets: the pause limit.`,
+        );
       retry = { have: err instanceof QuorumError ? err.copies : [] };
       wait.waiting(`${(err as Error).message.replace(/\.$/, '')}; tried again every 5 to 30 s`);
-      await sleep(delay, undefined, { signal: wait.signal }).catch(() => {
+      await sleep(Math.min(delay, left), undefined, { signal: wait.signal }).catch(() => {
         throw err;
       });
     }

@@ -81,7 +81,7 @@ export function StorageScreen() {
         <h1>Storage</h1>
         <span className="muted">
           {p.pooled
-            ? `A pool of ${p.targets.length} targets · ${formatCount(r.packs)} packs · ${formatSize(p.storedBytes)} per copy`
+            ? `A pool of ${p.targets.length} targets · ${formatCount(r.packs)} packs of ${formatSize(p.storedBytes)}`
             : `One target · ${formatCount(r.packs)} packs · ${formatSize(p.storedBytes)}`}
         </span>
       </header>
@@ -176,9 +176,9 @@ export function StorageScreen() {
           busy={busy}
         />
         <p className="muted small">
-          Stored copies are what this machine’s keystore records on each target; “cairn check --redundancy”
-          lists the buckets themselves. A weight is a target’s share of new copies; Rebalance then moves what
-          is stored to match. Add or remove targets in Settings.
+          Stored {p.policy.scheme === 'ec' ? 'shards' : 'copies'} are what this machine’s keystore records on
+          each target; “cairn check --redundancy” lists the buckets themselves. A weight is a target’s share
+          of new copies; Rebalance then moves what is stored to match. Add or remove targets in Settings.
         </p>
       </section>
 

@@ -105,7 +105,7 @@ export function TargetTable({
             <th>Kind</th>
             <th className="num">Weight</th>
             <th>State</th>
-            <th className="num">Stored copies</th>
+            <th className="num">Stored {unit}</th>
             <th className="num">Queued</th>
             <th className="num">Missing</th>
             <th>Health</th>
