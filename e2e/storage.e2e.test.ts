@@ -262,7 +262,7 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
       document.querySelector('[data-testid=pool-result]')?.textContent?.startsWith('Target:'),
     );
     // Under 2+1 over three targets every target holds a shard of every pack: nothing moves.
-    expect(await result.textContent()).toBe('Target: “d3” has weight 100; nothing stored needs to move.');
+    expect(await result.textContent()).toBe('Target: “d3” has weight 100. Nothing stored needs to move.');
     expect(await row('d3').getByTestId('target-weight').textContent()).toBe('33 % of new shards');
     expect(
       (await cliJson<{ name: string; weight: number }[]>(['target', 'ls'], cli)).find((t) => t.name === 'd3')!

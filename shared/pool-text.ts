@@ -159,6 +159,20 @@ export function rebalanceText(
     : `${objects(r.copied)} written (${formatSize(r.bytesCopied)}) and ${r.removed} removed, over ${plural(r.packs, 'pack')}.${converted}`;
 }
 
+/**
+ * What a rebalance would now move, after a change that moves nothing itself (a weight, a target joining):
+ * `command` is how the reader runs it ("cairn rebalance" in the terminal, "Rebalance" in the app).
+ */
+export function pendingMovesText(
+  r: Parameters<typeof rebalanceText>[0],
+  scheme: 'replicas' | 'ec',
+  command: string,
+): string {
+  return r.copied + r.removed === 0
+    ? 'Nothing stored needs to move.'
+    : `${command} moves what is stored to match: ${rebalanceText(r, true, scheme)}`;
+}
+
 /** What a repair did: copies written, and what is still queued. */
 export function repairText(r: { completed: number; queued: number }): string {
   return `${plural(r.completed, 'copy', 'copies')} written; ${r.queued === 0 ? 'every pack has full redundancy' : `${plural(r.queued, 'copy', 'copies')} still queued`}.`;

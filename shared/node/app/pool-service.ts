@@ -1,6 +1,6 @@
 import { ApiCallError, type Request, type Responses } from '../../api/contract.ts';
 import type { PoolOperationView, PoolTargetView, PoolView } from '../../api/views.ts';
-import { rebalanceText, repairText, type RedundancyView } from '../../pool-text.ts';
+import { pendingMovesText, rebalanceText, repairText, type RedundancyView } from '../../pool-text.ts';
 import { targetWhere } from '../../settings.ts';
 import type { Engine } from '../engine/engine.ts';
 import { poolStatus } from '../engine/pool-status.ts';
@@ -91,15 +91,11 @@ export class PoolService {
           e,
           r: drain ? await e.pool.drain(name) : await e.pool.setTarget(name, { weight, active }),
         }));
-        const moves =
-          r.copied + r.removed === 0
-            ? 'nothing stored needs to move.'
-            : `Rebalance moves what is stored to match: ${rebalanceText(r, true, r.scheme)}`;
         return {
           ok: r.unreadable.length === 0,
           message: drain
             ? `“${name}” is draining: ${rebalanceText(r, false, r.scheme)} Remove it in Settings.`
-            : `“${name}” ${weight !== undefined ? `has weight ${weight}` : 'is active again'}; ${moves}`,
+            : `“${name}” ${weight !== undefined ? `has weight ${weight}` : 'is active again'}. ${pendingMovesText(r, r.scheme, 'Rebalance')}`,
           problems: r.unreadable.length
             ? [`${r.unreadable.length} packs could not be read to move: they stay where they are.`]
             : [],

@@ -3,7 +3,7 @@ import { targetWhere, type TargetConfig } from '../../settings.ts';
 import type { Output } from './output.ts';
 import { UsageError, table } from './output.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
-import { describePolicy, rebalanceText } from '../../pool-text.ts';
+import { describePolicy, pendingMovesText, rebalanceText } from '../../pool-text.ts';
 import { readUnlocker, withEngine } from './session.ts';
 
 interface AddOpts {
@@ -174,13 +174,9 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
         const r = await e.pool.setTarget(name, o);
         return { r, t: e.ks.findTarget(name)! };
       });
-      const moves =
-        r.copied + r.removed === 0
-          ? 'Nothing stored needs to move.'
-          : `"cairn rebalance" moves what is stored to match: ${rebalanceText(r, true, r.scheme)}`;
       output.result(
         { name: t.name, weight: t.weight, state: t.state, rebalance: r },
-        `Target "${t.name}": weight ${t.weight}, ${t.state}. ${moves}`,
+        `Target "${t.name}": weight ${t.weight}, ${t.state}. ${pendingMovesText(r, r.scheme, '"cairn rebalance"')}`,
       );
     });
 

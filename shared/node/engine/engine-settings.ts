@@ -44,3 +44,10 @@ export function check<T>(
   }
   return r.data;
 }
+
+/** A pool member's weight, its share of new copies: a whole number from 1 to 1,000,000. */
+export function checkWeight(weight: number): number {
+  if (!Number.isInteger(weight) || weight < 1 || weight > 1_000_000)
+    throw new SettingsError('The weight is a whole number from 1 to 1000000.', 'weight');
+  return weight;
+}

@@ -6,7 +6,7 @@ import { RepositoryError, type Repository } from '../repository/repository.ts';
 import { MemberWipedError } from '../repository/errors.ts';
 import { StorageError } from '../storage/storage.ts';
 import { EC_MAX_K as MAX_K, EC_MAX_M as MAX_M } from '../format/erasure.ts';
-import { SettingsError } from './engine-settings.ts';
+import { SettingsError, checkWeight } from './engine-settings.ts';
 import { runRebalance, type RebalanceResult } from './rebalance-job.ts';
 import type { Keystore, TargetRow } from './keystore/keystore.ts';
 
@@ -226,10 +226,7 @@ export class PoolAdmin {
    * its copies to the other targets; then `target rm` can remove it.
    */
   async drain(name: string, opts: { notice?: (m: string) => void } = {}): Promise<RebalanceResult> {
-    const t = this.ks.findTarget(name);
-    if (!t) throw new SettingsError(`No target named "${name}": "cairn target ls" lists them.`);
-    if (t.poolId === null)
-      throw new SettingsError(`Target "${name}" is not in a pool: there is nowhere to move its packs.`);
+    const t = this.member(name, 'there is nowhere to move its packs');
     const policy = this.policy();
     const active = this.ks.listTargets().filter((x) => x.state === 'active' && x.id !== t.id).length;
     const needed = policy.scheme === 'replicas' ? policy.copies : policy.k + policy.m;
@@ -237,8 +234,7 @@ export class PoolAdmin {
       throw new SettingsError(
         `Without "${name}" the pool has ${active} active target${active === 1 ? '' : 's'}, and the policy needs ${needed}: add one first.`,
       );
-    this.ks.pool.setPlace(t.id, { poolId: t.poolId, weight: t.weight, state: 'draining' });
-    await this.repo.publishPool({ waitMs: 30_000 });
+    await this.changePlace(t, { weight: t.weight, state: 'draining' });
     // Objects no index file names (a copy a killed move wrote, an interrupted upload) stay: without the
     // index the bucket's contents cannot prove them garbage. `target rm` needs only that no copy the
     // index names is there.
@@ -251,27 +247,35 @@ export class PoolAdmin {
    * `rebalance` would move to match.
    */
   async setTarget(name: string, change: { weight?: number; active?: boolean }): Promise<RebalanceResult> {
-    const t = this.ks.findTarget(name);
-    if (!t) throw new SettingsError(`No target named "${name}": "cairn target ls" lists them.`);
-    if (t.poolId === null)
-      throw new SettingsError(
-        `Target "${name}" is not in a pool: weights and draining apply to pool members.`,
-      );
-    const weight = change.weight ?? t.weight;
-    if (!Number.isInteger(weight) || weight < 1 || weight > 1_000_000)
-      throw new SettingsError('--weight must be a whole number from 1 to 1000000.', 'weight');
+    const t = this.member(name, 'weights and draining apply to pool members');
+    const weight = checkWeight(change.weight ?? t.weight);
     if (change.active && t.state === 'gone')
       throw new SettingsError(`Target "${name}" is gone: add it again with "cairn target add".`);
     const state = change.active ? 'active' : t.state;
-    if (weight === t.weight && state === t.state) return runRebalance(this.repo, { dryRun: true });
-    this.ks.pool.setPlace(t.id, { poolId: t.poolId, weight, state });
+    if (weight !== t.weight || state !== t.state) await this.changePlace(t, { weight, state });
+    return runRebalance(this.repo, { dryRun: true });
+  }
+
+  /** The pool member named `name`; `why` says why a target outside the pool will not do. */
+  private member(name: string, why: string): TargetRow & { poolId: number } {
+    const t = this.ks.findTarget(name);
+    if (!t) throw new SettingsError(`No target named "${name}": "cairn target ls" lists them.`);
+    if (t.poolId === null) throw new SettingsError(`Target "${name}" is not in a pool: ${why}.`);
+    return { ...t, poolId: t.poolId };
+  }
+
+  /** Sets a member's weight and state and publishes the pool object; when that fails, nothing changed. */
+  private async changePlace(
+    t: TargetRow & { poolId: number },
+    place: { weight: number; state: TargetRow['state'] },
+  ): Promise<void> {
+    this.ks.pool.setPlace(t.id, { poolId: t.poolId, ...place });
     try {
       await this.repo.publishPool({ waitMs: 30_000 });
     } catch (err) {
       this.ks.pool.setPlace(t.id, { poolId: t.poolId, weight: t.weight, state: t.state });
       throw err;
     }
-    return runRebalance(this.repo, { dryRun: true });
   }
 
   /** Every pack's stored copies against the policy, after listing every member's data/. */

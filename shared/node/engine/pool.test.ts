@@ -393,7 +393,7 @@ describe('a pool of targets: every target knows the others', () => {
       await a.addTarget('big', { kind: 'dir', path: dirs[2]! }, undefined, { weight: 400 });
       await expect(
         a.addTarget('bad', { kind: 'dir', path: tempDir() }, undefined, { weight: 0 }),
-      ).rejects.toThrow(/--weight must be a whole number/);
+      ).rejects.toThrow(/The weight is a whole number from 1 to 1000000\./);
       await a.pool.setReplicas(1);
       const placement = packPlacement(a.ks, a.ks.findTarget('small')!)!;
       const share = new Map<number, number>();

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { targetConfigSchema, targetNameSchema, targetWhere, type TargetConfig } from '../../settings.ts';
 import { Repository } from '../repository/repository.ts';
 import { openTarget, type TargetHandle } from '../storage/open-target.ts';
-import { SettingsError, check } from './engine-settings.ts';
+import { SettingsError, check, checkWeight } from './engine-settings.ts';
 import type { Keystore, TargetRow } from './keystore/keystore.ts';
 
 /** Whether two targets' settings name the same folder, or the same bucket of the same endpoint. */
@@ -31,9 +31,7 @@ export class TargetAdmin {
     opts: { test?: boolean; weight?: number } = {},
   ): Promise<TargetRow> {
     check(targetNameSchema, name);
-    const weight = opts.weight ?? 100;
-    if (!Number.isInteger(weight) || weight < 1 || weight > 1_000_000)
-      throw new SettingsError('--weight must be a whole number from 1 to 1000000.', 'weight');
+    const weight = checkWeight(opts.weight ?? 100);
     const parsed = check(targetConfigSchema, config);
     if (this.ks.findTarget(name)) throw new SettingsError(`A target named "${name}" already exists.`);
     const same = this.ks.listTargets().find((t) => sameStore(t.config, parsed));

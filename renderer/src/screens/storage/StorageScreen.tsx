@@ -154,6 +154,7 @@ export function StorageScreen() {
               <button
                 type="button"
                 className="primary"
+                disabled={busy}
                 onClick={() => void change({ name: draining, drain: true })}
               >
                 Drain “{draining}”

@@ -122,14 +122,16 @@ export function TargetTable({
                 <span className="badge">{KIND[t.kind]}</span>
               </td>
               <td className="num" data-testid="target-weight">
-                <Weight key={t.weight} t={t} onChange={onChange} busy={busy} />
+                {/* Weights and draining are the pool's: a target outside it (added while the pool could not be
+                    written) shows its weight only. */}
+                {t.inPool ? <Weight key={t.weight} t={t} onChange={onChange} busy={busy} /> : t.weight}
                 <div className="muted small">
                   {t.state === 'active' ? `${t.share.toFixed(0)} % of new ${unit}` : `no new ${unit}`}
                 </div>
               </td>
               <td>
                 <span className={`badge ${STATE_BADGE[t.state]}`}>{t.state}</span>
-                {t.state !== 'gone' && (
+                {t.state !== 'gone' && t.inPool && (
                   <button
                     type="button"
                     className="link small"
