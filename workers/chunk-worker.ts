@@ -125,8 +125,7 @@ async function uploadPack(packId: string, body: SpooledBody, blobs: PackedBlob[]
         fill: (into) => readSpooledInto(body, into),
         sodium,
         shardKey,
-        put: (id, key, b, patient) =>
-          (patient ? storage(id) : storage(id).patience(FAILOVER_WINDOW_MS)).put(key, b),
+        storage,
         down,
       },
       init.pauseLimitMs === undefined

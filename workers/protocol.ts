@@ -21,7 +21,7 @@ export interface WorkerInit {
   placement?: PackPlacement;
   /**
    * Backups: how long a pack that cannot reach its write quorum (one copy, outside a pool) pauses for the
-   * targets to come back (ms; absent: it fails at once).
+   * targets to come back (ms; Infinity: until they are back; 0: it fails at once; absent: no pause, the pack is stored with the retry window's patience).
    */
   pauseLimitMs?: number;
   /** Backups: this worker's pack spool files (opened and closed by the pool) and their folder. */

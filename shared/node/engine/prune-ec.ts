@@ -1,7 +1,7 @@
 import type { PackPlacement } from '../../../workers/protocol.ts';
 import { ObjectKey } from '../../format/constants.ts';
 import type { IndexedPack } from '../format/index-file.ts';
-import { shardLengthFor, shardObjectLength } from '../format/shard-codec.ts';
+import { storedObjectLength } from '../format/shard-codec.ts';
 import { readWholePack, storeWhole } from '../repository/pack-rewrite.ts';
 import type { Repository } from '../repository/repository.ts';
 import type { RepackIo } from './prune-packs.ts';
@@ -79,7 +79,7 @@ export function planEc(
 ): EcWork {
   const listed = new Map<string, number>();
   for (const c of claims.values()) {
-    const length = shardObjectLength(shardLengthFor(c.pack.size, c.k));
+    const length = storedObjectLength(c.pack.size, c.k);
     const good = (t: number, i: number) =>
       listings.get(t)?.get(c.pack.id)?.get(i) === length && !damaged(t).has(c.pack.id);
     c.chosen = c.shards.map((ts, i) => ts.find((t) => good(t, i)) ?? ts[0] ?? null);

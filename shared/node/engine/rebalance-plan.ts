@@ -1,5 +1,5 @@
 import type { IndexedPack } from '../format/index-file.ts';
-import { shardLengthFor, shardObjectLength } from '../format/shard-codec.ts';
+import { distinctShards, storedObjectLength } from '../format/shard-codec.ts';
 import { PlacementError, rankTargets, type PlacementTarget } from '../repository/placement.ts';
 import type { PoolPolicy } from '../repository/pool.ts';
 import type { CopyState } from './keystore/index-cache.ts';
@@ -83,7 +83,7 @@ export function planMove(
     members.map((m) => ({ id: m.poolId, weight: m.weight, state: m.state })),
   ).map((poolId) => members.find((m) => m.poolId === poolId)!.localId);
   const poolId = (local: number) => members.find((m) => m.localId === local)!.poolId;
-  const readable = p.ec ? new Set(stored.map((t) => p.shards.get(t))).size : stored.length;
+  const readable = p.ec ? distinctShards(stored.map((t) => p.shards.get(t))) : stored.length;
   if (readable < (p.ec?.k ?? 1)) return { kind: 'stay', id, size: p.size, index: whereNamed(p, poolId) };
   const needed = policy.scheme === 'ec' ? policy.k + policy.m : policy.copies;
   if (ranked.length < needed) throw new PlacementError(needed, ranked.length, members.length);
@@ -144,18 +144,16 @@ export function plannedWrites(
     if (!x) byTarget.set(t, (x = { add: 0, remove: 0, bytesAdded: 0 }));
     return x;
   };
-  const objectBytes = (size: number, k?: number) =>
-    k === undefined ? size : shardObjectLength(shardLengthFor(size, k));
   let bytes = 0;
   for (const m of moves) {
     if (m.kind === 'stay') continue;
     for (const d of m.drop) at(typeof d === 'number' ? d : d.target).remove++;
     if (m.kind === 'convert') {
       const k = policy.scheme === 'ec' ? policy.k : undefined;
-      bytes += objectBytes(m.size, k) * (policy.scheme === 'ec' ? policy.k + policy.m : policy.copies);
+      bytes += storedObjectLength(m.size, k) * (policy.scheme === 'ec' ? policy.k + policy.m : policy.copies);
       continue;
     }
-    const each = objectBytes(m.size, m.kind === 'shards' ? m.k : undefined);
+    const each = storedObjectLength(m.size, m.kind === 'shards' ? m.k : undefined);
     for (const a of m.add) {
       const x = at(typeof a === 'number' ? a : a.target);
       x.add++;

@@ -51,6 +51,21 @@ export function shardObjectLength(shardLength: number): number {
   return SHARD_HEADER_BYTES + shardLength + SHARD_MAC_BYTES;
 }
 
+/** The length of each object a pack of `packLength` bytes is stored as: a whole copy, or a shard object. */
+export function storedObjectLength(packLength: number, k?: number): number {
+  return k === undefined ? packLength : shardObjectLength(shardLengthFor(packLength, k));
+}
+
+/**
+ * How many distinct shards of a pack these holders have: a shard named on two targets (a repair's spare
+ * beside the original) counts once, and a pack needs k distinct ones.
+ */
+export function distinctShards(shardIndexes: Iterable<number | undefined>): number {
+  const seen = new Set<number>();
+  for (const i of shardIndexes) if (i !== undefined) seen.add(i);
+  return seen.size;
+}
+
 /** Why a header cannot describe a shard; null when it can. */
 function headerProblem(h: ShardHeader, shardLength: number): string | null {
   if (!Number.isInteger(h.k) || h.k < 1) return `k = ${h.k} (needs at least 1 data shard)`;

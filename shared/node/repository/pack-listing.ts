@@ -1,6 +1,6 @@
 import { Prefix, packIdOfKey, shardOfKey } from '../../format/constants.ts';
 import type { TargetRow } from '../engine/keystore/keystore.ts';
-import { shardLengthFor, shardObjectLength } from '../format/shard-codec.ts';
+import { storedObjectLength } from '../format/shard-codec.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../storage/retrying.ts';
 import type { Repository } from './repository.ts';
 
@@ -25,7 +25,7 @@ export async function reconcilePacks(
   let present = 0;
   for (const [hex, p] of known) {
     // A target holds a whole copy of a pack, or one shard object of an erasure-coded one.
-    const size = p.ec ? shardObjectLength(shardLengthFor(p.size, p.ec.k)) : p.size;
+    const size = storedObjectLength(p.size, p.ec?.k);
     // A copy check --read-data found damaged is there at its size, and missing all the same.
     const ok = listed.get(hex) === size && !damaged.has(hex);
     if (ok) present++;

@@ -5,6 +5,7 @@ import { giveScratch, takeScratch, withEncodedShards } from '../format/erasure.t
 import { sealShard, shardObjectLength } from '../format/shard-codec.ts';
 import type { PutBody } from '../storage/put-body.ts';
 import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
+import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../storage/retrying.ts';
 import { StorageError } from '../storage/storage.ts';
 import { RepositoryError } from './errors.ts';
 import { PlacementError, rankTargets } from './placement.ts';
@@ -141,7 +142,8 @@ export interface StorePackOptions {
   fill: (into: Buffer) => void;
   sodium: SodiumProvider;
   shardKey?: Uint8Array;
-  put: (targetId: number, key: string, body: PutBody, patient: boolean) => Promise<void>;
+  /** Each target's storage: a copy tried impatiently gives up after the failover window. */
+  storage: (targetId: number) => RetryingStorage;
   down: Map<number, unknown>;
   /** A later attempt after a pause (quorum-wait.ts): these targets hold their copy (or shard) already. */
   retry?: { have: number[] };
@@ -159,13 +161,15 @@ export interface StorePackOptions {
  */
 export async function storePack(o: StorePackOptions): Promise<StoredPack> {
   const where = copyTargets(o.placement, o.home, o.packId);
+  const put = (id: number, key: string, body: PutBody, patient: boolean) =>
+    (patient ? o.storage(id) : o.storage(id).patience(FAILOVER_WINDOW_MS)).put(key, body);
   const hex = o.packId.toString('hex');
   const quorum = o.placement?.writeQuorum ?? 1;
   const ec = o.placement?.ec;
   if (!ec) {
     const r = await putCopies(
       where,
-      (id, patient) => o.put(id, ObjectKey.pack(hex), o.body, patient),
+      (id, patient) => put(id, ObjectKey.pack(hex), o.body, patient),
       quorum,
       o.down,
       o.retry,
@@ -190,7 +194,7 @@ export async function storePack(o: StorePackOptions): Promise<StoredPack> {
   try {
     r = await putCopies(
       where,
-      (id, patient) => o.put(id, ObjectKey.shard(hex, shardOf(id)), objects[shardOf(id)]!, patient),
+      (id, patient) => put(id, ObjectKey.shard(hex, shardOf(id)), objects[shardOf(id)]!, patient),
       quorum,
       o.down,
       o.retry,

@@ -135,7 +135,7 @@ export async function storeWhole(
     fill: (into) => into.set(body),
     sodium: ks.sodium,
     shardKey: ks.keys.shardMac,
-    put: (t, key, b) => repo.storage(ks.targetById(t)).put(key, b),
+    storage: (t) => repo.storage(ks.targetById(t)),
     down: new Map(),
   });
   if (!r.shards) return { where: { copies: r.copies.map(poolId) }, bytes: r.wireBytes };

@@ -1,4 +1,3 @@
-import { FAILOVER_WINDOW_MS } from '../storage/retrying.ts';
 import { maybeCompress, sealBlobInto } from '../format/blob-codec.ts';
 import { sealPackTrailer, type PackEntry } from '../format/pack.ts';
 import { sealedLength } from '../format/sealed-object.ts';
@@ -110,10 +109,7 @@ export class TreeWriter {
         fill: (into) => into.set(body),
         sodium,
         shardKey: ks.keys.shardMac,
-        put: (id, key, b, patient) => {
-          const s = this.repo.storage(ks.targetById(id));
-          return (patient ? s : s.patience(FAILOVER_WINDOW_MS)).put(key, b);
-        },
+        storage: (id) => this.repo.storage(ks.targetById(id)),
         down: this.down,
       },
       this.wait?.(packId.toString('hex')),

@@ -1,5 +1,6 @@
 import type { BlobKind } from '../../../format/constants.ts';
 import type { PackEntry } from '../../format/pack.ts';
+import { distinctShards } from '../../format/shard-codec.ts';
 import { CopyTable } from './copy-table.ts';
 import type { Db } from './db.ts';
 
@@ -128,7 +129,7 @@ export class IndexCache extends CopyTable {
             };
       this.packs.set(hex, (pack = { id: r.pack_id, copies, ...(ec ? { ec } : {}) }));
     }
-    if (pack.ec ? new Set(pack.ec.shards.map((s) => s.shard)).size < pack.ec.k : pack.copies.length === 0)
+    if (pack.ec ? distinctShards(pack.ec.shards.map((s) => s.shard)) < pack.ec.k : pack.copies.length === 0)
       return undefined;
     return {
       id: Buffer.isBuffer(id) ? id : r.id,
