@@ -2,14 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ApiCallError, type Method, type Request, type Responses } from '../../api/contract.ts';
-import {
-  POOL_JOB_TARGET,
-  type AppStatus,
-  type BackupView,
-  type JobView,
-  type TargetView,
-} from '../../api/views.ts';
-import { StorageError } from '../storage/storage.ts';
+import { POOL_JOB_TARGET, type AppStatus, type BackupView, type JobView } from '../../api/views.ts';
 import { Engine, defaultHome, keystorePath, type BackupResult } from '../engine/engine.ts';
 import { JobCancelledError, JobControl } from '../engine/job-control.ts';
 import type { JobListener } from '../engine/job-events.ts';
@@ -17,6 +10,7 @@ import { defaultWorkerCount } from '../engine/worker-pool.ts';
 import { toApiError } from './api-error.ts';
 import { backupView, titleFor } from './backup-view.ts';
 import { browseHandlers } from './browse-service.ts';
+import { targetHandlers } from './target-handlers.ts';
 import { listDirectory } from './dir-listing.ts';
 import { LiveJobs, type LiveJob } from './live-jobs.ts';
 import { PlanService, type PlanOutcome } from './plan-service.ts';
@@ -105,28 +99,7 @@ export class AppService {
       'keys.recovery': async () => ({ recoveryKey: (await this.e().keys.createRecoveryKey()).recoveryKey }),
       'settings.get': () => ({ ...this.e().settings(), cpuCount: defaultWorkerCount() }),
       'settings.save': (s) => ({ ...this.e().saveSettings(s), cpuCount: defaultWorkerCount() }),
-      'targets.list': () => this.e().listTargets().map(targetView),
-      'targets.test': async ({ draft, name, replacing }) => {
-        try {
-          if (draft) await this.e().testDraft(draft.name, draft.config, draft.secret, replacing);
-          else await this.e().testTarget(name ?? '');
-          return { ok: true } as const;
-        } catch (err) {
-          if (err instanceof StorageError)
-            return { ok: false, problem: err.problem, message: err.message } as const;
-          throw err;
-        }
-      },
-      'targets.save': async ({ draft, replacing, weight }) =>
-        targetView(
-          replacing
-            ? await this.e().replaceTarget(replacing, draft.name, draft.config, draft.secret)
-            : await this.e().addTarget(draft.name, draft.config, draft.secret, { weight }),
-        ),
-      'targets.remove': async ({ name }) => {
-        await this.e().removeTarget(name);
-        return { removed: name };
-      },
+      ...targetHandlers(() => this.e()),
       'backup.start': (req) => this.startBackup(req.sources, req.target, req.exclude),
       'plans.list': () => this.plans.list(),
       'plans.save': ({ draft, replacing }) => this.plans.save(draft, replacing),
@@ -399,10 +372,6 @@ export class AppService {
   private backups(): BackupView[] {
     return this.e().listSnapshots().map(backupView).reverse();
   }
-}
-
-function targetView(t: { name: string; config: TargetView['config']; hasSecret: boolean }): TargetView {
-  return { name: t.name, config: t.config, hasSecret: t.hasSecret };
 }
 
 /** Where a backup job stores: its target, or in a pool "the pool" (placement spreads its packs). */

@@ -21,7 +21,7 @@ import { runCheck, type CheckOptions, type CheckResult } from './check-job.ts';
 import { runForget, type ForgetOptions } from './forget-job.ts';
 import { estimateForget } from './forget-estimate.ts';
 import { runPrune, type PruneListener, type PruneOptions } from './prune-job.ts';
-import { listLocks, removeLocks } from '../repository/locks.ts';
+import { locksOnTargets } from '../repository/locks.ts';
 import type { ForgetResult, LockView, PruneResult } from '../../api/retention.ts';
 import { KeyAdmin } from './key-admin.ts';
 import { PlanAdmin, PlanBusyError, type PlanInfo } from './plan-admin.ts';
@@ -402,22 +402,9 @@ export class Engine {
   }
 
   /** The locks in every target's locks/ (stale ones marked). */
-  async locks(): Promise<LockView[]> {
-    const out: LockView[] = [];
-    for (const t of this.ks.listTargets()) {
-      await this.repo.attach(t);
-      for (const l of await listLocks(this.repo.lockContext(t))) out.push({ ...l, target: t.name });
-    }
-    return out;
-  }
+  locks = (): Promise<LockView[]> => locksOnTargets(this.repo, this.ks.listTargets());
 
   /** Removes stale locks, or every lock with `all` (only when no process holding one is still running). */
-  async unlock(opts: { all?: boolean } = {}): Promise<LockView[]> {
-    const out: LockView[] = [];
-    for (const t of this.ks.listTargets()) {
-      await this.repo.attach(t);
-      for (const l of await removeLocks(this.repo.lockContext(t), opts)) out.push({ ...l, target: t.name });
-    }
-    return out;
-  }
+  unlock = (opts: { all?: boolean } = {}): Promise<LockView[]> =>
+    locksOnTargets(this.repo, this.ks.listTargets(), opts);
 }

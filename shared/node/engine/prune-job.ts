@@ -1,6 +1,7 @@
 import { ObjectKey, Prefix } from '../../format/constants.ts';
 import type { PruneProgress, PruneResult, PruneTargetResult } from '../../api/retention.ts';
-import { openIndexFile, sealIndexFile, type IndexedPack } from '../format/index-file.ts';
+import { openIndexFile, type IndexedPack } from '../format/index-file.ts';
+import { writeIndexFiles } from './index-files.ts';
 import type { RepoLock } from '../repository/locks.ts';
 import { inLockOrder } from '../repository/pool.ts';
 import type { Repository } from '../repository/repository.ts';
@@ -27,9 +28,6 @@ export interface PruneOptions {
 export interface PruneListener extends JobListener {
   prune?(p: PruneProgress): void;
 }
-
-/** Packs per new index file (each also lists every index file it supersedes). */
-const PACKS_PER_INDEX = Number(process.env.CAIRN_TEST_PACKS_PER_INDEX) || 512;
 
 type Progress = (phase: PruneProgress['phase'], done: number, total: number) => void;
 
@@ -346,34 +344,6 @@ function remaining(w: TargetWork): IndexedPack[] {
     })),
     ...w.written,
   ];
-}
-
-export async function writeIndexFiles(
-  repo: Repository,
-  to: TargetRow[],
-  packs: IndexedPack[],
-  supersedes: Buffer[],
-  pool: boolean,
-  progress: Progress,
-): Promise<number> {
-  const { sodium, ks } = repo;
-  let files = 0;
-  for (let i = 0; i < packs.length || i === 0; i += PACKS_PER_INDEX) {
-    progress('write-index', i, packs.length);
-    const id = sodium.randomBytes(32);
-    // Only the last file supersedes the old ones, once every other file is on every target: a reader
-    // that finds it finds the whole new index, and one killed before it still reads the old files.
-    const last = i + PACKS_PER_INDEX >= packs.length;
-    const body = sealIndexFile(sodium, ks.keys.metaSeal, id, {
-      supersedes: last ? supersedes : [],
-      packs: packs.slice(i, i + PACKS_PER_INDEX),
-      ...(pool ? { pool } : {}),
-    });
-    for (const t of to) await repo.storage(t).put(ObjectKey.index(id.toString('hex')), body);
-    files++;
-    if (!last) killPoint('index-file-written');
-  }
-  return files;
 }
 
 async function writeTargetIndex(repo: Repository, w: TargetWork, progress: Progress): Promise<void> {

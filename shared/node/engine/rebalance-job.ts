@@ -11,7 +11,7 @@ import { inLockOrder } from '../repository/pool.ts';
 import type { Repository } from '../repository/repository.ts';
 import { SettingsError } from './engine-settings.ts';
 import type { TargetRow } from './keystore/keystore.ts';
-import { writeIndexFiles } from './prune-job.ts';
+import { writeIndexFiles } from './index-files.ts';
 import { killPoint } from './prune-packs.ts';
 
 export interface RebalanceResult {

@@ -4,6 +4,7 @@ import { Magic, ObjectKey, Prefix } from '../../format/constants.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { openJson, sealJson } from '../format/json-object.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
+import type { TargetRow } from '../engine/keystore/keystore.ts';
 
 /**
  * Locks in the bucket (docs/FORMAT.md, "Locks"): `locks/<16 hex>`, a sealed JSON object per holder.
@@ -316,4 +317,23 @@ export class RepoLock {
     await this.refreshing;
     await this.ctx.storage.delete(ObjectKey.lock(this.id)).catch(() => undefined);
   }
+}
+
+/**
+ * The locks on each target, named by it (stale ones marked); with `remove`, those it removed: stale ones,
+ * or every one with `all` (only when no process holding one is still running).
+ */
+export async function locksOnTargets(
+  repo: { attach(t: TargetRow): Promise<unknown>; lockContext(t: TargetRow): LockContext },
+  targets: readonly TargetRow[],
+  remove?: { all?: boolean },
+): Promise<(LockInfo & { target: string })[]> {
+  const out: (LockInfo & { target: string })[] = [];
+  for (const t of targets) {
+    await repo.attach(t);
+    const ctx = repo.lockContext(t);
+    for (const l of remove ? await removeLocks(ctx, remove) : await listLocks(ctx))
+      out.push({ ...l, target: t.name });
+  }
+  return out;
 }

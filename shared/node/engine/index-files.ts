@@ -1,0 +1,41 @@
+import { ObjectKey } from '../../format/constants.ts';
+import type { PruneProgress } from '../../api/retention.ts';
+import { sealIndexFile, type IndexedPack } from '../format/index-file.ts';
+import type { Repository } from '../repository/repository.ts';
+import type { TargetRow } from './keystore/keystore.ts';
+import { killPoint } from './prune-packs.ts';
+
+/** Packs per new index file (each also lists every index file it supersedes). */
+const PACKS_PER_INDEX = Number(process.env.CAIRN_TEST_PACKS_PER_INDEX) || 512;
+
+/**
+ * Writes a new index (prune, rebalance): `packs` in files of PACKS_PER_INDEX on every target of `to`,
+ * the last file superseding `supersedes`. Returns how many files were written.
+ */
+export async function writeIndexFiles(
+  repo: Repository,
+  to: TargetRow[],
+  packs: IndexedPack[],
+  supersedes: Buffer[],
+  pool: boolean,
+  progress: (phase: PruneProgress['phase'], done: number, total: number) => void,
+): Promise<number> {
+  const { sodium, ks } = repo;
+  let files = 0;
+  for (let i = 0; i < packs.length || i === 0; i += PACKS_PER_INDEX) {
+    progress('write-index', i, packs.length);
+    const id = sodium.randomBytes(32);
+    // Only the last file supersedes the old ones, once every other file is on every target: a reader
+    // that finds it finds the whole new index, and one killed before it still reads the old files.
+    const last = i + PACKS_PER_INDEX >= packs.length;
+    const body = sealIndexFile(sodium, ks.keys.metaSeal, id, {
+      supersedes: last ? supersedes : [],
+      packs: packs.slice(i, i + PACKS_PER_INDEX),
+      ...(pool ? { pool } : {}),
+    });
+    for (const t of to) await repo.storage(t).put(ObjectKey.index(id.toString('hex')), body);
+    files++;
+    if (!last) killPoint('index-file-written');
+  }
+  return files;
+}
