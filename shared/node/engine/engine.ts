@@ -96,8 +96,8 @@ export class Engine {
     this.backups = new BackupJobs(ks, this.repo);
     this.keys = new KeyAdmin(ks, this.repo);
     this.targets = new TargetAdmin(ks, this.repo);
-    this.pool = new PoolAdmin(ks, this.repo);
     this.members = new MemberReads(ks, this.repo, (m) => this.notice?.(m));
+    this.pool = new PoolAdmin(ks, this.repo, (skip) => this.members.refresh(skip));
     this.plans = new PlanAdmin(
       ks,
       (sources, opts, l, c) => this.backup(sources, opts, l, c),

@@ -36,6 +36,11 @@ export class PoolAdmin {
   constructor(
     private readonly ks: Keystore,
     private readonly repo: Repository,
+    /**
+     * Reads every member's index files and snapshots (MemberReads.refresh), members out of reach passed
+     * over: another machine's rebalance or prune moved copies this keystore still places elsewhere.
+     */
+    private readonly refreshAll: (onUnreachable: (t: TargetRow, err: Error) => void) => Promise<unknown>,
   ) {}
 
   policy(): PoolPolicy {
@@ -100,6 +105,7 @@ export class PoolAdmin {
     const members = poolMembers(this.ks);
     const locks = await this.lockForRepair(members, opts);
     try {
+      await this.refreshAll(() => undefined);
       return await this.repairLocked(members, progress);
     } finally {
       for (const l of locks) await l.release();
@@ -114,6 +120,7 @@ export class PoolAdmin {
   async completeQueued(): Promise<CompletionResult> {
     const locks = await this.lockForRepair(poolMembers(this.ks), { impatient: true });
     try {
+      await this.refreshAll(() => undefined);
       return await completeCopies(this.repo);
     } finally {
       for (const l of locks) await l.release();
@@ -280,6 +287,8 @@ export class PoolAdmin {
 
   /** Every pack's stored copies against the policy, after listing every member's data/. */
   async redundancy(): Promise<RedundancyReport> {
+    // A member out of reach is reported by its listing below.
+    await this.refreshAll(() => undefined);
     const targets = this.ks.listTargets();
     const unreachable: RedundancyReport['unreachable'] = [];
     for (const t of targets)

@@ -3,7 +3,7 @@ import type { PruneProgress, PruneResult, PruneTargetResult } from '../../api/re
 import { openIndexFile, type IndexedPack } from '../format/index-file.ts';
 import { writeIndexFiles } from './index-files.ts';
 import type { RepoLock } from '../repository/locks.ts';
-import { inLockOrder } from '../repository/pool.ts';
+import { inLockOrder, refreshLocked } from '../repository/pool.ts';
 import type { Repository } from '../repository/repository.ts';
 import type { JobListener } from './job-events.ts';
 import type { TargetRow } from './keystore/keystore.ts';
@@ -61,7 +61,7 @@ export async function runPrune(
   const started = Date.now();
   const ks = repo.ks;
   const dryRun = Boolean(opts.dryRun);
-  const targets = inLockOrder(ks.listTargets());
+  let targets = inLockOrder(ks.listTargets());
   const locks = new Map<number, RepoLock>();
   const progress: Progress = (phase, done, total) => listener.prune?.({ phase, done, total });
   const notice = (m: string) => listener.notice?.(m);
@@ -76,7 +76,11 @@ export async function runPrune(
           onWait: notice,
         }),
       );
-    for (const t of targets) await repo.refresh(t);
+    targets = await refreshLocked(targets, {
+      refresh: (t) => repo.refresh(t),
+      current: (id) => ks.targetById(id),
+      operation: dryRun ? 'prune --dry-run' : 'prune',
+    });
     // Blobs may be shared across targets: every snapshot of the repository counts on every target.
     const snapshots = ks.snapshots.list();
     progress('mark', 0, snapshots.length);

@@ -7,7 +7,7 @@ import { readShardObject, readWholePack, storeWhole, withNewId } from '../reposi
 import type { PackPlacement } from '../../../workers/protocol.ts';
 import { planMove, plannedWrites, whereNamed, type PackMove } from './rebalance-plan.ts';
 import type { RepoLock } from '../repository/locks.ts';
-import { inLockOrder } from '../repository/pool.ts';
+import { inLockOrder, refreshLocked } from '../repository/pool.ts';
 import type { Repository } from '../repository/repository.ts';
 import { SettingsError } from './engine-settings.ts';
 import type { TargetRow } from './keystore/keystore.ts';
@@ -58,7 +58,7 @@ export async function runRebalance(
   const { ks } = repo;
   const state = ks.pool.state();
   if (!state) throw new SettingsError('Only a pool is rebalanced: this repository has one target.');
-  const members = inLockOrder(ks.listTargets().filter((t) => t.poolId !== null));
+  let members = inLockOrder(ks.listTargets().filter((t) => t.poolId !== null));
   const locks: RepoLock[] = [];
   const result: RebalanceResult = {
     scheme: state.policy.scheme,
@@ -80,7 +80,11 @@ export async function runRebalance(
           onWait: opts.notice,
         }),
       );
-    for (const t of members) await repo.refresh(t);
+    members = await refreshLocked(members, {
+      refresh: (t) => repo.refresh(t),
+      current: (id) => ks.targetById(id),
+      operation: opts.dryRun ? 'rebalance --dry-run' : 'rebalance',
+    });
     for (const t of members) await repo.reconcilePacks(t);
     const ranking = members.map((t) => ({
       localId: t.id,

@@ -14,6 +14,7 @@ import { ObjectFormatError } from '../format/sealed-object.ts';
 export const POOLS_PREFIX = 'pools/';
 
 export type { TargetState } from './placement.ts';
+import { RepositoryError } from './errors.ts';
 import type { TargetState } from './placement.ts';
 
 const policySchema = z.discriminatedUnion('scheme', [
@@ -98,6 +99,28 @@ const NAME = /^pools\/([0-9a-f]{16})-([0-9a-f]{8})$/;
 export function inLockOrder<T extends { id: number; poolId: number | null }>(targets: readonly T[]): T[] {
   const key = (t: T) => t.poolId ?? 0x10000 + t.id;
   return [...targets].sort((a, b) => key(a) - key(b));
+}
+
+/**
+ * Refreshes every target an operation has locked (in lock order) and returns their rows as the refresh
+ * left them: another machine may have changed a weight, drained a member or added one. A member this
+ * machine did not know is not locked: the operation stops, naming it, and a second run locks it too.
+ */
+export async function refreshLocked<T extends { id: number; name: string }>(
+  locked: readonly T[],
+  o: {
+    refresh(t: T): Promise<{ learnt: { name: string }[] }>;
+    current(id: number): T;
+    operation: string;
+  },
+): Promise<T[]> {
+  const learnt: string[] = [];
+  for (const t of locked) learnt.push(...(await o.refresh(t)).learnt.map((x) => `"${x.name}"`));
+  if (learnt.length)
+    throw new RepositoryError(
+      `The pool has ${learnt.length === 1 ? 'a member' : 'members'} this machine had not seen (${learnt.join(', ')}), which ${o.operation} did not lock: run it again.`,
+    );
+  return locked.map((t) => o.current(t.id));
 }
 
 /** The object name of a pool generation; the random part separates two writers of one generation. */

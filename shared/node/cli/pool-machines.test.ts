@@ -1,0 +1,54 @@
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cliJson, runCli, type CliOptions } from '../../../test/support/cli.ts';
+import { PASSPHRASE, initFolderPool } from '../../../test/support/cairn-env.ts';
+import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
+
+// Two machines on one pool of folders: a change made on one is what the other's rebalance plans with.
+
+type Plan = { copied: number; removed: number; targets: { name: string; add: number }[] };
+
+describe('a pool changed on another machine (issue 10)', () => {
+  it("rebalance plans with the other machine's weights and stops (naming it) at a member it has not locked; the other machine's check and repair see the moves", async () => {
+    const { cli: a, dirs } = await initFolderPool(3, 'pm', ['--pack-size', '1MiB']);
+    const src = tempDir('cairn-pm-src-');
+    for (let i = 0; i < 8; i++) writeRandomFile(path.join(src, `f${i}.bin`), 2 << 20);
+    await cliJson(['backup', src, '--chunk-size', '256KiB'], a);
+    expect((await cliJson<Plan>(['rebalance', '--dry-run'], a)).copied).toBe(0);
+
+    const b: CliOptions = {
+      env: {
+        CAIRN_HOME: path.join(tempDir('cairn-pm-b-'), 'home'),
+        CAIRN_PASSPHRASE: PASSPHRASE,
+        CAIRN_TEST_WEAK_KDF: '1',
+      },
+    };
+    const connected = await runCli(['connect', 'd1', '--dir', dirs[0]!], b);
+    expect(connected.code, connected.stderr).toBe(0);
+    const set = await runCli(['target', 'set', 'd3', '--weight', '400'], b);
+    expect(set.code, set.stderr).toBe(0);
+    const onB = await cliJson<Plan>(['rebalance', '--dry-run'], b);
+    expect(onB.copied).toBeGreaterThan(0);
+    // A has not looked at the pool since: its rebalance refreshes, then plans with weight 400 too.
+    const onA = await cliJson<Plan>(['rebalance', '--dry-run'], a);
+    expect([onA.copied, onA.removed]).toEqual([onB.copied, onB.removed]);
+
+    const d4 = tempDir('cairn-pm-4-');
+    const added = await runCli(['target', 'add', 'd4', '--dir', d4], b);
+    expect(added.code, added.stderr).toBe(0);
+    const stopped = await runCli(['rebalance'], a);
+    expect(stopped.code).toBe(1);
+    expect(stopped.stderr.trim()).toMatch(
+      /^Error: The pool has a member this machine had not seen \("d4"\), which rebalance did not lock: run it again\.$/,
+    );
+    const moved = await cliJson<Plan>(['rebalance'], a);
+    expect(moved.copied).toBeGreaterThan(0);
+    // B last read the index before A moved copies: its check and repair read it again first (they took
+    // A's moved copies for missing ones, and a pack whose both copies moved for lost).
+    for (const m of [b, a]) {
+      const check = await runCli(['check', '--redundancy'], m);
+      expect(check.code, check.stdout + check.stderr).toBe(0);
+    }
+    expect(await cliJson<{ completed: number }>(['repair'], b)).toMatchObject({ completed: 0 });
+  });
+});
