@@ -73,6 +73,7 @@ export function StorageScreen() {
     }
   };
   const busy = running !== null || p.busy !== null;
+  const unit = p.policy.scheme === 'ec' ? 'shards' : 'copies';
   const r = p.redundancy;
 
   return (
@@ -81,7 +82,7 @@ export function StorageScreen() {
         <h1>Storage</h1>
         <span className="muted">
           {p.pooled
-            ? `A pool of ${p.targets.length} targets · ${formatCount(r.packs)} packs of ${formatSize(p.storedBytes)}`
+            ? `A pool of ${p.targets.length} targets · ${formatCount(r.packs)} packs (${formatSize(p.storedBytes)})`
             : `One target · ${formatCount(r.packs)} packs · ${formatSize(p.storedBytes)}`}
         </span>
       </header>
@@ -177,9 +178,9 @@ export function StorageScreen() {
           busy={busy}
         />
         <p className="muted small">
-          Stored {p.policy.scheme === 'ec' ? 'shards' : 'copies'} are what this machine’s keystore records on
-          each target; “cairn check --redundancy” lists the buckets themselves. A weight is a target’s share
-          of new copies; Rebalance then moves what is stored to match. Add or remove targets in Settings.
+          Stored {unit} are what this machine’s keystore records on each target; “cairn check --redundancy”
+          lists the buckets themselves. A weight is a target’s share of new {unit} (a pack never puts two on
+          one target); Rebalance then moves what is stored to match. Add or remove targets in Settings.
         </p>
       </section>
 
