@@ -70,6 +70,11 @@ export interface PruneResult {
     missingPacks: number;
   };
   bytesFreed: number;
+  /**
+   * Replicas in a pool: each member's packs are repacked on that member, so a new pack has one copy; the
+   * others the policy asks for are written right after (as "cairn repair" does). Absent otherwise.
+   */
+  copies?: { written: number; queued: number };
   durationMs: number;
 }
 

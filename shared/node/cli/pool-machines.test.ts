@@ -50,5 +50,13 @@ describe('a pool changed on another machine (issue 10)', () => {
       expect(check.code, check.stdout + check.stderr).toBe(0);
     }
     expect(await cliJson<{ completed: number }>(['repair'], b)).toMatchObject({ completed: 0 });
+
+    // A policy set on B: A's first rebalance plans with it (it used the policy it knew before).
+    expect((await runCli(['policy', '--ec', '2+1'], b)).code).toBe(0);
+    const converted = await cliJson<{ converted: number; scheme: string }>(['rebalance'], a);
+    expect(converted).toMatchObject({ scheme: 'ec' });
+    expect(converted.converted).toBeGreaterThan(0);
+    const afterEc = await runCli(['check', '--redundancy'], a);
+    expect(afterEc.code, afterEc.stdout).toBe(0);
   });
 });

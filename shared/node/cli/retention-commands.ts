@@ -137,6 +137,10 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
         lines.push(
           `Erasure-coded: ${ec.packsDeleted} of ${ec.packs} packs deleted, ${ec.packsRepacked} repacked into ${ec.packsWritten}, ${ec.strayShardsDeleted} stray shard objects deleted${ec.missingPacks ? `; ${ec.missingPacks} packs had fewer than k shards` : ''}.`,
         );
+      if (r.copies)
+        lines.push(
+          `Repacked packs: ${plural(r.copies.written, 'copy', 'copies')} written for the policy${r.copies.queued ? `, ${plural(r.copies.queued, 'copy', 'copies')} still queued ("cairn repair" writes them once their targets answer)` : ''}.`,
+        );
       lines.push(
         `${r.dryRun ? 'Would free' : 'Freed'} ${formatSize(r.bytesFreed)} (${plural(r.snapshots, 'snapshot')}, ${plural(r.usedBlobs, 'blob')} in use; ${r.dryRun ? 'planned' : 'done'} in ${(r.durationMs / 1000).toFixed(1)} s)${r.dryRun ? '; dry run: nothing was changed' : ''}.`,
       );

@@ -56,12 +56,12 @@ export async function runRebalance(
   opts: { dryRun?: boolean; lockWaitMs?: number; notice?: (m: string) => void } = {},
 ): Promise<RebalanceResult> {
   const { ks } = repo;
-  const state = ks.pool.state();
-  if (!state) throw new SettingsError('Only a pool is rebalanced: this repository has one target.');
+  const atStart = ks.pool.state();
+  if (!atStart) throw new SettingsError('Only a pool is rebalanced: this repository has one target.');
   let members = inLockOrder(ks.listTargets().filter((t) => t.poolId !== null));
   const locks: RepoLock[] = [];
   const result: RebalanceResult = {
-    scheme: state.policy.scheme,
+    scheme: atStart.policy.scheme,
     packs: 0,
     copied: 0,
     removed: 0,
@@ -85,6 +85,9 @@ export async function runRebalance(
       current: (id) => ks.targetById(id),
       operation: opts.dryRun ? 'rebalance --dry-run' : 'rebalance',
     });
+    // The policy as the refresh left it: another machine may have changed it.
+    const { policy } = ks.pool.state()!;
+    result.scheme = policy.scheme;
     for (const t of members) await repo.reconcilePacks(t);
     const ranking = members.map((t) => ({
       localId: t.id,
@@ -95,21 +98,21 @@ export async function runRebalance(
     const moves: PackMove[] = [];
     const known = ks.index.allCopies();
     for (const [hex, p] of known) {
-      const move = planMove(Buffer.from(hex, 'hex'), p, state.policy, ranking);
+      const move = planMove(Buffer.from(hex, 'hex'), p, policy, ranking);
       moves.push(move);
       if (move.kind === 'stay') continue;
       result.packs++;
       if (move.kind === 'convert') {
         result.converted++;
         result.removed += move.drop.length;
-        result.copied += state.policy.scheme === 'ec' ? state.policy.k + state.policy.m : state.policy.copies;
+        result.copied += policy.scheme === 'ec' ? policy.k + policy.m : policy.copies;
       } else {
         result.copied += move.add.length;
         result.removed += move.drop.length;
       }
     }
     if (opts.dryRun) {
-      const plan = plannedWrites(moves, state.policy);
+      const plan = plannedWrites(moves, policy);
       result.bytesCopied = plan.bytes;
       result.targets = members.flatMap((t) => {
         const x = plan.byTarget.get(t.id);
