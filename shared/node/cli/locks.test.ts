@@ -70,8 +70,13 @@ describe('locks in the bucket', () => {
         ['00000000000000bb', true],
       ]);
       const held = await engine.repo.lock(t, { kind: 'shared', operation: 'backup' });
-      const removed = await cliJson<LockView[]>(['unlock'], cli);
-      expect(removed.map((l) => l.id).sort()).toEqual(['00000000000000aa', '00000000000000bb']);
+      const unlocked = await runCli(['unlock'], cli);
+      expect(unlocked.stderr).toMatch(/Removed stale .* lock of .* from target "s3"\./);
+      // The live lock stays, and the CLI says why and what removes it.
+      expect(unlocked.stderr).toMatch(
+        /Kept shared lock of backup on .+ \(process \d+\) on target "s3": its holder may still run\. A lock goes stale .* after its holder last refreshed it; "cairn unlock --all" removes it now/,
+      );
+      expect(unlocked.stdout.trim()).toBe('Removed 2 locks.');
       expect((await listKeys(s3, bucket, 'locks/')).map((k) => k.key)).toEqual([ObjectKey.lock(held.lockId)]);
       // --all removes live locks too, with a warning.
       const all = await runCli(['unlock', '--all'], cli);

@@ -6,6 +6,7 @@ import type { KeepPolicy } from '../engine/retention-policy.ts';
 import { plural, type Output } from './output.ts';
 import { reportRedundancy } from './pool-commands.ts';
 import { withEngine } from './session.ts';
+import { lockTiming } from '../repository/locks.ts';
 
 type Parsers = {
   int: (name: string) => (v: string) => number;
@@ -212,11 +213,24 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
         o.info(
           'Warning: removing every lock. A backup or prune still running elsewhere is no longer protected; it stops when it notices.',
         );
-      const removed = await withEngine((e) => e.unlock({ all: Boolean(opts.all) }));
+      const { removed, kept } = await withEngine(async (e) => {
+        const removed = await e.unlock({ all: Boolean(opts.all) });
+        return { removed, kept: opts.all ? [] : await e.locks() };
+      });
       for (const l of removed)
         o.info(
           `Removed ${l.stale ? 'stale ' : ''}${l.kind} lock of ${l.operation} on ${l.host} (process ${l.pid}) from target "${l.target}".`,
         );
+      // A lock of another data folder (another machine, or another CAIRN_HOME) cannot be proven dead from
+      // here: it goes stale once its holder has not refreshed it for the stale age.
+      for (const l of kept)
+        o.info(
+          `Kept ${l.kind} lock of ${l.operation} on ${l.host} (process ${l.pid}) on target "${l.target}": its holder may still run. A lock goes stale ${staleAfter(lockTiming().staleMs)} after its holder last refreshed it; "cairn unlock --all" removes it now, once you know that process is gone.`,
+        );
       o.result(removed, `Removed ${removed.length} lock${removed.length === 1 ? '' : 's'}.`);
     });
+}
+
+function staleAfter(ms: number): string {
+  return ms >= 120_000 ? `${Math.round(ms / 60_000)} minutes` : `${Math.round(ms / 1000)} s`;
 }
