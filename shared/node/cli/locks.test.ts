@@ -1,7 +1,6 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ObjectKey } from '../../format/constants.ts';
-import type { LockView } from '../../api/retention.ts';
 import { cliJson, runCli, spawnCli } from '../../../test/support/cli.ts';
 import { PASSPHRASE, initHomeWithTarget, listKeys } from '../../../test/support/cairn-env.ts';
 import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
