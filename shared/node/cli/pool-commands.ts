@@ -1,5 +1,7 @@
 import { Option, type Command } from 'commander';
 import type { RedundancyReport } from '../engine/pool-admin.ts';
+import type { Engine } from '../engine/engine.ts';
+import type { PoolPolicy } from '../repository/pool.ts';
 import { describePolicy, rebalanceText, repairText } from '../../pool-text.ts';
 import { UsageError, plural, table, type Output } from './output.ts';
 import { withEngine } from './session.ts';
@@ -80,7 +82,7 @@ export function registerPoolCommands(
           ? await e.pool.setErasure(Number(ec[1]), Number(ec[2]), o.writeQuorum)
           : o.replicas !== undefined
             ? await e.pool.setReplicas(o.replicas, o.writeQuorum)
-            : e.pool.policy(),
+            : await currentPolicy(e, output),
       );
       output.result(
         policy,
@@ -124,4 +126,16 @@ export async function reportRedundancy(output: Output, partial: (m: string) => E
   output.result(r, redundancyText(r));
   if (r.unreachable.length) throw partial('Some targets could not be listed.');
   if (r.full < r.packs) throw partial('Some packs lack copies, or are stored as an earlier policy had them.');
+}
+
+/** The policy as the targets have it now (another machine may have set it), else as last read here. */
+async function currentPolicy(e: Engine, output: Output): Promise<PoolPolicy> {
+  try {
+    await e.refresh();
+  } catch (err) {
+    output.info(
+      `Warning: the targets could not be read (${(err as Error).message}); this is the policy this machine last read.`,
+    );
+  }
+  return e.pool.policy();
 }

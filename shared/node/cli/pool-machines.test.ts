@@ -53,6 +53,7 @@ describe('a pool changed on another machine (issue 10)', () => {
 
     // A policy set on B: A's first rebalance plans with it (it used the policy it knew before).
     expect((await runCli(['policy', '--ec', '2+1'], b)).code).toBe(0);
+    expect(await cliJson(['policy'], a)).toMatchObject({ scheme: 'ec', k: 2, m: 1 }); // read from the targets
     const converted = await cliJson<{ converted: number; scheme: string }>(['rebalance'], a);
     expect(converted).toMatchObject({ scheme: 'ec' });
     expect(converted.converted).toBeGreaterThan(0);
