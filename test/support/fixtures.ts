@@ -92,3 +92,12 @@ export function spooledBody(bytes: Buffer): SpooledBody {
   fs.writeFileSync(file, Buffer.concat([bytes, Buffer.from('not part of the body')]));
   return new SpooledBody(fs.openSync(file, 'r'), bytes.length, zlib.crc32(bytes));
 }
+
+/** A small source folder: docs/ with 20 text files whose contents start with `tag` (pool tests). */
+export function smallTextTree(tag = 'file'): string {
+  const src = tempDir('cairn-pool-src-');
+  fs.mkdirSync(path.join(src, 'docs'));
+  for (let i = 0; i < 20; i++)
+    fs.writeFileSync(path.join(src, 'docs', `f${i}.txt`), `${tag} ${i} `.repeat(100 + i));
+  return src;
+}

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeTree, tempDir } from '../../../test/support/fixtures.ts';
+import { describeTree, smallTextTree, tempDir } from '../../../test/support/fixtures.ts';
 import { JobControl } from './job-control.ts';
 import { Engine } from './engine.ts';
 
@@ -18,14 +18,6 @@ afterAll(() => {
 
 const PASS = 'the pool passphrase';
 
-function sourceTree(tag = 'file'): string {
-  const src = tempDir('cairn-pool-src-');
-  fs.mkdirSync(path.join(src, 'docs'));
-  for (let i = 0; i < 20; i++)
-    fs.writeFileSync(path.join(src, 'docs', `f${i}.txt`), `${tag} ${i} `.repeat(100 + i));
-  return src;
-}
-
 /** Two folder targets, 2 copies and a write quorum of 2, with the second folder away (renamed). */
 async function twoFoldersOneAway(
   opts: { packSize?: number } = {},
@@ -36,7 +28,7 @@ async function twoFoldersOneAway(
   await a.addTarget('two', { kind: 'dir', path: d2 });
   await a.pool.setReplicas(2, 2);
   fs.renameSync(d2, `${d2}.away`);
-  return { a, d2, src: sourceTree() };
+  return { a, d2, src: smallTextTree() };
 }
 
 describe('a pool backup below its write quorum', () => {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { s3TargetConfig } from '../../../test/support/engine-env.ts';
-import { describeTree, tempDir } from '../../../test/support/fixtures.ts';
+import { describeTree, smallTextTree, tempDir } from '../../../test/support/fixtures.ts';
 import { startProxy } from '../../../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import { copyTargets, packPlacement } from '../repository/pack-placement.ts';
@@ -38,19 +38,11 @@ const connectVia = (
   onUnreachable?: Parameters<typeof Engine.connect>[5],
 ) => Engine.connect(home, name, { kind: 'dir', path: dir }, undefined, { passphrase: PASS }, onUnreachable);
 
-function sourceTree(tag = 'file'): string {
-  const src = tempDir('cairn-pool-src-');
-  fs.mkdirSync(path.join(src, 'docs'));
-  for (let i = 0; i < 20; i++)
-    fs.writeFileSync(path.join(src, 'docs', `f${i}.txt`), `${tag} ${i} `.repeat(100 + i));
-  return src;
-}
-
 describe('a pool of targets: every target knows the others', () => {
   it('a second target makes a pool; connect through either one brings back both, S3 secret included', async () => {
     const dir = tempDir('cairn-pool-dir-');
     const bucket = await s3.createBucket();
-    const src = sourceTree();
+    const src = smallTextTree();
     const home = path.join(tempDir(), 'home');
     const a = await Engine.init(home, PASS);
     let snapshotId: string;
@@ -180,7 +172,7 @@ describe('a pool of targets: every target knows the others', () => {
 
   it('with 2 copies, connect and restore from the one surviving target; repair gives older packs their copy', async () => {
     const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
-    const [src0, src1] = [sourceTree('before'), sourceTree('after')];
+    const [src0, src1] = [smallTextTree('before'), smallTextTree('after')];
     const home = path.join(tempDir(), 'home');
     const a = await Engine.init(home, PASS);
     let before: string, after: string;
@@ -251,7 +243,7 @@ describe('a pool of targets: every target knows the others', () => {
 
   it('2 copies, write quorum 1: a member out of reach gets its metadata at its next refresh, and repair its copies', async () => {
     const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
-    const src = sourceTree();
+    const src = smallTextTree();
     const home = path.join(tempDir(), 'home');
     const a = await Engine.init(home, PASS);
     try {
@@ -294,7 +286,7 @@ describe('a pool of targets: every target knows the others', () => {
 
   it("prune rewrites the pool's one index on every member; a machine that knew the old one stores pruned data again", async () => {
     const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
-    const [oldSrc, keptSrc, otherSrc] = [sourceTree('old'), sourceTree('kept'), sourceTree('other')];
+    const [oldSrc, keptSrc, otherSrc] = [smallTextTree('old'), smallTextTree('kept'), smallTextTree('other')];
     const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
     const homeB = path.join(tempDir(), 'home-b');
     let forgotten: string;
@@ -346,10 +338,10 @@ describe('a pool of targets: every target knows the others', () => {
     try {
       await a.addTarget('one', { kind: 'dir', path: d1 });
       await a.addTarget('two', { kind: 'dir', path: d2 });
-      await a.backup([sourceTree('kept')], {});
+      await a.backup([smallTextTree('kept')], {});
       (await connectVia(homeB, 'two', d2)).close();
       fs.renameSync(d2, `${d2}.away`);
-      gone = (await a.backup([sourceTree('soon gone')], {})).snapshotId;
+      gone = (await a.backup([smallTextTree('soon gone')], {})).snapshotId;
       expect(a.ks.outbox.count(a.ks.findTarget('two')!.id)).toBeGreaterThan(1);
       fs.renameSync(`${d2}.away`, d2);
     } finally {
@@ -428,7 +420,7 @@ describe('a pool of targets: every target knows the others', () => {
       await expect(a.addTarget('again', { kind: 'dir', path: `${d1}/` })).rejects.toThrow(
         `${d1}/ is already target "one" of this repository.`,
       );
-      await a.backup([sourceTree()], {});
+      await a.backup([smallTextTree()], {});
       const held = await a.repo.lock(a.listTargets()[1]!, { kind: 'exclusive', operation: 'prune' });
       try {
         await expect(a.pool.repair()).rejects.toThrow(/exclusive lock for prune/);
