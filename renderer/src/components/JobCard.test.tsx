@@ -1,7 +1,7 @@
 // @vitest-environment jsdom
 import { cleanup, render, screen } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { JobView } from '../../../shared/api/views.ts';
+import { POOL_JOB_TARGET, type JobView } from '../../../shared/api/views.ts';
 import { JobCard } from './JobCard.tsx';
 
 afterEach(cleanup);
@@ -40,6 +40,19 @@ describe('JobCard', () => {
     expect(screen.getByTestId('job-current').textContent).toBe('Documents/2024/report.pdf');
     expect(screen.getByText('3 of 9 files')).toBeTruthy();
     expect(screen.getByTestId('job-percent').textContent).toBe('50 %');
+  });
+
+  it('a paused backup waits for "its target" outside a pool, for "targets" in one', () => {
+    const reason = '1 pack waits for its target: S3 target "bucket" cannot be reached';
+    card(job({ waitingFor: reason }));
+    expect(screen.getByText('Waiting for its target')).toBeTruthy();
+    expect(screen.getByTestId('job-waiting').textContent).toMatch(
+      /^Paused until the target answers: 1 pack waits/,
+    );
+    cleanup();
+    card(job({ target: POOL_JOB_TARGET, waitingFor: reason }));
+    expect(screen.getByText('Waiting for targets')).toBeTruthy();
+    expect(screen.getByTestId('job-waiting').textContent).toMatch(/^Paused until the targets answer: /);
   });
 
   it('a job found interrupted at start says what it stored, not "0 B of 0 B"', () => {
