@@ -202,8 +202,8 @@ export class Repository {
     };
     // The pool's one listing costs no extra round trip: it runs beside the index listing.
     const [learnt] = await Promise.all([this.pool.sync(t), listIndex()]);
-    // An index file this machine loaded is gone. When the bucket's index files supersede it, a prune (here
-    // or elsewhere) replaced it and may have deleted packs: the target's index is rebuilt from the bucket,
+    // An index file this machine loaded is gone. When the bucket's index files supersede it (or a
+    // generation this machine missed), a prune or rebalance (here or elsewhere) replaced it and may have deleted packs: the target's index is rebuilt from the bucket,
     // dropping what no index file names. Otherwise the bucket lost it (or the target now points at another
     // bucket): the packs it named are marked missing, to be reported and stored again. Packs this machine
     // stored that no index file names yet are kept while data/ lists them.
@@ -225,7 +225,12 @@ export class Repository {
       const superseded = new Set(supersedesOf());
       const since = Date.now();
       const packs = await this.listPacks(t);
-      const drop = vanished.every((id) => superseded.has(id));
+      // A present file superseding one this machine never saw: a prune or rebalance replaced a generation
+      // this machine missed, and that generation replaced every file then present (the vanished ones
+      // among them), so the chain no longer names them. Taking them for lost was a false alarm.
+      const seen = new Set([...loaded, ...listed, ...this.ks.index.supersededIndexFiles()]);
+      const missedGeneration = [...superseded].some((id) => !seen.has(id));
+      const drop = missedGeneration || vanished.every((id) => superseded.has(id));
       this.ks.index.resetTarget(t.id, (hex, size) => packs.get(hex) === size, since, { drop });
       // In a pool the index on `t` is the whole pool's: a prune that replaced it replaced every member's
       // and may have deleted packs on any of them. Their copies go too (this machine's unindexed uploads
