@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cliJson, runCli, type CliOptions } from '../../../test/support/cli.ts';
@@ -70,5 +71,34 @@ describe('a pool changed on another machine (issue 10)', () => {
     const restored = await runCli(['restore', snapshotId, '--to', out], b);
     expect(restored.code, restored.stderr).toBe(0);
     expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+  });
+
+  it('a backup on a machine that had not seen a target removed elsewhere writes nothing into it', async () => {
+    const { cli: a, dirs } = await initFolderPool(3, 'pr', ['--pack-size', '1MiB']);
+    const src = tempDir('cairn-pr-src-');
+    for (let i = 0; i < 4; i++) writeRandomFile(path.join(src, `f${i}.bin`), 1 << 20);
+    await cliJson(['backup', src], a);
+    const b: CliOptions = {
+      env: {
+        CAIRN_HOME: path.join(tempDir('cairn-pr-b-'), 'home'),
+        CAIRN_PASSPHRASE: PASSPHRASE,
+        CAIRN_TEST_WEAK_KDF: '1',
+      },
+    };
+    expect((await runCli(['connect', 'd1', '--dir', dirs[0]!], b)).code).toBe(0);
+    for (const step of [['target', 'drain', 'd1'], ['rebalance'], ['target', 'rm', 'd1']]) {
+      const r = await runCli(step, a);
+      expect(r.code, r.stderr).toBe(0);
+    }
+    const inD1 = () => ['snapshots', 'index'].map((sub) => fs.readdirSync(path.join(dirs[0]!, sub)).length);
+    const before = inD1();
+    writeRandomFile(path.join(src, 'g.bin'), 1 << 20);
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], b);
+    // B read the pool from the other members first: d1 left it, so nothing went there (before, B's
+    // backup wrote its snapshot and index files into d1, the one target whose pool object it read).
+    expect(inD1()).toEqual(before);
+    expect((await runCli(['target', 'ls'], b)).stdout).not.toMatch(/^d1 /m);
+    const listed = await runCli(['ls'], a);
+    expect(listed.stdout).toContain(snapshotId);
   });
 });

@@ -2,6 +2,7 @@ import { ObjectKey } from '../../format/constants.ts';
 import { LockConflictError } from '../repository/locks.ts';
 import type { Repository } from '../repository/repository.ts';
 import { RepositoryError } from '../repository/repository.ts';
+import { PoolError } from '../repository/pool-sync.ts';
 import { FAILOVER_WINDOW_MS } from '../storage/retrying.ts';
 import { StorageError } from '../storage/storage.ts';
 import type { Keystore, TargetRow } from './keystore/keystore.ts';
@@ -96,6 +97,7 @@ export class MemberReads {
    */
   async backupHome(first: TargetRow): Promise<TargetRow> {
     if (!this.ks.pool.state()) return first;
+    await this.syncPool();
     const members = poolMembers(this.ks)
       .filter((t) => t.state === 'active')
       .sort((a, b) => a.poolId! - b.poolId!);
@@ -117,6 +119,28 @@ export class MemberReads {
       }
     }
     return first;
+  }
+
+  /**
+   * The pool as its members have it now, read from each one in reach (a listing each, all at once). A
+   * target removed from the pool on another machine is never given the pool's later objects: read only
+   * there, this machine would go on writing snapshots and index files into a bucket that left the pool.
+   */
+  private async syncPool(): Promise<void> {
+    await Promise.all(
+      poolMembers(this.ks).map(async (t) => {
+        if (this.repo.storage(t).recentOutage()) return;
+        try {
+          await this.repo.attach(t, { impatient: true });
+          await this.repo.pool.sync(t);
+        } catch (err) {
+          // Out of reach, or its pool object unreadable: what the others say stands, and the member is
+          // passed over or named below and where it is read.
+          if (!(err instanceof StorageError || err instanceof RepositoryError || err instanceof PoolError))
+            throw err;
+        }
+      }),
+    );
   }
 }
 

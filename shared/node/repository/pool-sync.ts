@@ -64,7 +64,10 @@ export class PoolSync {
     const keys = await this.listed(t);
     const mine = this.ks.pool.state();
     if (mine && (keys[0] ?? '') <= mine.key) {
-      if (keys[0] !== mine.key && t.poolId !== null) await this.writeTo(t, mine, this.doc(mine));
+      // Not to a target that left the pool (another machine removed it; this one kept it for its packs).
+      const now = this.ks.listTargets().find((x) => x.id === t.id);
+      if (keys[0] !== mine.key && now && now.poolId !== null && now.state !== 'gone')
+        await this.writeTo(now, mine, this.doc(mine));
       return [];
     }
     // The newest that opens: one damaged or forged object must not cut this machine off from the pool.
