@@ -25,12 +25,17 @@ function redundancyText(r: RedundancyReport): string {
     );
   else if (r.full === r.packs) lines.push(`All ${plural(r.packs, 'pack')} have full redundancy.`);
   else {
-    for (const d of r.degraded.slice(0, 20))
-      lines.push(
-        `Pack ${d.pack.slice(0, 12)}…: ${d.stored} stored, ${d.queued} queued, ${d.missing} missing`,
-      );
-    if (r.degraded.length > 20) lines.push(`and ${r.degraded.length - 20} more packs`);
     const what = r.policy.scheme === 'ec' ? 'shards' : 'copies';
+    for (const d of r.degraded.slice(0, 20)) {
+      const queued = d.queued ? `, ${d.queued} queued` : '';
+      const missing = d.missing
+        ? `, ${d.missing} gone from ${d.missing === 1 ? 'its target' : 'their targets'}`
+        : '';
+      lines.push(
+        `Pack ${d.pack.slice(0, 12)}…: ${d.stored} of ${d.needed} ${what} stored${queued}${missing}.`,
+      );
+    }
+    if (r.degraded.length > 20) lines.push(`and ${r.degraded.length - 20} more packs`);
     const parts = [
       r.degraded.length
         ? `${r.degraded.length} have fewer ${what} ("cairn repair" writes the missing ones)`

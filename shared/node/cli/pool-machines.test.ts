@@ -14,7 +14,10 @@ describe('a pool changed on another machine (issue 10)', () => {
     const { cli: a, dirs } = await initFolderPool(3, 'pm', ['--pack-size', '1MiB']);
     const src = tempDir('cairn-pm-src-');
     for (let i = 0; i < 8; i++) writeRandomFile(path.join(src, `f${i}.bin`), 2 << 20);
-    const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src, '--chunk-size', '256KiB'], a);
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(
+      ['backup', src, '--chunk-size', '256KiB'],
+      a,
+    );
     expect((await cliJson<Plan>(['rebalance', '--dry-run'], a)).copied).toBe(0);
 
     const b: CliOptions = {

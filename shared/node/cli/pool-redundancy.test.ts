@@ -187,6 +187,13 @@ describe('changing a pool member (issue 10)', () => {
     const wrong = await runCli(['target', 'set', 'd2', '--weight', '0'], cli);
     expect(wrong.code).toBe(2); // a usage error, as commander's own
     expect(wrong.stderr).toMatch(/--weight must be a whole number from 1 to 1000000, not "0"\./);
+
+    // A policy asking for more copies: each short pack says how many of how many (it read "0 missing").
+    expect((await runCli(['policy', '--replicas', '3'], cli)).code).toBe(0);
+    const short = await runCli(['check', '--redundancy'], cli);
+    expect(short.code).toBe(1);
+    expect(short.stdout).toMatch(/^Pack [0-9a-f]{12}…: 2 of 3 copies stored\.$/m);
+    expect(short.stdout).not.toMatch(/0 (missing|queued)/);
   });
 });
 

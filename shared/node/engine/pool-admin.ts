@@ -16,7 +16,15 @@ export interface RedundancyReport {
   /** Packs with as many stored copies as the policy asks. */
   full: number;
   /** Packs with fewer: their copies are queued, missing, or were never asked for (an older policy). */
-  degraded: { pack: string; stored: number; queued: number; missing: number }[];
+  degraded: {
+    pack: string;
+    stored: number;
+    queued: number;
+    /** Copies (shards) once stored that their target no longer lists. */
+    missing: number;
+    /** Copies (shards) the pack needs in all. */
+    needed: number;
+  }[];
   /** Packs no stored copy of which is left (fewer than k shards). */
   lost: number;
   /** Packs stored another way than the policy says (whole copies under erasure coding, or the reverse). */
@@ -326,7 +334,7 @@ export class PoolAdmin {
       if (count.stored < (p.ec?.k ?? 1)) report.lost++;
       else if (!asPolicy) report.unconverted++;
       else if (count.stored >= need) report.full++;
-      else report.degraded.push({ pack: hex, ...count });
+      else report.degraded.push({ pack: hex, ...count, needed: need });
     }
     report.targets = [...perTarget.values()];
     return report;
