@@ -31,9 +31,12 @@ describe('a pool changed on another machine (issue 10)', () => {
     expect(connected.code, connected.stderr).toBe(0);
     const set = await runCli(['target', 'set', 'd3', '--weight', '400'], b);
     expect(set.code, set.stderr).toBe(0);
+    // A's list reads the pool from the targets (it showed what A last read).
+    const onAList = await cliJson<{ name: string; weight: number }[]>(['target', 'ls'], a);
+    expect(onAList.find((t) => t.name === 'd3')?.weight).toBe(400);
     const onB = await cliJson<Plan>(['rebalance', '--dry-run'], b);
     expect(onB.copied).toBeGreaterThan(0);
-    // A has not looked at the pool since: its rebalance refreshes, then plans with weight 400 too.
+    // A has not read the index since: its rebalance refreshes, then plans with weight 400 too.
     const onA = await cliJson<Plan>(['rebalance', '--dry-run'], a);
     expect([onA.copied, onA.removed]).toEqual([onB.copied, onB.removed]);
 

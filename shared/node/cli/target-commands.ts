@@ -121,7 +121,11 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
     .description('list targets')
     .action(async () => {
       const output = out();
-      const rows = await withEngine(async (e) => e.listTargets());
+      // As the pool's members have it: a weight, drain or removal made on another machine shows.
+      const rows = await withEngine(async (e) => {
+        await e.readPool();
+        return e.listTargets();
+      });
       output.result(
         rows.map((t) => ({
           id: t.id,

@@ -252,6 +252,9 @@ export class Engine {
     return this.members.refresh(onUnreachable);
   }
 
+  /** The pool's members, weights and policy as the members in reach have them (MemberReads.syncPool). */
+  readPool = (): Promise<void> => this.members.syncPool();
+
   async backup(
     sources: string[],
     opts: {

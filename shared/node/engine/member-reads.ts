@@ -126,7 +126,7 @@ export class MemberReads {
    * target removed from the pool on another machine is never given the pool's later objects: read only
    * there, this machine would go on writing snapshots and index files into a bucket that left the pool.
    */
-  private async syncPool(): Promise<void> {
+  async syncPool(): Promise<void> {
     await Promise.all(
       poolMembers(this.ks).map(async (t) => {
         if (this.repo.storage(t).recentOutage()) return;
