@@ -185,3 +185,21 @@ export function openIndexFile(
   if (at !== b.length) throw bad();
   return pool ? { supersedes, packs, pool } : { supersedes, packs };
 }
+
+/**
+ * Whether index files a reader loaded and no longer finds were replaced on purpose by a prune or
+ * rebalance (packs no present file names were deleted) rather than lost by the bucket (their packs count
+ * as missing). docs/FORMAT.md, "Index"; cases in docs/vectors/format-v2.json, `indexSync`.
+ */
+export function vanishedIndexReplaced(r: {
+  vanished: readonly string[];
+  /** Every index file a present one supersedes. */
+  superseded: ReadonlySet<string>;
+  /** Index files the reader knows: loaded, present now, or remembered as superseded. */
+  known: ReadonlySet<string>;
+}): boolean {
+  // A present file superseding one the reader never saw: a generation it missed, which had itself
+  // replaced every file then present (the vanished ones among them).
+  for (const id of r.superseded) if (!r.known.has(id)) return true;
+  return r.vanished.every((id) => r.superseded.has(id));
+}

@@ -240,4 +240,25 @@ describe('the format code', () => {
     await s.prepareKeyedHash(H(v.subkeys.shardMac));
     expect(JSON.parse(JSON.stringify(makeVectors(s)))).toEqual(v);
   });
+
+  it('tells a replaced index file from a lost one as the indexSync cases say', async () => {
+    const { vanishedIndexReplaced } = await import('./index-file.ts');
+    type Case = {
+      case: string;
+      loaded: string[];
+      rememberedSuperseded: string[];
+      present: { id: string; supersedes: string[] }[];
+      replaced: boolean;
+    };
+    expect(v.indexSync.length).toBeGreaterThanOrEqual(5);
+    for (const c of v.indexSync as Case[]) {
+      const present = c.present.map((f) => f.id);
+      const got = vanishedIndexReplaced({
+        vanished: c.loaded.filter((id) => !present.includes(id)),
+        superseded: new Set(c.present.flatMap((f) => f.supersedes)),
+        known: new Set([...c.loaded, ...present, ...c.rememberedSuperseded]),
+      });
+      expect(got, c.case).toBe(c.replaced);
+    }
+  });
 });

@@ -297,8 +297,52 @@ export function makeVectors(sodium: SodiumProvider) {
     },
     keySlot: { passphrase: 'correct horse battery staple', slot },
     recovery: { bytes: hex(recoveryBytes), text: recoveryKey, slot: recoverySlot },
+    indexSync: INDEX_SYNC_CASES,
   };
 }
+
+/**
+ * A reader's rule, not bytes: index files it loaded are gone from a target; were they replaced (their
+ * packs no present file names were deleted on purpose) or lost (those packs count as missing)? Ids are
+ * letters here; they are index file ids in a bucket.
+ */
+const INDEX_SYNC_CASES = [
+  {
+    case: 'a prune replaced the loaded file',
+    loaded: ['a'],
+    rememberedSuperseded: [],
+    present: [{ id: 'c', supersedes: ['a'] }],
+    replaced: true,
+  },
+  {
+    case: 'two generations since the reader looked: the present file supersedes one it never saw',
+    loaded: ['a'],
+    rememberedSuperseded: [],
+    present: [{ id: 'c', supersedes: ['b'] }],
+    replaced: true,
+  },
+  {
+    case: 'the bucket lost a file: nothing supersedes it',
+    loaded: ['a', 'x'],
+    rememberedSuperseded: [],
+    present: [{ id: 'x', supersedes: [] }],
+    replaced: false,
+  },
+  {
+    case: 'a prune replaced one loaded file, another is gone without a successor',
+    loaded: ['a', 'b'],
+    rememberedSuperseded: [],
+    present: [{ id: 'c', supersedes: ['a'] }],
+    replaced: false,
+  },
+  {
+    case: 'the only unknown-looking superseded file is one the reader remembers as superseded',
+    loaded: ['a'],
+    rememberedSuperseded: ['z'],
+    present: [{ id: 'c', supersedes: ['z'] }],
+    replaced: false,
+  },
+];
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   process.env.CAIRN_TEST_WEAK_KDF = '1';

@@ -4,7 +4,12 @@ import { listPacks, reconcilePacks } from './pack-listing.ts';
 import type { KeySlot } from '../crypto/keys.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { blobId } from '../format/blob-codec.ts';
-import { openIndexFile, type IndexFile, type IndexedPack } from '../format/index-file.ts';
+import {
+  openIndexFile,
+  vanishedIndexReplaced,
+  type IndexFile,
+  type IndexedPack,
+} from '../format/index-file.ts';
 import { openJson } from '../format/json-object.ts';
 import { ObjectFormatError } from '../format/sealed-object.ts';
 import type { TargetHandle } from '../storage/open-target.ts';
@@ -225,12 +230,8 @@ export class Repository {
       const superseded = new Set(supersedesOf());
       const since = Date.now();
       const packs = await this.listPacks(t);
-      // A present file superseding one this machine never saw: a prune or rebalance replaced a generation
-      // this machine missed, and that generation replaced every file then present (the vanished ones
-      // among them), so the chain no longer names them. Taking them for lost was a false alarm.
-      const seen = new Set([...loaded, ...listed, ...this.ks.index.supersededIndexFiles()]);
-      const missedGeneration = [...superseded].some((id) => !seen.has(id));
-      const drop = missedGeneration || vanished.every((id) => superseded.has(id));
+      const known = new Set([...loaded, ...listed, ...this.ks.index.supersededIndexFiles()]);
+      const drop = vanishedIndexReplaced({ vanished, superseded, known });
       this.ks.index.resetTarget(t.id, (hex, size) => packs.get(hex) === size, since, { drop });
       // In a pool the index on `t` is the whole pool's: a prune that replaced it replaced every member's
       // and may have deleted packs on any of them. Their copies go too (this machine's unindexed uploads
