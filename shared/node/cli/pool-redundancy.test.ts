@@ -175,7 +175,7 @@ describe('changing a pool member (issue 10)', () => {
       cli,
     );
     expect(heavier.weight).toBe(400);
-    expect(heavier.rebalance.copied).toBeGreaterThan(0);
+    expect(heavier.rebalance.copied, JSON.stringify(heavier)).toBeGreaterThan(0);
     const rows = await cliJson<{ name: string; weight: number; state: string }[]>(['target', 'ls'], cli);
     expect(rows.map((r) => [r.name, r.weight, r.state])).toEqual([
       ['d1', 100, 'active'],
