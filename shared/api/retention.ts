@@ -57,6 +57,17 @@ export interface PruneResult {
   usedBlobs: number;
   targets: PruneTargetResult[];
   /**
+   * A pool's whole-copy packs, pruned as a whole: each repacked pack's new copies are written at once
+   * where placement puts them (each copy also counts in its target's report). Absent outside a pool.
+   */
+  replicated?: {
+    packs: number;
+    packsDeleted: number;
+    packsRepacked: number;
+    packsWritten: number;
+    missingPacks: number;
+  };
+  /**
    * Erasure-coded packs, pruned as a whole by the pool (their shard objects also count in each
    * target's packs and bytes). Absent when the repository has none.
    */
@@ -70,11 +81,6 @@ export interface PruneResult {
     missingPacks: number;
   };
   bytesFreed: number;
-  /**
-   * Replicas in a pool: each member's packs are repacked on that member, so a new pack has one copy; the
-   * others the policy asks for are written right after (as "cairn repair" does). Absent otherwise.
-   */
-  copies?: { written: number; queued: number };
   durationMs: number;
 }
 

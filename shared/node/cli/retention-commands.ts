@@ -133,14 +133,15 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
         (t) =>
           `Target "${t.target}": ${plural(t.packsDeleted, 'pack')} (or shard${t.packsDeleted === 1 ? '' : 's'}) deleted, ${t.packsRepacked} repacked into ${t.packsWritten}${t.unindexedPacksDeleted ? `, ${plural(t.unindexedPacksDeleted, 'pack')} no index names (uploads of interrupted backups or moves, ${formatSize(t.unindexedBytes)}) deleted` : ''}, ${plural(t.indexFilesRewritten, 'index file')} rewritten; ${formatSize(t.bytesBefore)} → ${formatSize(t.bytesAfter)}, ${formatSize(t.unusedBytesAfter)} unused left${t.missingPacks ? `; ${plural(t.missingPacks, 'indexed pack')} missing` : ''}.`,
       );
+      const rep = r.replicated;
+      if (rep)
+        lines.push(
+          `Whole-copy packs of the pool: ${rep.packsDeleted} of ${rep.packs} deleted, ${rep.packsRepacked} repacked into ${rep.packsWritten}${r.dryRun ? '' : ', each written once with every copy the policy asks for'}${rep.missingPacks ? `; ${plural(rep.missingPacks, 'pack')} had no copy on any target` : ''}.`,
+        );
       const ec = r.erasureCoded;
       if (ec)
         lines.push(
           `Erasure-coded: ${ec.packsDeleted} of ${ec.packs} packs deleted, ${ec.packsRepacked} repacked into ${ec.packsWritten}, ${ec.strayShardsDeleted} stray shard objects deleted${ec.missingPacks ? `; ${ec.missingPacks} packs had fewer than k shards` : ''}.`,
-        );
-      if (r.copies)
-        lines.push(
-          `Repacked packs: ${plural(r.copies.written, 'copy', 'copies')} written for the policy${r.copies.queued ? `, ${plural(r.copies.queued, 'copy', 'copies')} still queued ("cairn repair" writes them once their targets answer)` : ''}.`,
         );
       lines.push(
         `${r.dryRun ? 'Would free' : 'Freed'} ${formatSize(r.bytesFreed)} (${plural(r.snapshots, 'snapshot')}, ${plural(r.usedBlobs, 'blob')} in use; ${r.dryRun ? 'planned' : 'done'} in ${(r.durationMs / 1000).toFixed(1)} s)${r.dryRun ? '; dry run: nothing was changed' : ''}.`,

@@ -401,17 +401,7 @@ export class Engine {
 
   /** Deletes and repacks what no snapshot needs, under an exclusive lock (see prune-job.ts). */
   async prune(opts: PruneOptions = {}, listener: PruneListener = {}): Promise<PruneResult> {
-    const r = await runPrune(this.repo, opts, listener);
-    // Each member repacks its own copies of a pack: under replicas the new packs have one copy each (the
-    // blobs two, in different packs, which a reader does not know to fall back between). Repair writes
-    // the other copies at once, under its own locks.
-    const policy = this.pool.policy();
-    const repacked = r.targets.some((t) => t.packsWritten > 0);
-    if (!r.dryRun && repacked && policy.scheme === 'replicas' && policy.copies > 1 && this.ks.pool.state()) {
-      const c = await this.pool.repair(undefined, { lockWaitMs: opts.lockWaitMs, notice: listener.notice });
-      r.copies = { written: c.completed, queued: c.queued };
-    }
-    return r;
+    return runPrune(this.repo, opts, listener);
   }
 
   /** The locks in every target's locks/ (stale ones marked). */

@@ -1,5 +1,6 @@
 import type { PackPlacement } from '../../../workers/protocol.ts';
 import { ObjectKey } from '../../format/constants.ts';
+import type { PruneTargetResult } from '../../api/retention.ts';
 import type { IndexedPack } from '../format/index-file.ts';
 import { storedObjectLength } from '../format/shard-codec.ts';
 import { readWholePack, storeWhole } from '../repository/pack-rewrite.ts';
@@ -167,4 +168,27 @@ export function usedInNoPack(
   let n = 0;
   for (const id of used) if (!held.has(id)) n++;
   return n;
+}
+
+const sum = (xs: { size: number }[]) => xs.reduce((n, p) => n + p.size, 0);
+
+/** Shard objects deleted count in the report of the target that held them, as its packs do. */
+export function countEc(
+  work: { oldIndex: string[]; t: { id: number }; result: PruneTargetResult }[],
+  doomed: { target: number; size: number }[],
+  listings: Map<number, { shards: ReadonlyMap<string, ReadonlyMap<number, number>> }>,
+): void {
+  for (const w of work) {
+    let held = 0;
+    for (const shards of listings.get(w.t.id)!.shards.values())
+      for (const size of shards.values()) held += size;
+    const gone = doomed.filter((d) => d.target === w.t.id);
+    const freed = sum(gone);
+    w.result.packs += [...listings.get(w.t.id)!.shards.values()].reduce((n, s) => n + s.size, 0);
+    w.result.packsDeleted += gone.length;
+    w.result.bytesBefore += held;
+    w.result.bytesAfter += held - freed;
+    w.result.bytesFreed += freed;
+    if (gone.length) w.result.indexFilesRewritten = w.oldIndex.length;
+  }
 }

@@ -7,12 +7,20 @@ import { inLockOrder, refreshLocked } from '../repository/pool.ts';
 import type { Repository } from '../repository/repository.ts';
 import type { JobListener } from './job-events.ts';
 import type { TargetRow } from './keystore/keystore.ts';
-import { planPrune, type PlanPack, type PrunePlan } from './prune-plan.ts';
+import { planPrune, type PlanOptions, type PlanPack, type PrunePlan } from './prune-plan.ts';
 import { deletePacks, goodCopies, killPoint, repack, targetIo } from './prune-packs.ts';
-import { claimEc, ecIo, planEc, remainingEc, usedInNoPack, type EcClaim } from './prune-ec.ts';
+import { claimEc, countEc, ecIo, planEc, remainingEc, usedInNoPack, type EcClaim } from './prune-ec.ts';
 import { listDataObjects } from '../repository/pack-listing.ts';
 import { packPlacement } from '../repository/pack-placement.ts';
 import { usedBlobs } from './used-blobs.ts';
+import {
+  addWritten,
+  planPoolReplicas,
+  remainingReplicas,
+  replicaIo,
+  replicaSummary,
+  replicaTargetResult,
+} from './prune-replicas.ts';
 import { SettingsError } from './engine-settings.ts';
 
 export interface PruneOptions {
@@ -36,9 +44,9 @@ interface TargetWork {
   t: TargetRow;
   /** The index files in its bucket: what its new index replaces. */
   oldIndex: string[];
-  /** The packs the index files place on it. */
-  packs: Map<string, PlanPack>;
-  plan: PrunePlan;
+  /** Outside a pool, the plan for its packs (a pool's whole copies are planned once: prune-replicas.ts). */
+  plan?: PrunePlan;
+  /** What is deleted from it once the new index is written. */
   doomed: { id: string; size: number }[];
   written: IndexedPack[];
   result: PruneTargetResult;
@@ -101,7 +109,7 @@ export async function runPrune(
     const claims = await readIndexes(repo, targets, pool, ecClaims, progress);
     const listings = new Map<number, Awaited<ReturnType<typeof listDataObjects>>>();
     for (const t of targets) listings.set(t.id, await listDataObjects(repo.storage(t)));
-    const planOpts = {
+    const planOpts: PlanOptions = {
       maxUnused: opts.maxUnused ?? { percent: 5 },
       maxRepackBytes: opts.maxRepackBytes ?? Infinity,
     };
@@ -116,10 +124,26 @@ export async function runPrune(
     // In a pool a target holds only some packs: an object no index names is garbage unless some blob in
     // use is in no present pack anywhere in the pool (index files lost: it may hold it).
     const lost = pool ? usedInNoPack(used, claims, listings, ec) : undefined;
+    const packListings = new Map([...listings].map(([t, l]) => [t, l.packs]));
+    const replicas = pool
+      ? await planPoolReplicas(repo, claims, packListings, used, planOpts, damaged, notice)
+      : undefined;
     const work: TargetWork[] = [];
     for (const t of targets)
       work.push(
-        await planTarget(repo, t, claims.get(t.id)!, listings.get(t.id)!.packs, used, planOpts, lost, notice),
+        replicas
+          ? {
+              t,
+              oldIndex: claims.get(t.id)!.oldIndex,
+              doomed: [...replicas.doomed.get(t.id)!, ...(lost ? [] : replicas.unindexed.get(t.id)!)],
+              written: [],
+              result: replicaTargetResult(replicas, t, packListings.get(t.id)!, lost !== 0),
+            }
+          : await planTarget(repo, t, claims.get(t.id)!, packListings.get(t.id)!, used, planOpts, notice),
+      );
+    if (lost && [...(replicas?.unindexed.values() ?? [])].some((u) => u.length))
+      notice(
+        `${[...replicas!.unindexed.values()].reduce((n, u) => n + u.length, 0)} pack objects are in no index file, and ${lost} blobs snapshots need are in no indexed pack: those objects are kept. "cairn check" names the damaged snapshots.`,
       );
     const ecUnindexed = lost === 0 ? ec.unindexed : [];
     if (lost && ec.unindexed.length)
@@ -127,35 +151,48 @@ export async function runPrune(
         `${ec.unindexed.length} shard objects are in no index file, and ${lost} blobs snapshots need are in no indexed pack: those objects are kept. "cairn check" names the damaged snapshots.`,
       );
     const ecDoomed = [...ec.doomed, ...ecUnindexed];
-    countEc(work, ecDoomed, listings);
     const rewrite = (w: TargetWork) => w.doomed.length > 0;
+    // Whatever goes, the pool's index is rewritten on every member: other machines then drop it too.
+    if (replicas && (work.some(rewrite) || ecDoomed.length))
+      for (const w of work) w.result.indexFilesRewritten = w.oldIndex.length;
+    countEc(work, ecDoomed, listings);
     if (!dryRun && (work.some(rewrite) || ecDoomed.length > 0)) {
-      for (const w of work.filter(rewrite)) {
+      for (const w of replicas ? [] : work.filter(rewrite)) {
         locks.get(w.t.id)!.assertHeld();
-        w.written = await repack(repo, targetIo(repo, w.t), w.plan, (done) =>
-          progress('repack', done, w.plan.repack.length),
+        w.written = await repack(repo, targetIo(repo, w.t), w.plan!, (done) =>
+          progress('repack', done, w.plan!.repack.length),
         );
         w.result.packsWritten = w.written.length;
         w.result.bytesAfter += sum(w.written);
         w.result.bytesFreed -= sum(w.written);
       }
-      if (ec.plan.repack.length) {
-        const placement = packPlacement(
+      // New packs of a pool go where placement puts them, every copy (or shard) at once.
+      const placement = () =>
+        packPlacement(
           ks,
           targets.find((t) => t.poolId !== null && t.state === 'active')!,
         )!;
-        ec.written = await repack(repo, ecIo(repo, ecClaims, placement), ec.plan, (done) =>
+      if (replicas?.plan.repack.length) {
+        for (const w of work) locks.get(w.t.id)!.assertHeld();
+        replicas.written = await repack(repo, replicaIo(repo, replicas, placement()), replicas.plan, (done) =>
+          progress('repack', done, replicas.plan.repack.length),
+        );
+        addWritten(work, replicas.written);
+      }
+      if (ec.plan.repack.length) {
+        ec.written = await repack(repo, ecIo(repo, ecClaims, placement()), ec.plan, (done) =>
           progress('repack', done, ec.plan.repack.length),
         );
       }
       killPoint('repacked');
       const rewritten = pool ? work : work.filter(rewrite);
       for (const w of rewritten) locks.get(w.t.id)!.assertHeld();
-      if (pool)
+      const poolId = (t: number) => ks.targetById(t).poolId!;
+      if (replicas)
         await writePoolIndex(
           repo,
           work,
-          remainingEc(ec, (t) => ks.targetById(t).poolId!),
+          [...remainingReplicas(replicas, poolId), ...remainingEc(ec, poolId)],
           progress,
         );
       else for (const w of rewritten) await writeTargetIndex(repo, w, progress);
@@ -186,6 +223,7 @@ export async function runPrune(
       snapshots: snapshots.length,
       usedBlobs: used.size,
       targets: results,
+      ...(replicas?.claims.size ? { replicated: replicaSummary(replicas) } : {}),
       ...(ecClaims.size
         ? {
             erasureCoded: {
@@ -207,27 +245,6 @@ export async function runPrune(
 }
 
 const sum = (xs: { size: number }[]) => xs.reduce((n, p) => n + p.size, 0);
-
-/** Shard objects deleted count in the report of the target that held them, as its packs do. */
-function countEc(
-  work: TargetWork[],
-  doomed: { target: number; size: number }[],
-  listings: Map<number, { shards: ReadonlyMap<string, ReadonlyMap<number, number>> }>,
-): void {
-  for (const w of work) {
-    let held = 0;
-    for (const shards of listings.get(w.t.id)!.shards.values())
-      for (const size of shards.values()) held += size;
-    const gone = doomed.filter((d) => d.target === w.t.id);
-    const freed = sum(gone);
-    w.result.packs += [...listings.get(w.t.id)!.shards.values()].reduce((n, s) => n + s.size, 0);
-    w.result.packsDeleted += gone.length;
-    w.result.bytesBefore += held;
-    w.result.bytesAfter += held - freed;
-    w.result.bytesFreed += freed;
-    if (gone.length) w.result.indexFilesRewritten = w.oldIndex.length;
-  }
-}
 
 /**
  * Reads the index files in every target's bucket again (they are what the new index replaces) and
@@ -287,19 +304,24 @@ async function planTarget(
   claim: { oldIndex: string[]; packs: Map<string, PlanPack> },
   listed: ReadonlyMap<string, number>,
   used: ReadonlySet<string>,
-  planOpts: { maxUnused: { percent: number } | { bytes: number }; maxRepackBytes: number },
-  /** Blobs in use in no present pack of the pool (undefined outside a pool: this target's count). */
-  lostInPool: number | undefined,
+  planOpts: PlanOptions,
   notice: (message: string) => void,
 ): Promise<TargetWork> {
   const { packs, oldIndex } = claim;
+  const s = repo.storage(t);
   const plan = planPrune(packs.values(), listed, used, {
     ...planOpts,
-    preferred: await goodCopies(repo, t, packs, listed, used),
+    preferred: await goodCopies(
+      repo,
+      (p, start, end) => s.get(ObjectKey.pack(p.id), { start, end }),
+      packs,
+      listed,
+      used,
+    ),
   });
   const bytesBefore = sum([...listed].map(([, size]) => ({ size })));
   // Packs no index names may hold blobs in use that the index lacks (index files lost): kept then.
-  const lost = lostInPool ?? plan.usedNotHere;
+  const lost = plan.usedNotHere;
   const unindexed = lost ? [] : plan.unindexed;
   if (lost && plan.unindexed.length)
     notice(
@@ -313,7 +335,6 @@ async function planTarget(
   return {
     t,
     oldIndex,
-    packs,
     plan,
     doomed,
     written: [],
@@ -341,7 +362,7 @@ async function planTarget(
 /** What stays on a target: kept packs, missing ones (still named: they may come back), new ones. */
 function remaining(w: TargetWork): IndexedPack[] {
   return [
-    ...[...w.plan.keep, ...w.plan.missing].map((p) => ({
+    ...[...w.plan!.keep, ...w.plan!.missing].map((p) => ({
       id: Buffer.from(p.id, 'hex'),
       size: p.size,
       blobs: p.blobs,
@@ -355,26 +376,18 @@ async function writeTargetIndex(repo: Repository, w: TargetWork, progress: Progr
   w.result.indexFilesWritten = await writeIndexFiles(repo, [w.t], remaining(w), supersedes, false, progress);
 }
 
-/** One index for the whole pool: each pack once, with every target that keeps a copy; on every target. */
+/** One index for the whole pool, on every target, superseding every index file any of them held. */
 async function writePoolIndex(
   repo: Repository,
   work: TargetWork[],
-  ecPacks: IndexedPack[],
+  packs: IndexedPack[],
   progress: Progress,
 ): Promise<void> {
-  const packs = new Map<string, IndexedPack & { copies: number[] }>();
-  for (const w of work)
-    for (const p of remaining(w)) {
-      const hex = p.id.toString('hex');
-      const at = packs.get(hex);
-      if (at) at.copies.push(w.t.poolId!);
-      else packs.set(hex, { ...p, copies: [w.t.poolId!] });
-    }
   const supersedes = [...new Set(work.flatMap((w) => w.oldIndex))].map((id) => Buffer.from(id, 'hex'));
   const files = await writeIndexFiles(
     repo,
     work.map((w) => w.t),
-    [...packs.values(), ...ecPacks],
+    packs,
     supersedes,
     true,
     progress,

@@ -32,7 +32,8 @@ function reserve(buf: Buffer, used: number, more: number, hint = 0): Buffer {
  */
 export async function goodCopies(
   repo: Repository,
-  t: TargetRow,
+  /** Bytes [start, end] of a pack (a copy that is out of reach or damaged throws). */
+  read: (pack: PlanPack, start: number, end: number) => Promise<Buffer>,
   packs: ReadonlyMap<string, PlanPack>,
   listed: ReadonlyMap<string, number>,
   used: ReadonlySet<string>,
@@ -62,10 +63,7 @@ export async function goodCopies(
   for (const [hex, list] of copies)
     for (const { pack, entry } of list) {
       try {
-        const sealed = await repo.storage(t).get(ObjectKey.pack(pack), {
-          start: entry.offset,
-          end: entry.offset + entry.storedLength - 1,
-        });
+        const sealed = await read(packs.get(pack)!, entry.offset, entry.offset + entry.storedLength - 1);
         openBlob(sodium, sealed, {
           sealKey: ks.keys.blobSeal,
           idKey: ks.keys.blobId,
@@ -107,6 +105,8 @@ export interface RepackIo {
   where: string;
   /** Bytes [start, end] of a pack. */
   read(pack: PlanPack, start: number, end: number): Promise<Buffer>;
+  /** Reads of `pack` go to its next copy from now on (one of the last failed to authenticate); false: none left. */
+  next?(pack: PlanPack): boolean;
   /** Stores a new pack; returns where its copies (or shards) are, for a pool's index. */
   write(id: Buffer, body: Buffer): Promise<Pick<IndexedPack, 'copies' | 'ec'>>;
 }
@@ -167,26 +167,25 @@ export async function repack(
         j++;
       const first = sorted[i]!;
       const last = sorted[j - 1]!;
-      const bytes = await io.read(pack, first.offset, last.offset + last.storedLength - 1);
-      for (const b of sorted.slice(i, j)) {
+      const run = sorted.slice(i, j).filter((b) => !seen.has(b.id.toString('hex')));
+      const slice = (bytes: Buffer, b: PackEntry) =>
+        bytes.subarray(b.offset - first.offset, b.offset - first.offset + b.storedLength);
+      let bytes: Buffer;
+      for (;;) {
+        bytes = await io.read(pack, first.offset, last.offset + last.storedLength - 1);
+        const bad = damagedBlob(repo, run, (b) => slice(bytes, b));
+        if (!bad) break;
+        if (io.next?.(pack)) continue;
+        throw new Error(
+          `Blob ${bad.blob.id.toString('hex')} in pack ${pack.id} ${io.where} is damaged (${bad.err.message}); nothing was deleted. Run "cairn check --read-data", then back up again.`,
+          { cause: bad.err },
+        );
+      }
+      for (const b of run) {
         const hex = b.id.toString('hex');
         if (seen.has(hex)) continue;
         seen.add(hex);
-        const sealed = bytes.subarray(b.offset - first.offset, b.offset - first.offset + b.storedLength);
-        try {
-          openBlob(sodium, sealed, {
-            sealKey: ks.keys.blobSeal,
-            idKey: ks.keys.blobId,
-            kind: b.kind,
-            id: b.id,
-            length: b.plainLength,
-          });
-        } catch (err) {
-          throw new Error(
-            `Blob ${hex} in pack ${pack.id} ${io.where} is damaged (${(err as Error).message}); nothing was deleted. Run "cairn check --read-data", then back up again.`,
-            { cause: err },
-          );
-        }
+        const sealed = slice(bytes, b);
         let p = open.get(b.kind);
         if (!p) open.set(b.kind, (p = { buf: Buffer.allocUnsafe(0), entries: [], size: 0 }));
         p.buf = reserve(p.buf, p.size, sealed.length, packSize);
@@ -202,4 +201,26 @@ export async function repack(
   await flush('data');
   await flush('tree');
   return written;
+}
+
+/** The first of `blobs` that does not authenticate (AEAD, then its id), if any. */
+function damagedBlob(
+  repo: Repository,
+  blobs: readonly PackEntry[],
+  sealed: (b: PackEntry) => Buffer,
+): { blob: PackEntry; err: Error } | undefined {
+  const { sodium, ks } = repo;
+  for (const b of blobs)
+    try {
+      openBlob(sodium, sealed(b), {
+        sealKey: ks.keys.blobSeal,
+        idKey: ks.keys.blobId,
+        kind: b.kind,
+        id: b.id,
+        length: b.plainLength,
+      });
+    } catch (err) {
+      return { blob: b, err: err as Error };
+    }
+  return undefined;
 }

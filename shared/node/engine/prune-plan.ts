@@ -22,6 +22,8 @@ export interface PrunePlan {
   missing: PlanPack[];
   usedBytes: number;
   unusedBytesAfter: number;
+  /** Unused bytes of each kept, partly used pack (by pack id). */
+  unusedIn: Map<string, number>;
   repackBytes: number;
   /** Blobs in use that no present indexed pack of this target holds (lost, or on another target). */
   usedNotHere: number;
@@ -37,6 +39,11 @@ export function maxUnusedBytes(limit: { percent: number } | { bytes: number }, u
   return (usedBytes * limit.percent) / (100 - limit.percent);
 }
 
+export interface PlanOptions {
+  maxUnused: { percent: number } | { bytes: number };
+  maxRepackBytes: number;
+}
+
 /**
  * Decides what prune does with each pack of one target. `used` holds the hex ids of every blob a
  * snapshot needs; a blob stored in several packs counts as live in its preferred pack, else in the first
@@ -48,9 +55,7 @@ export function planPrune(
   packs: Iterable<PlanPack>,
   listed: ReadonlyMap<string, number>,
   used: ReadonlySet<string>,
-  opts: {
-    maxUnused: { percent: number } | { bytes: number };
-    maxRepackBytes: number;
+  opts: PlanOptions & {
     /** For a blob stored more than once: the pack whose copy to keep (one that authenticates). */
     preferred?: ReadonlyMap<string, string>;
   },
@@ -63,6 +68,7 @@ export function planPrune(
     missing: [],
     usedBytes: 0,
     unusedBytesAfter: 0,
+    unusedIn: new Map(),
     repackBytes: 0,
     usedNotHere: 0,
   };
@@ -102,7 +108,10 @@ export function planPrune(
       plan.repack.push({ pack: p.pack, live: p.live });
       plan.repackBytes += p.liveBytes;
       unused -= p.unused;
-    } else plan.keep.push(p.pack);
+    } else {
+      plan.keep.push(p.pack);
+      plan.unusedIn.set(p.pack.id, p.unused);
+    }
   }
   plan.unusedBytesAfter = unused;
   return plan;
