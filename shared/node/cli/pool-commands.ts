@@ -135,12 +135,23 @@ export async function reportRedundancy(output: Output, partial: (m: string) => E
 
 /** The policy as the targets have it now (another machine may have set it), else as last read here. */
 async function currentPolicy(e: Engine, output: Output): Promise<PoolPolicy> {
-  try {
-    await e.refresh();
-  } catch (err) {
-    output.info(
-      `Warning: the targets could not be read (${(err as Error).message}); this is the policy this machine last read.`,
-    );
-  }
+  warnUnread(output, await e.readPool(), e.listTargets().filter((t) => t.poolId !== null).length);
   return e.pool.policy();
+}
+
+/** Says which members `Engine.readPool` could not read, and so whose word what follows is. */
+export function warnUnread(
+  output: Output,
+  unread: readonly { target: string; message: string }[],
+  members: number,
+): void {
+  if (!unread.length) return;
+  const why = unread
+    .map((u) => (u.message.includes(`"${u.target}"`) ? '' : `"${u.target}": `) + u.message.replace(/\.$/, ''))
+    .join('; ');
+  output.info(
+    unread.length >= members
+      ? `Warning: no target of the pool could be read (${why}); this is what this machine last read.`
+      : `Warning: ${plural(unread.length, 'target')} could not be read (${why}); this is as the others have it.`,
+  );
 }

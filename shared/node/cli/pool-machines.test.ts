@@ -107,4 +107,28 @@ describe('a pool changed on another machine (issue 10)', () => {
     const listed = await runCli(['ls'], a);
     expect(listed.stdout).toContain(snapshotId);
   });
+
+  it('policy and target ls name the members they could not read, and say whose word they show', async () => {
+    const { cli, dirs } = await initFolderPool(3, 'pw');
+    expect((await runCli(['policy', '--replicas', '3'], cli)).code).toBe(0);
+    fs.renameSync(dirs[1]!, `${dirs[1]}.away`);
+    const one = await runCli(['policy'], cli);
+    expect(one.code, one.stderr).toBe(0);
+    expect(one.stdout).toMatch(/3 copies/);
+    expect(one.stderr).toMatch(
+      /Warning: 1 target could not be read \(.*"d2".+\); this is as the others have it\./,
+    );
+    const ls = await runCli(['target', 'ls'], cli);
+    expect(ls.stderr).toMatch(/Warning: 1 target could not be read \(.*"d2"/);
+
+    for (const d of [dirs[0]!, dirs[2]!]) fs.renameSync(d, `${d}.away`);
+    const none = await runCli(['policy'], cli);
+    expect(none.code, none.stderr).toBe(0);
+    expect(none.stderr).toMatch(
+      /Warning: no target of the pool could be read \(.*"d1".+; .*"d2".+; .*"d3".+\); this is what this machine last read\./,
+    );
+    for (const d of dirs) fs.renameSync(`${d}.away`, d);
+    const back = await runCli(['policy'], cli);
+    expect(back.stderr).not.toMatch(/Warning/);
+  });
 });

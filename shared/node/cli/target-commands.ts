@@ -5,6 +5,7 @@ import { UsageError, table } from './output.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
 import { describePolicy, pendingMovesText, rebalanceText } from '../../pool-text.ts';
 import { readUnlocker, withEngine } from './session.ts';
+import { warnUnread } from './pool-commands.ts';
 
 interface AddOpts {
   s3?: boolean;
@@ -123,8 +124,10 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
       const output = out();
       // As the pool's members have it: a weight, drain or removal made on another machine shows.
       const rows = await withEngine(async (e) => {
-        await e.readPool();
-        return e.listTargets();
+        const unread = await e.readPool();
+        const rows = e.listTargets();
+        warnUnread(output, unread, rows.filter((t) => t.poolId !== null).length);
+        return rows;
       });
       output.result(
         rows.map((t) => ({

@@ -252,8 +252,11 @@ export class Engine {
     return this.members.refresh(onUnreachable);
   }
 
-  /** The pool's members, weights and policy as the members in reach have them (MemberReads.syncPool). */
-  readPool = (): Promise<void> => this.members.syncPool();
+  /**
+   * The pool's members, weights and policy as the members in reach have them (MemberReads.syncPool);
+   * returns the members that could not be read, and why.
+   */
+  readPool = (): Promise<{ target: string; message: string }[]> => this.members.syncPool();
 
   async backup(
     sources: string[],

@@ -125,22 +125,27 @@ export class MemberReads {
    * The pool as its members have it now, read from each one in reach (a listing each, all at once). A
    * target removed from the pool on another machine is never given the pool's later objects: read only
    * there, this machine would go on writing snapshots and index files into a bucket that left the pool.
+   * Returns the members that could not be read.
    */
-  async syncPool(): Promise<void> {
+  async syncPool(): Promise<{ target: string; message: string }[]> {
+    const unread: { target: string; message: string }[] = [];
     await Promise.all(
       poolMembers(this.ks).map(async (t) => {
-        if (this.repo.storage(t).recentOutage()) return;
+        const down = this.repo.storage(t).recentOutage();
+        if (down) return void unread.push({ target: t.name, message: down.message });
         try {
           await this.repo.attach(t, { impatient: true });
           await this.repo.pool.sync(t);
         } catch (err) {
           // Out of reach, or its pool object unreadable: what the others say stands, and the member is
-          // passed over or named below and where it is read.
+          // passed over or named where it is read.
           if (!(err instanceof StorageError || err instanceof RepositoryError || err instanceof PoolError))
             throw err;
+          unread.push({ target: t.name, message: (err as Error).message });
         }
       }),
     );
+    return unread.sort((a, b) => (a.target < b.target ? -1 : 1));
   }
 }
 
