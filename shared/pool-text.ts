@@ -132,6 +132,8 @@ export function rebalanceText(
     removed: number;
     bytesCopied: number;
     converted?: number;
+    /** Packs an interrupted rebalance had converted already: only their old objects go. */
+    retired?: number;
     /** A dry run's objects per member (those that gain or lose any). */
     targets?: { name: string; add: number; remove: number; bytesAdded: number }[];
   },
@@ -144,6 +146,9 @@ export function rebalanceText(
   const converted = r.converted
     ? ` ${plural(r.converted, 'pack')} ${dryRun ? 'would be' : 'were'} rewritten for the policy.`
     : '';
+  const retired = r.retired
+    ? ` ${plural(r.retired, 'pack')} had been rewritten by an interrupted rebalance: only ${r.retired === 1 ? 'its' : 'their'} old objects ${dryRun ? 'would be' : 'were'} removed.`
+    : '';
   const perTarget = r.targets?.length
     ? `: ${r.targets
         .map((t) =>
@@ -155,8 +160,8 @@ export function rebalanceText(
         .join(', ')}`
     : '';
   return dryRun
-    ? `${objects(r.copied)} would be written (${formatSize(r.bytesCopied)}) and ${r.removed} removed (of ${plural(r.packs, 'pack')})${perTarget}.${converted}`
-    : `${objects(r.copied)} written (${formatSize(r.bytesCopied)}) and ${r.removed} removed, over ${plural(r.packs, 'pack')}.${converted}`;
+    ? `${objects(r.copied)} would be written (${formatSize(r.bytesCopied)}) and ${r.removed} removed (of ${plural(r.packs, 'pack')})${perTarget}.${converted}${retired}`
+    : `${objects(r.copied)} written (${formatSize(r.bytesCopied)}) and ${r.removed} removed, over ${plural(r.packs, 'pack')}.${converted}${retired}`;
 }
 
 /**

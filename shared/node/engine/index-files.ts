@@ -1,6 +1,8 @@
-import { ObjectKey } from '../../format/constants.ts';
+import { ObjectKey, Prefix } from '../../format/constants.ts';
 import type { PruneProgress } from '../../api/retention.ts';
-import { sealIndexFile, type IndexedPack } from '../format/index-file.ts';
+import { openIndexFile, sealIndexFile, type IndexedPack } from '../format/index-file.ts';
+import type { PackEntry } from '../format/pack.ts';
+import { StorageError } from '../storage/storage.ts';
 import type { Repository } from '../repository/repository.ts';
 import type { TargetRow } from './keystore/keystore.ts';
 import { killPoint } from './prune-packs.ts';
@@ -38,4 +40,46 @@ export async function writeIndexFiles(
     if (!last) killPoint('index-file-written');
   }
   return files;
+}
+
+/**
+ * Every blob of the packs in `wanted` (hex ids), as the index files in the members' buckets list them:
+ * the keystore keeps one location per blob, so a pack whose blobs are also in another lists only some
+ * there. Each index file is opened once (authenticated), from the first member that holds it.
+ */
+export async function blobsInIndexFiles(
+  repo: Repository,
+  members: readonly TargetRow[],
+  wanted: ReadonlySet<string>,
+): Promise<Map<string, PackEntry[]>> {
+  const { sodium, ks } = repo;
+  const found = new Map<string, PackEntry[]>();
+  const opened = new Set<string>();
+  for (const t of members) {
+    const s = repo.storage(t);
+    const ids: string[] = [];
+    try {
+      for await (const o of s.list(Prefix.index)) {
+        const id = o.key.slice(Prefix.index.length);
+        if (/^[0-9a-f]{64}$/.test(id) && !opened.has(id)) ids.push(id);
+      }
+    } catch (err) {
+      if (err instanceof StorageError) continue;
+      throw err;
+    }
+    for (const id of ids) {
+      const file = openIndexFile(
+        sodium,
+        ks.keys.metaSeal,
+        Buffer.from(id, 'hex'),
+        await s.get(ObjectKey.index(id)),
+      );
+      opened.add(id);
+      for (const p of file.packs) {
+        const hex = p.id.toString('hex');
+        if (wanted.has(hex) && !found.has(hex)) found.set(hex, p.blobs);
+      }
+    }
+  }
+  return found;
 }

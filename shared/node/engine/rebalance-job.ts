@@ -1,17 +1,18 @@
 import { ObjectKey, Prefix } from '../../format/constants.ts';
 import type { IndexedPack } from '../format/index-file.ts';
+import type { PackEntry } from '../format/pack.ts';
 import { encodeShards } from '../format/erasure.ts';
 import { sealShard } from '../format/shard-codec.ts';
 import { packPlacement } from '../repository/pack-placement.ts';
 import { readShardObject, readWholePack, storeWhole, withNewId } from '../repository/pack-rewrite.ts';
 import type { PackPlacement } from '../../../workers/protocol.ts';
-import { planMove, plannedWrites, whereNamed, type PackMove } from './rebalance-plan.ts';
+import { planMove, plannedWrites, retireConverted, whereNamed, type PackMove } from './rebalance-plan.ts';
 import type { RepoLock } from '../repository/locks.ts';
 import { inLockOrder, refreshLocked } from '../repository/pool.ts';
 import type { Repository } from '../repository/repository.ts';
 import { SettingsError } from './engine-settings.ts';
 import type { TargetRow } from './keystore/keystore.ts';
-import { writeIndexFiles } from './index-files.ts';
+import { blobsInIndexFiles, writeIndexFiles } from './index-files.ts';
 import { killPoint } from './prune-packs.ts';
 
 export interface RebalanceResult {
@@ -28,6 +29,8 @@ export interface RebalanceResult {
   targets: { name: string; add: number; remove: number; bytesAdded: number }[];
   /** Packs stored another way than the policy says (replicas ↔ erasure coding, another k+m), rewritten. */
   converted: number;
+  /** Packs an interrupted run had converted already: only the old objects are deleted. */
+  retired: number;
   /** Packs left as they were: no stored copy could be read to copy from. */
   unreadable: string[];
 }
@@ -68,6 +71,7 @@ export async function runRebalance(
     bytesCopied: 0,
     targets: [],
     converted: 0,
+    retired: 0,
     unreadable: [],
   };
   try {
@@ -95,14 +99,23 @@ export async function runRebalance(
       weight: t.weight,
       state: t.state,
     }));
-    const moves: PackMove[] = [];
     const known = ks.index.allCopies();
-    for (const [hex, p] of known) {
-      const move = planMove(Buffer.from(hex, 'hex'), p, policy, ranking);
-      moves.push(move);
+    // The new index names each pack with every blob its index files list: the keystore keeps one
+    // location per blob, and a pack whose blobs are also in another (a pack an interrupted conversion
+    // rewrote, two machines storing the same data) would be named with only some of them.
+    const listed = opts.dryRun ? undefined : await blobsInIndexFiles(repo, members, new Set(known.keys()));
+    const blobsOf = (id: Buffer) => listed?.get(id.toString('hex')) ?? ks.index.blobsOfPack(id);
+    const moves = await retireConverted(
+      [...known].map(([hex, p]) => planMove(Buffer.from(hex, 'hex'), p, policy, ranking)),
+      async (ids) => listed ?? (await blobsInIndexFiles(repo, members, ids)),
+    );
+    for (const move of moves) {
       if (move.kind === 'stay') continue;
       result.packs++;
-      if (move.kind === 'convert') {
+      if (move.kind === 'retire') {
+        result.retired++;
+        result.removed += move.drop.length;
+      } else if (move.kind === 'convert') {
         result.converted++;
         result.removed += move.drop.length;
         result.copied += policy.scheme === 'ec' ? policy.k + policy.m : policy.copies;
@@ -130,7 +143,7 @@ export async function runRebalance(
     let batchBytes = 0;
     let moved = 0;
     const changes = (m: PackMove) =>
-      m.kind === 'convert' || (m.kind !== 'stay' && m.add.length + m.drop.length > 0);
+      m.kind === 'convert' || m.kind === 'retire' || (m.kind !== 'stay' && m.add.length + m.drop.length > 0);
     const toMove = moves.filter(changes).length;
     let saving = Promise.resolve();
     const save = () => {
@@ -152,21 +165,21 @@ export async function runRebalance(
       });
     const moveAll = async () => {
       for (let m = queue.shift(); m && !failing; m = queue.shift()) {
-        const done = await carryOut(repo, m, placement);
+        const done = await carryOut(repo, m, placement, blobsOf);
         if (!done) {
           // Nothing moves for this pack: its copies stay where they are.
           result.unreadable.push(m.id.toString('hex'));
           const where = whereNamed(known.get(m.id.toString('hex'))!, (t) => ks.targetById(t).poolId!);
-          indexed.push({ id: m.id, size: m.size, ...where, blobs: ks.index.blobsOfPack(m.id) });
+          indexed.push({ id: m.id, size: m.size, ...where, blobs: blobsOf(m.id) });
           continue;
         }
         result.bytesCopied += done.bytes;
-        indexed.push(done.pack);
+        if (done.pack) indexed.push(done.pack);
         deletes.push(...done.deletes);
         if (!changes(m)) continue;
         moved++;
-        // A converted pack has a new id: named beside the old one, a later run would convert it again.
-        if (m.kind === 'convert' || done.bytes === 0) continue;
+        // A converted pack is named beside the old one until the end: a later run retires the old one.
+        if (!done.pack || done.bytes === 0) continue;
         batch.push(done.pack);
         batchBytes += done.bytes;
         if (batch.length >= BATCH_PACKS || batchBytes >= BATCH_BYTES) await save();
@@ -208,11 +221,14 @@ async function carryOut(
   repo: Repository,
   m: PackMove,
   placement: PackPlacement | undefined,
-): Promise<{ pack: IndexedPack; deletes: { target: number; key: string }[]; bytes: number } | undefined> {
+  blobsOf: (id: Buffer) => PackEntry[],
+): Promise<
+  { pack: IndexedPack | undefined; deletes: { target: number; key: string }[]; bytes: number } | undefined
+> {
   const { ks } = repo;
   const hex = m.id.toString('hex');
   const poolId = (t: number) => ks.targetById(t).poolId!;
-  const blobs = () => ks.index.blobsOfPack(m.id);
+  const blobs = () => blobsOf(m.id);
   const put = (t: number, key: string, body: Buffer) => repo.storage(ks.targetById(t)).put(key, body);
   switch (m.kind) {
     case 'stay':
@@ -270,6 +286,8 @@ async function carryOut(
         bytes,
       };
     }
+    case 'retire':
+      return { pack: undefined, deletes: m.drop.map((d) => objectOf(hex, d)), bytes: 0 };
     case 'convert': {
       const stored = [...m.from.copies].filter(([, s]) => s === 'stored').map(([t]) => t);
       const whole = await readWholePack(
@@ -292,15 +310,18 @@ async function carryOut(
       const bytes = written.bytes;
       return {
         pack,
-        deletes: m.drop.map((d) => ({
-          target: d.target,
-          key: d.shard === null ? ObjectKey.pack(hex) : ObjectKey.shard(hex, d.shard),
-        })),
+        deletes: m.drop.map((d) => objectOf(hex, d)),
         bytes,
       };
     }
   }
 }
+
+/** The object of a pack on a target: its whole copy, or its shard. */
+const objectOf = (hex: string, d: { target: number; shard: number | null }) => ({
+  target: d.target,
+  key: d.shard === null ? ObjectKey.pack(hex) : ObjectKey.shard(hex, d.shard),
+});
 
 async function listIndex(repo: Repository, t: TargetRow): Promise<string[]> {
   const ids: string[] = [];

@@ -46,7 +46,62 @@ export type PackMove =
       size: number;
       from: KnownPack;
       drop: { target: number; shard: number | null }[];
+    }
+  /**
+   * Converted already, by a rebalance killed before it finished: `twin` (the same blobs at the same
+   * offsets, under a new id) is indexed and stored as the policy says. Every object of this one is
+   * deleted, and the index no longer names it; nothing is written.
+   */
+  | {
+      kind: 'retire';
+      id: Buffer;
+      size: number;
+      twin: Buffer;
+      drop: { target: number; shard: number | null }[];
     };
+
+/**
+ * Turns into `retire` each conversion whose pack has a twin needing no write: a pack of the same size
+ * and the same blobs at the same offsets, in the policy's form with every copy or shard where placement
+ * wants it. An interrupted conversion then resumes where it stopped instead of converting every pack
+ * again (the converted ones are indexed batch by batch). `blobsOf` gives every blob of the packs asked
+ * for (hex ids): it is asked only when some conversion has a complete pack of its size.
+ */
+export async function retireConverted(
+  moves: readonly PackMove[],
+  blobsOf: (
+    ids: ReadonlySet<string>,
+  ) => Promise<ReadonlyMap<string, readonly { id: Buffer; offset: number; storedLength: number }[]>>,
+): Promise<PackMove[]> {
+  const complete = new Map<number, string[]>();
+  for (const m of moves)
+    if ((m.kind === 'copies' || m.kind === 'shards') && m.add.length === 0) {
+      const list = complete.get(m.size);
+      if (list) list.push(m.id.toString('hex'));
+      else complete.set(m.size, [m.id.toString('hex')]);
+    }
+  const asked = new Set<string>();
+  for (const m of moves)
+    if (m.kind === 'convert' && complete.has(m.size)) {
+      asked.add(m.id.toString('hex'));
+      for (const c of complete.get(m.size)!) asked.add(c);
+    }
+  if (!asked.size) return [...moves];
+  const blobs = await blobsOf(asked);
+  const signature = (hex: string) =>
+    blobs
+      .get(hex)
+      ?.map((b) => `${b.id.toString('hex')}@${b.offset}+${b.storedLength}`)
+      .join(',');
+  return moves.map((m) => {
+    if (m.kind !== 'convert' || !complete.has(m.size)) return m;
+    const mine = signature(m.id.toString('hex'));
+    const twin = mine ? complete.get(m.size)!.find((c) => signature(c) === mine) : undefined;
+    return twin
+      ? { kind: 'retire', id: m.id, size: m.size, twin: Buffer.from(twin, 'hex'), drop: m.drop }
+      : m;
+  });
+}
 
 /**
  * Where the index names a pack's copies (or shards) now, stored or found missing (a missing one may come
@@ -148,6 +203,7 @@ export function plannedWrites(
   for (const m of moves) {
     if (m.kind === 'stay') continue;
     for (const d of m.drop) at(typeof d === 'number' ? d : d.target).remove++;
+    if (m.kind === 'retire') continue;
     if (m.kind === 'convert') {
       const k = policy.scheme === 'ec' ? policy.k : undefined;
       bytes += storedObjectLength(m.size, k) * (policy.scheme === 'ec' ? policy.k + policy.m : policy.copies);
