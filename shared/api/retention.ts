@@ -123,3 +123,22 @@ export interface LockView {
   refreshedAt: string;
   stale: boolean;
 }
+
+/**
+ * A prune's packs deleted and repacked, each pack once: in a pool a pack with copies (or shards) on
+ * several targets counts in each target's report, so the pool's own counts are used there.
+ */
+export function pruneCounts(r: PruneResult): { packsDeleted: number; packsRepacked: number } {
+  const stray = r.targets.reduce((n, t) => n + t.unindexedPacksDeleted, 0);
+  if (r.replicated || r.erasureCoded) {
+    const parts = [r.replicated, r.erasureCoded].filter((x) => x !== undefined);
+    return {
+      packsDeleted: stray + parts.reduce((n, x) => n + x.packsDeleted, 0),
+      packsRepacked: parts.reduce((n, x) => n + x.packsRepacked, 0),
+    };
+  }
+  return {
+    packsDeleted: stray + r.targets.reduce((n, t) => n + t.packsDeleted, 0),
+    packsRepacked: r.targets.reduce((n, t) => n + t.packsRepacked, 0),
+  };
+}

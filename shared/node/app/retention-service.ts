@@ -1,7 +1,7 @@
 import os from 'node:os';
 import type { Request, Responses } from '../../api/contract.ts';
 import { ApiCallError } from '../../api/contract.ts';
-import type { PruneResult } from '../../api/retention.ts';
+import { pruneCounts, type PruneResult } from '../../api/retention.ts';
 import type { JobView, MaintenanceView, PruneOutcomeView } from '../../api/views.ts';
 import {
   MAINTENANCE_DEFAULT,
@@ -203,8 +203,7 @@ export class RetentionService {
         ok: r !== null,
         durationMs: r?.durationMs ?? elapsedMs,
         bytesFreed: r?.bytesFreed ?? 0,
-        packsDeleted: r ? r.targets.reduce((n, t) => n + t.packsDeleted + t.unindexedPacksDeleted, 0) : 0,
-        packsRepacked: r ? r.targets.reduce((n, t) => n + t.packsRepacked, 0) : 0,
+        ...(r ? pruneCounts(r) : { packsDeleted: 0, packsRepacked: 0 }),
         error,
         willRetry: r === null && !dryRun && this.settings().prune !== 'manual',
       };
