@@ -36,7 +36,7 @@ export interface PruneTargetResult {
   /** Partly used packs whose live blobs were copied into new packs, then deleted. */
   packsRepacked: number;
   packsWritten: number;
-  /** Packs in data/ no index file names (uploads of interrupted backups): deleted. */
+  /** Objects in data/ no index file names there (left by interrupted backups, moves or prunes): deleted. */
   unindexedPacksDeleted: number;
   unindexedBytes: number;
   /** Indexed packs absent from data/: left out of the new index. */
@@ -46,6 +46,7 @@ export interface PruneTargetResult {
   bytesBefore: number;
   bytesAfter: number;
   bytesFreed: number;
+  /** Live bytes copied out of its packs (in a pool: out of its copies of the packs repacked, read once). */
   bytesRepacked: number;
   /** Bytes of blobs no snapshot needs that stay (in packs kept within --max-unused). */
   unusedBytesAfter: number;

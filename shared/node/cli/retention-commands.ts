@@ -6,6 +6,7 @@ import type { KeepPolicy } from '../engine/retention-policy.ts';
 import { plural, type Output } from './output.ts';
 import { reportRedundancy } from './pool-commands.ts';
 import { withEngine } from './session.ts';
+import { pruneText } from './prune-text.ts';
 import { lockTiming } from '../repository/locks.ts';
 
 type Parsers = {
@@ -129,24 +130,7 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
         ),
       );
       if (tty) process.stderr.write('\r\x1b[2K');
-      const lines = r.targets.map(
-        (t) =>
-          `Target "${t.target}": ${plural(t.packsDeleted, 'pack')} (or shard${t.packsDeleted === 1 ? '' : 's'}) deleted, ${t.packsRepacked} repacked into ${t.packsWritten}${t.unindexedPacksDeleted ? `, ${plural(t.unindexedPacksDeleted, 'pack')} no index names (uploads of interrupted backups or moves, ${formatSize(t.unindexedBytes)}) deleted` : ''}, ${plural(t.indexFilesRewritten, 'index file')} rewritten; ${formatSize(t.bytesBefore)} → ${formatSize(t.bytesAfter)}, ${formatSize(t.unusedBytesAfter)} unused left${t.missingPacks ? `; ${plural(t.missingPacks, 'indexed pack')} missing` : ''}.`,
-      );
-      const rep = r.replicated;
-      if (rep)
-        lines.push(
-          `Whole-copy packs of the pool: ${rep.packsDeleted} of ${rep.packs} deleted, ${rep.packsRepacked} repacked into ${rep.packsWritten}${r.dryRun ? '' : ', each written once with every copy the policy asks for'}${rep.missingPacks ? `; ${plural(rep.missingPacks, 'pack')} had no copy on any target` : ''}.`,
-        );
-      const ec = r.erasureCoded;
-      if (ec)
-        lines.push(
-          `Erasure-coded: ${ec.packsDeleted} of ${ec.packs} packs deleted, ${ec.packsRepacked} repacked into ${ec.packsWritten}, ${ec.strayShardsDeleted} stray shard objects deleted${ec.missingPacks ? `; ${ec.missingPacks} packs had fewer than k shards` : ''}.`,
-        );
-      lines.push(
-        `${r.dryRun ? 'Would free' : 'Freed'} ${formatSize(r.bytesFreed)} (${plural(r.snapshots, 'snapshot')}, ${plural(r.usedBlobs, 'blob')} in use; ${r.dryRun ? 'planned' : 'done'} in ${(r.durationMs / 1000).toFixed(1)} s)${r.dryRun ? '; dry run: nothing was changed' : ''}.`,
-      );
-      o.result(r, lines.join('\n'));
+      o.result(r, pruneText(r));
     });
 
   program

@@ -1,6 +1,8 @@
 import { ObjectKey, Prefix } from '../../format/constants.ts';
 import type { PruneProgress } from '../../api/retention.ts';
 import { openIndexFile, sealIndexFile, type IndexedPack } from '../format/index-file.ts';
+import { claimEc, type EcClaim } from './prune-ec.ts';
+import type { PlanPack } from './prune-plan.ts';
 import type { PackEntry } from '../format/pack.ts';
 import { StorageError } from '../storage/storage.ts';
 import type { Repository } from '../repository/repository.ts';
@@ -82,4 +84,56 @@ export async function blobsInIndexFiles(
     }
   }
   return found;
+}
+
+/**
+ * Reads the index files in every target's bucket again (they are what the new index replaces) and
+ * places their packs: a pool's index file (read once, whichever target holds it) on the targets it
+ * names, any other on the target that holds it.
+ */
+export async function readIndexes(
+  repo: Repository,
+  targets: TargetRow[],
+  pool: boolean,
+  ecClaims: Map<string, EcClaim>,
+  progress: (phase: PruneProgress['phase'], done: number, total: number) => void,
+): Promise<Map<number, { oldIndex: string[]; packs: Map<string, PlanPack> }>> {
+  const { sodium, ks } = repo;
+  const claims = new Map(
+    targets.map((t) => [t.id, { oldIndex: [] as string[], packs: new Map<string, PlanPack>() }]),
+  );
+  const opened = new Set<string>();
+  for (const t of targets) {
+    const s = repo.storage(t);
+    const own = claims.get(t.id)!;
+    for await (const o of s.list(Prefix.index)) {
+      const id = o.key.slice(Prefix.index.length);
+      if (/^[0-9a-f]{64}$/.test(id)) own.oldIndex.push(id);
+    }
+    for (const [i, id] of own.oldIndex.entries()) {
+      progress('index', i, own.oldIndex.length);
+      if (pool && opened.has(id)) continue;
+      opened.add(id);
+      const file = openIndexFile(
+        sodium,
+        ks.keys.metaSeal,
+        Buffer.from(id, 'hex'),
+        await s.get(ObjectKey.index(id)),
+      );
+      for (const p of file.packs) {
+        if (p.ec) {
+          claimEc(ecClaims, p, (poolId) => ks.pool.localId(poolId));
+          continue;
+        }
+        const on = p.copies ? p.copies.map((c) => ks.pool.localId(c)) : [t.id];
+        for (const targetId of on) {
+          const packs = targetId === undefined ? undefined : claims.get(targetId)?.packs;
+          const hex = p.id.toString('hex');
+          if (packs && !packs.has(hex))
+            packs.set(hex, { id: hex, size: p.size, kind: p.blobs[0]?.kind ?? 'data', blobs: p.blobs });
+        }
+      }
+    }
+  }
+  return claims;
 }

@@ -176,6 +176,7 @@ const sum = (xs: { size: number }[]) => xs.reduce((n, p) => n + p.size, 0);
 export function countEc(
   work: { oldIndex: string[]; t: { id: number }; result: PruneTargetResult }[],
   doomed: { target: number; size: number }[],
+  stray: { target: number; size: number }[],
   listings: Map<number, { shards: ReadonlyMap<string, ReadonlyMap<number, number>> }>,
 ): void {
   for (const w of work) {
@@ -183,12 +184,16 @@ export function countEc(
     for (const shards of listings.get(w.t.id)!.shards.values())
       for (const size of shards.values()) held += size;
     const gone = doomed.filter((d) => d.target === w.t.id);
-    const freed = sum(gone);
+    const strays = stray.filter((d) => d.target === w.t.id);
+    const freed = sum(gone) + sum(strays);
     w.result.packs += [...listings.get(w.t.id)!.shards.values()].reduce((n, s) => n + s.size, 0);
     w.result.packsDeleted += gone.length;
+    // Shard objects no index names there count as a pack object no index names does.
+    w.result.unindexedPacksDeleted += strays.length;
+    w.result.unindexedBytes += sum(strays);
     w.result.bytesBefore += held;
     w.result.bytesAfter += held - freed;
     w.result.bytesFreed += freed;
-    if (gone.length) w.result.indexFilesRewritten = w.oldIndex.length;
+    if (gone.length + strays.length) w.result.indexFilesRewritten = w.oldIndex.length;
   }
 }

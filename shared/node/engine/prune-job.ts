@@ -1,15 +1,15 @@
-import { ObjectKey, Prefix } from '../../format/constants.ts';
+import { ObjectKey } from '../../format/constants.ts';
 import type { PruneProgress, PruneResult, PruneTargetResult } from '../../api/retention.ts';
-import { openIndexFile, type IndexedPack } from '../format/index-file.ts';
-import { writeIndexFiles } from './index-files.ts';
+import type { IndexedPack } from '../format/index-file.ts';
+import { readIndexes, writeIndexFiles } from './index-files.ts';
 import type { RepoLock } from '../repository/locks.ts';
-import { inLockOrder, refreshLocked } from '../repository/pool.ts';
+import { inLockOrder, refreshLocked, type PoolPolicy } from '../repository/pool.ts';
 import type { Repository } from '../repository/repository.ts';
 import type { JobListener } from './job-events.ts';
 import type { TargetRow } from './keystore/keystore.ts';
 import { planPrune, type PlanOptions, type PlanPack, type PrunePlan } from './prune-plan.ts';
 import { deletePacks, goodCopies, killPoint, repack, targetIo } from './prune-packs.ts';
-import { claimEc, countEc, ecIo, planEc, remainingEc, usedInNoPack, type EcClaim } from './prune-ec.ts';
+import { countEc, ecIo, planEc, remainingEc, usedInNoPack, type EcClaim } from './prune-ec.ts';
 import { listDataObjects } from '../repository/pack-listing.ts';
 import { packPlacement } from '../repository/pack-placement.ts';
 import { usedBlobs } from './used-blobs.ts';
@@ -155,7 +155,17 @@ export async function runPrune(
     // Whatever goes, the pool's index is rewritten on every member: other machines then drop it too.
     if (replicas && (work.some(rewrite) || ecDoomed.length))
       for (const w of work) w.result.indexFilesRewritten = w.oldIndex.length;
-    countEc(work, ecDoomed, listings);
+    countEc(work, ec.doomed, ecUnindexed, listings);
+    // A dry run counts what repacking would write against what it frees: on the target itself outside
+    // a pool, in the total in one (where new packs go is drawn when they are made).
+    let planned = 0;
+    if (dryRun && !replicas)
+      for (const w of work) {
+        w.result.bytesAfter += w.plan!.repackBytes;
+        w.result.bytesFreed -= w.plan!.repackBytes;
+      }
+    if (dryRun && replicas)
+      planned = storedBytes(replicas.plan.repackBytes + ec.plan.repackBytes, ks.pool.state()!.policy);
     if (!dryRun && (work.some(rewrite) || ecDoomed.length > 0)) {
       for (const w of replicas ? [] : work.filter(rewrite)) {
         locks.get(w.t.id)!.assertHeld();
@@ -183,6 +193,7 @@ export async function runPrune(
         ec.written = await repack(repo, ecIo(repo, ecClaims, placement()), ec.plan, (done) =>
           progress('repack', done, ec.plan.repack.length),
         );
+        addWritten(work, ec.written);
       }
       killPoint('repacked');
       const rewritten = pool ? work : work.filter(rewrite);
@@ -224,7 +235,7 @@ export async function runPrune(
       usedBlobs: used.size,
       targets: results,
       ...(replicas?.claims.size ? { replicated: replicaSummary(replicas) } : {}),
-      ...(ecClaims.size
+      ...(ecClaims.size || ecUnindexed.length
         ? {
             erasureCoded: {
               packs: ecClaims.size,
@@ -236,7 +247,7 @@ export async function runPrune(
             },
           }
         : {}),
-      bytesFreed: results.reduce((n, r) => n + r.bytesFreed, 0),
+      bytesFreed: results.reduce((n, r) => n + r.bytesFreed, 0) - planned,
       durationMs: Date.now() - started,
     };
   } finally {
@@ -246,57 +257,9 @@ export async function runPrune(
 
 const sum = (xs: { size: number }[]) => xs.reduce((n, p) => n + p.size, 0);
 
-/**
- * Reads the index files in every target's bucket again (they are what the new index replaces) and
- * places their packs: a pool's index file (read once, whichever target holds it) on the targets it
- * names, any other on the target that holds it.
- */
-async function readIndexes(
-  repo: Repository,
-  targets: TargetRow[],
-  pool: boolean,
-  ecClaims: Map<string, EcClaim>,
-  progress: Progress,
-): Promise<Map<number, { oldIndex: string[]; packs: Map<string, PlanPack> }>> {
-  const { sodium, ks } = repo;
-  const claims = new Map(
-    targets.map((t) => [t.id, { oldIndex: [] as string[], packs: new Map<string, PlanPack>() }]),
-  );
-  const opened = new Set<string>();
-  for (const t of targets) {
-    const s = repo.storage(t);
-    const own = claims.get(t.id)!;
-    for await (const o of s.list(Prefix.index)) {
-      const id = o.key.slice(Prefix.index.length);
-      if (/^[0-9a-f]{64}$/.test(id)) own.oldIndex.push(id);
-    }
-    for (const [i, id] of own.oldIndex.entries()) {
-      progress('index', i, own.oldIndex.length);
-      if (pool && opened.has(id)) continue;
-      opened.add(id);
-      const file = openIndexFile(
-        sodium,
-        ks.keys.metaSeal,
-        Buffer.from(id, 'hex'),
-        await s.get(ObjectKey.index(id)),
-      );
-      for (const p of file.packs) {
-        if (p.ec) {
-          claimEc(ecClaims, p, (poolId) => ks.pool.localId(poolId));
-          continue;
-        }
-        const on = p.copies ? p.copies.map((c) => ks.pool.localId(c)) : [t.id];
-        for (const targetId of on) {
-          const packs = targetId === undefined ? undefined : claims.get(targetId)?.packs;
-          const hex = p.id.toString('hex');
-          if (packs && !packs.has(hex))
-            packs.set(hex, { id: hex, size: p.size, kind: p.blobs[0]?.kind ?? 'data', blobs: p.blobs });
-        }
-      }
-    }
-  }
-  return claims;
-}
+/** About what `bytes` of blobs take stored as `policy` says (pack headers aside). */
+const storedBytes = (bytes: number, policy: PoolPolicy) =>
+  policy.scheme === 'ec' ? Math.ceil((bytes * (policy.k + policy.m)) / policy.k) : bytes * policy.copies;
 
 async function planTarget(
   repo: Repository,

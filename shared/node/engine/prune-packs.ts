@@ -4,6 +4,7 @@ import { openBlob } from '../format/blob-codec.ts';
 import type { IndexedPack } from '../format/index-file.ts';
 import { sealPackTrailer, type PackEntry } from '../format/pack.ts';
 import type { Repository } from '../repository/repository.ts';
+import { StorageError } from '../storage/storage.ts';
 import type { TargetRow } from './keystore/keystore.ts';
 import type { PlanPack, PrunePlan } from './prune-plan.ts';
 
@@ -103,10 +104,10 @@ export async function deletePacks(
 export interface RepackIo {
   /** For messages: `on target "name"`, or `(erasure-coded)`. */
   where: string;
-  /** Bytes [start, end] of a pack. */
-  read(pack: PlanPack, start: number, end: number): Promise<Buffer>;
-  /** Reads of `pack` go to its next copy from now on (one of the last failed to authenticate); false: none left. */
-  next?(pack: PlanPack): boolean;
+  /** Bytes [start, end] of a pack, from its copy number `copy` (0: the first that answers). */
+  read(pack: PlanPack, start: number, end: number, copy?: number): Promise<Buffer>;
+  /** How many copies of `pack` there are to read from (1 when absent). */
+  copies?(pack: PlanPack): number;
   /** Stores a new pack; returns where its copies (or shards) are, for a pool's index. */
   write(id: Buffer, body: Buffer): Promise<Pick<IndexedPack, 'copies' | 'ec'>>;
 }
@@ -167,25 +168,14 @@ export async function repack(
         j++;
       const first = sorted[i]!;
       const last = sorted[j - 1]!;
-      const run = sorted.slice(i, j).filter((b) => !seen.has(b.id.toString('hex')));
       const slice = (bytes: Buffer, b: PackEntry) =>
         bytes.subarray(b.offset - first.offset, b.offset - first.offset + b.storedLength);
-      let bytes: Buffer;
-      for (;;) {
-        bytes = await io.read(pack, first.offset, last.offset + last.storedLength - 1);
-        const bad = damagedBlob(repo, run, (b) => slice(bytes, b));
-        if (!bad) break;
-        if (io.next?.(pack)) continue;
-        throw new Error(
-          `Blob ${bad.blob.id.toString('hex')} in pack ${pack.id} ${io.where} is damaged (${bad.err.message}); nothing was deleted. Run "cairn check --read-data", then back up again.`,
-          { cause: bad.err },
-        );
-      }
-      for (const b of run) {
+      const bytes = await io.read(pack, first.offset, last.offset + last.storedLength - 1);
+      for (const b of sorted.slice(i, j)) {
         const hex = b.id.toString('hex');
         if (seen.has(hex)) continue;
         seen.add(hex);
-        const sealed = slice(bytes, b);
+        const sealed = await authenticBlob(repo, io, pack, b, slice(bytes, b));
         let p = open.get(b.kind);
         if (!p) open.set(b.kind, (p = { buf: Buffer.allocUnsafe(0), entries: [], size: 0 }));
         p.buf = reserve(p.buf, p.size, sealed.length, packSize);
@@ -203,24 +193,47 @@ export async function repack(
   return written;
 }
 
-/** The first of `blobs` that does not authenticate (AEAD, then its id), if any. */
-function damagedBlob(
-  repo: Repository,
-  blobs: readonly PackEntry[],
-  sealed: (b: PackEntry) => Buffer,
-): { blob: PackEntry; err: Error } | undefined {
+/** Why `sealed` does not open as blob `b` (AEAD, then its id), or undefined when it does. */
+function blobProblem(repo: Repository, b: PackEntry, sealed: Buffer): Error | undefined {
   const { sodium, ks } = repo;
-  for (const b of blobs)
+  try {
+    openBlob(sodium, sealed, {
+      sealKey: ks.keys.blobSeal,
+      idKey: ks.keys.blobId,
+      kind: b.kind,
+      id: b.id,
+      length: b.plainLength,
+    });
+    return undefined;
+  } catch (err) {
+    return err as Error;
+  }
+}
+
+/**
+ * Blob `b`'s sealed bytes, authenticated: `sealed` as read, else the same bytes from the pack's other
+ * copies in turn (each damaged in another place, together they may still hold every blob intact).
+ */
+async function authenticBlob(
+  repo: Repository,
+  io: RepackIo,
+  pack: PlanPack,
+  b: PackEntry,
+  sealed: Buffer,
+): Promise<Buffer> {
+  let err = blobProblem(repo, b, sealed);
+  for (let copy = 1; err && copy < (io.copies?.(pack) ?? 1); copy++) {
     try {
-      openBlob(sodium, sealed(b), {
-        sealKey: ks.keys.blobSeal,
-        idKey: ks.keys.blobId,
-        kind: b.kind,
-        id: b.id,
-        length: b.plainLength,
-      });
-    } catch (err) {
-      return { blob: b, err: err as Error };
+      sealed = await io.read(pack, b.offset, b.offset + b.storedLength - 1, copy);
+    } catch (e) {
+      if (!(e instanceof StorageError)) throw e;
+      continue;
     }
-  return undefined;
+    err = blobProblem(repo, b, sealed);
+  }
+  if (!err) return sealed;
+  throw new Error(
+    `Blob ${b.id.toString('hex')} in pack ${pack.id} ${io.where} is damaged (${err.message}); nothing was deleted. Run "cairn check --read-data", then back up again.`,
+    { cause: err },
+  );
 }

@@ -140,33 +140,29 @@ export function planReplicas(
 }
 
 /**
- * Repacking whole-copy packs of a pool: ranged reads from the first copy listed, the next one when a
- * copy is out of reach or a blob in it fails to authenticate; new packs stored as the policy says.
+ * Repacking whole-copy packs of a pool: ranged reads from the first copy listed that answers (copies
+ * known damaged last); a blob that fails to authenticate is read again from the other copies in turn.
+ * New packs are stored as the policy says.
  */
 export function replicaIo(repo: Repository, work: ReplicaWork, placement: PackPlacement): RepackIo {
-  const using = new Map<string, number>();
   const copiesOf = (pack: PlanPack) => work.present.get(pack.id) ?? [];
-  const next = (pack: PlanPack) => {
-    const i = (using.get(pack.id) ?? 0) + 1;
-    if (i >= copiesOf(pack).length) return false;
-    using.set(pack.id, i);
-    return true;
-  };
   return {
     where: 'in every copy the pool holds',
-    read: async (pack, start, end) => {
-      for (;;) {
-        const target = copiesOf(pack)[using.get(pack.id) ?? 0];
-        if (target === undefined)
-          throw new Error(`Pack ${pack.id} has no copy listed in the pool; nothing was deleted.`);
+    copies: (pack) => copiesOf(pack).length,
+    read: async (pack, start, end, copy = 0) => {
+      const from = copiesOf(pack).slice(copy);
+      if (!from.length)
+        throw new Error(`Pack ${pack.id} has no copy listed in the pool; nothing was deleted.`);
+      for (const [i, target] of from.entries()) {
         try {
           return await repo.storage(repo.ks.targetById(target)).get(ObjectKey.pack(pack.id), { start, end });
         } catch (err) {
-          if (!(err instanceof StorageError) || !next(pack)) throw err;
+          // Out of reach: the next copy (the caller's own next try would read that one again).
+          if (!(err instanceof StorageError) || copy > 0 || i === from.length - 1) throw err;
         }
       }
+      throw new Error('unreachable');
     },
-    next,
     write: async (id, body) => (await storeWhole(repo, placement, id, body)).where,
   };
 }

@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest';
+import type { PruneResult, PruneTargetResult } from '../../api/retention.ts';
+import { pruneText } from './prune-text.ts';
+
+const target = (o: Partial<PruneTargetResult>): PruneTargetResult => ({
+  target: 'd1',
+  packs: 10,
+  packsDeleted: 0,
+  packsRepacked: 0,
+  packsWritten: 0,
+  unindexedPacksDeleted: 0,
+  unindexedBytes: 0,
+  missingPacks: 0,
+  indexFilesRewritten: 1,
+  indexFilesWritten: 1,
+  bytesBefore: 10 << 20,
+  bytesAfter: 6 << 20,
+  bytesFreed: 4 << 20,
+  bytesRepacked: 0,
+  unusedBytesAfter: 0,
+  ...o,
+});
+const replicated = { packs: 12, packsDeleted: 3, packsRepacked: 2, packsWritten: 1, missingPacks: 0 };
+
+describe("prune's text (pruneText)", () => {
+  it("in a pool, counts a target's pack objects, and the pool's packs once", () => {
+    const r: PruneResult = {
+      dryRun: false,
+      snapshots: 2,
+      usedBlobs: 40,
+      targets: [
+        target({
+          packsDeleted: 2,
+          packsRepacked: 1,
+          packsWritten: 1,
+          unindexedPacksDeleted: 2,
+          unindexedBytes: 2048,
+        }),
+      ],
+      replicated,
+      bytesFreed: 4 << 20,
+      durationMs: 1200,
+    };
+    expect(pruneText(r)).toBe(
+      [
+        'Target "d1": 3 pack objects deleted, 1 new one written, 2 objects no index names there (left by an interrupted backup, move or prune; 2 KiB) deleted, 1 index file rewritten; 10 MiB → 6 MiB, 0 B unused left.',
+        'Whole-copy packs of the pool: 3 of 12 deleted, 2 repacked into 1, each new pack written once with every copy (or shard) the policy asks for.',
+        'Freed 4 MiB (2 snapshots, 40 blobs in use; done in 1.2 s).',
+      ].join('\n'),
+    );
+  });
+
+  it('a dry run says nothing of new packs it has not made', () => {
+    const r: PruneResult = {
+      dryRun: true,
+      snapshots: 2,
+      usedBlobs: 40,
+      targets: [target({ packsDeleted: 2, packsRepacked: 1 })],
+      replicated: { ...replicated, packsWritten: 0 },
+      bytesFreed: 3 << 20,
+      durationMs: 300,
+    };
+    const text = pruneText(r);
+    expect(text).not.toMatch(/into|new one|written once/);
+    expect(text).toMatch(/^Whole-copy packs of the pool: 3 of 12 deleted, 2 repacked\.$/m);
+    const single = pruneText({ ...r, replicated: undefined });
+    expect(single).toMatch(/^Target "d1": 2 packs deleted, 1 repacked, 1 index file rewritten;/);
+  });
+});
