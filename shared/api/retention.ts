@@ -91,6 +91,8 @@ export interface CheckProblem {
     | 'pack-size'
     | 'damaged-blob'
     | 'damaged-shard'
+    /** A blob damaged in one copy of a pack whose other copy is intact: repair writes this one again. */
+    | 'damaged-copy'
     | 'unindexed-blob'
     | 'pack-header'
     | 'unreadable-tree';

@@ -1,10 +1,11 @@
 import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckResult } from '../../api/retention.ts';
 import { cliJson, runCli } from '../../../test/support/cli.ts';
-import { initHomeWithTarget, listKeys } from '../../../test/support/cairn-env.ts';
-import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
+import { initFolderPool, initHomeWithTarget, listKeys } from '../../../test/support/cairn-env.ts';
+import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { backupAndRecord, expectRestores, type Expected } from '../../../test/support/retention.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 
@@ -81,5 +82,49 @@ describe('check --read-data', () => {
     const clean = await runCli(['check', '--read-data'], cli);
     expect(clean.stderr).toBe('');
     expect(clean.code).toBe(0);
+  });
+
+  it('in a pool, a copy damaged where the other is intact: every snapshot stays whole, restore reads the other, repair rewrites it', async () => {
+    const { cli, dirs } = await initFolderPool(3, 'crd', ['--pack-size', '1MiB']);
+    const src = tempDir('cairn-crd-src-');
+    for (let i = 0; i < 6; i++) writeRandomFile(path.join(src, `f${i}.bin`), 300_000);
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], cli);
+    // Every pack copy on the first target damaged: a byte flipped every 64 KiB.
+    const data = path.join(dirs[0]!, 'data');
+    let flipped = 0;
+    for (const f of fs.readdirSync(data, { recursive: true, encoding: 'utf8' })) {
+      const file = path.join(data, f);
+      if (!fs.statSync(file).isFile()) continue;
+      const bytes = fs.readFileSync(file);
+      if (bytes.length < 4096) continue;
+      for (let at = 100; at < bytes.length - 2048; at += 65536) bytes[at]! ^= 0x40;
+      fs.writeFileSync(file, bytes);
+      flipped++;
+    }
+    expect(flipped).toBeGreaterThan(0);
+
+    const check = await runCli(['check', '--read-data'], cli);
+    expect(check.code).toBe(1);
+    expect(check.stdout).toMatch(
+      new RegExp(
+        `^${flipped} cop(y|ies) of packs (is|are) damaged; every snapshot is whole \\(the other copies or shards hold it\\)`,
+        'm',
+      ),
+    );
+    expect(check.stderr).not.toMatch(/needs a missing pack or blob/);
+    expect(check.stderr).toMatch(/another copy holds it: "cairn repair" writes this one again/);
+
+    // The damaged target gone altogether: the other copies restore every file.
+    fs.renameSync(data, `${data}.away`);
+    const out = tempDir('cairn-crd-out-');
+    const restored = await runCli(['restore', snapshotId, '--to', out], cli);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+    fs.renameSync(`${data}.away`, data);
+
+    const repair = await runCli(['repair'], cli);
+    expect(repair.code, repair.stderr).toBe(0);
+    const again = await runCli(['check', '--read-data'], cli);
+    expect(again.code, again.stdout + again.stderr).toBe(0);
   });
 });

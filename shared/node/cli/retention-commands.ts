@@ -174,17 +174,24 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
         ? `; read ${plural(r.packsRead, 'pack')} or shards (${formatSize(r.bytesRead)}${r.blobsRead ? `, ${plural(r.blobsRead, 'blob')}` : ''})`
         : '';
       const bad = r.problems.length > 0 || r.damaged.length > 0;
-      // Damaged shards alone leave every snapshot whole: repair writes them again from the others.
-      const shardsOnly = bad && r.damaged.length === 0 && r.problems.every((x) => x.kind === 'damaged-shard');
+      // Damaged shards or copies alone leave every snapshot whole: repair writes them again from the others.
+      const copiesOnly =
+        bad &&
+        r.damaged.length === 0 &&
+        r.problems.every((x) => x.kind === 'damaged-shard' || x.kind === 'damaged-copy');
+      const shards = r.problems.every((x) => x.kind === 'damaged-shard');
+      const n = shards ? r.problems.length : new Set(r.problems.map((x) => `${x.target}/${x.pack}`)).size;
+      const what = shards ? plural(n, 'shard') : `${plural(n, 'copy', 'copies')} of packs`;
+      const one = n === 1;
       o.result(
         r,
-        shardsOnly
-          ? `${plural(r.problems.length, 'shard')} ${r.problems.length === 1 ? 'is' : 'are'} damaged; every snapshot is whole (the other shards hold it)${read}. "cairn repair" writes ${r.problems.length === 1 ? 'it' : 'them'} again.`
+        copiesOnly
+          ? `${what} ${one ? 'is' : 'are'} damaged; every snapshot is whole (the other copies or shards hold it)${read}. "cairn repair" writes ${one ? 'it' : 'them'} again.`
           : bad
             ? `${r.missingPacks} of ${r.packs} packs ${r.missingPacks === 1 ? 'is' : 'are'} missing; ${r.damaged.length} of ${r.snapshots} snapshots ${r.damaged.length === 1 ? 'is' : 'are'} damaged; ${plural(r.problems.length, 'problem')}${read}. The next backup stores again what its sources still have.`
             : `All ${plural(r.packs, 'pack')} ${r.packs === 1 ? 'is' : 'are'} present and all ${plural(r.snapshots, 'snapshot')} ${r.snapshots === 1 ? 'is' : 'are'} whole${read}.`,
       );
-      if (shardsOnly) throw p.partial('Some shards are damaged: "cairn repair" writes them again.');
+      if (copiesOnly) throw p.partial('Some copies are damaged: "cairn repair" writes them again.');
       if (bad) throw p.partial('The repository is damaged.');
     });
 

@@ -45,6 +45,8 @@ export async function runCheck(
     damaged: [],
   };
   const locks: RepoLock[] = [];
+  /** Per pack: the blobs found damaged in one of its copies (each such copy marked damaged). */
+  const damagedCopies: DamagedCopies = new Map();
   try {
     for (const t of ks.listTargets()) {
       locks.push(
@@ -66,11 +68,12 @@ export async function runCheck(
         let done = 0;
         for (const [id, p] of chosen) {
           if (p.shard !== null) await readShard(repo, t, id, p.shard, result);
-          else await readPack(repo, t, id, p.size, result);
+          else await readPack(repo, t, id, p.size, result, damagedCopies);
           listener.files?.(++done, chosen.length);
         }
       }
     }
+    settleDamagedCopies(repo, damagedCopies, result);
     // Once every target is listed: a missing copy of a pack stored elsewhere costs redundancy, not data
     // ("check --redundancy" reports it); a pack with no stored copy left is a problem.
     const counts = ks.index.counts();
@@ -168,6 +171,7 @@ async function readPack(
   packHex: string,
   size: number,
   result: CheckResult,
+  damagedCopies: DamagedCopies,
 ): Promise<void> {
   const { sodium, ks } = repo;
   const packId = Buffer.from(packHex, 'hex');
@@ -226,6 +230,37 @@ async function readPack(
       });
     }
   }
-  // Dropped only where the index places the blob in this pack: a good copy elsewhere stays.
-  ks.index.forgetBlobs(damaged.filter((id) => ks.index.lookup(id)?.packId.equals(packId)));
+  if (!damaged.length) return;
+  // Whether this copy's blobs are lost is known once every copy was read (settleDamagedCopies).
+  const seen = damagedCopies.get(packHex) ?? { targets: [], blobs: [] };
+  seen.targets.push(t.id);
+  seen.blobs.push(...damaged);
+  damagedCopies.set(packHex, seen);
 }
+
+/**
+ * After every target was read: a pack with another copy stored that was not found damaged holds its
+ * blobs; its damaged copies are marked so (restores and repair read the other, repair writes them
+ * again: 'damaged-copy'). A pack with no such copy loses its damaged blobs from the local index, where
+ * the index places them in it (a good copy in another pack stays), so the next backup stores them again;
+ * its other blobs stay restorable from it.
+ */
+function settleDamagedCopies(repo: Repository, damagedCopies: DamagedCopies, result: CheckResult): void {
+  const { ks } = repo;
+  for (const [packHex, { targets, blobs }] of damagedCopies) {
+    const packId = Buffer.from(packHex, 'hex');
+    if (ks.index.storedCopies(packId).some((t) => !targets.includes(t))) {
+      for (const t of targets) ks.index.markDamaged(packId, t);
+      for (const p of result.problems)
+        if (p.kind === 'damaged-blob' && p.pack === packHex) {
+          p.kind = 'damaged-copy';
+          p.message += ` (on target "${p.target}"; another copy holds it: "cairn repair" writes this one again)`;
+        }
+      continue;
+    }
+    ks.index.forgetBlobs(blobs.filter((id) => ks.index.lookup(id)?.packId.equals(packId)));
+  }
+}
+
+/** Per pack: the targets whose copy has damaged blobs, and those blobs. */
+type DamagedCopies = Map<string, { targets: number[]; blobs: Buffer[] }>;
