@@ -2,7 +2,7 @@ import { ObjectKey, Prefix } from '../../format/constants.ts';
 import type { PruneProgress } from '../../api/retention.ts';
 import { openIndexFile, sealIndexFile, type IndexedPack } from '../format/index-file.ts';
 import { claimEc, type EcClaim } from './prune-ec.ts';
-import type { PlanPack } from './prune-plan.ts';
+import { withBlobs, type PlanPack } from './prune-plan.ts';
 import type { PackEntry } from '../format/pack.ts';
 import { StorageError } from '../storage/storage.ts';
 import type { Repository } from '../repository/repository.ts';
@@ -47,7 +47,8 @@ export async function writeIndexFiles(
 /**
  * Every blob of the packs in `wanted` (hex ids), as the index files in the members' buckets list them:
  * the keystore keeps one location per blob, so a pack whose blobs are also in another lists only some
- * there. Each index file is opened once (authenticated), from the first member that holds it.
+ * there. Each index file is opened once (authenticated), from the first member that holds it; a pack
+ * named by several files has the union of their lists.
  */
 export async function blobsInIndexFiles(
   repo: Repository,
@@ -79,7 +80,8 @@ export async function blobsInIndexFiles(
       opened.add(id);
       for (const p of file.packs) {
         const hex = p.id.toString('hex');
-        if (wanted.has(hex) && !found.has(hex)) found.set(hex, p.blobs);
+        if (!wanted.has(hex)) continue;
+        found.set(hex, withBlobs(found.get(hex) ?? p.blobs, p.blobs));
       }
     }
   }
@@ -129,8 +131,9 @@ export async function readIndexes(
         for (const targetId of on) {
           const packs = targetId === undefined ? undefined : claims.get(targetId)?.packs;
           const hex = p.id.toString('hex');
-          if (packs && !packs.has(hex))
-            packs.set(hex, { id: hex, size: p.size, kind: p.blobs[0]?.kind ?? 'data', blobs: p.blobs });
+          const at = packs?.get(hex);
+          if (at) at.blobs = withBlobs(at.blobs, p.blobs);
+          else packs?.set(hex, { id: hex, size: p.size, kind: p.blobs[0]?.kind ?? 'data', blobs: p.blobs });
         }
       }
     }

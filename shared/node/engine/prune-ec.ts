@@ -6,7 +6,7 @@ import { storedObjectLength } from '../format/shard-codec.ts';
 import { readWholePack, storeWhole } from '../repository/pack-rewrite.ts';
 import type { Repository } from '../repository/repository.ts';
 import type { RepackIo } from './prune-packs.ts';
-import { planPrune, type PlanPack, type PrunePlan } from './prune-plan.ts';
+import { planPrune, withBlobs, type PlanPack, type PrunePlan } from './prune-plan.ts';
 
 /**
  * Prune's work on erasure-coded packs. Unlike whole copies, which each target prunes on its own, an
@@ -60,6 +60,7 @@ export function claimEc(
         shards: Array.from({ length: ec.k + ec.m }, () => []),
       }),
     );
+  c.pack.blobs = withBlobs(c.pack.blobs, p.blobs);
   ec.shards.forEach((poolId, i) => {
     const t = poolId === null ? undefined : localId(poolId);
     if (t !== undefined && !c.shards[i]!.includes(t)) c.shards[i]!.push(t);

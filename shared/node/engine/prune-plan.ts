@@ -116,3 +116,14 @@ export function planPrune(
   plan.unusedBytesAfter = unused;
   return plan;
 }
+
+/**
+ * The union of two lists of one pack's blobs, in pack order. A pack named by several index files (its
+ * copies recorded again later) may be listed with only some of its blobs in one of them.
+ */
+export function withBlobs(have: PackEntry[], more: readonly PackEntry[]): PackEntry[] {
+  if (have === more) return have;
+  const ids = new Set(have.map((b) => b.id.toString('hex')));
+  const add = more.filter((b) => !ids.has(b.id.toString('hex')));
+  return add.length ? [...have, ...add].sort((a, b) => a.offset - b.offset) : have;
+}
