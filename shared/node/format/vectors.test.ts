@@ -261,4 +261,54 @@ describe('the format code', () => {
       expect(got, c.case).toBe(c.replaced);
     }
   });
+
+  it('finds the twin of a pack to convert as the conversionTwins cases say', async () => {
+    const { retireConverted } = await import('../engine/rebalance-plan.ts');
+    type Blobs = [string, number, number][];
+    type Case = {
+      case: string;
+      pack: { size: number; blobs: Blobs };
+      candidates: { size: number; complete: boolean; blobs: Blobs }[];
+      twin: number | null;
+    };
+    expect(v.conversionTwins.length).toBeGreaterThanOrEqual(5);
+    const id = (n: number) => Buffer.alloc(32, n);
+    const entries = (b: Blobs) =>
+      b.map(([blob, offset, storedLength]) => ({
+        id: Buffer.alloc(32, blob.charCodeAt(0)),
+        offset,
+        storedLength,
+      }));
+    for (const c of v.conversionTwins as Case[]) {
+      const lists = new Map([
+        [id(0).toString('hex'), entries(c.pack.blobs)],
+        ...c.candidates.map((x, i) => [id(i + 1).toString('hex'), entries(x.blobs)] as const),
+      ]);
+      const moves = await retireConverted(
+        [
+          {
+            kind: 'convert',
+            id: id(0),
+            size: c.pack.size,
+            from: { size: c.pack.size, copies: new Map(), shards: new Map() },
+            drop: [],
+          },
+          ...c.candidates.map((x, i) => ({
+            kind: 'copies' as const,
+            id: id(i + 1),
+            size: x.size,
+            keep: [1],
+            add: x.complete ? [] : [2],
+            drop: [],
+          })),
+        ],
+        async () => lists,
+      );
+      const first = moves[0]!;
+      expect(first.kind === 'retire' ? first.twin.equals(id(c.twin! + 1)) : c.twin === null, c.case).toBe(
+        true,
+      );
+      expect(first.kind, c.case).toBe(c.twin === null ? 'convert' : 'retire');
+    }
+  });
 });

@@ -298,6 +298,7 @@ export function makeVectors(sodium: SodiumProvider) {
     keySlot: { passphrase: 'correct horse battery staple', slot },
     recovery: { bytes: hex(recoveryBytes), text: recoveryKey, slot: recoverySlot },
     indexSync: INDEX_SYNC_CASES,
+    conversionTwins: CONVERSION_TWIN_CASES,
   };
 }
 
@@ -341,6 +342,120 @@ const INDEX_SYNC_CASES = [
     rememberedSuperseded: ['z'],
     present: [{ id: 'c', supersedes: ['z'] }],
     replaced: false,
+  },
+];
+
+/**
+ * A rebalance's rule, not bytes: a pack to convert (stored another way than the policy says) whose twin
+ * is indexed is not converted again, only its objects deleted. A twin has the same size and the same
+ * blobs (id, offset, stored length: blob ids are letters here) and is complete under the policy (every
+ * copy or shard where placement wants it). `twin` is the index of the candidate that is the pack's
+ * twin, or null: convert it.
+ */
+const CONVERSION_TWIN_CASES = [
+  {
+    case: 'an interrupted conversion had indexed the converted pack',
+    pack: {
+      size: 1000,
+      blobs: [
+        ['a', 0, 400],
+        ['b', 400, 500],
+      ],
+    },
+    candidates: [
+      {
+        size: 1000,
+        complete: true,
+        blobs: [
+          ['a', 0, 400],
+          ['b', 400, 500],
+        ],
+      },
+    ],
+    twin: 0,
+  },
+  {
+    case: 'the converted pack still lacks a shard: convert again',
+    pack: {
+      size: 1000,
+      blobs: [
+        ['a', 0, 400],
+        ['b', 400, 500],
+      ],
+    },
+    candidates: [
+      {
+        size: 1000,
+        complete: false,
+        blobs: [
+          ['a', 0, 400],
+          ['b', 400, 500],
+        ],
+      },
+    ],
+    twin: null,
+  },
+  {
+    case: 'the same blobs at other offsets are another pack',
+    pack: {
+      size: 1000,
+      blobs: [
+        ['a', 0, 400],
+        ['b', 400, 500],
+      ],
+    },
+    candidates: [
+      {
+        size: 1000,
+        complete: true,
+        blobs: [
+          ['b', 0, 500],
+          ['a', 500, 400],
+        ],
+      },
+    ],
+    twin: null,
+  },
+  {
+    case: 'a pack of the same size with a blob fewer is not a twin',
+    pack: {
+      size: 1000,
+      blobs: [
+        ['a', 0, 400],
+        ['b', 400, 500],
+      ],
+    },
+    candidates: [{ size: 1000, complete: true, blobs: [['a', 0, 400]] }],
+    twin: null,
+  },
+  {
+    case: 'of two packs of its size, the one with its blobs',
+    pack: {
+      size: 1000,
+      blobs: [
+        ['a', 0, 400],
+        ['b', 400, 500],
+      ],
+    },
+    candidates: [
+      {
+        size: 1000,
+        complete: true,
+        blobs: [
+          ['c', 0, 400],
+          ['d', 400, 500],
+        ],
+      },
+      {
+        size: 1000,
+        complete: true,
+        blobs: [
+          ['a', 0, 400],
+          ['b', 400, 500],
+        ],
+      },
+    ],
+    twin: 1,
   },
 ];
 
