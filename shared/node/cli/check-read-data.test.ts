@@ -112,7 +112,7 @@ describe('check --read-data', () => {
       ),
     );
     expect(check.stderr).not.toMatch(/needs a missing pack or blob/);
-    expect(check.stderr).toMatch(/another copy holds it: "cairn repair" writes this one again/);
+    expect(check.stderr).toMatch(/another copy was read whole: "cairn repair" writes this one again/);
 
     // The damaged target gone altogether: the other copies restore every file.
     fs.renameSync(data, `${data}.away`);
@@ -126,5 +126,43 @@ describe('check --read-data', () => {
     expect(repair.code, repair.stderr).toBe(0);
     const again = await runCli(['check', '--read-data'], cli);
     expect(again.code, again.stdout + again.stderr).toBe(0);
+  });
+
+  it('in a pool, a copy whose header is damaged is no intact copy: a blob damaged in the other is stored again', async () => {
+    const { cli, dirs } = await initFolderPool(2, 'crh', ['--pack-size', '1MiB']);
+    const src = tempDir('cairn-crh-src-');
+    for (let i = 0; i < 3; i++) writeRandomFile(path.join(src, `f${i}.bin`), 200_000);
+    await cliJson(['backup', src], cli);
+    // The largest pack: its header damaged on the first target, its first blob on the second.
+    const largest = (dir: string) => {
+      const data = path.join(dir, 'data');
+      return fs
+        .readdirSync(data, { recursive: true, encoding: 'utf8' })
+        .map((f) => path.join(data, f))
+        .filter((f) => fs.statSync(f).isFile())
+        .sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0]!;
+    };
+    const [first, second] = [largest(dirs[0]!), largest(dirs[1]!)];
+    expect(path.basename(first)).toBe(path.basename(second));
+    for (const [file, at] of [
+      [first, fs.statSync(first).size - 40],
+      [second, 1000],
+    ] as const) {
+      const bytes = fs.readFileSync(file);
+      bytes[at]! ^= 0x40;
+      fs.writeFileSync(file, bytes);
+    }
+    const check = await runCli(['check', '--read-data'], cli);
+    expect(check.code).toBe(1);
+    expect(check.stdout).toMatch(/1 of 1 snapshots is damaged/);
+    expect(check.stdout).not.toMatch(/every snapshot is whole/);
+
+    // The next backup stores the damaged blob again; with the first target gone it all restores.
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], cli);
+    fs.renameSync(path.join(dirs[0]!, 'data'), path.join(dirs[0]!, 'data.away'));
+    const out = tempDir('cairn-crh-out-');
+    const restored = await runCli(['restore', snapshotId, '--to', out], cli);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
   });
 });

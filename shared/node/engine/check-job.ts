@@ -178,6 +178,7 @@ async function readPack(
   const indexed = ks.index.blobsOfPack(packId);
   const problem = (p: Omit<CheckProblem, 'target' | 'pack'>) =>
     result.problems.push({ ...p, target: t.name, pack: packHex });
+  const problemsBefore = result.problems.length;
   const body = await repo.storage(t).get(ObjectKey.pack(packHex));
   result.packsRead++;
   result.bytesRead += body.length;
@@ -230,31 +231,33 @@ async function readPack(
       });
     }
   }
-  if (!damaged.length) return;
-  // Whether this copy's blobs are lost is known once every copy was read (settleDamagedCopies).
-  const seen = damagedCopies.get(packHex) ?? { targets: [], blobs: [] };
-  seen.targets.push(t.id);
-  seen.blobs.push(...damaged);
+  // Whether a damaged copy's blobs are lost is known once every copy was read (settleDamagedCopies).
+  const seen = damagedCopies.get(packHex) ?? { intact: [], damaged: [], blobs: [] };
   damagedCopies.set(packHex, seen);
+  const headerBad = result.problems.length > problemsBefore;
+  if (!damaged.length && !headerBad) return void seen.intact.push(t.id);
+  seen.damaged.push(t.id);
+  seen.blobs.push(...damaged);
 }
 
 /**
- * After every target was read: a pack with another copy stored that was not found damaged holds its
- * blobs; its damaged copies are marked so (restores and repair read the other, repair writes them
- * again: 'damaged-copy'). A pack with no such copy loses its damaged blobs from the local index, where
- * the index places them in it (a good copy in another pack stays), so the next backup stores them again;
- * its other blobs stay restorable from it.
+ * After every target was read: a pack with a copy read whole in this run (header and every blob) holds
+ * its blobs; its damaged copies are marked so (restores read the other, repair writes them again:
+ * 'damaged-copy'). A pack with none (every copy read was damaged, or a subset left the others unread)
+ * loses its damaged blobs from the local index, where the index places them in it (a good copy in
+ * another pack stays), so the next backup stores them again; its other blobs stay restorable from it.
  */
 function settleDamagedCopies(repo: Repository, damagedCopies: DamagedCopies, result: CheckResult): void {
   const { ks } = repo;
-  for (const [packHex, { targets, blobs }] of damagedCopies) {
+  for (const [packHex, { intact, damaged, blobs }] of damagedCopies) {
+    if (!damaged.length) continue;
     const packId = Buffer.from(packHex, 'hex');
-    if (ks.index.storedCopies(packId).some((t) => !targets.includes(t))) {
-      for (const t of targets) ks.index.markDamaged(packId, t);
+    if (intact.length) {
+      for (const t of damaged) ks.index.markDamaged(packId, t);
       for (const p of result.problems)
-        if (p.kind === 'damaged-blob' && p.pack === packHex) {
+        if ((p.kind === 'damaged-blob' || p.kind === 'pack-header') && p.pack === packHex) {
           p.kind = 'damaged-copy';
-          p.message += ` (on target "${p.target}"; another copy holds it: "cairn repair" writes this one again)`;
+          p.message += ` (on target "${p.target}"; another copy was read whole: "cairn repair" writes this one again)`;
         }
       continue;
     }
@@ -262,5 +265,5 @@ function settleDamagedCopies(repo: Repository, damagedCopies: DamagedCopies, res
   }
 }
 
-/** Per pack: the targets whose copy has damaged blobs, and those blobs. */
-type DamagedCopies = Map<string, { targets: number[]; blobs: Buffer[] }>;
+/** Per pack read: the targets whose copy was read whole, those whose copy was not, its damaged blobs. */
+type DamagedCopies = Map<string, { intact: number[]; damaged: number[]; blobs: Buffer[] }>;
