@@ -1,33 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { pruneCounts, type PruneResult, type PruneTargetResult } from './retention.ts';
+import { pruneResult, pruneTarget } from '../../test/support/prune-results.ts';
+import { pruneCounts, type PruneTargetResult } from './retention.ts';
 
-const target = (name: string, o: Partial<PruneTargetResult>): PruneTargetResult => ({
-  target: name,
-  packs: 0,
-  packsDeleted: 0,
-  packsRepacked: 0,
-  packsWritten: 0,
-  unindexedPacksDeleted: 0,
-  unindexedBytes: 0,
-  missingPacks: 0,
-  indexFilesRewritten: 0,
-  indexFilesWritten: 0,
-  bytesBefore: 0,
-  bytesAfter: 0,
-  bytesFreed: 0,
-  bytesRepacked: 0,
-  unusedBytesAfter: 0,
-  ...o,
-});
-const result = (o: Partial<PruneResult>): PruneResult => ({
-  dryRun: false,
-  snapshots: 1,
-  usedBlobs: 1,
-  targets: [],
-  bytesFreed: 0,
-  durationMs: 1,
-  ...o,
-});
+const target = (name: string, o: Partial<PruneTargetResult>) => pruneTarget({ target: name, ...o });
+const result = pruneResult;
 
 describe('the packs a prune deleted and repacked, each pack once (pruneCounts)', () => {
   it('adds up the targets outside a pool', () => {

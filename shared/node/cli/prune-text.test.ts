@@ -1,25 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import type { PruneResult, PruneTargetResult } from '../../api/retention.ts';
+import { pruneTarget } from '../../../test/support/prune-results.ts';
 import { pruneText } from './prune-text.ts';
 
-const target = (o: Partial<PruneTargetResult>): PruneTargetResult => ({
-  target: 'd1',
-  packs: 10,
-  packsDeleted: 0,
-  packsRepacked: 0,
-  packsWritten: 0,
-  unindexedPacksDeleted: 0,
-  unindexedBytes: 0,
-  missingPacks: 0,
-  indexFilesRewritten: 1,
-  indexFilesWritten: 1,
-  bytesBefore: 10 << 20,
-  bytesAfter: 6 << 20,
-  bytesFreed: 4 << 20,
-  bytesRepacked: 0,
-  unusedBytesAfter: 0,
-  ...o,
-});
+const target = (o: Partial<PruneTargetResult>) =>
+  pruneTarget({
+    packs: 10,
+    indexFilesRewritten: 1,
+    indexFilesWritten: 1,
+    bytesBefore: 10 << 20,
+    bytesAfter: 6 << 20,
+    bytesFreed: 4 << 20,
+    ...o,
+  });
 const replicated = { packs: 12, packsDeleted: 3, packsRepacked: 2, packsWritten: 1, missingPacks: 0 };
 
 describe("prune's text (pruneText)", () => {
