@@ -1,6 +1,6 @@
 import { ObjectKey } from '../../format/constants.ts';
 import type { CheckProblem, CheckResult } from '../../api/retention.ts';
-import { openBlob } from '../format/blob-codec.ts';
+import { openPackEntry } from '../format/blob-codec.ts';
 import { openPackTrailer, type PackEntry } from '../format/pack.ts';
 import { openShard } from '../format/shard-codec.ts';
 import type { RepoLock } from '../repository/locks.ts';
@@ -215,13 +215,7 @@ async function readPack(
     result.blobsRead++;
     try {
       if (b.offset + b.storedLength > body.length) throw new Error('beyond the end of the pack');
-      openBlob(sodium, body.subarray(b.offset, b.offset + b.storedLength), {
-        sealKey: ks.keys.blobSeal,
-        idKey: ks.keys.blobId,
-        kind: b.kind,
-        id: b.id,
-        length: b.plainLength,
-      });
+      openPackEntry(sodium, ks.keys, b, body.subarray(b.offset, b.offset + b.storedLength));
     } catch (err) {
       damaged.push(b.id);
       problem({

@@ -1,6 +1,6 @@
 import { MAX_BLOBS_PER_PACK, ObjectKey, type BlobKind } from '../../format/constants.ts';
 import type { PruneProgress } from '../../api/retention.ts';
-import { openBlob } from '../format/blob-codec.ts';
+import { openPackEntry } from '../format/blob-codec.ts';
 import type { IndexedPack } from '../format/index-file.ts';
 import { sealPackTrailer, type PackEntry } from '../format/pack.ts';
 import type { Repository } from '../repository/repository.ts';
@@ -65,13 +65,7 @@ export async function goodCopies(
     for (const { pack, entry } of list) {
       try {
         const sealed = await read(packs.get(pack)!, entry.offset, entry.offset + entry.storedLength - 1);
-        openBlob(sodium, sealed, {
-          sealKey: ks.keys.blobSeal,
-          idKey: ks.keys.blobId,
-          kind: entry.kind,
-          id: entry.id,
-          length: entry.plainLength,
-        });
+        openPackEntry(sodium, ks.keys, entry, sealed);
         preferred.set(hex, pack);
         break;
       } catch {
@@ -195,15 +189,8 @@ export async function repack(
 
 /** Why `sealed` does not open as blob `b` (AEAD, then its id), or undefined when it does. */
 function blobProblem(repo: Repository, b: PackEntry, sealed: Buffer): Error | undefined {
-  const { sodium, ks } = repo;
   try {
-    openBlob(sodium, sealed, {
-      sealKey: ks.keys.blobSeal,
-      idKey: ks.keys.blobId,
-      kind: b.kind,
-      id: b.id,
-      length: b.plainLength,
-    });
+    openPackEntry(repo.sodium, repo.ks.keys, b, sealed);
     return undefined;
   } catch (err) {
     return err as Error;

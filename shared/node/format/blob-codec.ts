@@ -115,3 +115,22 @@ export function openBlob(
   }
   return plaintext;
 }
+
+/**
+ * Opens the blob a pack entry (an index file's or a pack header's) describes: sealed under the blob key,
+ * of the entry's kind, id and plaintext length. Throws as openBlob does when it does not authenticate.
+ */
+export function openPackEntry(
+  sodium: SodiumProvider,
+  keys: { blobSeal: Uint8Array; blobId: Uint8Array },
+  entry: { kind: BlobKind; id: Uint8Array; plainLength: number },
+  sealed: Uint8Array,
+): Buffer {
+  return openBlob(sodium, sealed, {
+    sealKey: keys.blobSeal,
+    idKey: keys.blobId,
+    kind: entry.kind,
+    id: entry.id,
+    length: entry.plainLength,
+  });
+}

@@ -1,7 +1,7 @@
 import { ObjectKey } from '../../format/constants.ts';
 import { openPackTrailer, sealPackTrailer, type PackEntry } from '../format/pack.ts';
 import { openShard } from '../format/shard-codec.ts';
-import { openBlob } from '../format/blob-codec.ts';
+import { openPackEntry } from '../format/blob-codec.ts';
 import { ObjectFormatError } from '../format/sealed-object.ts';
 import { StorageError } from '../storage/storage.ts';
 import type { PackPlacement } from '../../../workers/protocol.ts';
@@ -45,13 +45,7 @@ export async function readWholePack(
         if (body.length !== size) continue;
         const pack = header(body);
         for (const e of pack.entries)
-          openBlob(ks.sodium, body.subarray(e.offset, e.offset + e.storedLength), {
-            sealKey: ks.keys.blobSeal,
-            idKey: ks.keys.blobId,
-            kind: e.kind,
-            id: e.id,
-            length: e.plainLength,
-          });
+          openPackEntry(ks.sodium, ks.keys, e, body.subarray(e.offset, e.offset + e.storedLength));
         return pack;
       } catch (err) {
         // Out of reach, or damaged: the next copy. (A bug is not a damaged copy.)

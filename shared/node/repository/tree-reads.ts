@@ -1,5 +1,5 @@
 import { ObjectKey } from '../../format/constants.ts';
-import { openBlob } from '../format/blob-codec.ts';
+import { openPackEntry } from '../format/blob-codec.ts';
 import { FAILOVER_WINDOW_MS } from '../storage/retrying.ts';
 import { RepositoryError } from './errors.ts';
 import type { Repository } from './repository.ts';
@@ -19,13 +19,7 @@ export async function readTreeBlob(repo: Repository, id: Buffer): Promise<Buffer
       `Tree ${idHex} is not in the index (its pack is missing or was never indexed).`,
     );
   const open = (sealed: Buffer) =>
-    openBlob(repo.sodium, sealed, {
-      sealKey: ks.keys.blobSeal,
-      idKey: ks.keys.blobId,
-      kind: 'tree',
-      id,
-      length: loc.plainLength,
-    });
+    openPackEntry(repo.sodium, ks.keys, { kind: 'tree', id, plainLength: loc.plainLength }, sealed);
   if (loc.ec)
     return readEcBlob(
       { packId: loc.packId, k: loc.ec.k, m: loc.ec.m, packLength: loc.packSize, shards: loc.ec.shards },
