@@ -102,12 +102,13 @@ export async function runRebalance(
     const known = ks.index.allCopies();
     // The new index names each pack with every blob its index files list: the keystore keeps one
     // location per blob, and a pack whose blobs are also in another (a pack an interrupted conversion
-    // rewrote, two machines storing the same data) would be named with only some of them.
-    const listed = opts.dryRun ? undefined : await blobsInIndexFiles(repo, members, new Set(known.keys()));
-    const blobsOf = (id: Buffer) => listed?.get(id.toString('hex')) ?? ks.index.blobsOfPack(id);
+    // rewrote, two machines storing the same data) would be named with only some of them. Read only
+    // when something moves.
+    let listed: Map<string, PackEntry[]> | undefined;
+    const readListed = async () => (listed ??= await blobsInIndexFiles(repo, members, new Set(known.keys())));
     const moves = await retireConverted(
       [...known].map(([hex, p]) => planMove(Buffer.from(hex, 'hex'), p, policy, ranking)),
-      async (ids) => listed ?? (await blobsInIndexFiles(repo, members, ids)),
+      (ids) => (opts.dryRun ? blobsInIndexFiles(repo, members, ids) : readListed()),
     );
     for (const move of moves) {
       if (move.kind === 'stay') continue;
@@ -133,6 +134,8 @@ export async function runRebalance(
       });
     }
     if (opts.dryRun || result.copied + result.removed === 0) return result;
+    const inIndexFiles = await readListed();
+    const blobsOf = (id: Buffer) => inIndexFiles.get(id.toString('hex')) ?? ks.index.blobsOfPack(id);
 
     const placement = packPlacement(ks, members.find((t) => t.state === 'active') ?? members[0]!);
     const indexed: IndexedPack[] = [];
