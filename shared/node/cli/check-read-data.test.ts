@@ -128,6 +128,48 @@ describe('check --read-data', () => {
     expect(again.code, again.stdout + again.stderr).toBe(0);
   });
 
+  it('in a pool, a copy marked damaged is read as a last resort once the intact one is gone: its good blobs restore', async () => {
+    const { cli, dirs } = await initFolderPool(2, 'crl', ['--pack-size', '1MiB']);
+    const src = tempDir('cairn-crl-src-');
+    for (let i = 0; i < 3; i++) writeRandomFile(path.join(src, `f${i}.bin`), 200_000);
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], cli);
+    const data = (dir: string) => path.join(dir, 'data');
+    const largest = (dir: string) =>
+      fs
+        .readdirSync(data(dir), { recursive: true, encoding: 'utf8' })
+        .map((f) => path.join(data(dir), f))
+        .filter((f) => fs.statSync(f).isFile())
+        .sort((a, b) => fs.statSync(b).size - fs.statSync(a).size)[0]!;
+    // One blob damaged in the second target's copy of the largest pack; check marks that copy damaged.
+    const file = largest(dirs[1]!);
+    const bytes = fs.readFileSync(file);
+    bytes[1000]! ^= 0x40;
+    fs.writeFileSync(file, bytes);
+    const check = await runCli(['check', '--read-data'], cli);
+    expect(check.stdout).toMatch(/1 copy of packs is damaged; every snapshot is whole/);
+
+    // The intact copy's target loses its data before repair ran: the damaged copy is all there is.
+    fs.renameSync(data(dirs[0]!), `${data(dirs[0]!)}.away`);
+    const out = tempDir('cairn-crl-out-');
+    const restored = await runCli(['restore', snapshotId, '--to', out], cli);
+    expect(restored.code).toBe(1);
+    const lines = restored.stderr.trim().split('\n');
+    expect(lines.filter((l) => /f\d\.bin/.test(l)), restored.stderr).toHaveLength(1);
+    const broken = /(f\d\.bin)/.exec(restored.stderr)![1]!;
+    // Named with the copy it was last read from: the intact one's target had nothing to give.
+    expect(restored.stderr).toMatch(new RegExp(`${broken}: blob [0-9a-f]{12}… from target "d2": authentication failed`));
+    const want = describeTree(src);
+    const got = describeTree(path.join(out, path.basename(src)));
+    expect(got).toEqual(Object.fromEntries(Object.entries(want).filter(([k]) => !k.endsWith(broken))));
+
+    // Once a listing found the intact copy gone, the damaged one is the only copy a restore knows of.
+    await runCli(['check'], cli);
+    const out2 = tempDir('cairn-crl-out-');
+    const again = await runCli(['restore', snapshotId, '--to', out2], cli);
+    expect(again.code).toBe(1);
+    expect(describeTree(path.join(out2, path.basename(src)))).toEqual(got);
+  });
+
   it('in a pool, a copy whose header is damaged is no intact copy: a blob damaged in the other is stored again', async () => {
     const { cli, dirs } = await initFolderPool(2, 'crh', ['--pack-size', '1MiB']);
     const src = tempDir('cairn-crh-src-');

@@ -110,8 +110,10 @@ export async function runFetches(o: {
   let tid = 1;
   // Each range goes to the copy expected to finish it first, and is hedged to the next one when slow.
   const speeds = o.speeds ?? new TargetSpeeds();
+  // Copies found damaged come only once every stored copy was tried.
   const untried = (r: (typeof round)[number]) => {
-    const fresh = r.pack.copies.filter((c) => !r.tried.has(c));
+    let fresh = r.pack.copies.filter((c) => !r.tried.has(c));
+    if (!fresh.length) fresh = (r.pack.lastResort ?? []).filter((c) => !r.tried.has(c));
     const up = fresh.filter((c) => !down.has(c));
     return up.length ? up : fresh;
   };
@@ -163,7 +165,9 @@ export async function runFetches(o: {
       yield {
         tid: t,
         targetId: target,
-        failover: r.pack.copies.some((c) => c !== target && !r.tried.has(c)),
+        failover: [...r.pack.copies, ...(r.pack.lastResort ?? [])].some(
+          (c) => c !== target && !r.tried.has(c),
+        ),
         ...(alternate !== undefined ? { hedge: { targetId: alternate, afterMs: hedgeAfter } } : {}),
         ...(r.pack.ec
           ? {

@@ -293,7 +293,8 @@ async function restorePlanned(
           const f = owner.get(n)!;
           const hex = n.loc.id.toString('hex');
           if (!ok.has(hex)) {
-            const where = (m.t === 'failed' && m.error.target) || ks.targetById(n.loc.copies[0]!).name;
+            const served = m.t === 'restored' && m.from !== undefined ? m.from : n.loc.copies[0]!;
+            const where = (m.t === 'failed' && m.error.target) || ks.targetById(served).name;
             f.failed ??= `blob ${hex.slice(0, 12)}… from target "${where}": ${m.t === 'failed' ? m.error.message : (why.get(hex) ?? 'not written')}`;
           }
           f.remaining--;

@@ -88,7 +88,8 @@ export async function runVerifyJob(
           const hex = n.loc.id.toString('hex');
           if (ok.has(hex)) continue;
           const message = m.t === 'failed' ? m.error.message : (why.get(hex) ?? 'not checked');
-          const target = (m.t === 'failed' && m.error.target) || ks.targetById(n.loc.copies[0]!).name;
+          const served = m.t === 'restored' && m.from !== undefined ? m.from : n.loc.copies[0]!;
+          const target = (m.t === 'failed' && m.error.target) || ks.targetById(served).name;
           for (const x of users.get(hex) ?? []) problems.push({ ...x, target, message });
         }
       },

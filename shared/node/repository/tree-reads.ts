@@ -32,7 +32,7 @@ export async function readTreeBlob(repo: Repository, id: Buffer): Promise<Buffer
       throw new RepositoryError(`Folder listing ${idHex.slice(0, 12)}…: ${(err as Error).message}`);
     });
   const failures: string[] = [];
-  for (const targetId of loc.copies) {
+  for (const targetId of [...loc.copies, ...(loc.lastResort ?? [])]) {
     const t = ks.targetById(targetId);
     try {
       return open(

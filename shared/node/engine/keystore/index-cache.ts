@@ -35,8 +35,16 @@ export interface BlobLocation {
   id: Buffer;
   kind: BlobKind;
   packId: Buffer;
-  /** The targets holding a stored copy of the pack, at least one; shared by every blob of the pack. */
+  /**
+   * The targets holding a stored copy of the pack, at least one; shared by every blob of the pack. When
+   * no copy is stored but some were found damaged (check --read-data), those: their other blobs are intact.
+   */
   copies: readonly number[];
+  /**
+   * Whole copies found damaged, read only once every stored copy failed (a restore's last resort: the
+   * blobs check did not flag are intact there). Never counted as stored: backups store such blobs again.
+   */
+  lastResort?: readonly number[];
   /** An erasure-coded pack: its stored shards (at least k), shared by every blob of the pack. */
   ec?: { k: number; m: number; shards: readonly ShardCopy[] };
   packSize: number;
@@ -66,8 +74,9 @@ export class IndexCache extends CopyTable {
   /** Per pack, one id Buffer and one copies array, shared by the locations of its blobs. */
   private readonly packs = new Map<
     string,
-    { id: Buffer; copies: readonly number[]; ec?: BlobLocation['ec'] }
+    { id: Buffer; copies: readonly number[]; lastResort?: readonly number[]; ec?: BlobLocation['ec'] }
   >();
+  private readonly damagedCopiesStmt;
 
   constructor(db: Db) {
     super(db);
@@ -75,6 +84,11 @@ export class IndexCache extends CopyTable {
     this.lookupStmt = db.prepare(
       `SELECT b.id, b.kind, b.pack_id, p.size AS pack_size, p.ec_k, p.ec_m, b.offset, b.stored_length, b.plain_length
        FROM blobs b JOIN packs p ON p.id = b.pack_id WHERE b.id = ?`,
+    );
+    this.damagedCopiesStmt = db.prepare(
+      `SELECT d.target_id FROM damaged_copies d JOIN pack_copies c
+         ON c.pack_id = d.pack_id AND c.target_id = d.target_id AND c.shard IS NULL
+       WHERE d.pack_id = ? AND c.state != 'stored' ORDER BY d.target_id`,
     );
     this.insertPack = db.prepare(
       `INSERT INTO packs (id, kind, size, state, job_id, created_at, ec_k, ec_m) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -127,7 +141,15 @@ export class IndexCache extends CopyTable {
                 .map((c) => ({ shard: c.shard!, targetId: c.target_id }))
                 .sort((a, b) => a.shard - b.shard),
             };
-      this.packs.set(hex, (pack = { id: r.pack_id, copies, ...(ec ? { ec } : {}) }));
+      // An erasure-coded shard found damaged failed its MAC as a whole: nothing in it can be trusted.
+      const damaged = ec
+        ? []
+        : (this.damagedCopiesStmt.all(r.pack_id) as { target_id: number }[]).map((c) => c.target_id);
+      pack = copies.length
+        ? { id: r.pack_id, copies, ...(damaged.length ? { lastResort: damaged } : {}) }
+        : { id: r.pack_id, copies: damaged };
+      if (ec) pack.ec = ec;
+      this.packs.set(hex, pack);
     }
     if (pack.ec ? distinctShards(pack.ec.shards.map((s) => s.shard)) < pack.ec.k : pack.copies.length === 0)
       return undefined;
@@ -136,6 +158,7 @@ export class IndexCache extends CopyTable {
       kind: r.kind,
       packId: pack.id,
       copies: pack.copies,
+      ...(pack.lastResort ? { lastResort: pack.lastResort } : {}),
       ...(pack.ec ? { ec: pack.ec } : {}),
       packSize: r.pack_size,
       offset: r.offset,
