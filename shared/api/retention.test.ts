@@ -23,7 +23,7 @@ describe('the packs a prune deleted and repacked, each pack once (pruneCounts)',
         target('b', { packsDeleted: 2, packsRepacked: 1, unindexedPacksDeleted: 1 }),
         target('c', { packsDeleted: 1 }),
       ],
-      replicated: { packs: 10, packsDeleted: 3, packsRepacked: 1, packsWritten: 1, missingPacks: 0 },
+      replicated: { packs: 10, packsDeleted: 3, packsRepacked: 1, packsWritten: 1, missingPacks: 0, straysAdopted: 0 },
       erasureCoded: {
         packs: 4,
         packsDeleted: 1,

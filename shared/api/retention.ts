@@ -67,6 +67,11 @@ export interface PruneResult {
     packsRepacked: number;
     packsWritten: number;
     missingPacks: number;
+    /**
+     * Copies no index file named, kept and named by the new index because a named copy of their pack
+     * was missing or known damaged.
+     */
+    straysAdopted: number;
   };
   /**
    * Erasure-coded packs, pruned as a whole by the pool (their shard objects also count in each

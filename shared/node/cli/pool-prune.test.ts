@@ -67,6 +67,38 @@ describe('prune in a pool of replicas (issue 10)', () => {
     expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
   });
 
+  it('keeps a stray copy of a pack whose named copies are gone, and indexes it: the pack stays restorable', async () => {
+    const { cli, dirs } = await initFolderPool(3, 'pps', ['--pack-size', '1MiB']);
+    const src = tempDir('cairn-pps-src-');
+    for (let i = 0; i < 4; i++) writeRandomFile(path.join(src, `f${i}`), 200_000);
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], cli);
+    // The largest pack's copy also lands where no index names it (a killed move leaves such strays);
+    // then both named copies are lost.
+    const where = (id: string) => dirs.filter((d) => packObjects(d).has(id));
+    const sizeOf = (id: string) => fs.statSync(path.join(where(id)[0]!, 'data', id.slice(0, 2), id)).size;
+    const pack = [...new Set(dirs.flatMap((d) => [...packObjects(d)]))].sort((a, b) => sizeOf(b) - sizeOf(a))[0]!;
+    const named = where(pack);
+    expect(named).toHaveLength(2);
+    const spare = dirs.find((d) => !named.includes(d))!;
+    const rel = path.join('data', pack.slice(0, 2), pack);
+    fs.mkdirSync(path.dirname(path.join(spare, rel)), { recursive: true });
+    fs.copyFileSync(path.join(named[0]!, rel), path.join(spare, rel));
+    for (const d of named) fs.rmSync(path.join(d, rel));
+
+    const pruned = await runCli(['prune'], cli);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(pruned.stdout).toMatch(/1 copy of a pack no index named is kept and now indexed/);
+    expect(fs.existsSync(path.join(spare, rel))).toBe(true);
+    const out = tempDir('cairn-pps-out-');
+    const restored = await runCli(['restore', snapshotId, '--to', out], cli);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+    // Repair copies it back to full redundancy from the adopted copy.
+    expect((await runCli(['repair'], cli)).code).toBe(0);
+    const check = await runCli(['check', '--redundancy', '--read-data'], cli);
+    expect(check.code, check.stdout + check.stderr).toBe(0);
+  });
+
   it('repacks each blob from a copy where it authenticates (the two copies of a pack damaged in different blobs)', async () => {
     const { cli, dirs, home, src, snapshotId } = await forgottenHalf('ppd');
     // Each pack's first copy (in target order) gets a byte flipped in its even blobs, its second copy in

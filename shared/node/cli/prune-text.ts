@@ -11,6 +11,10 @@ export function pruneText(r: PruneResult): string {
     lines.push(
       `Whole-copy packs of the pool: ${rep.packsDeleted} of ${rep.packs} deleted, ${rep.packsRepacked} repacked${r.dryRun ? '' : ` into ${rep.packsWritten}`}${!r.dryRun && rep.packsWritten ? ', each new pack written once with every copy (or shard) the policy asks for' : ''}${rep.missingPacks ? `; ${plural(rep.missingPacks, 'pack')} had no copy on any target` : ''}.`,
     );
+  if (rep?.straysAdopted)
+    lines.push(
+      `${rep.straysAdopted === 1 ? '1 copy of a pack no index named is' : `${rep.straysAdopted} copies of packs no index named are`} ${r.dryRun ? 'would be kept and indexed' : 'kept and now indexed'}: a copy the index named is missing or damaged ("cairn repair" restores full redundancy from ${rep.straysAdopted === 1 ? 'it' : 'them'}).`,
+    );
   const ec = r.erasureCoded;
   if (ec)
     lines.push(

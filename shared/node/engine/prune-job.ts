@@ -151,9 +151,11 @@ export async function runPrune(
         `${ec.unindexed.length} shard objects are in no index file, and ${lost} blobs snapshots need are in no indexed pack: those objects are kept. "cairn check" names the damaged snapshots.`,
       );
     const ecDoomed = [...ec.doomed, ...ecUnindexed];
+    // A stray copy taken into the index is a change too: the new index names it.
+    const adopting = (replicas?.adopted.size ?? 0) > 0;
     const rewrite = (w: TargetWork) => w.doomed.length > 0;
     // Whatever goes, the pool's index is rewritten on every member: other machines then drop it too.
-    if (replicas && (work.some(rewrite) || ecDoomed.length))
+    if (replicas && (work.some(rewrite) || ecDoomed.length || adopting))
       for (const w of work) w.result.indexFilesRewritten = w.oldIndex.length;
     countEc(work, ec.doomed, ecUnindexed, listings);
     // A dry run counts what repacking would write against what it frees: on the target itself outside
@@ -166,7 +168,7 @@ export async function runPrune(
       }
     if (dryRun && replicas)
       planned = storedBytes(replicas.plan.repackBytes + ec.plan.repackBytes, ks.pool.state()!.policy);
-    if (!dryRun && (work.some(rewrite) || ecDoomed.length > 0)) {
+    if (!dryRun && (work.some(rewrite) || ecDoomed.length > 0 || adopting)) {
       for (const w of replicas ? [] : work.filter(rewrite)) {
         locks.get(w.t.id)!.assertHeld();
         w.written = await repack(repo, targetIo(repo, w.t), w.plan!, (done) =>

@@ -28,6 +28,13 @@ export interface ReplicaWork {
   plan: PrunePlan;
   /** Per pack: the named targets that list its copy at its size, copies known damaged last. */
   present: Map<string, number[]>;
+  /** Per pack: targets no index file names for it that list a copy at its size (read after `present`). */
+  strays: Map<string, number[]>;
+  /**
+   * Per kept pack: stray copies the new index names, because a named copy is missing or known damaged
+   * (the stray may be the only good one; deleting it as unindexed could lose the pack).
+   */
+  adopted: Map<string, number[]>;
   /** New packs the repack wrote (where the policy puts them). */
   written: IndexedPack[];
   /** Per target: its copies of removed and repacked packs, deleted once the new index is everywhere. */
@@ -66,7 +73,8 @@ export async function planPoolReplicas(
   const claims = replicaClaims(perTarget);
   const copies = presentCopies(claims, listings, (t) => damaged.get(t) ?? new Set());
   const packs = new Map([...claims].map(([id, c]) => [id, c.pack]));
-  const firstCopy = (p: PlanPack) => repo.ks.targetById(copies.present.get(p.id)![0]!);
+  const firstCopy = (p: PlanPack) =>
+    repo.ks.targetById([...copies.present.get(p.id)!, ...(copies.strays.get(p.id) ?? [])][0]!);
   const preferred = await goodCopies(
     repo,
     (p, start, end) => repo.storage(firstCopy(p)).get(ObjectKey.pack(p.id), { start, end }),
@@ -90,31 +98,51 @@ export function replicaSummary(work: ReplicaWork) {
     packsRepacked: work.plan.repack.length,
     packsWritten: work.written.length,
     missingPacks: work.plan.missing.length,
+    straysAdopted: [...work.adopted.values()].reduce((n, on) => n + on.length, 0),
   };
 }
 
-/** Where each pack's copies are listed at its size, and the pool-wide listing prune-plan.ts plans from. */
+export interface PresentCopies {
+  present: Map<string, number[]>;
+  strays: Map<string, number[]>;
+  /** Per pack whose named copies are not all listed and intact: how many are. */
+  short: Map<string, number>;
+  listed: Map<string, number>;
+}
+
+/**
+ * Where each pack's copies are listed at its size (named ones, and strays on other targets), and the
+ * pool-wide listing prune-plan.ts plans from: a pack with only a stray copy is present.
+ */
 export function presentCopies(
   claims: ReadonlyMap<string, ReplicaClaim>,
   listings: ReadonlyMap<number, ReadonlyMap<string, number>>,
   damaged: (target: number) => ReadonlySet<string>,
-): { present: Map<string, number[]>; listed: Map<string, number> } {
+): PresentCopies {
   const present = new Map<string, number[]>();
+  const strays = new Map<string, number[]>();
+  const short = new Map<string, number>();
   const listed = new Map<string, number>();
   for (const { pack, on } of claims.values()) {
     const at = on.filter((t) => listings.get(t)?.get(pack.id) === pack.size);
     const bad = (t: number) => (damaged(t).has(pack.id) ? 1 : 0);
     at.sort((a, b) => bad(a) - bad(b));
     present.set(pack.id, at);
-    if (at.length) listed.set(pack.id, pack.size);
+    const good = at.filter((t) => !bad(t)).length;
+    if (good < on.length) short.set(pack.id, good);
+    const elsewhere = [...listings]
+      .filter(([t, l]) => !on.includes(t) && l.get(pack.id) === pack.size)
+      .map(([t]) => t);
+    if (elsewhere.length) strays.set(pack.id, elsewhere);
+    if (at.length || elsewhere.length) listed.set(pack.id, pack.size);
   }
-  return { present, listed };
+  return { present, strays, short, listed };
 }
 
 /** The pool's plan, and what it deletes from each target. */
 export function planReplicas(
   claims: Map<string, ReplicaClaim>,
-  copies: { present: Map<string, number[]>; listed: Map<string, number> },
+  copies: PresentCopies,
   listings: ReadonlyMap<number, ReadonlyMap<string, number>>,
   used: ReadonlySet<string>,
   opts: Parameters<typeof planPrune>[3],
@@ -126,17 +154,24 @@ export function planReplicas(
     opts,
   );
   const going = new Set([...plan.remove.map((p) => p.id), ...plan.repack.map((r) => r.pack.id)]);
+  const adopted = new Map<string, number[]>();
+  for (const p of plan.keep) {
+    const strays = copies.strays.get(p.id);
+    if (strays && copies.short.has(p.id)) adopted.set(p.id, strays);
+  }
   const doomed = new Map<number, { id: string; size: number }[]>();
   const unindexed = new Map<number, { id: string; size: number }[]>();
   for (const [t, listing] of listings) {
     doomed.set(t, []);
     unindexed.set(t, []);
     for (const [id, size] of listing) {
+      if (adopted.get(id)?.includes(t)) continue;
       if (!claims.get(id)?.on.includes(t)) unindexed.get(t)!.push({ id, size });
       else if (going.has(id)) doomed.get(t)!.push({ id, size });
     }
   }
-  return { claims, plan, present: copies.present, written: [], doomed, unindexed };
+  const { present, strays } = copies;
+  return { claims, plan, present, strays, adopted, written: [], doomed, unindexed };
 }
 
 /**
@@ -145,7 +180,10 @@ export function planReplicas(
  * New packs are stored as the policy says.
  */
 export function replicaIo(repo: Repository, work: ReplicaWork, placement: PackPlacement): RepackIo {
-  const copiesOf = (pack: PlanPack) => work.present.get(pack.id) ?? [];
+  const copiesOf = (pack: PlanPack) => [
+    ...(work.present.get(pack.id) ?? []),
+    ...(work.strays.get(pack.id) ?? []),
+  ];
   return {
     where: 'in every copy the pool holds',
     copies: (pack) => copiesOf(pack).length,
@@ -173,7 +211,7 @@ export function remainingReplicas(work: ReplicaWork, poolId: (localId: number) =
     ...[...work.plan.keep, ...work.plan.missing].map((p) => ({
       id: Buffer.from(p.id, 'hex'),
       size: p.size,
-      copies: work.claims.get(p.id)!.on.map(poolId),
+      copies: [...work.claims.get(p.id)!.on, ...(work.adopted.get(p.id) ?? [])].map(poolId),
       blobs: p.blobs,
     })),
     ...work.written,

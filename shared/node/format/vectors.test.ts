@@ -262,6 +262,40 @@ describe('the format code', () => {
     }
   });
 
+  it('keeps, indexes or deletes stray copies as the strayCopies cases say', async () => {
+    const { presentCopies, planReplicas } = await import('../engine/prune-replicas.ts');
+    type Case = {
+      case: string;
+      pack: { size: number; on: number[] };
+      listed: Record<string, number>;
+      damaged: number[];
+      used: boolean;
+      adopted: number[];
+      deleted: number[];
+    };
+    expect(v.strayCopies.length).toBeGreaterThanOrEqual(5);
+    for (const c of v.strayCopies as Case[]) {
+      const id = 'ab'.repeat(32);
+      const blob = { id: Buffer.alloc(32, 7), kind: 'data' as const, offset: 0, storedLength: 900, plainLength: 880 };
+      const claims = new Map([[id, { pack: { id, size: c.pack.size, kind: 'data' as const, blobs: [blob] }, on: c.pack.on }]]);
+      const listings = new Map(
+        [1, 2, 3].map((t) => [t, new Map(c.listed[t] === undefined ? [] : [[id, c.listed[t]!]])] as const),
+      );
+      const damaged = (t: number) => new Set(c.damaged.includes(t) ? [id] : []);
+      const used = new Set(c.used ? [blob.id.toString('hex')] : []);
+      const work = planReplicas(claims, presentCopies(claims, listings, damaged), listings, used, {
+        maxUnused: { percent: 5 },
+        maxRepackBytes: Infinity,
+      });
+      expect(work.adopted.get(id) ?? [], c.case).toEqual(c.adopted);
+      const deleted = [1, 2, 3].filter((t) => work.unindexed.get(t)!.some((u) => u.id === id));
+      const strayDoomed = [1, 2, 3].filter(
+        (t) => !c.pack.on.includes(t) && work.doomed.get(t)!.some((u) => u.id === id),
+      );
+      expect([...deleted, ...strayDoomed].sort(), c.case).toEqual(c.deleted);
+    }
+  });
+
   it('finds the twin of a pack to convert as the conversionTwins cases say', async () => {
     const { retireConverted } = await import('../engine/rebalance-plan.ts');
     type Blobs = [string, number, number][];

@@ -299,6 +299,7 @@ export function makeVectors(sodium: SodiumProvider) {
     recovery: { bytes: hex(recoveryBytes), text: recoveryKey, slot: recoverySlot },
     indexSync: INDEX_SYNC_CASES,
     conversionTwins: CONVERSION_TWIN_CASES,
+    strayCopies: STRAY_COPY_CASES,
   };
 }
 
@@ -456,6 +457,61 @@ const CONVERSION_TWIN_CASES = [
       },
     ],
     twin: 1,
+  },
+];
+
+/**
+ * A prune's rule in a pool, not bytes: a copy of an indexed whole-copy pack on a target no index file
+ * names for it (a stray: a killed move) is read as a source and, when the pack is kept while a named copy
+ * is missing or known damaged (check --read-data), kept and named by the new index; otherwise it is
+ * deleted as unindexed. Targets are numbers; `listed` gives each target's object size for the pack
+ * (absent: not listed); `used`: whether a snapshot needs the pack's blob (unused packs are deleted).
+ */
+const STRAY_COPY_CASES = [
+  {
+    case: 'both named copies intact: the stray goes',
+    pack: { size: 1000, on: [1, 2] },
+    listed: { 1: 1000, 2: 1000, 3: 1000 },
+    damaged: [],
+    used: true,
+    adopted: [],
+    deleted: [3],
+  },
+  {
+    case: 'both named copies gone: the stray is the pack, kept and indexed',
+    pack: { size: 1000, on: [1, 2] },
+    listed: { 3: 1000 },
+    damaged: [],
+    used: true,
+    adopted: [3],
+    deleted: [],
+  },
+  {
+    case: 'a named copy known damaged: the stray is kept and indexed',
+    pack: { size: 1000, on: [1, 2] },
+    listed: { 1: 1000, 2: 1000, 3: 1000 },
+    damaged: [1],
+    used: true,
+    adopted: [3],
+    deleted: [],
+  },
+  {
+    case: 'the pack is unused: every copy goes, the stray with it',
+    pack: { size: 1000, on: [1, 2] },
+    listed: { 3: 1000 },
+    damaged: [],
+    used: false,
+    adopted: [],
+    deleted: [3],
+  },
+  {
+    case: 'an object of another size is no copy: deleted, the pack stays missing',
+    pack: { size: 1000, on: [1, 2] },
+    listed: { 3: 999 },
+    damaged: [],
+    used: true,
+    adopted: [],
+    deleted: [3],
   },
 ];
 
