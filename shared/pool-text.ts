@@ -179,6 +179,12 @@ export function pendingMovesText(
 }
 
 /** What a repair did: copies written, and what is still queued. */
-export function repairText(r: { completed: number; queued: number }): string {
-  return `${plural(r.completed, 'copy', 'copies')} written; ${r.queued === 0 ? 'every pack has full redundancy' : `${plural(r.queued, 'copy', 'copies')} still queued`}.`;
+export function repairText(r: { completed: number; queued: number; problems: readonly unknown[] }): string {
+  const rest =
+    r.queued > 0
+      ? `${plural(r.queued, 'copy', 'copies')} still queued`
+      : r.problems.length
+        ? 'the targets that could be read have every copy they should'
+        : 'every pack has full redundancy';
+  return `${plural(r.completed, 'copy', 'copies')} written; ${rest}.`;
 }

@@ -122,6 +122,7 @@ export function registerPoolCommands(
       for (const pr of r.problems) output.info(`Problem: target "${pr.target}": ${pr.message}`);
       output.result(r, repairText(r));
       if (r.queued > 0) throw p.partial('Some copies could not be written yet.');
+      if (r.problems.length) throw p.partial('Some targets could not be read: their packs may lack copies.');
     });
 }
 

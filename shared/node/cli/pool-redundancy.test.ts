@@ -273,3 +273,32 @@ describe('a member of the pool that is down (issue 10)', () => {
     }
   }, 180_000);
 });
+
+describe('repair lists the members first (issue 10)', () => {
+  it('finds copies a member lost since the last listing, and names a member it cannot list', async () => {
+    const { cli, dirs } = await initFolderPool(3, 'rlist', ['--pack-size', '1MiB']);
+    const src = tempDir('cairn-rlist-src-');
+    for (let i = 0; i < 6; i++) writeRandomFile(path.join(src, `f${i}.bin`), 300_000);
+    await cliJson(['backup', src], cli);
+    // The third member loses its pack objects behind the keystore's back (its config stays).
+    const data = path.join(dirs[2]!, 'data');
+    const lost = fs.readdirSync(data, { recursive: true, encoding: 'utf8' }).filter((f) => /[0-9a-f]{64}$/.test(f));
+    expect(lost.length).toBeGreaterThan(0);
+    fs.rmSync(data, { recursive: true });
+    fs.mkdirSync(data);
+
+    const repair = await runCli(['--json', 'repair'], cli);
+    expect(repair.code, repair.stdout + repair.stderr).toBe(0);
+    expect(JSON.parse(repair.stdout)).toMatchObject({ completed: lost.length, queued: 0, problems: [] });
+    const check = await runCli(['check', '--redundancy'], cli);
+    expect(check.code, check.stdout).toBe(0);
+
+    // A member out of reach: repair cannot know what it lacks, and says so rather than "full redundancy".
+    fs.renameSync(dirs[2]!, `${dirs[2]!}.away`);
+    const blind = await runCli(['repair'], cli);
+    expect(blind.code).toBe(1);
+    expect(blind.stderr).toMatch(/Problem: target "d3": its packs could not be listed/);
+    expect(blind.stdout).not.toMatch(/every pack has full redundancy/);
+    fs.renameSync(`${dirs[2]!}.away`, dirs[2]!);
+  });
+});

@@ -114,7 +114,21 @@ export class PoolAdmin {
     const locks = await this.lockForRepair(members, opts);
     try {
       await this.refreshAll(() => undefined);
-      return await this.repairLocked(members, progress);
+      // What each member holds now, not as last listed: a bucket emptied behind this machine's back
+      // would otherwise be taken for whole.
+      const unlisted: CompletionResult['problems'] = [];
+      for (const t of members)
+        try {
+          await this.repo.reconcilePacks(t, { impatient: true });
+        } catch (err) {
+          if (!(err instanceof StorageError)) throw err;
+          unlisted.push({
+            target: t.name,
+            message: `its packs could not be listed, so copies it lacks were not found (${err.message})`,
+          });
+        }
+      const r = await this.repairLocked(members, progress);
+      return { ...r, problems: [...unlisted, ...r.problems] };
     } finally {
       for (const l of locks) await l.release();
     }
