@@ -39,8 +39,9 @@ describe('check --read-data', () => {
     expect((await runCli(['check'], cli)).code).toBe(0); // the structure is fine
     const subset = await runCli(['--json', 'check', '--read-data-subset', '100%'], cli);
     expect(subset.code).toBe(1);
-    // The report, then (as for every partial failure with --json) a line {"error": …}.
-    const r = JSON.parse(subset.stdout.slice(0, subset.stdout.lastIndexOf('{"error"'))) as CheckResult;
+    // One document: the report, with the partial failure as its `error`.
+    const r = JSON.parse(subset.stdout) as CheckResult & { error: string };
+    expect(r.error).toMatch(/damaged/);
     expect(r.packsRead).toBe(packs.length);
     expect(r.problems.map((p) => p.kind)).toEqual(['damaged-blob']);
     expect(r.problems[0]!.pack).toBe(data.key.split('/')[2]);
@@ -67,7 +68,7 @@ describe('check --read-data', () => {
     // Reading the packs still finds the damaged copy, but no snapshot needs it any more.
     const reread = await runCli(['--json', 'check', '--read-data'], cli);
     expect(reread.code).toBe(1);
-    const rr = JSON.parse(reread.stdout.slice(0, reread.stdout.lastIndexOf('{"error"'))) as CheckResult;
+    const rr = JSON.parse(reread.stdout) as CheckResult;
     expect(rr.problems.map((p) => [p.kind, p.blob])).toEqual([['damaged-blob', r.problems[0]!.blob]]);
     expect(rr.damaged).toEqual([]);
 

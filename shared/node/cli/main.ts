@@ -6,7 +6,15 @@ import { Engine, defaultHome } from '../engine/engine.ts';
 import { restoreToOriginal } from '../engine/restore-original.ts';
 import { selectWhileLocked, type RestoreSelection } from '../engine/restore-selection.ts';
 import { VerifyHistory } from '../engine/verify-history.ts';
-import { UsageError, createOutput, plural, reportBackup, table, type Output } from './output.ts';
+import {
+  UsageError,
+  createOutput,
+  flushJsonResult,
+  plural,
+  reportBackup,
+  table,
+  type Output,
+} from './output.ts';
 import { readPassphrase } from './passphrase.ts';
 import { withEngine } from './session.ts';
 import { registerFindCommand } from './find-command.ts';
@@ -374,13 +382,15 @@ program
 
 try {
   await program.parseAsync(process.argv);
+  flushJsonResult();
 } catch (err) {
   const json = process.argv.includes('--json');
   if (err instanceof CommanderError) {
+    flushJsonResult();
     process.exitCode = err.exitCode === 0 ? 0 : 2;
   } else {
     const message = oneLine((err as Error).message ?? String(err));
-    if (json) process.stdout.write(JSON.stringify({ error: message }) + '\n');
+    if (json) flushJsonResult(message);
     process.stderr.write(`${err instanceof PartialFailure ? '' : 'Error: '}${message}\n`);
     if (process.env.CAIRN_DEBUG) console.error(err);
     process.exitCode = err instanceof UsageError ? 2 : 1;

@@ -12,6 +12,30 @@ export interface Output {
   endProgress(): void;
 }
 
+/**
+ * With --json the result waits for the command's end (`flushJsonResult`): a partial failure then joins
+ * it as its `error`, so stdout holds one JSON document whatever happens.
+ */
+let pending: { data: unknown } | undefined;
+
+/** Writes the held --json result, with `error` when the command failed after reporting. */
+export function flushJsonResult(error?: string): void {
+  const held = pending;
+  pending = undefined;
+  if (!held) {
+    if (error !== undefined) process.stdout.write(JSON.stringify({ error }) + '\n');
+    return;
+  }
+  const { data } = held;
+  const doc =
+    error === undefined
+      ? data
+      : data !== null && typeof data === 'object' && !Array.isArray(data)
+        ? { ...data, error }
+        : { result: data, error };
+  process.stdout.write(JSON.stringify(doc, null, 2) + '\n');
+}
+
 export function createOutput(json: boolean): Output {
   const tty = !json && process.stderr.isTTY === true;
   let drawn = false;
@@ -23,8 +47,10 @@ export function createOutput(json: boolean): Output {
     json,
     result(data, human) {
       clear();
-      if (json) process.stdout.write(JSON.stringify(data, null, 2) + '\n');
-      else if (human) process.stdout.write(human + '\n');
+      if (json) {
+        if (pending) flushJsonResult();
+        pending = { data };
+      } else if (human) process.stdout.write(human + '\n');
     },
     info(line) {
       if (json) return;

@@ -76,9 +76,8 @@ describe('erasure coding 4+2 over six S3 targets (issue 10)', () => {
     await restoresWhole();
     const found = await runCli(['--json', 'check', '--read-data'], cli);
     expect(found.code).not.toBe(0);
-    // The report, then the error line.
-    const report = found.stdout.slice(0, found.stdout.lastIndexOf('\n{'));
-    const problems = (JSON.parse(report) as { problems: { kind: string; target: string }[] }).problems;
+    // One document: the report, with the partial failure as its `error`.
+    const problems = (JSON.parse(found.stdout) as { problems: { kind: string; target: string }[] }).problems;
     expect(problems).toEqual([
       expect.objectContaining({ kind: 'damaged-shard', target: `e${dataShard.i + 1}` }),
     ]);
@@ -105,7 +104,9 @@ describe('erasure coding 4+2 over six S3 targets (issue 10)', () => {
     await restoresWhole(fresh);
     const degraded = await runCli(['--json', 'check', '--redundancy'], cli);
     expect(degraded.code).not.toBe(0);
-    expect((JSON.parse(degraded.stdout.slice(0, degraded.stdout.lastIndexOf('\n{'))) as Report).lost).toBe(0);
+    const degradedReport = JSON.parse(degraded.stdout) as Report & { error: string };
+    expect(degradedReport.lost).toBe(0);
+    expect(degradedReport.error).toMatch(/lack copies/);
 
     const repaired = await runCli(['--json', 'repair'], cli);
     expect(repaired.code, repaired.stderr).toBe(0);

@@ -299,6 +299,13 @@ describe('repair lists the members first (issue 10)', () => {
     expect(blind.code).toBe(1);
     expect(blind.stderr).toMatch(/Problem: target "d3": its packs could not be listed/);
     expect(blind.stdout).not.toMatch(/every pack has full redundancy/);
+    // With --json, stdout is one document: the report, and the partial failure as its `error`.
+    const blindJson = await runCli(['--json', 'repair'], cli);
+    expect(blindJson.code).toBe(1);
+    expect(JSON.parse(blindJson.stdout)).toMatchObject({
+      problems: [{ target: 'd3' }],
+      error: expect.stringMatching(/could not be read/),
+    });
     fs.renameSync(`${dirs[2]!}.away`, dirs[2]!);
   });
 });
