@@ -160,6 +160,10 @@ describe('the Storage screen API over a pool of three folders (real keystore, re
     expect(await app.pool.completeQueued()).toBe(true);
     expect(packFiles(dirs[0]!)).toBe(packs);
     expect((await app.call('pool.status', {})).redundancy).toMatchObject({ state: 'full', queued: 0 });
+    // The card of the backup that said "completing" says so no longer.
+    const cards = (await app.call('jobs.list', {})).filter((j) => j.redundancy);
+    expect(cards.length).toBeGreaterThan(0);
+    for (const j of cards) expect(j.redundancy).toMatchObject({ state: 'full', queued: 0 });
     // Nothing queued: the next look does nothing.
     expect(await app.pool.completeQueued()).toBe(false);
   });

@@ -33,6 +33,8 @@ export class PoolService {
       unlocked?: () => boolean;
       /** How often queued copies are looked at (ms); default a minute. */
       completeEveryMs?: number;
+      /** Copies were written (background completion, Repair): job cards that said "completing" update. */
+      copiesWritten?: (e: Engine) => void;
     },
   ) {}
 
@@ -60,6 +62,7 @@ export class PoolService {
           await e.refresh();
           return { e, r: await e.pool.repair() };
         });
+        if (r.completed) this.deps.copiesWritten?.(e);
         const health = this.healthOf(e);
         for (const p of r.problems) health.set(p.target, { ok: false, message: p.message, at: Date.now() });
         return {
@@ -158,7 +161,8 @@ export class PoolService {
     if (!back.some(Boolean) || this.busy || this.deps.backingUp()) return false;
     this.busy = 'repair';
     try {
-      await e.pool.completeQueued();
+      const r = await e.pool.completeQueued();
+      if (r.completed) this.deps.copiesWritten?.(e);
       return true;
     } catch {
       // Queued still: the next tick tries again (a prune elsewhere, a target gone again).

@@ -65,6 +65,11 @@ export class AppService {
       completeEveryMs: Number(process.env.CAIRN_COMPLETE_EVERY_MS) || undefined,
       backingUp: () =>
         this.jobs.list().some((j) => j.kind === 'backup' && (j.state === 'running' || j.state === 'paused')),
+      copiesWritten: (e) => {
+        for (const v of this.jobs.list())
+          if (v.redundancy && v.redundancy.state !== 'full')
+            this.jobs.update(this.jobs.get(v.id), { redundancy: this.pool.redundancy(e) });
+      },
     });
     this.handlers = {
       'app.status': () => this.status(),

@@ -3,7 +3,7 @@ import type { SodiumProvider } from '../crypto/provider.ts';
 import { ObjectFormatError } from './sealed-object.ts';
 
 /**
- * One erasure-coded shard of a pack, as stored on a target (issue 10; backups do not write it yet).
+ * One erasure-coded shard of a pack, as stored on a target (issue 10).
  * The shard bytes are pieces of a pack (already sealed blobs and a sealed header) or Reed-Solomon parity
  * of them, so they are not encrypted again: a keyed BLAKE3 MAC over the header and the bytes proves
  * that the object is intact and is the shard its header names. Layout in docs/FORMAT.md.
