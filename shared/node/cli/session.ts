@@ -1,7 +1,7 @@
 import type { Unlocker } from '../crypto/keys.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
 import type { LockedKeystore } from '../engine/keystore/keystore.ts';
-import { WorkerPool, defaultWorkerCount } from '../engine/worker-pool.ts';
+import { WorkerPool, defaultWorkerCount, workersBesideKeyDerivation } from '../engine/worker-pool.ts';
 import { readPassphrase } from './passphrase.ts';
 
 /** CAIRN_RECOVERY_KEY when set, else the passphrase (CAIRN_PASSPHRASE or the prompt). */
@@ -27,7 +27,10 @@ export async function withEngine<T, E = undefined>(
     whileUnlocking?: (locked: LockedKeystore) => Promise<E>;
   } = {},
 ): Promise<T> {
-  if (opts.workers) WorkerPool.prewarm(opts.workers === true ? defaultWorkerCount() : opts.workers);
+  if (opts.workers)
+    WorkerPool.prewarm(
+      workersBesideKeyDerivation(opts.workers === true ? defaultWorkerCount() : opts.workers),
+    );
   const { engine, early } = await Engine.unlockWhile(
     defaultHome(),
     await readUnlocker(),
