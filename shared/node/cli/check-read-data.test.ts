@@ -155,10 +155,15 @@ describe('check --read-data', () => {
     const restored = await runCli(['restore', snapshotId, '--to', out], cli);
     expect(restored.code).toBe(1);
     const lines = restored.stderr.trim().split('\n');
-    expect(lines.filter((l) => /f\d\.bin/.test(l)), restored.stderr).toHaveLength(1);
+    expect(
+      lines.filter((l) => /f\d\.bin/.test(l)),
+      restored.stderr,
+    ).toHaveLength(1);
     const broken = /(f\d\.bin)/.exec(restored.stderr)![1]!;
     // Named with the copy it was last read from: the intact one's target had nothing to give.
-    expect(restored.stderr).toMatch(new RegExp(`${broken}: blob [0-9a-f]{12}… from target "d2": authentication failed`));
+    expect(restored.stderr).toMatch(
+      new RegExp(`${broken}: blob [0-9a-f]{12}… from target "d2": authentication failed`),
+    );
     const want = describeTree(src);
     const got = describeTree(path.join(out, path.basename(src)));
     expect(got).toEqual(Object.fromEntries(Object.entries(want).filter(([k]) => !k.endsWith(broken))));

@@ -76,7 +76,9 @@ describe('prune in a pool of replicas (issue 10)', () => {
     // then both named copies are lost.
     const where = (id: string) => dirs.filter((d) => packObjects(d).has(id));
     const sizeOf = (id: string) => fs.statSync(path.join(where(id)[0]!, 'data', id.slice(0, 2), id)).size;
-    const pack = [...new Set(dirs.flatMap((d) => [...packObjects(d)]))].sort((a, b) => sizeOf(b) - sizeOf(a))[0]!;
+    const pack = [...new Set(dirs.flatMap((d) => [...packObjects(d)]))].sort(
+      (a, b) => sizeOf(b) - sizeOf(a),
+    )[0]!;
     const named = where(pack);
     expect(named).toHaveLength(2);
     const spare = dirs.find((d) => !named.includes(d))!;

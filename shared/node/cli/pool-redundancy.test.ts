@@ -282,7 +282,9 @@ describe('repair lists the members first (issue 10)', () => {
     await cliJson(['backup', src], cli);
     // The third member loses its pack objects behind the keystore's back (its config stays).
     const data = path.join(dirs[2]!, 'data');
-    const lost = fs.readdirSync(data, { recursive: true, encoding: 'utf8' }).filter((f) => /[0-9a-f]{64}$/.test(f));
+    const lost = fs
+      .readdirSync(data, { recursive: true, encoding: 'utf8' })
+      .filter((f) => /[0-9a-f]{64}$/.test(f));
     expect(lost.length).toBeGreaterThan(0);
     fs.rmSync(data, { recursive: true });
     fs.mkdirSync(data);

@@ -13,7 +13,14 @@ const target = (o: Partial<PruneTargetResult>) =>
     bytesFreed: 4 << 20,
     ...o,
   });
-const replicated = { packs: 12, packsDeleted: 3, packsRepacked: 2, packsWritten: 1, missingPacks: 0, straysAdopted: 0 };
+const replicated = {
+  packs: 12,
+  packsDeleted: 3,
+  packsRepacked: 2,
+  packsWritten: 1,
+  missingPacks: 0,
+  straysAdopted: 0,
+};
 
 describe("prune's text (pruneText)", () => {
   it("in a pool, counts a target's pack objects, and the pool's packs once", () => {

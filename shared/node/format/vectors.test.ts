@@ -276,8 +276,16 @@ describe('the format code', () => {
     expect(v.strayCopies.length).toBeGreaterThanOrEqual(5);
     for (const c of v.strayCopies as Case[]) {
       const id = 'ab'.repeat(32);
-      const blob = { id: Buffer.alloc(32, 7), kind: 'data' as const, offset: 0, storedLength: 900, plainLength: 880 };
-      const claims = new Map([[id, { pack: { id, size: c.pack.size, kind: 'data' as const, blobs: [blob] }, on: c.pack.on }]]);
+      const blob = {
+        id: Buffer.alloc(32, 7),
+        kind: 'data' as const,
+        offset: 0,
+        storedLength: 900,
+        plainLength: 880,
+      };
+      const claims = new Map([
+        [id, { pack: { id, size: c.pack.size, kind: 'data' as const, blobs: [blob] }, on: c.pack.on }],
+      ]);
       const listings = new Map(
         [1, 2, 3].map((t) => [t, new Map(c.listed[t] === undefined ? [] : [[id, c.listed[t]!]])] as const),
       );
