@@ -191,6 +191,45 @@ describe('the Storage screen API over a pool of three folders (real keystore, re
   });
 });
 
+describe('copies queued in the keystore (issue 10)', () => {
+  it('survive the app closing: a fresh app on the same data folder writes them once the target is back', async () => {
+    process.env.CAIRN_TEST_WEAK_KDF = '1';
+    const root = tempDir('cairn-pool-restart-');
+    const dirs = ['d1', 'd2'].map((d) => path.join(root, d));
+    const src = path.join(root, 'src');
+    for (const d of dirs) fs.mkdirSync(d);
+    for (let i = 0; i < 3; i++) writeRandomFile(path.join(src, `f${i}.bin`), 1 << 20);
+    const home = path.join(root, 'home');
+    let app = new AppService('web', home);
+    try {
+      await app.call('app.init', { passphrase: PASSPHRASE });
+      for (const [i, d] of dirs.entries())
+        await app.call('targets.save', { draft: { name: `d${i + 1}`, config: { kind: 'dir', path: d } } });
+      // Two targets make a pool of 2 copies with a write quorum of 1: the backup goes on without d2.
+      fs.renameSync(dirs[1]!, `${dirs[1]}.away`);
+      const job = await app.call('backup.start', { sources: [src] });
+      expect((await finished(app, job.id)).redundancy).toMatchObject({ state: 'completing' });
+      const packs = packFiles(dirs[0]!);
+      expect(packs).toBeGreaterThan(0);
+      app.close();
+
+      // The app starts again (a restart, or after a kill: the queue is rows in the keystore).
+      app = new AppService('web', home);
+      await app.call('app.unlock', { passphrase: PASSPHRASE });
+      expect((await app.call('pool.status', {})).redundancy).toMatchObject({
+        state: 'completing',
+        queued: packs,
+      });
+      fs.renameSync(`${dirs[1]}.away`, dirs[1]!);
+      expect(await app.pool.completeQueued()).toBe(true);
+      expect(packFiles(dirs[1]!)).toBe(packs);
+      expect((await app.call('pool.status', {})).redundancy).toMatchObject({ state: 'full', queued: 0 });
+    } finally {
+      app.close();
+    }
+  });
+});
+
 describe('shares of new copies', () => {
   const pct = (weights: Record<string, number>, perPack: number) =>
     Object.fromEntries(
