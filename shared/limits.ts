@@ -15,3 +15,6 @@ export const CHUNK_SIZE_DEFAULT = 8 * MiB;
  * rather than 8: 32 MiB less peak RSS on a 100,000-file restore, and still ~500 GETs per 2 GiB of small files.
  */
 export const RANGE_MAX = 4 * MiB;
+
+/** Targets one repository's pool may span (issue 10: 2 … 16). */
+export const POOL_MAX_TARGETS = 16;

@@ -284,6 +284,22 @@ describe('a pool of targets: every target knows the others', () => {
     }
   });
 
+  it('a pool has at most 16 targets: the 17th is refused, naming the limit, and nothing is written', async () => {
+    const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
+    try {
+      for (let i = 1; i <= 16; i++)
+        await a.addTarget(`t${i}`, { kind: 'dir', path: tempDir('cairn-pool16-') });
+      const extra = tempDir('cairn-pool17-');
+      await expect(a.addTarget('t17', { kind: 'dir', path: extra })).rejects.toThrow(
+        /A pool has at most 16 targets; remove one .* before adding "t17"/,
+      );
+      expect(a.listTargets()).toHaveLength(16);
+      expect(fs.readdirSync(extra)).toEqual([]);
+    } finally {
+      a.close();
+    }
+  });
+
   it("prune rewrites the pool's one index on every member; a machine that knew the old one stores pruned data again", async () => {
     const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
     const [oldSrc, keptSrc, otherSrc] = [smallTextTree('old'), smallTextTree('kept'), smallTextTree('other')];

@@ -1,3 +1,4 @@
+import { POOL_MAX_TARGETS } from '../../limits.ts';
 import path from 'node:path';
 import { targetConfigSchema, targetNameSchema, targetWhere, type TargetConfig } from '../../settings.ts';
 import { Repository } from '../repository/repository.ts';
@@ -34,6 +35,10 @@ export class TargetAdmin {
     const weight = checkWeight(opts.weight ?? 100);
     const parsed = check(targetConfigSchema, config);
     if (this.ks.findTarget(name)) throw new SettingsError(`A target named "${name}" already exists.`);
+    if (this.ks.listTargets().length >= POOL_MAX_TARGETS)
+      throw new SettingsError(
+        `A pool has at most ${POOL_MAX_TARGETS} targets; remove one ("cairn target drain", then "target rm") before adding "${name}".`,
+      );
     const same = this.ks.listTargets().find((t) => sameStore(t.config, parsed));
     if (same)
       throw new SettingsError(`${targetWhere(parsed)} is already target "${same.name}" of this repository.`);
