@@ -66,4 +66,23 @@ describe("prune's text (pruneText)", () => {
     const single = pruneText({ ...r, replicated: undefined });
     expect(single).toMatch(/^Target "d1": 2 packs deleted, 1 repacked, 1 index file rewritten;/);
   });
+
+  it('says which stray copies it keeps and indexes, in a dry run and after', () => {
+    const r: PruneResult = {
+      dryRun: true,
+      snapshots: 1,
+      usedBlobs: 10,
+      targets: [target({})],
+      replicated: { ...replicated, straysAdopted: 1 },
+      bytesFreed: 0,
+      durationMs: 100,
+    };
+    expect(pruneText(r)).toMatch(/^1 copy of a pack no index named would be kept and indexed: /m);
+    expect(pruneText({ ...r, dryRun: false })).toMatch(
+      /^1 copy of a pack no index named is kept and now indexed: /m,
+    );
+    expect(pruneText({ ...r, dryRun: false, replicated: { ...replicated, straysAdopted: 3 } })).toMatch(
+      /^3 copies of packs no index named are kept and now indexed: .*restores full redundancy from them\)\.$/m,
+    );
+  });
 });

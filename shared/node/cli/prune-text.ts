@@ -13,7 +13,7 @@ export function pruneText(r: PruneResult): string {
     );
   if (rep?.straysAdopted)
     lines.push(
-      `${rep.straysAdopted === 1 ? '1 copy of a pack no index named is' : `${rep.straysAdopted} copies of packs no index named are`} ${r.dryRun ? 'would be kept and indexed' : 'kept and now indexed'}: a copy the index named is missing or damaged ("cairn repair" restores full redundancy from ${rep.straysAdopted === 1 ? 'it' : 'them'}).`,
+      `${rep.straysAdopted === 1 ? '1 copy of a pack no index named' : `${rep.straysAdopted} copies of packs no index named`} ${r.dryRun ? 'would be kept and indexed' : rep.straysAdopted === 1 ? 'is kept and now indexed' : 'are kept and now indexed'}: a copy the index named is missing or damaged ("cairn repair" restores full redundancy from ${rep.straysAdopted === 1 ? 'it' : 'them'}).`,
     );
   const ec = r.erasureCoded;
   if (ec)
