@@ -86,9 +86,16 @@ describe('prune in a pool of replicas (issue 10)', () => {
     fs.mkdirSync(path.dirname(path.join(spare, rel)), { recursive: true });
     fs.copyFileSync(path.join(named[0]!, rel), path.join(spare, rel));
     for (const d of named) fs.rmSync(path.join(d, rel));
+    // And an object no index names anywhere (an interrupted upload): garbage, with every blob held.
+    const junk = path.join(named[1]!, 'data', 'ee', 'ee'.repeat(32));
+    fs.mkdirSync(path.dirname(junk), { recursive: true });
+    fs.writeFileSync(junk, Buffer.alloc(1000, 1));
 
     const pruned = await runCli(['prune'], cli);
     expect(pruned.code, pruned.stderr).toBe(0);
+    // The adopted copy holds its blobs: nothing counts as lost, so the garbage goes.
+    expect(pruned.stderr).not.toMatch(/in no indexed pack/);
+    expect(fs.existsSync(junk)).toBe(false);
     expect(pruned.stdout).toMatch(/1 copy of a pack no index named is kept and now indexed/);
     expect(fs.existsSync(path.join(spare, rel))).toBe(true);
     const out = tempDir('cairn-pps-out-');

@@ -163,8 +163,9 @@ export function usedInNoPack(
   const add = (p: PlanPack) => {
     for (const b of p.blobs) held.add(b.id.toString('hex'));
   };
-  for (const [t, claim] of claims)
-    for (const p of claim.packs.values()) if (listings.get(t)!.packs.get(p.id) === p.size) add(p);
+  // A pack listed at its size on any member holds its blobs: a stray copy is read and kept (adopted).
+  const listedAnywhere = (p: PlanPack) => [...listings.values()].some((l) => l.packs.get(p.id) === p.size);
+  for (const claim of claims.values()) for (const p of claim.packs.values()) if (listedAnywhere(p)) add(p);
   for (const p of [...ec.plan.keep, ...ec.plan.remove, ...ec.plan.repack.map((r) => r.pack)]) add(p);
   let n = 0;
   for (const id of used) if (!held.has(id)) n++;
