@@ -271,7 +271,7 @@ describe('the format code', () => {
       damaged: number[];
       used: boolean;
       adopted: number[];
-      deleted: number[];
+      unindexed: number[];
     };
     expect(v.strayCopies.length).toBeGreaterThanOrEqual(5);
     for (const c of v.strayCopies as Case[]) {
@@ -296,11 +296,11 @@ describe('the format code', () => {
         maxRepackBytes: Infinity,
       });
       expect(work.adopted.get(id) ?? [], c.case).toEqual(c.adopted);
-      const deleted = [1, 2, 3].filter((t) => work.unindexed.get(t)!.some((u) => u.id === id));
+      const unindexed = [1, 2, 3].filter((t) => work.unindexed.get(t)!.some((u) => u.id === id));
       const strayDoomed = [1, 2, 3].filter(
         (t) => !c.pack.on.includes(t) && work.doomed.get(t)!.some((u) => u.id === id),
       );
-      expect([...deleted, ...strayDoomed].sort(), c.case).toEqual(c.deleted);
+      expect([...unindexed, ...strayDoomed].sort(), c.case).toEqual(c.unindexed);
     }
   });
 

@@ -463,19 +463,21 @@ const CONVERSION_TWIN_CASES = [
 /**
  * A prune's rule in a pool, not bytes: a copy of an indexed whole-copy pack on a target no index file
  * names for it (a stray: a killed move) is read as a source and, when the pack is kept while a named copy
- * is missing or known damaged (check --read-data), kept and named by the new index; otherwise it is
- * deleted as unindexed. Targets are numbers; `listed` gives each target's object size for the pack
- * (absent: not listed); `used`: whether a snapshot needs the pack's blob (unused packs are deleted).
+ * is missing or known damaged (check --read-data), kept and named by the new index (`adopted`); otherwise
+ * it is unindexed, and goes as unindexed objects do (deleted unless some blob in use is in no present pack;
+ * a pack listed at its size anywhere, a stray included, is present). Targets are numbers; `listed` gives
+ * each target's object size for the pack (absent: not listed); `used`: whether a snapshot needs the pack's
+ * blob (unused packs are deleted).
  */
 const STRAY_COPY_CASES = [
   {
-    case: 'both named copies intact: the stray goes',
+    case: 'both named copies intact: the stray is unindexed',
     pack: { size: 1000, on: [1, 2] },
     listed: { 1: 1000, 2: 1000, 3: 1000 },
     damaged: [],
     used: true,
     adopted: [],
-    deleted: [3],
+    unindexed: [3],
   },
   {
     case: 'both named copies gone: the stray is the pack, kept and indexed',
@@ -484,7 +486,7 @@ const STRAY_COPY_CASES = [
     damaged: [],
     used: true,
     adopted: [3],
-    deleted: [],
+    unindexed: [],
   },
   {
     case: 'a named copy known damaged: the stray is kept and indexed',
@@ -493,25 +495,25 @@ const STRAY_COPY_CASES = [
     damaged: [1],
     used: true,
     adopted: [3],
-    deleted: [],
+    unindexed: [],
   },
   {
-    case: 'the pack is unused: every copy goes, the stray with it',
+    case: 'the pack is unused: every copy goes, the stray as unindexed',
     pack: { size: 1000, on: [1, 2] },
     listed: { 3: 1000 },
     damaged: [],
     used: false,
     adopted: [],
-    deleted: [3],
+    unindexed: [3],
   },
   {
-    case: 'an object of another size is no copy: deleted, the pack stays missing',
+    case: 'an object of another size is no copy: unindexed, and the pack is missing',
     pack: { size: 1000, on: [1, 2] },
     listed: { 3: 999 },
     damaged: [],
     used: true,
     adopted: [],
-    deleted: [3],
+    unindexed: [3],
   },
 ];
 
