@@ -1,3 +1,4 @@
+import { POOL_MAX_TARGETS } from '../../limits.ts';
 import { completeCopies, type CompletionResult } from '../repository/copy-completion.ts';
 import { rankTargets } from '../repository/placement.ts';
 import type { RepoLock } from '../repository/locks.ts';
@@ -90,6 +91,11 @@ export class PoolAdmin {
       throw new SettingsError(
         `--write-quorum must be from ${k} to ${k + m} (a pack can be read back from any ${k} shards).`,
         'writeQuorum',
+      );
+    if (k + m > POOL_MAX_TARGETS)
+      throw new SettingsError(
+        `${k}+${m} shards need ${k + m} targets, and a pool has at most ${POOL_MAX_TARGETS}.`,
+        'k',
       );
     const active = this.ks.listTargets().filter((t) => t.state === 'active').length;
     if (k + m > active)

@@ -295,6 +295,10 @@ describe('a pool of targets: every target knows the others', () => {
       );
       expect(a.listTargets()).toHaveLength(16);
       expect(fs.readdirSync(extra)).toEqual([]);
+      // Nor can a policy ask for more shards than a pool may have targets.
+      await expect(a.pool.setErasure(14, 3)).rejects.toThrow(
+        /14\+3 shards need 17 targets, and a pool has at most 16/,
+      );
     } finally {
       a.close();
     }

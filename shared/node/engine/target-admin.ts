@@ -35,7 +35,8 @@ export class TargetAdmin {
     const weight = checkWeight(opts.weight ?? 100);
     const parsed = check(targetConfigSchema, config);
     if (this.ks.findTarget(name)) throw new SettingsError(`A target named "${name}" already exists.`);
-    if (this.ks.listTargets().length >= POOL_MAX_TARGETS)
+    // A member another machine removed ('gone') is no longer in the pool.
+    if (this.ks.listTargets().filter((t) => t.state !== 'gone').length >= POOL_MAX_TARGETS)
       throw new SettingsError(
         `A pool has at most ${POOL_MAX_TARGETS} targets; remove one ("cairn target drain", then "target rm") before adding "${name}".`,
       );
