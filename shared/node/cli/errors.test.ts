@@ -184,6 +184,16 @@ describe('bad input gets a clear error and changes nothing', () => {
     expect([r.code, r.stdout.trim()]).toEqual([0, version]);
   });
 
+  it('with --json, stdout is one JSON document whatever fails: a usage error, a missing snapshot', async () => {
+    for (const args of [['restore'], ['no-such-command'], ['ls', 'nosuch']]) {
+      const r = await runCli(['--json', ...args], cli);
+      expect(r.code, args.join(' ')).toBeGreaterThan(0);
+      expect(JSON.parse(r.stdout), args.join(' ')).toEqual({ error: expect.any(String) });
+    }
+    const help = await runCli(['--json', '--help'], cli);
+    expect([help.code, help.stdout]).toEqual([0, expect.stringMatching(/^Usage: cairn/)]);
+  });
+
   it('no keystore yet, and a keystore that already exists', async () => {
     const r = await runCli(['ls'], { env: { ...cli.env, CAIRN_HOME: path.join(tempDir(), 'nothing-here') } });
     expect(r.code).toBe(1);

@@ -386,7 +386,8 @@ try {
 } catch (err) {
   const json = process.argv.includes('--json');
   if (err instanceof CommanderError) {
-    flushJsonResult();
+    // Commander has said it on stderr; a --json reader gets it as the one document on stdout too.
+    flushJsonResult(json && err.exitCode !== 0 ? oneLine(err.message) : undefined);
     process.exitCode = err.exitCode === 0 ? 0 : 2;
   } else {
     const message = oneLine((err as Error).message ?? String(err));
