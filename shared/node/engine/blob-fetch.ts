@@ -165,9 +165,8 @@ export async function runFetches(o: {
       yield {
         tid: t,
         targetId: target,
-        failover: [...r.pack.copies, ...(r.pack.lastResort ?? [])].some(
-          (c) => c !== target && !r.tried.has(c),
-        ),
+        // A copy found damaged is no reason to give a stored one less patience.
+        failover: r.pack.copies.some((c) => c !== target && !r.tried.has(c)),
         ...(alternate !== undefined ? { hedge: { targetId: alternate, afterMs: hedgeAfter } } : {}),
         ...(r.pack.ec
           ? {
