@@ -147,7 +147,11 @@ export class PoolService {
     if (this.busy || this.deps.backingUp() || this.deps.unlocked?.() === false) return false;
     const e = this.deps.engine();
     const queued = e.ks.index.queuedCopies();
-    if (queued.length === 0) return false;
+    if (queued.length === 0) {
+      // Another process (the CLI's repair or backup) may have written them: cards follow.
+      this.deps.copiesWritten?.(e);
+      return false;
+    }
     // A quick connection test of each target the copies wait for: nothing to do while all are away.
     const waiting = [...new Set(queued.map((q) => q.targetId))].map((id) => e.ks.targetById(id));
     const back = await Promise.all(

@@ -66,9 +66,10 @@ export class AppService {
       backingUp: () =>
         this.jobs.list().some((j) => j.kind === 'backup' && (j.state === 'running' || j.state === 'paused')),
       copiesWritten: (e) => {
-        for (const v of this.jobs.list())
-          if (v.redundancy && v.redundancy.state !== 'full')
-            this.jobs.update(this.jobs.get(v.id), { redundancy: this.pool.redundancy(e) });
+        const stale = this.jobs.list().filter((v) => v.redundancy && v.redundancy.state !== 'full');
+        if (!stale.length) return;
+        const redundancy = this.pool.redundancy(e);
+        for (const v of stale) this.jobs.update(this.jobs.get(v.id), { redundancy });
       },
     });
     this.handlers = {
