@@ -117,7 +117,16 @@ export interface CheckResult {
   blobsRead: number;
   problems: CheckProblem[];
   /** Snapshots that cannot be fully restored: the files whose blobs are gone, or why its trees cannot be read. */
-  damaged: { snapshot: string; files: string[]; unreadable: string | null }[];
+  damaged: {
+    snapshot: string;
+    files: string[];
+    unreadable: string | null;
+    /**
+     * Of `files`, those whose missing blobs are all in packs of which only copies found damaged are left:
+     * a restore still tries those copies (the blobs check did not flag there come back).
+     */
+    inDamagedCopies?: string[];
+  }[];
 }
 
 export interface LockView {

@@ -169,7 +169,12 @@ describe('check --read-data', () => {
     expect(got).toEqual(Object.fromEntries(Object.entries(want).filter(([k]) => !k.endsWith(broken))));
 
     // Once a listing found the intact copy gone, the damaged one is the only copy a restore knows of.
-    await runCli(['check'], cli);
+    const listed = await runCli(['check'], cli);
+    expect(listed.code).toBe(1);
+    expect(listed.stderr).toMatch(
+      /needs blobs that only copies found damaged hold \(a restore still tries them/,
+    );
+    expect(listed.stderr).not.toMatch(/needs a missing pack or blob/);
     const out2 = tempDir('cairn-crl-out-');
     const again = await runCli(['restore', snapshotId, '--to', out2], cli);
     expect(again.code).toBe(1);

@@ -165,8 +165,13 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
         o.info(`Problem: ${pr.message}`);
       for (const d of r.damaged) {
         if (d.unreadable) o.info(`Snapshot ${d.snapshot}: its trees cannot be read (${d.unreadable})`);
+        const lastResort = new Set(d.inDamagedCopies);
         for (const f of d.files.slice(0, 20))
-          o.info(`Snapshot ${d.snapshot}: ${f} needs a missing pack or blob`);
+          o.info(
+            lastResort.has(f)
+              ? `Snapshot ${d.snapshot}: ${f} needs blobs that only copies found damaged hold (a restore still tries them; the blobs check did not flag there come back)`
+              : `Snapshot ${d.snapshot}: ${f} needs a missing pack or blob`,
+          );
         if (d.files.length > 20) o.info(`Snapshot ${d.snapshot}: and ${d.files.length - 20} more files`);
       }
       // Erasure-coded packs are read as shards (MACs checked), not blob by blob.

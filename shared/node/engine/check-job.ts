@@ -92,18 +92,33 @@ export async function runCheck(
     for (const s of snapshots) {
       result.snapshots++;
       const files: string[] = [];
+      const inDamagedCopies: string[] = [];
       let unreadable: string | null = null;
       try {
         if (!ks.index.has(Buffer.from(s.tree, 'hex'))) files.push('/ (root folder)');
         for await (const { path, node } of walkSnapshot(repo, s.tree)) {
           if (node.type === 'dir' && node.subtree && !ks.index.has(Buffer.from(node.subtree, 'hex')))
             files.push(`${path}/`);
-          else if ((node.content ?? []).some((h) => !ks.index.has(Buffer.from(h, 'hex')))) files.push(path);
+          else {
+            const missing = (node.content ?? [])
+              .map((h) => Buffer.from(h, 'hex'))
+              .filter((id) => !ks.index.has(id));
+            if (!missing.length) continue;
+            files.push(path);
+            // Not stored, but a copy found damaged still holds it (IndexCache.lookup's last resort).
+            if (missing.every((id) => ks.index.lookup(id))) inDamagedCopies.push(path);
+          }
         }
       } catch (err) {
         unreadable = (err as Error).message;
       }
-      if (files.length || unreadable) result.damaged.push({ snapshot: s.id, files, unreadable });
+      if (files.length || unreadable)
+        result.damaged.push({
+          snapshot: s.id,
+          files,
+          unreadable,
+          ...(inDamagedCopies.length ? { inDamagedCopies } : {}),
+        });
       if (unreadable)
         result.problems.push({
           kind: 'unreadable-tree',
