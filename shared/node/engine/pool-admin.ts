@@ -122,17 +122,10 @@ export class PoolAdmin {
       await this.refreshAll(() => undefined);
       // What each member holds now, not as last listed: a bucket emptied behind this machine's back
       // would otherwise be taken for whole.
-      const unlisted: CompletionResult['problems'] = [];
-      for (const t of members)
-        try {
-          await this.repo.reconcilePacks(t, { impatient: true });
-        } catch (err) {
-          if (!(err instanceof StorageError)) throw err;
-          unlisted.push({
-            target: t.name,
-            message: `its packs could not be listed, so copies it lacks were not found (${err.message})`,
-          });
-        }
+      const unlisted = (await this.listMembers(members)).map((u) => ({
+        target: u.target,
+        message: `its packs could not be listed, so copies it lacks were not found (${u.message})`,
+      }));
       const r = await this.repairLocked(members, progress);
       return { ...r, problems: [...unlisted, ...r.problems] };
     } finally {
@@ -313,19 +306,28 @@ export class PoolAdmin {
     }
   }
 
-  /** Every pack's stored copies against the policy, after listing every member's data/. */
-  async redundancy(): Promise<RedundancyReport> {
-    // A member out of reach is reported by its listing below.
-    await this.refreshAll(() => undefined);
-    const targets = this.ks.listTargets();
-    const unreachable: RedundancyReport['unreachable'] = [];
+  /**
+   * Lists each target's data/ into the keystore's copy states (Repository.reconcilePacks), giving up on
+   * one that is down in seconds; returns those that could not be listed, and why.
+   */
+  private async listMembers(targets: TargetRow[]): Promise<{ target: string; message: string }[]> {
+    const unlisted: { target: string; message: string }[] = [];
     for (const t of targets)
       try {
         await this.repo.reconcilePacks(t, { impatient: true });
       } catch (err) {
         if (!(err instanceof StorageError)) throw err;
-        unreachable.push({ target: t.name, message: err.message });
+        unlisted.push({ target: t.name, message: err.message });
       }
+    return unlisted;
+  }
+
+  /** Every pack's stored copies against the policy, after listing every member's data/. */
+  async redundancy(): Promise<RedundancyReport> {
+    // A member out of reach is reported by its listing below.
+    await this.refreshAll(() => undefined);
+    const targets = this.ks.listTargets();
+    const unreachable = await this.listMembers(targets);
     const policy = this.policy();
     const report: RedundancyReport = {
       policy,
