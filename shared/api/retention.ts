@@ -110,6 +110,11 @@ export interface CheckProblem {
 export interface CheckResult {
   packs: number;
   missingPacks: number;
+  /**
+   * In a pool: copies (or shards) missing from their targets, or known damaged, of packs the other
+   * copies still hold. Redundancy, not data: `check --redundancy` lists them, `repair` writes them.
+   */
+  missingCopies?: number;
   snapshots: number;
   /** Packs downloaded and authenticated (--read-data / --read-data-subset). */
   packsRead: number;

@@ -108,7 +108,7 @@ describe('check --read-data', () => {
     expect(check.code).toBe(1);
     expect(check.stdout).toMatch(
       new RegExp(
-        `^${flipped} cop(y|ies) of packs (is|are) damaged; every snapshot is whole \\(the other copies or shards hold it\\)`,
+        `^${flipped} pack cop(y|ies) (is|are) damaged; every snapshot is whole \\(the other copies or shards hold it\\)`,
         'm',
       ),
     );
@@ -147,7 +147,7 @@ describe('check --read-data', () => {
     bytes[1000]! ^= 0x40;
     fs.writeFileSync(file, bytes);
     const check = await runCli(['check', '--read-data'], cli);
-    expect(check.stdout).toMatch(/1 copy of packs is damaged; every snapshot is whole/);
+    expect(check.stdout).toMatch(/1 pack copy is damaged; every snapshot is whole/);
 
     // The intact copy's target loses its data before repair ran: the damaged copy is all there is.
     fs.renameSync(data(dirs[0]!), `${data(dirs[0]!)}.away`);

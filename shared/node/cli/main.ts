@@ -387,7 +387,7 @@ try {
   const json = process.argv.includes('--json');
   if (err instanceof CommanderError) {
     // Commander has said it on stderr; a --json reader gets it as the one document on stdout too.
-    flushJsonResult(json && err.exitCode !== 0 ? oneLine(err.message) : undefined);
+    flushJsonResult(json && err.exitCode !== 0 ? oneLine(err.message).replace(/^error: /, '') : undefined);
     process.exitCode = err.exitCode === 0 ? 0 : 2;
   } else {
     const message = oneLine((err as Error).message ?? String(err));

@@ -38,7 +38,7 @@ function redundancyText(r: RedundancyReport): string {
     if (r.degraded.length > 20) lines.push(`and ${r.degraded.length - 20} more packs`);
     const parts = [
       r.degraded.length
-        ? `${r.degraded.length} have fewer ${what} ("cairn repair" writes the missing ones)`
+        ? `${r.degraded.length} ${r.degraded.length === 1 ? 'has' : 'have'} fewer ${what} ("cairn repair" writes the missing ones)`
         : '',
       r.unconverted
         ? `${r.unconverted} ${r.unconverted === 1 ? 'is' : 'are'} stored as an earlier policy had them ("cairn rebalance" rewrites them)`

@@ -299,6 +299,14 @@ describe('repair lists the members first (issue 10)', () => {
     fs.rmSync(data, { recursive: true });
     fs.mkdirSync(data);
 
+    // Plain check says so too (every pack still has a copy: redundancy, not data).
+    const check0 = await runCli(['check'], cli);
+    expect(check0.code, check0.stderr).toBe(0);
+    expect(check0.stdout).toMatch(
+      new RegExp(
+        `${lost.length} pack cop(y|ies) \\(or shards\\) (is|are) missing from (its|their) targets? or known damaged`,
+      ),
+    );
     const repair = await runCli(['--json', 'repair'], cli);
     expect(repair.code, repair.stdout + repair.stderr).toBe(0);
     expect(JSON.parse(repair.stdout)).toMatchObject({ completed: lost.length, queued: 0, problems: [] });

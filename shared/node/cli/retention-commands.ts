@@ -83,8 +83,8 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
       }
       lines.push(
         r.dryRun
-          ? `Would remove ${r.removed.length} snapshots (dry run: nothing was changed).`
-          : `Removed ${r.removed.length} snapshots. "cairn prune" deletes the data only they needed.`,
+          ? `Would remove ${plural(r.removed.length, 'snapshot')} (dry run: nothing was changed).`
+          : `Removed ${plural(r.removed.length, 'snapshot')}. "cairn prune" deletes the data only ${r.removed.length === 1 ? 'it' : 'they'} needed.`,
       );
       o.result(r, lines.join('\n'));
     });
@@ -186,7 +186,7 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
         r.problems.every((x) => x.kind === 'damaged-shard' || x.kind === 'damaged-copy');
       const shards = r.problems.every((x) => x.kind === 'damaged-shard');
       const n = shards ? r.problems.length : new Set(r.problems.map((x) => `${x.target}/${x.pack}`)).size;
-      const what = shards ? plural(n, 'shard') : `${plural(n, 'copy', 'copies')} of packs`;
+      const what = shards ? plural(n, 'shard') : plural(n, 'pack copy', 'pack copies');
       const one = n === 1;
       o.result(
         r,
@@ -194,7 +194,7 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
           ? `${what} ${one ? 'is' : 'are'} damaged; every snapshot is whole (the other copies or shards hold it)${read}. "cairn repair" writes ${one ? 'it' : 'them'} again.`
           : bad
             ? `${r.missingPacks} of ${r.packs} packs ${r.missingPacks === 1 ? 'is' : 'are'} missing; ${r.damaged.length} of ${r.snapshots} snapshots ${r.damaged.length === 1 ? 'is' : 'are'} damaged; ${plural(r.problems.length, 'problem')}${read}. The next backup stores again what its sources still have.`
-            : `All ${plural(r.packs, 'pack')} ${r.packs === 1 ? 'is' : 'are'} present and all ${plural(r.snapshots, 'snapshot')} ${r.snapshots === 1 ? 'is' : 'are'} whole${read}.`,
+            : `${r.packs === 1 ? 'The 1 pack is' : `All ${r.packs} packs are`} present and ${r.snapshots === 1 ? 'the 1 snapshot is' : `all ${r.snapshots} snapshots are`} whole${read}.${r.missingCopies ? ` ${plural(r.missingCopies, 'pack copy', 'pack copies')} (or shards) ${r.missingCopies === 1 ? 'is' : 'are'} missing from ${r.missingCopies === 1 ? 'its target' : 'their targets'} or known damaged; the others hold every pack. "cairn check --redundancy" lists them, "cairn repair" writes them again.` : ''}`,
       );
       if (copiesOnly) throw p.partial('Some copies are damaged: "cairn repair" writes them again.');
       if (bad) throw p.partial('The repository is damaged.');

@@ -79,9 +79,12 @@ export async function runCheck(
     const counts = ks.index.counts();
     result.packs = counts.packs;
     result.missingPacks = counts.missingPacks;
+    let missingCopies = 0;
     for (const t of ks.listTargets())
       for (const [id, p] of ks.index.packsOnTarget(t.id))
-        if (p.state === 'missing' && ks.index.storedCopies(Buffer.from(id, 'hex')).length < (p.ec?.k ?? 1))
+        if (p.state !== 'missing') continue;
+        else if (ks.index.storedCopies(Buffer.from(id, 'hex')).length >= (p.ec?.k ?? 1)) missingCopies++;
+        else
           result.problems.push({
             kind: 'missing-pack',
             target: t.name,
@@ -89,6 +92,7 @@ export async function runCheck(
             blob: null,
             message: `pack ${id} is missing from target "${t.name}" (or has another size than the index says)`,
           });
+    if (missingCopies) result.missingCopies = missingCopies;
     for (const s of snapshots) {
       result.snapshots++;
       const files: string[] = [];
