@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { policyChangeText, redundancyText, type RedundancyView } from './pool-text.ts';
+import { policyChangeText, rebalanceText, redundancyText, type RedundancyView } from './pool-text.ts';
 
 const base: RedundancyView = {
   scheme: 'replicas',
@@ -80,6 +80,25 @@ describe('pool texts', () => {
     expect(redundancyText(shards)).toBe('Fully redundant: every pack has its 6 shards.');
     expect(redundancyText({ ...shards, full: 4, unconverted: 6, state: 'short' })).toBe(
       '6 packs are stored as an earlier policy had them: Rebalance rewrites them.',
+    );
+  });
+
+  it('says where a rebalance wrote and removed, as its dry run does', () => {
+    const r = {
+      packs: 4,
+      copied: 2,
+      removed: 2,
+      bytesCopied: 2 << 20,
+      targets: [
+        { name: 'a', add: 0, remove: 2, bytesAdded: 0 },
+        { name: 'b', add: 2, remove: 0, bytesAdded: 2 << 20 },
+      ],
+    };
+    expect(rebalanceText(r, false)).toBe(
+      '2 copies written (2 MiB) and 2 removed, over 4 packs: "a" −2, "b" +2 (2 MiB).',
+    );
+    expect(rebalanceText(r, true)).toBe(
+      '2 copies would be written (2 MiB) and 2 removed (of 4 packs): "a" −2, "b" +2 (2 MiB).',
     );
   });
 });

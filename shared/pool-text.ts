@@ -134,7 +134,7 @@ export function rebalanceText(
     converted?: number;
     /** Packs an interrupted rebalance had converted already: only their old objects go. */
     retired?: number;
-    /** A dry run's objects per member (those that gain or lose any). */
+    /** Objects per member that gains or loses any (planned in a dry run, done otherwise). */
     targets?: { name: string; add: number; remove: number; bytesAdded: number }[];
   },
   dryRun: boolean,
@@ -161,7 +161,7 @@ export function rebalanceText(
     : '';
   return dryRun
     ? `${objects(r.copied)} would be written (${formatSize(r.bytesCopied)}) and ${r.removed} removed (of ${plural(r.packs, 'pack')})${perTarget}.${converted}${retired}`
-    : `${objects(r.copied)} written (${formatSize(r.bytesCopied)}) and ${r.removed} removed, over ${plural(r.packs, 'pack')}.${converted}${retired}`;
+    : `${objects(r.copied)} written (${formatSize(r.bytesCopied)}) and ${r.removed} removed, over ${plural(r.packs, 'pack')}${perTarget}.${converted}${retired}`;
 }
 
 /**
@@ -179,12 +179,17 @@ export function pendingMovesText(
 }
 
 /** What a repair did: copies written, and what is still queued. */
-export function repairText(r: { completed: number; queued: number; problems: readonly unknown[] }): string {
+export function repairText(
+  r: { completed: number; queued: number; problems: readonly unknown[] },
+  /** The policy's scheme: under erasure coding what repair writes are shards. */
+  scheme: 'replicas' | 'ec' = 'replicas',
+): string {
+  const objects = (n: number) => (scheme === 'ec' ? plural(n, 'shard') : plural(n, 'copy', 'copies'));
   const rest =
     r.queued > 0
-      ? `${plural(r.queued, 'copy', 'copies')} still queued`
+      ? `${objects(r.queued)} still queued`
       : r.problems.length
-        ? 'the targets that could be read have every copy they should'
+        ? `the targets that could be read have every ${scheme === 'ec' ? 'shard' : 'copy'} they should`
         : 'every pack has full redundancy';
-  return `${plural(r.completed, 'copy', 'copies')} written; ${rest}.`;
+  return `${objects(r.completed)} written; ${rest}.`;
 }

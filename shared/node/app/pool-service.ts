@@ -67,7 +67,7 @@ export class PoolService {
         for (const p of r.problems) health.set(p.target, { ok: false, message: p.message, at: Date.now() });
         return {
           ok: r.queued === 0 && r.problems.length === 0,
-          message: repairText(r),
+          message: repairText(r, e.pool.policy().scheme),
           problems: r.problems.map((p) => `Target “${p.target}”: ${p.message}`),
           pool: this.view(e),
         };

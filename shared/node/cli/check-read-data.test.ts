@@ -148,6 +148,13 @@ describe('check --read-data', () => {
     fs.writeFileSync(file, bytes);
     const check = await runCli(['check', '--read-data'], cli);
     expect(check.stdout).toMatch(/1 pack copy is damaged; every snapshot is whole/);
+    // check --redundancy says what became of that copy: damaged, not gone.
+    const redundancy = await runCli(['check', '--redundancy'], cli);
+    expect(redundancy.code).toBe(1);
+    expect(redundancy.stdout).toMatch(
+      /: 1 of 2 copies stored, 1 found damaged by "cairn check --read-data"\./,
+    );
+    expect(redundancy.stdout).not.toMatch(/gone from/);
 
     // The intact copy's target loses its data before repair ran: the damaged copy is all there is.
     fs.renameSync(data(dirs[0]!), `${data(dirs[0]!)}.away`);

@@ -28,9 +28,10 @@ function redundancyText(r: RedundancyReport): string {
     const what = r.policy.scheme === 'ec' ? 'shards' : 'copies';
     for (const d of r.degraded.slice(0, 20)) {
       const queued = d.queued ? `, ${d.queued} queued` : '';
-      const missing = d.missing
-        ? `, ${d.missing} gone from ${d.missing === 1 ? 'its target' : 'their targets'}`
-        : '';
+      const gone = d.missing - (d.damaged ?? 0);
+      const missing =
+        (gone ? `, ${gone} gone from ${gone === 1 ? 'its target' : 'their targets'}` : '') +
+        (d.damaged ? `, ${d.damaged} found damaged by "cairn check --read-data"` : '');
       lines.push(
         `Pack ${d.pack.slice(0, 12)}…: ${d.stored} of ${d.needed} ${what} stored${queued}${missing}.`,
       );
@@ -118,9 +119,12 @@ export function registerPoolCommands(
     )
     .action(async () => {
       const output = out();
-      const r = await withEngine((e) => e.pool.repair(undefined, { notice: (m) => output.info(m) }));
+      const { r, scheme } = await withEngine(async (e) => ({
+        r: await e.pool.repair(undefined, { notice: (m) => output.info(m) }),
+        scheme: e.pool.policy().scheme,
+      }));
       for (const pr of r.problems) output.info(`Problem: target "${pr.target}": ${pr.message}`);
-      output.result(r, repairText(r));
+      output.result(r, repairText(r, scheme));
       if (r.queued > 0) throw p.partial('Some copies could not be written yet.');
       if (r.problems.length) throw p.partial('Some targets could not be read: their packs may lack copies.');
     });

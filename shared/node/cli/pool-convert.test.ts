@@ -99,12 +99,20 @@ describe('a policy change re-places the packs already stored (issue 10)', () => 
     );
     const drained = await runCli(['--json', 'target', 'drain', 'd6'], cli);
     expect(drained.code, drained.stderr).toBe(0);
-    const moved = JSON.parse(drained.stdout) as { copied: number; removed: number; converted: number };
+    const moved = JSON.parse(drained.stdout) as {
+      copied: number;
+      removed: number;
+      converted: number;
+      targets: { name: string; add: number; remove: number }[];
+    };
     expect(moved).toMatchObject({
       copied: before[5]!.shards.length,
       removed: before[5]!.shards.length,
       converted: 0,
     });
+    // Where it wrote and removed: everything removed is d6's, everything written is elsewhere.
+    expect(moved.targets.find((t) => t.name === 'd6')).toMatchObject({ add: 0, remove: moved.removed });
+    expect(moved.targets.reduce((n, t) => n + t.add, 0)).toBe(moved.copied);
     expect(dataObjects(dirs[5]!).shards).toEqual([]);
     for (let i = 0; i < 5; i++)
       for (const s of before[i]!.shards)
@@ -217,9 +225,21 @@ describe('a policy change re-places the packs already stored (issue 10)', () => 
     expect(dry.stdout).toMatch(
       /[1-9]\d* packs? had been rewritten by an interrupted rebalance: only (its|their) old objects would be removed\./,
     );
-    const resumed = await cliJson<{ converted: number; retired: number }>(['rebalance'], { env });
-    expect(resumed.retired).toBeGreaterThanOrEqual(2);
-    expect(resumed.converted + resumed.retired).toBe(planned.converted);
+    const resumed = await runCli(['--json', 'rebalance'], { env });
+    const r = JSON.parse(resumed.stdout) as {
+      converted: number;
+      retired: number;
+      copied: number;
+      removed: number;
+      targets: { name: string; add: number; remove: number }[];
+    };
+    expect(r.retired).toBeGreaterThanOrEqual(2);
+    expect(r.converted + r.retired).toBe(planned.converted);
+    // Each converted pack's 3 shards went to the 3 targets; the whole copies it replaced are gone.
+    expect(r.targets.map((t) => t.name).sort()).toEqual(['d1', 'd2', 'd3']);
+    expect(r.targets.reduce((n, t) => n + t.add, 0)).toBe(r.copied);
+    expect(r.targets.reduce((n, t) => n + t.remove, 0)).toBe(r.removed);
+    expect(r.targets.every((t) => t.add === r.converted)).toBe(true);
 
     const redundancy = await runCli(['check', '--redundancy'], cli);
     expect(redundancy.code, redundancy.stdout).toBe(0);

@@ -21,8 +21,10 @@ export interface RedundancyReport {
     pack: string;
     stored: number;
     queued: number;
-    /** Copies (shards) once stored that their target no longer lists. */
+    /** Copies (shards) once stored that their target no longer lists, or found damaged. */
     missing: number;
+    /** Of `missing`, those check --read-data found damaged (their target still lists them). */
+    damaged: number;
     /** Copies (shards) the pack needs in all. */
     needed: number;
   }[];
@@ -342,11 +344,13 @@ export class PoolAdmin {
     const perTarget = new Map(
       targets.map((t) => [t.id, { target: t.name, stored: 0, queued: 0, missing: 0 }]),
     );
+    const damaged = this.ks.index.damagedCopies();
     for (const [hex, p] of this.ks.index.allCopies()) {
       report.packs++;
-      const count = { stored: 0, queued: 0, missing: 0 };
+      const count = { stored: 0, queued: 0, missing: 0, damaged: 0 };
       for (const [targetId, s] of p.copies) {
         count[s]++;
+        if (s === 'missing' && damaged.has(`${hex}:${targetId}`)) count.damaged++;
         const row = perTarget.get(targetId);
         if (row) row[s]++;
       }

@@ -25,7 +25,10 @@ export interface RebalanceResult {
   removed: number;
   /** Bytes written (a dry run: the bytes it would write). */
   bytesCopied: number;
-  /** Per member that gains or loses objects: how many, and the bytes written there (in lock order). */
+  /**
+   * Per member that gains or loses objects: how many, and the bytes written there (in lock order). A dry
+   * run cannot say where converted packs go (their new ids are drawn when they are written).
+   */
   targets: { name: string; add: number; remove: number; bytesAdded: number }[];
   /** Packs stored another way than the policy says (replicas ↔ erasure coding, another k+m), rewritten. */
   converted: number;
@@ -145,6 +148,12 @@ export async function runRebalance(
     let batch: IndexedPack[] = [];
     let batchBytes = 0;
     let moved = 0;
+    const byTarget = new Map<number, { add: number; remove: number; bytesAdded: number }>();
+    const tally = (t: number) => {
+      let x = byTarget.get(t);
+      if (!x) byTarget.set(t, (x = { add: 0, remove: 0, bytesAdded: 0 }));
+      return x;
+    };
     const changes = (m: PackMove) =>
       m.kind === 'convert' || m.kind === 'retire' || (m.kind !== 'stay' && m.add.length + m.drop.length > 0);
     const toMove = moves.filter(changes).length;
@@ -177,6 +186,11 @@ export async function runRebalance(
           continue;
         }
         result.bytesCopied += done.bytes;
+        for (const w of done.writes) {
+          const x = tally(w.target);
+          x.add++;
+          x.bytesAdded += w.bytes;
+        }
         if (done.pack) indexed.push(done.pack);
         deletes.push(...done.deletes);
         if (!changes(m)) continue;
@@ -205,8 +219,13 @@ export async function runRebalance(
       for (const id of oldIndex.get(t.id)!) await repo.storage(t).delete(ObjectKey.index(id));
     for (const d of deletes) {
       await repo.storage(ks.targetById(d.target)).delete(d.key);
+      tally(d.target).remove++;
       killPoint('rebalance-deleting');
     }
+    result.targets = members.flatMap((t) => {
+      const x = byTarget.get(t.id);
+      return x ? [{ name: t.name, ...x }] : [];
+    });
     // The keystore follows the buckets: every member's index is read again.
     for (const t of members) await repo.refresh(t);
     for (const t of members) await repo.reconcilePacks(t);
@@ -218,7 +237,8 @@ export async function runRebalance(
 
 /**
  * Writes what one move needs; returns the pack as the new index names it, the objects to delete once
- * that index is everywhere, and the bytes written. Undefined when the pack could not be read.
+ * that index is everywhere, and the bytes written (in all, and per object). Undefined when the pack could
+ * not be read.
  */
 async function carryOut(
   repo: Repository,
@@ -226,7 +246,13 @@ async function carryOut(
   placement: PackPlacement | undefined,
   blobsOf: (id: Buffer) => PackEntry[],
 ): Promise<
-  { pack: IndexedPack | undefined; deletes: { target: number; key: string }[]; bytes: number } | undefined
+  | {
+      pack: IndexedPack | undefined;
+      deletes: { target: number; key: string }[];
+      bytes: number;
+      writes: { target: number; bytes: number }[];
+    }
+  | undefined
 > {
   const { ks } = repo;
   const hex = m.id.toString('hex');
@@ -235,25 +261,34 @@ async function carryOut(
   const put = (t: number, key: string, body: Buffer) => repo.storage(ks.targetById(t)).put(key, body);
   switch (m.kind) {
     case 'stay':
-      return { pack: { id: m.id, size: m.size, ...m.index, blobs: blobs() }, deletes: [], bytes: 0 };
+      return {
+        pack: { id: m.id, size: m.size, ...m.index, blobs: blobs() },
+        deletes: [],
+        bytes: 0,
+        writes: [],
+      };
     case 'copies': {
       let bytes = 0;
+      const writes: { target: number; bytes: number }[] = [];
       if (m.add.length) {
         const body = (await readWholePack(repo, m.id, m.size, { copies: [...m.keep, ...m.drop] }))?.body;
         if (!body) return undefined;
         for (const t of m.add) {
           await put(t, ObjectKey.pack(hex), body);
           bytes += body.length;
+          writes.push({ target: t, bytes: body.length });
         }
       }
       return {
         pack: { id: m.id, size: m.size, copies: [...m.keep, ...m.add].map(poolId), blobs: blobs() },
         deletes: m.drop.map((t) => ({ target: t, key: ObjectKey.pack(hex) })),
         bytes,
+        writes,
       };
     }
     case 'shards': {
       let bytes = 0;
+      const writes: { target: number; bytes: number }[] = [];
       let rebuilt: Buffer[] | undefined;
       const p = { packId: m.id, k: m.k, m: m.m, size: m.size };
       for (const a of m.add) {
@@ -281,16 +316,18 @@ async function carryOut(
         }
         await put(a.target, ObjectKey.shard(hex, a.shard), object);
         bytes += object.length;
+        writes.push({ target: a.target, bytes: object.length });
       }
       const shards = Array.from({ length: m.k + m.m }, (_, i) => poolId(m.layout.get(i)!));
       return {
         pack: { id: m.id, size: m.size, ec: { k: m.k, m: m.m, shards }, blobs: blobs() },
         deletes: m.drop.map((d) => ({ target: d.target, key: ObjectKey.shard(hex, d.shard) })),
         bytes,
+        writes,
       };
     }
     case 'retire':
-      return { pack: undefined, deletes: m.drop.map((d) => objectOf(hex, d)), bytes: 0 };
+      return { pack: undefined, deletes: m.drop.map((d) => objectOf(hex, d)), bytes: 0, writes: [] };
     case 'convert': {
       const stored = [...m.from.copies].filter(([, s]) => s === 'stored').map(([t]) => t);
       const whole = await readWholePack(
@@ -310,11 +347,12 @@ async function carryOut(
         withNewId(repo, whole.body, whole.entries, newId),
       );
       const pack: IndexedPack = { id: newId, size: m.size, ...written.where, blobs: whole.entries };
-      const bytes = written.bytes;
+      const each = written.bytes / written.written.length;
       return {
         pack,
         deletes: m.drop.map((d) => objectOf(hex, d)),
-        bytes,
+        bytes: written.bytes,
+        writes: written.written.map((target) => ({ target, bytes: each })),
       };
     }
   }

@@ -111,14 +111,14 @@ export async function readShardObject(
 /**
  * Stores a new pack (a rebalance's converted pack, prune's repacked one) where `placement` puts it, every
  * copy or shard written (rebalance and prune hold every member's lock: there is no one to queue for).
- * Returns where it is, as a pool index names it, and the bytes sent.
+ * Returns where it is, as a pool index names it, the bytes sent, and the targets written (local ids).
  */
 export async function storeWhole(
   repo: Repository,
   placement: PackPlacement,
   packId: Buffer,
   body: Buffer,
-): Promise<{ where: Pick<IndexedPack, 'copies' | 'ec'>; bytes: number }> {
+): Promise<{ where: Pick<IndexedPack, 'copies' | 'ec'>; bytes: number; written: number[] }> {
   const { ks } = repo;
   const poolId = (t: number) => ks.targetById(t).poolId!;
   const r = await storePack({
@@ -132,7 +132,8 @@ export async function storeWhole(
     storage: (t) => repo.storage(ks.targetById(t)),
     down: new Map(),
   });
-  if (!r.shards) return { where: { copies: r.copies.map(poolId) }, bytes: r.wireBytes };
+  const written = r.copies;
+  if (!r.shards) return { where: { copies: r.copies.map(poolId) }, bytes: r.wireBytes, written };
   const shards = Array.from({ length: r.copies.length }, (_, i) => poolId(r.copies[r.shards!.indexOf(i)]!));
-  return { where: { ec: { ...placement.ec!, shards } }, bytes: r.wireBytes };
+  return { where: { ec: { ...placement.ec!, shards } }, bytes: r.wireBytes, written };
 }

@@ -168,6 +168,18 @@ export abstract class CopyTable {
     );
   }
 
+  /** Every copy found damaged and not written again since, as `<pack hex>:<target id>`. */
+  damagedCopies(): Set<string> {
+    return new Set(
+      (
+        this.db.prepare('SELECT pack_id, target_id FROM damaged_copies').all() as {
+          pack_id: Buffer;
+          target_id: number;
+        }[]
+      ).map((r) => `${r.pack_id.toString('hex')}:${r.target_id}`),
+    );
+  }
+
   setCopyStates(targetId: number, changes: { id: Uint8Array; state: CopyState }[]): void {
     const st = this.db.prepare('UPDATE pack_copies SET state = ? WHERE pack_id = ? AND target_id = ?');
     // A copy stored again (repair, completion) is no longer the damaged one.
