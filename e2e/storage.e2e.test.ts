@@ -135,6 +135,16 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
         document.querySelector('[data-testid=throughput-chart]')?.getAttribute('data-targets') === 'd2,d3',
     );
     await screenshot(page, 'storage-backup-per-target');
+    // History says it per backup, from the packs each one uses.
+    await nav(page, 'History');
+    const cell = page.getByTestId('backup-redundancy');
+    await cell.waitFor();
+    expect(await cell.getAttribute('data-state')).toBe('completing');
+    expect(await cell.getAttribute('title')).toBe(
+      `${packs} ${packs === 1 ? 'pack it uses has' : 'packs it uses have'} fewer copies stored than the policy asks; the missing ones are queued and written once their targets answer.`,
+    );
+    expect(await cell.evaluate((td) => (td.firstChild as Text).data)).toBe('2 of 3 copies, completing');
+    await screenshot(page, 'history-redundancy', { doc: true });
   });
 
   it('Repair, once the folder is back, writes the copies and the pool is fully redundant', async () => {
@@ -175,6 +185,11 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
       document.querySelector('[data-testid=pool-result]')?.textContent?.startsWith('Rebalance:'),
     );
     expect(await result.textContent()).toBe(`Rebalance: All ${packs} packs are where placement puts them.`);
+    await nav(page, 'History');
+    await page.waitForFunction(
+      () => document.querySelector('[data-testid=backup-redundancy]')?.getAttribute('data-state') === 'full',
+    );
+    expect(await page.getByTestId('backup-redundancy').textContent()).toMatch(/^Fully redundant/);
   });
 
   it('below the write quorum a backup waits, says why on its card, and goes on when the folders are back', async () => {
@@ -237,7 +252,9 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
       { timeout: 60_000 },
     );
     expect(await result.textContent()).toMatch(
-      new RegExp(`^Rebalance: .* over ${packs} packs\\. ${packs} packs were rewritten for the policy\\.$`),
+      new RegExp(
+        `^Rebalance: .* over ${packs} packs: ("d[123]" \\+${packs} \\(.*?\\) −${packs}(, )?){3}\\. ${packs} packs were rewritten for the policy\\.$`,
+      ),
     );
     expect(await page.getByTestId('redundancy-text').textContent()).toBe(
       'Fully redundant: every pack has its 3 shards.',

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { policyChangeText, rebalanceText, redundancyText, type RedundancyView } from './pool-text.ts';
+import {
+  policyChangeText,
+  rebalanceText,
+  redundancyText,
+  snapshotRedundancyText,
+  type RedundancyView,
+} from './pool-text.ts';
 
 const base: RedundancyView = {
   scheme: 'replicas',
@@ -100,5 +106,23 @@ describe('pool texts', () => {
     expect(rebalanceText(r, true)).toBe(
       '2 copies would be written (2 MiB) and 2 removed (of 4 packs): "a" −2, "b" +2 (2 MiB).',
     );
+  });
+
+  it("words one backup's redundancy for History", () => {
+    const v = { leastStored: 1, copies: 2, scheme: 'replicas' as const, packs: 1 };
+    expect(snapshotRedundancyText({ ...v, state: 'short' })).toEqual({
+      short: '1 of 2 copies',
+      detail:
+        '1 pack it uses has fewer copies than the policy asks: Repair (Storage) writes the missing ones.',
+    });
+    expect(snapshotRedundancyText({ ...v, state: 'lost', scheme: 'ec', copies: 6 }).short).toBe(
+      'Cannot be restored whole',
+    );
+    expect(snapshotRedundancyText({ ...v, state: 'lost', scheme: 'ec', copies: 6 }).detail).toMatch(
+      /too few shards left/,
+    );
+    expect(
+      snapshotRedundancyText({ ...v, state: 'full', leastStored: 6, copies: 6, scheme: 'ec', packs: 0 }),
+    ).toEqual({ short: 'Fully redundant', detail: 'Every pack it uses has its 6 shards.' });
   });
 });

@@ -124,6 +124,40 @@ export function redundancyText(r: RedundancyView): string {
   return `${plural(r.short, 'pack')} ${r.short === 1 ? 'has' : 'have'} fewer than ${units(r.copies)} (as few as ${r.leastStored}): Repair writes the missing ones.${lost}${older}`;
 }
 
+/** One backup's redundancy, for a History cell: a few words, then what to do in `detail`. */
+export function snapshotRedundancyText(r: {
+  state: 'full' | 'completing' | 'short' | 'lost';
+  leastStored: number;
+  copies: number;
+  scheme: 'replicas' | 'ec';
+  packs: number;
+}): { short: string; detail: string } {
+  const units = r.scheme === 'ec' ? shardsWord : copiesWord;
+  const noun = r.scheme === 'ec' ? 'shards' : 'copies';
+  const packs = `${plural(r.packs, 'pack')} it uses ${r.packs === 1 ? 'has' : 'have'} fewer ${noun}`;
+  switch (r.state) {
+    case 'full':
+      return r.copies === 1
+        ? { short: 'One copy', detail: 'The policy keeps one copy of each pack.' }
+        : { short: 'Fully redundant', detail: `Every pack it uses has its ${units(r.copies)}.` };
+    case 'completing':
+      return {
+        short: `${r.leastStored} of ${units(r.copies)}, completing`,
+        detail: `${packs} stored than the policy asks; the missing ones are queued and written once their targets answer.`,
+      };
+    case 'short':
+      return {
+        short: `${r.leastStored} of ${units(r.copies)}`,
+        detail: `${packs} than the policy asks: Repair (Storage) writes the missing ones.`,
+      };
+    case 'lost':
+      return {
+        short: 'Cannot be restored whole',
+        detail: `A pack it uses has ${r.scheme === 'ec' ? 'too few shards' : 'no stored copy'} left: the files in it cannot be restored.`,
+      };
+  }
+}
+
 /** What a rebalance did (or, with dryRun, would do). */
 export function rebalanceText(
   r: {

@@ -23,6 +23,7 @@ import type {
   PoolView,
   SearchView,
   SettingsView,
+  SnapshotRedundancyView,
   TargetView,
   TestResult,
   VerificationView,
@@ -112,6 +113,8 @@ export const requests = {
   'jobs.discard': z.object({ jobId: z.string() }),
   'backups.list': z.object({}),
   'backups.entries': z.object({ backupId: id }),
+  /** In a pool, each backup's redundancy (by backup id) from the packs it uses; empty outside a pool. */
+  'backups.redundancy': z.object({}),
   'restore.start': z.object({
     backupId: id,
     // An empty list would mean "everything" to the engine: the UI always names what it restores.
@@ -251,6 +254,7 @@ export interface Responses {
   'jobs.discard': JobView;
   'backups.list': BackupView[];
   'backups.entries': EntryView[];
+  'backups.redundancy': Record<string, SnapshotRedundancyView>;
   'restore.start': JobView;
   'fs.list': DirListing;
   'backups.browse': BrowsePageView;

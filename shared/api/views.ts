@@ -117,6 +117,22 @@ export interface BackupView {
   resumed?: boolean;
 }
 
+/** One backup's redundancy in a pool, from the packs it uses (History). */
+export interface SnapshotRedundancyView {
+  /**
+   * full: every pack it uses has its copies; completing: the missing ones are queued; short: Repair
+   * writes them; lost: a pack it uses has no readable copy left (it cannot be restored whole).
+   */
+  state: 'full' | 'completing' | 'short' | 'lost';
+  /** The fewest copies (or shards) stored of a pack it uses; `copies` when full. */
+  leastStored: number;
+  /** Copies (or shards) the policy asks for each pack. */
+  copies: number;
+  scheme: 'replicas' | 'ec';
+  /** Packs it uses that are not full. */
+  packs: number;
+}
+
 export interface EntryView {
   path: string;
   kind: 'file' | 'dir' | 'symlink';

@@ -1,9 +1,10 @@
-import { useEffect, useState, type ReactNode } from 'react';
+import { useCallback, useEffect, useState, type ReactNode } from 'react';
 import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
 import { JobCard } from '../components/JobCard.tsx';
 import { formatDate, formatDuration, formatSize } from '../format.ts';
-import type { BackupView } from '../../../shared/api/views.ts';
+import type { BackupView, SnapshotRedundancyView } from '../../../shared/api/views.ts';
+import { snapshotRedundancyText } from '../../../shared/pool-text.ts';
 import { DeleteBackupDialog } from './browse/DeleteBackupDialog.tsx';
 import { HistoryRowActions, useVerifications } from './browse/HistoryRowActions.tsx';
 
@@ -15,6 +16,9 @@ export function HistoryScreen({
   onBrowse: (backupId: string) => void;
 }) {
   const backups = useQuery('backups.list', {});
+  // In a pool, each backup's redundancy (from the packs it uses); asked again whenever the list is.
+  const redundancy = useQuery('backups.redundancy', {});
+  const inPool = Object.keys(redundancy.data ?? {}).length > 0;
   const verify = useVerifications();
   const [open, setOpen] = useState<string | null>(null);
   const jobs = useJobs();
@@ -23,10 +27,20 @@ export function HistoryScreen({
   const [deleting, setDeleting] = useState<BackupView | null>(null);
   // A backup that finishes while History is open (a resumed one, say) shows up without a Refresh.
   const finished = jobs.filter((j) => j.kind === 'backup' && j.state === 'done').length;
-  const { reload } = backups;
+  const reloadList = backups.reload;
+  const reloadRedundancy = redundancy.reload;
+  const reload = useCallback(() => {
+    reloadList();
+    reloadRedundancy();
+  }, [reloadList, reloadRedundancy]);
+  // Copies written later (background completion, Repair) change a backup's redundancy.
+  const copiesState = jobs
+    .filter((j) => j.kind === 'backup' && j.redundancy)
+    .map((j) => j.redundancy!.state)
+    .join();
   useEffect(() => {
     if (finished > 0) reload();
-  }, [finished, reload]);
+  }, [finished, copiesState, reload]);
   // Backups that stopped before writing a snapshot: resumable (what they stored is kept) or discardable.
   const unfinished = jobs.filter(
     (j) =>
@@ -36,7 +50,7 @@ export function HistoryScreen({
     <div className="screen">
       <header className="screen-head">
         <h1>History</h1>
-        <button type="button" onClick={backups.reload}>
+        <button type="button" onClick={reload}>
           Refresh
         </button>
       </header>
@@ -77,6 +91,7 @@ export function HistoryScreen({
                 <th className="num wide-only">Read</th>
                 <th className="num">Uploaded</th>
                 <th className="num wide-only">Duration</th>
+                {inPool && <th>Redundancy</th>}
                 <th />
               </tr>
             </thead>
@@ -117,6 +132,7 @@ export function HistoryScreen({
                     {formatDuration(b.durationMs / 1000)}
                     {b.resumed && <div className="muted small">resumed</div>}
                   </td>
+                  {inPool && <RedundancyCell view={redundancy.data?.[b.id]} />}
                   <td>
                     <HistoryRowActions
                       backupId={b.id}
@@ -159,6 +175,23 @@ export function HistoryScreen({
         </section>
       )}
     </div>
+  );
+}
+
+/** A backup's redundancy in a pool: a few words, the explanation on hover and for screen readers. */
+function RedundancyCell({ view }: { view: SnapshotRedundancyView | undefined }) {
+  if (!view) return <td className="muted">…</td>;
+  const text = snapshotRedundancyText(view);
+  return (
+    <td
+      className={`redundancy redundancy-${view.state}`}
+      data-testid="backup-redundancy"
+      data-state={view.state}
+      title={text.detail}
+    >
+      {text.short}
+      <span className="visually-hidden">: {text.detail}</span>
+    </td>
   );
 }
 

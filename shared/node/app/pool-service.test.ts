@@ -6,6 +6,7 @@ import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { ApiCallError, parseRequest } from '../../api/contract.ts';
 import type { JobView } from '../../api/views.ts';
 import { AppService } from './service.ts';
+import { Engine } from '../engine/engine.ts';
 
 const PASSPHRASE = 'a passphrase for the pool service test';
 
@@ -14,6 +15,14 @@ function packFiles(dir: string): number {
   const data = path.join(dir, 'data');
   if (!fs.existsSync(data)) return 0;
   return fs.readdirSync(data, { recursive: true }).filter((f) => /[0-9a-f]{64}$/.test(String(f))).length;
+}
+
+/** The pack object names in a folder target. */
+function packNames(dir: string): string[] {
+  return fs
+    .readdirSync(path.join(dir, 'data'), { recursive: true })
+    .map((f) => path.basename(String(f)))
+    .filter((f) => /^[0-9a-f]{64}$/.test(f));
 }
 
 function finished(app: AppService, id: string): Promise<JobView> {
@@ -205,12 +214,24 @@ describe('copies queued in the keystore (issue 10)', () => {
       await app.call('app.init', { passphrase: PASSPHRASE });
       for (const [i, d] of dirs.entries())
         await app.call('targets.save', { draft: { name: `d${i + 1}`, config: { kind: 'dir', path: d } } });
+      // A first backup while both targets answer: fully redundant.
+      const early = path.join(root, 'early');
+      writeRandomFile(path.join(early, 'e.bin'), 1 << 20);
+      const first = await finished(app, (await app.call('backup.start', { sources: [early] })).id);
+      expect(first.redundancy).toMatchObject({ state: 'full' });
+      const before = new Set(packNames(dirs[1]!));
       // Two targets make a pool of 2 copies with a write quorum of 1: the backup goes on without d2.
       fs.renameSync(dirs[1]!, `${dirs[1]}.away`);
       const job = await app.call('backup.start', { sources: [src] });
-      expect((await finished(app, job.id)).redundancy).toMatchObject({ state: 'completing' });
-      const packs = packFiles(dirs[0]!);
+      const second = await finished(app, job.id);
+      expect(second.redundancy).toMatchObject({ state: 'completing' });
+      const packs = packFiles(dirs[0]!) - before.size;
       expect(packs).toBeGreaterThan(0);
+      // History tells the two apart: the first backup uses none of the packs still waiting for d2.
+      expect(await app.call('backups.redundancy', {})).toEqual({
+        [first.backupId!]: { state: 'full', leastStored: 2, copies: 2, scheme: 'replicas', packs: 0 },
+        [second.backupId!]: { state: 'completing', leastStored: 1, copies: 2, scheme: 'replicas', packs },
+      });
       app.close();
 
       // The app starts again (a restart, or after a kill: the queue is rows in the keystore).
@@ -222,8 +243,31 @@ describe('copies queued in the keystore (issue 10)', () => {
       });
       fs.renameSync(`${dirs[1]}.away`, dirs[1]!);
       expect(await app.pool.completeQueued()).toBe(true);
-      expect(packFiles(dirs[1]!)).toBe(packs);
+      expect(packFiles(dirs[1]!)).toBe(before.size + packs);
       expect((await app.call('pool.status', {})).redundancy).toMatchObject({ state: 'full', queued: 0 });
+      const full = await app.call('backups.redundancy', {});
+      expect(Object.values(full).map((v) => v.state)).toEqual(['full', 'full']);
+      app.close();
+
+      // One of the second backup's packs lost from d2: a listing (check --redundancy) finds it missing,
+      // and only the second backup is short of copies.
+      const lost = packNames(dirs[1]!).find((n) => !before.has(n))!;
+      fs.rmSync(path.join(dirs[1]!, 'data', lost.slice(0, 2), lost));
+      const e = await Engine.unlock(home, { passphrase: PASSPHRASE });
+      try {
+        expect((await e.pool.redundancy()).degraded).toHaveLength(1);
+        const after = await e.snapshotRedundancy();
+        expect(after.get(first.backupId!)).toMatchObject({ state: 'full' });
+        expect(after.get(second.backupId!)).toEqual({
+          state: 'short',
+          leastStored: 1,
+          copies: 2,
+          scheme: 'replicas',
+          packs: 1,
+        });
+      } finally {
+        e.close();
+      }
     } finally {
       app.close();
     }

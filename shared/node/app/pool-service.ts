@@ -7,7 +7,13 @@ import { poolStatus } from '../engine/pool-status.ts';
 import { StorageError } from '../storage/storage.ts';
 
 type PoolMethod =
-  'pool.status' | 'pool.setPolicy' | 'pool.repair' | 'pool.rebalance' | 'pool.check' | 'pool.setTarget';
+  | 'pool.status'
+  | 'pool.setPolicy'
+  | 'pool.repair'
+  | 'pool.rebalance'
+  | 'pool.check'
+  | 'pool.setTarget'
+  | 'backups.redundancy';
 type PoolHandlers = { [M in PoolMethod]: (req: Request<M>) => Promise<Responses[M]> | Responses[M] };
 type Health = NonNullable<PoolTargetView['health']>;
 type Busy = NonNullable<PoolView['busy']>;
@@ -42,6 +48,7 @@ export class PoolService {
     // Each view is taken once the operation is over (its `busy` must not say it still runs).
     return {
       'pool.status': () => this.view(this.deps.engine()),
+      'backups.redundancy': async () => Object.fromEntries(await this.deps.engine().snapshotRedundancy()),
       'pool.setPolicy': async ({ replicas, ec, writeQuorum }) => {
         const e = await this.exclusive('policy', async (e) => {
           if (!e.ks.pool.state())

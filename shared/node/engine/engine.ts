@@ -20,6 +20,7 @@ import type { SnapshotDoc } from '../repository/snapshot.ts';
 import { runCheck, type CheckOptions, type CheckResult } from './check-job.ts';
 import { runForget, type ForgetOptions } from './forget-job.ts';
 import { estimateForget } from './forget-estimate.ts';
+import { snapshotRedundancy } from './snapshot-redundancy.ts';
 import { runPrune, type PruneListener, type PruneOptions } from './prune-job.ts';
 import { locksOnTargets } from '../repository/locks.ts';
 import type { ForgetResult, LockView, PruneResult } from '../../api/retention.ts';
@@ -400,6 +401,11 @@ export class Engine {
   /** The space forgetting these snapshots would free after prune (see forget-estimate.ts). */
   estimateForget(ids: readonly string[]) {
     return estimateForget(this.repo, ids);
+  }
+
+  /** In a pool, each snapshot's redundancy from the packs it uses (see snapshot-redundancy.ts). */
+  snapshotRedundancy() {
+    return snapshotRedundancy(this.repo);
   }
 
   /** Deletes and repacks what no snapshot needs, under an exclusive lock (see prune-job.ts). */

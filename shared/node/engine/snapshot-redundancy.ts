@@ -1,0 +1,90 @@
+import type { SnapshotRedundancyView } from '../../api/views.ts';
+import { distinctShards } from '../format/shard-codec.ts';
+import { decodeTree } from '../format/tree.ts';
+import type { Repository } from '../repository/repository.ts';
+import { wantedCopies } from './pool-status.ts';
+
+/** A pack with fewer copies (or shards) stored than it needs. */
+interface WeakPack {
+  stored: number;
+  /** Its missing copies are all queued: background completion writes them. */
+  completing: boolean;
+  /** Fewer than one whole copy (k shards) is stored: its blobs cannot be read. */
+  lost: boolean;
+}
+
+/** What the packs under a tree lack: the weak ones among them, by id. */
+type Weak = ReadonlyMap<string, WeakPack>;
+const NONE: Weak = new Map();
+
+/**
+ * Each snapshot's redundancy in a pool, from the packs its trees and files use: "full" only when every
+ * one of them has the copies (or shards) the policy asks. An empty map outside a pool. When every pack
+ * of the repository is full nothing is read; otherwise each tree is read once (the keystore's tree cache
+ * spares the buckets), however many snapshots share it.
+ */
+export async function snapshotRedundancy(repo: Repository): Promise<Map<string, SnapshotRedundancyView>> {
+  const { ks } = repo;
+  const pool = ks.pool.state();
+  const out = new Map<string, SnapshotRedundancyView>();
+  if (!pool) return out;
+  const policy = pool.policy;
+  const copies = wantedCopies(policy);
+  const weak = new Map<string, WeakPack>();
+  for (const [hex, p] of ks.index.allCopies()) {
+    const states = [...p.copies];
+    const stored = p.ec
+      ? distinctShards(states.filter(([, s]) => s === 'stored').map(([t]) => p.shards.get(t)))
+      : states.filter(([, s]) => s === 'stored').length;
+    const queued = states.filter(([, s]) => s === 'queued').length;
+    const need = p.ec ? p.ec.k + p.ec.m : policy.scheme === 'replicas' ? policy.copies : policy.m + 1;
+    if (stored >= need) continue;
+    weak.set(hex, { stored, completing: stored + queued >= need, lost: stored < (p.ec?.k ?? 1) });
+  }
+  const snapshots = ks.snapshots.list();
+  const full: SnapshotRedundancyView = {
+    state: 'full',
+    leastStored: copies,
+    copies,
+    scheme: policy.scheme,
+    packs: 0,
+  };
+  if (weak.size === 0) {
+    for (const s of snapshots) out.set(s.doc.id, full);
+    return out;
+  }
+  const memo = new Map<string, Weak>();
+  const weakOf = (blob: string, into: Map<string, WeakPack>) => {
+    const pack = ks.index.packOfBlob(Buffer.from(blob, 'hex'));
+    const w = pack === undefined ? undefined : weak.get(pack);
+    if (pack !== undefined && w) into.set(pack, w);
+  };
+  const walk = async (tree: string): Promise<Weak> => {
+    const known = memo.get(tree);
+    if (known) return known;
+    const found = new Map<string, WeakPack>();
+    weakOf(tree, found);
+    for (const n of decodeTree(await repo.loadTree(tree, { cache: true }), `tree ${tree}`)) {
+      if (n.type === 'dir' && n.subtree) for (const [id, w] of await walk(n.subtree)) found.set(id, w);
+      else for (const c of n.content ?? []) weakOf(c, found);
+    }
+    const result = found.size ? found : NONE;
+    memo.set(tree, result);
+    return result;
+  };
+  for (const s of snapshots) {
+    const packs = [...(await walk(s.doc.tree)).values()];
+    if (!packs.length) {
+      out.set(s.doc.id, full);
+      continue;
+    }
+    out.set(s.doc.id, {
+      state: packs.some((p) => p.lost) ? 'lost' : packs.every((p) => p.completing) ? 'completing' : 'short',
+      leastStored: Math.min(...packs.map((p) => p.stored)),
+      copies,
+      scheme: policy.scheme,
+      packs: packs.length,
+    });
+  }
+  return out;
+}
