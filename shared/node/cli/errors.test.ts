@@ -174,6 +174,42 @@ describe('bad input gets a clear error and changes nothing', () => {
     );
   });
 
+  it('a usage error is one sentence and a hint, not the whole help; a policy no pool could take is one too', async () => {
+    const missing = await runCli(['backup'], cli);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr.trim().split('\n')).toEqual([
+      "error: missing required argument 'path'",
+      '(add --help for usage)',
+    ]);
+    const ks = dumpKeystore();
+    for (const [args, message] of [
+      [['policy', '--replicas', '4'], 'Error: --replicas must be 1, 2 or 3.'],
+      [
+        ['policy', '--ec', '2-1'],
+        'Error: --ec takes k+m, data and parity shards (for example 4+2), not "2-1".',
+      ],
+      [['policy', '--ec', '12+6'], 'Error: 12+6 shards need 18 targets, and a pool has at most 16.'],
+      [
+        ['policy', '--replicas', '2', '--write-quorum', '3'],
+        'Error: --write-quorum must be from 1 to 2 (the copies).',
+      ],
+    ] as const) {
+      const r = await runCli([...args], cli);
+      expect([r.code, r.stderr.trim()], args.join(' ')).toEqual([2, message]);
+    }
+    expect(dumpKeystore()).toBe(ks);
+  });
+
+  it('a snapshot id too short to name one says how long it must be', async () => {
+    // (A home of its own: this file's other tests leave a target with a wrong secret behind.)
+    const own = await initFolderPool(1, 'shortid');
+    const r = await runCli(['ls', '12'], own.cli);
+    expect([r.code, r.stderr]).toEqual([
+      1,
+      'Error: No snapshot is named by "12": give at least 4 characters of its id ("cairn ls" lists them).\n',
+    ]);
+  });
+
   it('--version prints the version of package.json, and exits 0', async () => {
     const { version } = JSON.parse(
       fs.readFileSync(new URL('../../../package.json', import.meta.url), 'utf8'),

@@ -55,7 +55,7 @@ const program = new Command('cairn')
   .description('Encrypted, chunked, parallel backups to your own S3-compatible buckets.')
   .version(pkg.version, '-V, --version', 'print the version of Cairn')
   .option('--json', 'print a machine-readable result on stdout and nothing else there')
-  .showHelpAfterError()
+  .showHelpAfterError('(add --help for usage)')
   .exitOverride()
   .configureOutput({ writeErr: (s) => process.stderr.write(s) });
 

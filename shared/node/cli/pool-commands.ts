@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
-import type { RedundancyReport } from '../engine/pool-admin.ts';
+import { SettingsError } from '../engine/engine-settings.ts';
+import { checkErasure, checkReplicas, type RedundancyReport } from '../engine/pool-admin.ts';
 import type { Engine } from '../engine/engine.ts';
 import type { PoolPolicy } from '../repository/pool.ts';
 import { describePolicy, rebalanceText, repairText } from '../../pool-text.ts';
@@ -83,6 +84,13 @@ export function registerPoolCommands(
       if (o.ec !== undefined && !ec)
         throw new UsageError(`--ec takes k+m, data and parity shards (for example 4+2), not "${o.ec}".`);
       const setting = o.replicas !== undefined || ec;
+      // A value no pool could take is a usage error (exit 2), as a malformed one is.
+      try {
+        if (ec) checkErasure(Number(ec[1]), Number(ec[2]), o.writeQuorum);
+        else if (o.replicas !== undefined) checkReplicas(o.replicas, o.writeQuorum);
+      } catch (err) {
+        throw err instanceof SettingsError ? new UsageError(err.message) : err;
+      }
       const policy = await withEngine(async (e) =>
         ec
           ? await e.pool.setErasure(Number(ec[1]), Number(ec[2]), o.writeQuorum)

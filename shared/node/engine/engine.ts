@@ -330,7 +330,7 @@ export class Engine {
 
   snapshot(id: string): SnapshotInfo {
     const s = this.listSnapshots().find((x) => x.id === id);
-    if (!s) throw new SettingsError(`No snapshot with id ${id}: "cairn ls" lists them.`);
+    if (!s) throw new SettingsError(this.ks.snapshots.notFound(id));
     return s;
   }
 

@@ -47,7 +47,11 @@ export async function runForget(
     const byId = new Map(all.map((s) => [s.id, s.doc]));
     const unknown = ids.filter((id) => !byId.has(id));
     if (unknown.length)
-      throw new SettingsError(`No snapshot with id ${unknown.join(', ')}: "cairn ls" lists them.`);
+      throw new SettingsError(
+        unknown.length === 1
+          ? repo.ks.snapshots.notFound(unknown[0]!)
+          : `No snapshot with id ${unknown.join(', ')}: "cairn ls" lists them.`,
+      );
     const named = new Set(ids);
     groups = [
       {

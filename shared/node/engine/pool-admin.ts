@@ -64,10 +64,7 @@ export class PoolAdmin {
    * gives them the new number.
    */
   async setReplicas(replicas: number, writeQuorum = replicas): Promise<PoolPolicy> {
-    if (!Number.isInteger(replicas) || replicas < 1 || replicas > 3)
-      throw new SettingsError('--replicas must be 1, 2 or 3.', 'replicas');
-    if (!Number.isInteger(writeQuorum) || writeQuorum < 1 || writeQuorum > replicas)
-      throw new SettingsError(`--write-quorum must be from 1 to ${replicas} (the copies).`, 'writeQuorum');
+    checkReplicas(replicas, writeQuorum);
     const active = this.ks.listTargets().filter((t) => t.state === 'active').length;
     if (replicas > active)
       throw new SettingsError(
@@ -85,20 +82,7 @@ export class PoolAdmin {
    * until `rebalance` rewrites them as shards (rebalance-plan.ts).
    */
   async setErasure(k: number, m: number, writeQuorum = k + m): Promise<PoolPolicy> {
-    if (!Number.isInteger(k) || k < 1 || k > MAX_K)
-      throw new SettingsError(`--ec: k (data shards) must be from 1 to ${MAX_K}.`, 'k');
-    if (!Number.isInteger(m) || m < 1 || m > MAX_M)
-      throw new SettingsError(`--ec: m (parity shards) must be from 1 to ${MAX_M}.`, 'm');
-    if (!Number.isInteger(writeQuorum) || writeQuorum < k || writeQuorum > k + m)
-      throw new SettingsError(
-        `--write-quorum must be from ${k} to ${k + m} (a pack can be read back from any ${k} shards).`,
-        'writeQuorum',
-      );
-    if (k + m > POOL_MAX_TARGETS)
-      throw new SettingsError(
-        `${k}+${m} shards need ${k + m} targets, and a pool has at most ${POOL_MAX_TARGETS}.`,
-        'k',
-      );
+    checkErasure(k, m, writeQuorum);
     const active = this.ks.listTargets().filter((t) => t.state === 'active').length;
     if (k + m > active)
       throw new SettingsError(
@@ -365,4 +349,30 @@ export class PoolAdmin {
     report.targets = [...perTarget.values()];
     return report;
   }
+}
+
+/** Throws a SettingsError (naming the field) when a replica policy is impossible whatever the pool. */
+export function checkReplicas(replicas: number, writeQuorum = replicas): void {
+  if (!Number.isInteger(replicas) || replicas < 1 || replicas > 3)
+    throw new SettingsError('--replicas must be 1, 2 or 3.', 'replicas');
+  if (!Number.isInteger(writeQuorum) || writeQuorum < 1 || writeQuorum > replicas)
+    throw new SettingsError(`--write-quorum must be from 1 to ${replicas} (the copies).`, 'writeQuorum');
+}
+
+/** Throws a SettingsError (naming the field) when an erasure-coding policy is impossible whatever the pool. */
+export function checkErasure(k: number, m: number, writeQuorum = k + m): void {
+  if (!Number.isInteger(k) || k < 1 || k > MAX_K)
+    throw new SettingsError(`--ec: k (data shards) must be from 1 to ${MAX_K}.`, 'k');
+  if (!Number.isInteger(m) || m < 1 || m > MAX_M)
+    throw new SettingsError(`--ec: m (parity shards) must be from 1 to ${MAX_M}.`, 'm');
+  if (!Number.isInteger(writeQuorum) || writeQuorum < k || writeQuorum > k + m)
+    throw new SettingsError(
+      `--write-quorum must be from ${k} to ${k + m} (a pack can be read back from any ${k} shards).`,
+      'writeQuorum',
+    );
+  if (k + m > POOL_MAX_TARGETS)
+    throw new SettingsError(
+      `${k}+${m} shards need ${k + m} targets, and a pool has at most ${POOL_MAX_TARGETS}.`,
+      'k',
+    );
 }

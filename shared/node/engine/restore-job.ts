@@ -71,7 +71,7 @@ export async function runRestoreJob(
 ): Promise<RestoreResult> {
   const ks = repo.ks;
   const snap = ks.snapshots.get(opts.snapshotId);
-  if (!snap) throw new Error(`No snapshot with id ${opts.snapshotId}: "cairn ls" lists them.`);
+  if (!snap) throw new Error(ks.snapshots.notFound(opts.snapshotId));
   // Workers take their keys and build their storage clients while the snapshot is planned.
   const poolStarting = startFetchPool(ks, opts.settings);
   poolStarting.catch(() => {}); // awaited below; a failure to start is reported there

@@ -35,7 +35,7 @@ export async function runVerifyJob(
 ): Promise<VerifyResult> {
   const ks = repo.ks;
   const snap = ks.snapshots.get(opts.snapshotId);
-  if (!snap) throw new Error(`No snapshot with id ${opts.snapshotId}: "cairn ls" lists them.`);
+  if (!snap) throw new Error(ks.snapshots.notFound(opts.snapshotId));
   const problems: VerifyProblem[] = [];
   const users = new Map<string, { path: string; blob: number }[]>();
   const needs: BlobNeed[] = [];

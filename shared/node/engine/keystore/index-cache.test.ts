@@ -5,6 +5,8 @@ import { tempDir } from '../../../../test/support/fixtures.ts';
 import { openDb, type Db } from './db.ts';
 import { IndexCache, type NewPack } from './index-cache.ts';
 import { FIRST_V2_VERSION, migrations } from './schema.ts';
+import { SnapshotCache } from './snapshot-cache.ts';
+import type { SnapshotDoc } from '../../repository/snapshot.ts';
 
 const id = (n: number) => Buffer.alloc(32, n);
 
@@ -157,5 +159,23 @@ describe('keystore migration 7 (pack copies)', () => {
     } finally {
       db.close();
     }
+  });
+});
+
+describe('snapshot ids from a prefix', () => {
+  it('resolves a unique prefix of 4 or more, and says why a short or shared one names none', () => {
+    const { db } = fresh();
+    const snapshots = new SnapshotCache(db);
+    const doc = (id: string) => ({ id, time: '2026-11-24T00:00:00Z', host: 'h' }) as unknown as SnapshotDoc;
+    for (const id of ['abcd1111', 'abcd2222', 'ef012345']) snapshots.put(1, doc(id));
+    expect(snapshots.resolveId('ef01')).toBe('ef012345');
+    expect(snapshots.resolveId('abcd')).toBe('abcd');
+    expect(snapshots.notFound('abcd')).toBe(
+      '"abcd" begins more than one snapshot id (abcd1111, abcd2222): give more characters.',
+    );
+    expect(snapshots.notFound('ef')).toBe(
+      'No snapshot is named by "ef": give at least 4 characters of its id ("cairn ls" lists them).',
+    );
+    expect(snapshots.notFound('9999')).toBe('No snapshot with id 9999: "cairn ls" lists them.');
   });
 });

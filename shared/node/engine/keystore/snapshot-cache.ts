@@ -35,6 +35,21 @@ export class SnapshotCache {
     return rows.length === 1 ? rows[0]!.id : idOrPrefix;
   }
 
+  /** Why no one snapshot has this id or prefix, in a sentence naming it and what to give instead. */
+  notFound(idOrPrefix: string): string {
+    if (/^[0-9a-f]{1,3}$/.test(idOrPrefix))
+      return `No snapshot is named by "${idOrPrefix}": give at least 4 characters of its id ("cairn ls" lists them).`;
+    if (/^[0-9a-f]{4,11}$/.test(idOrPrefix)) {
+      const several = this.db
+        .prepare('SELECT id FROM snapshots WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 3')
+        .pluck()
+        .all(idOrPrefix.length, idOrPrefix) as string[];
+      if (several.length > 1)
+        return `"${idOrPrefix}" begins more than one snapshot id (${several.join(', ')}${several.length > 2 ? ', …' : ''}): give more characters.`;
+    }
+    return `No snapshot with id ${idOrPrefix}: "cairn ls" lists them.`;
+  }
+
   ids(): Set<string> {
     return new Set(this.db.prepare('SELECT id FROM snapshots').pluck().all() as string[]);
   }
