@@ -1,0 +1,193 @@
+import { ObjectKey } from '../../format/constants.ts';
+import type { CheckProblem, CheckResult } from '../../api/retention.ts';
+import { openPackEntry } from '../format/blob-codec.ts';
+import { decodeShards } from '../format/erasure.ts';
+import { openPackTrailer, type PackEntry } from '../format/pack.ts';
+import { openShard } from '../format/shard-codec.ts';
+import type { Repository } from '../repository/repository.ts';
+import type { TargetRow } from './keystore/keystore.ts';
+
+// The reads of `check --read-data` (check-job.ts): whole copies, and erasure-coded packs with their shards.
+
+/**
+ * Downloads one shard of an erasure-coded pack and checks its MAC and header (shard-codec.ts). A damaged
+ * or misplaced shard is reported and its copy marked missing: the pack is read from the others, and
+ * `cairn repair` writes it again.
+ */
+async function readShard(
+  repo: Repository,
+  t: TargetRow,
+  packHex: string,
+  shard: number,
+  result: CheckResult,
+): Promise<Buffer | null> {
+  const { sodium, ks } = repo;
+  const packId = Buffer.from(packHex, 'hex');
+  const object = await repo.storage(t).get(ObjectKey.shard(packHex, shard));
+  result.packsRead++;
+  result.bytesRead += object.length;
+  try {
+    const s = openShard(sodium, ks.keys.shardMac, object, { packId, index: shard });
+    const ec = ks.index.packEc(packId);
+    if (!ec || s.k !== ec.k || s.m !== ec.m || s.packLength !== ks.index.packSize(packId))
+      throw new Error(`its header (${s.k}+${s.m}, ${s.packLength} bytes) disagrees with the index`);
+    return s.bytes;
+  } catch (err) {
+    ks.index.markDamaged(packId, t.id);
+    result.problems.push({
+      kind: 'damaged-shard',
+      target: t.name,
+      pack: packHex,
+      blob: null,
+      message: `on target "${t.name}", ${(err as Error).message} ("cairn repair" writes it again from the other shards)`,
+    });
+    return null;
+  }
+}
+
+/**
+ * Reads every stored shard of an erasure-coded pack (each MAC checked, as readShard does), then the pack
+ * itself from its data shards, or rebuilt from any k that passed: its header and every blob are checked
+ * as a whole copy's are. The MACs prove each shard is what was written; this proves what was written.
+ * Blobs that fail leave the local index (no other copy of the pack can hold them intact).
+ */
+export async function readEcPack(repo: Repository, packHex: string, result: CheckResult): Promise<void> {
+  const { ks } = repo;
+  const packId = Buffer.from(packHex, 'hex');
+  const ec = ks.index.packEc(packId);
+  if (!ec) return;
+  const size = ks.index.packSize(packId);
+  const got: (Buffer | null)[] = Array.from({ length: ec.k + ec.m }, () => null);
+  for (const s of ks.index.storedShards(packId))
+    if (!got[s.shard])
+      got[s.shard] = await readShard(repo, ks.targetById(s.targetId), packHex, s.shard, result);
+  // Fewer than k left: the copies marked missing above make check name the pack and the files needing it.
+  if (got.filter(Boolean).length < ec.k) return;
+  const body = got.slice(0, ec.k).every(Boolean)
+    ? Buffer.concat(got.slice(0, ec.k) as Buffer[]).subarray(0, size)
+    : (await decodeShards(got, ec.k, ec.m, size)).pack;
+  const { damaged } = verifyPackBody(repo, packHex, body, result, (p) =>
+    result.problems.push({ ...p, target: null, pack: packHex }),
+  );
+  ks.index.forgetBlobs(damaged.filter((id) => ks.index.lookup(id)?.packId.equals(packId)));
+}
+
+/**
+ * Downloads one pack: its header must open and list, at the same offsets, the blobs the index places in
+ * it; every blob must authenticate and hash to its id. Damaged blobs leave the local index.
+ */
+export async function readPack(
+  repo: Repository,
+  t: TargetRow,
+  packHex: string,
+  size: number,
+  result: CheckResult,
+  damagedCopies: DamagedCopies,
+): Promise<void> {
+  const problem = (p: Omit<CheckProblem, 'target' | 'pack'>) =>
+    result.problems.push({ ...p, target: t.name, pack: packHex });
+  const body = await repo.storage(t).get(ObjectKey.pack(packHex));
+  result.packsRead++;
+  result.bytesRead += body.length;
+  const { damaged, headerBad } = verifyPackBody(repo, packHex, body, result, problem);
+  // Whether a damaged copy's blobs are lost is known once every copy was read (settleDamagedCopies).
+  const seen = damagedCopies.get(packHex) ?? { intact: [], damaged: [], blobs: [] };
+  damagedCopies.set(packHex, seen);
+  if (!damaged.length && !headerBad) return void seen.intact.push(t.id);
+  seen.damaged.push(t.id);
+  seen.blobs.push(...damaged);
+}
+
+/**
+ * After every target was read: a pack with a copy read whole in this run (header and every blob) holds
+ * its blobs; its damaged copies are marked so (restores read the other, repair writes them again:
+ * 'damaged-copy'). A pack with none (every copy read was damaged, or a subset left the others unread)
+ * loses its damaged blobs from the local index, where the index places them in it (a good copy in
+ * another pack stays), so the next backup stores them again; its other blobs stay restorable from it.
+ */
+export function settleDamagedCopies(
+  repo: Repository,
+  damagedCopies: DamagedCopies,
+  result: CheckResult,
+): void {
+  const { ks } = repo;
+  for (const [packHex, { intact, damaged, blobs }] of damagedCopies) {
+    if (!damaged.length) continue;
+    const packId = Buffer.from(packHex, 'hex');
+    if (intact.length) {
+      for (const t of damaged) ks.index.markDamaged(packId, t);
+      for (const p of result.problems)
+        if ((p.kind === 'damaged-blob' || p.kind === 'pack-header') && p.pack === packHex) {
+          p.kind = 'damaged-copy';
+          p.message += ` (on target "${p.target}"; another copy was read whole: "cairn repair" writes this one again)`;
+        }
+      continue;
+    }
+    ks.index.forgetBlobs(blobs.filter((id) => ks.index.lookup(id)?.packId.equals(packId)));
+  }
+}
+
+/** Per pack read: the targets whose copy was read whole, those whose copy was not, its damaged blobs. */
+export type DamagedCopies = Map<string, { intact: number[]; damaged: number[]; blobs: Buffer[] }>;
+
+/**
+ * A pack's bytes against the index: its header must open and list, at the same offsets, the blobs the
+ * index places in it; every blob must authenticate and hash to its id. Returns the damaged blobs, and
+ * whether the header was at fault.
+ */
+function verifyPackBody(
+  repo: Repository,
+  packHex: string,
+  body: Buffer,
+  result: CheckResult,
+  problem: (p: Omit<CheckProblem, 'target' | 'pack'>) => void,
+): { damaged: Buffer[]; headerBad: boolean } {
+  const { sodium, ks } = repo;
+  const packId = Buffer.from(packHex, 'hex');
+  const indexed = ks.index.blobsOfPack(packId);
+  const problemsBefore = result.problems.length;
+  let header: PackEntry[] = [];
+  try {
+    const r = openPackTrailer(sodium, ks.keys.metaSeal, packId, body.length, body);
+    if ('need' in r) throw new Error('header longer than the pack');
+    header = r.entries;
+  } catch (err) {
+    problem({ kind: 'pack-header', blob: null, message: `pack ${packHex}: ${(err as Error).message}` });
+  }
+  const byOffset = new Map(header.map((e) => [e.offset, e]));
+  for (const b of indexed) {
+    const h = byOffset.get(b.offset);
+    const hex = b.id.toString('hex');
+    if (
+      header.length &&
+      (!h ||
+        !h.id.equals(b.id) ||
+        h.kind !== b.kind ||
+        h.storedLength !== b.storedLength ||
+        h.plainLength !== b.plainLength)
+    )
+      problem({
+        kind: 'pack-header',
+        blob: hex,
+        message: `pack ${packHex}: its header disagrees with the index about blob ${hex}`,
+      });
+  }
+  // Every blob the header lists (or, when it is unreadable, the index places here) must authenticate.
+  const damaged: Buffer[] = [];
+  for (const b of header.length ? header : indexed) {
+    const hex = b.id.toString('hex');
+    result.blobsRead++;
+    try {
+      if (b.offset + b.storedLength > body.length) throw new Error('beyond the end of the pack');
+      openPackEntry(sodium, ks.keys, b, body.subarray(b.offset, b.offset + b.storedLength));
+    } catch (err) {
+      damaged.push(b.id);
+      problem({
+        kind: 'damaged-blob',
+        blob: hex,
+        message: `blob ${hex} in pack ${packHex}: ${(err as Error).message}`,
+      });
+    }
+  }
+  return { damaged, headerBad: result.problems.length > problemsBefore };
+}
