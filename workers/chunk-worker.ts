@@ -239,9 +239,10 @@ async function restoreRange(
   let body: Buffer;
   let rebuilt = false;
   let read: Omit<HedgedRead, 'body'> | undefined;
+  let ecSlow: { targetId: number; ms: number } | undefined;
   try {
     if (task.ec) {
-      ({ body, rebuilt } = await readEcRange(task, false));
+      ({ body, rebuilt, slow: ecSlow } = await readEcRange(task, false));
     } else {
       // With another copy to go to, a target that is down costs seconds, not the retry window.
       const s = task.failover ? storage(task.targetId).patience(FAILOVER_WINDOW_MS) : storage(task.targetId);
@@ -326,6 +327,7 @@ async function restoreRange(
     notCreated,
     timing,
     ...(read ? { from: read.from, ...(read.slow ? { slow: read.slow } : {}) } : {}),
+    ...(ecSlow ? { slow: ecSlow } : {}),
   });
   return { intoFree: read?.intoFree ?? Promise.resolve() };
 }

@@ -8,38 +8,90 @@ import {
 import type { Storage } from '../shared/node/storage/storage.ts';
 import type { RestoreTask } from './protocol.ts';
 
+export interface EcRange {
+  body: Buffer;
+  /** The body came from the pack rebuilt out of any k shards (a blob failing in it is lost). */
+  rebuilt: boolean;
+  /** A data shard's target had not answered when the rebuild hedging it did: how long it had taken. */
+  slow?: { targetId: number; ms: number };
+}
+
 /**
  * Reads ranges of erasure-coded packs for a worker: from the data shards, or (`rebuild`, or when that
- * fails) from the pack rebuilt out of shards whose MACs hold. `storage` should give up on a target that
- * is down in seconds: every shard has a stand-in.
+ * fails) from the pack rebuilt out of shards whose MACs hold. With `task.ec.hedgeAfterMs`, a read whose
+ * data shards are slow is hedged by that rebuild, the slow targets asked last. `storage` should give up
+ * on a target that is down in seconds: every shard has a stand-in.
  */
 export function ecRangeReader(
   storage: (targetId: number) => Pick<Storage, 'get'>,
   sodium: SodiumProvider,
   shardKey: Uint8Array | undefined,
-): (task: RestoreTask, rebuild: boolean) => Promise<{ body: Buffer; rebuilt: boolean }> {
+): (task: RestoreTask, rebuild: boolean) => Promise<EcRange> {
   // A pack's ranges (4 MiB each) come one after another: the last two rebuilt packs are kept, so a pack
-  // is rebuilt once, not once per range. Ranges in flight together share the rebuild.
+  // is rebuilt once, not once per range, and its later ranges are read from it. Ranges in flight together
+  // share the rebuild.
   const rebuiltPacks = new Map<string, Promise<Buffer>>();
   const get: ShardGet = (id, key, range) => storage(id).get(key, range);
+  const rebuilt = (p: EcPack, hex: string, avoid?: ReadonlySet<number>): Promise<Buffer> => {
+    if (!shardKey) return Promise.reject(new Error('erasure-coded packs need the shard key'));
+    let pending = rebuiltPacks.get(hex);
+    if (!pending) {
+      pending = rebuildPack(p, get, sodium, shardKey, avoid).then((r) => r.pack);
+      rebuiltPacks.set(hex, pending);
+      pending.catch(() => rebuiltPacks.delete(hex));
+      while (rebuiltPacks.size > 2) rebuiltPacks.delete(rebuiltPacks.keys().next().value!);
+    }
+    return pending;
+  };
   return async (task, rebuild) => {
     const ec = task.ec!;
     const p: EcPack = { ...ec, packId: Buffer.from(ec.packId, 'hex') };
-    if (!rebuild)
-      try {
-        return { body: await readDataShards(p, task.start, task.end, get), rebuilt: false };
-      } catch {
-        // Rebuilt below from the shards that can be read.
+    const slice = (pack: Buffer) => pack.subarray(task.start, task.end + 1);
+    if (!rebuild) {
+      const cached = rebuiltPacks.get(ec.packId);
+      if (cached) {
+        const pack = await cached.catch(() => undefined);
+        if (pack) return { body: slice(pack), rebuilt: true };
       }
-    if (!shardKey) throw new Error('erasure-coded packs need the shard key');
-    let pending = rebuiltPacks.get(ec.packId);
-    if (!pending) {
-      pending = rebuildPack(p, get, sodium, shardKey).then((r) => r.pack);
-      rebuiltPacks.set(ec.packId, pending);
-      pending.catch(() => rebuiltPacks.delete(ec.packId));
-      while (rebuiltPacks.size > 2) rebuiltPacks.delete(rebuiltPacks.keys().next().value!);
+      // The targets whose part of the range has not arrived yet: the slow ones, when the hedge fires.
+      const waiting = new Set<number>();
+      const started = performance.now();
+      const tracked: ShardGet = (id, key, range) => {
+        waiting.add(id);
+        return get(id, key, range).finally(() => waiting.delete(id));
+      };
+      const direct = readDataShards(p, task.start, task.end, tracked);
+      direct.catch(() => undefined);
+      let timer: NodeJS.Timeout | undefined;
+      const late =
+        ec.hedgeAfterMs === undefined
+          ? new Promise<'late'>(() => undefined)
+          : new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), ec.hedgeAfterMs)));
+      const first = await Promise.race([
+        direct.then(
+          (body) => ({ body }),
+          () => 'failed' as const,
+        ),
+        late,
+      ]);
+      clearTimeout(timer);
+      if (typeof first === 'object') return { body: first.body, rebuilt: false };
+      if (first === 'late') {
+        const slow = [...waiting];
+        const hedge = rebuilt(p, ec.packId, new Set(slow)).then((pack) => ({
+          body: slice(pack),
+          rebuilt: true,
+          ...(slow.length ? { slow: { targetId: slow[0]!, ms: performance.now() - started } } : {}),
+        }));
+        try {
+          return await Promise.any([direct.then((body) => ({ body, rebuilt: false })), hedge]);
+        } catch (err) {
+          // Both failed: the rebuild's reason names the shards (the direct read's is one of them).
+          throw (err as AggregateError).errors[1] as Error;
+        }
+      }
+      // The direct read failed: rebuilt below from the shards that can be read.
     }
-    const pack = await pending;
-    return { body: pack.subarray(task.start, task.end + 1), rebuilt: true };
+    return { body: slice(await rebuilt(p, ec.packId)), rebuilt: true };
   };
 }

@@ -66,6 +66,11 @@ export interface RestoreTask {
     m: number;
     packLength: number;
     shards: { shard: number; targetId: number }[];
+    /**
+     * When the data shards have not answered after this long, the pack is also rebuilt from the other
+     * shards (those not answering asked last), and the first whole answer is used.
+     */
+    hedgeAfterMs?: number;
   };
   /** Byte range of the pack to fetch, inclusive. */
   start: number;

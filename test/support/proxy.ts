@@ -63,18 +63,6 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
       return;
     }
     inFlight++;
-    await wait(delay / 2);
-    const fwd = http.request(
-      { host: up.hostname, port: up.port, method: req.method, path: req.url, headers: req.headers, agent },
-      async (upRes) => {
-        await wait(delay / 2);
-        stats.requests.push({ method: req.method ?? '', path: pathOnly, status: upRes.statusCode ?? 0 });
-        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-        upRes.pipe(res);
-        upRes.on('end', done);
-        upRes.on('error', done);
-      },
-    );
     let finished = false;
     const done = () => {
       if (!finished) {
@@ -82,25 +70,41 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
         inFlight--;
       }
     };
+    let fwd: http.ClientRequest | undefined;
+    // A client gone before its answer (killed with -9 mid-body or mid-response, or one that stopped
+    // waiting, as a hedged read's loser does) must not leave the upstream request waiting for bytes that
+    // will never come: that request did not happen, and settled() must not wait for it. Listened for
+    // before the delay: a client can go during it.
+    let gone = false;
+    const leave = () => {
+      gone = true;
+      fwd?.destroy();
+      done();
+    };
+    req.on('close', () => {
+      if (!req.complete) leave();
+    });
+    res.on('close', () => {
+      if (!res.writableFinished) leave();
+    });
+    await wait(delay / 2);
+    if (gone) return;
+    fwd = http.request(
+      { host: up.hostname, port: up.port, method: req.method, path: req.url, headers: req.headers, agent },
+      async (upRes) => {
+        await wait(delay / 2);
+        if (gone) return void upRes.resume();
+        stats.requests.push({ method: req.method ?? '', path: pathOnly, status: upRes.statusCode ?? 0 });
+        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+        upRes.pipe(res);
+        upRes.on('end', done);
+        upRes.on('error', done);
+      },
+    );
     fwd.on('error', () => {
       done();
-      if (!res.headersSent) res.writeHead(502);
+      if (!res.headersSent && !gone) res.writeHead(502);
       res.end();
-    });
-    // A client killed mid-body (kill -9 during a PUT) must not leave the upstream request waiting for
-    // bytes that will never come: that request did not happen, and settled() must not wait for it.
-    req.on('close', () => {
-      if (!req.complete) {
-        fwd.destroy();
-        done();
-      }
-    });
-    // Likewise a client killed while a response streams to it (kill -9 during a GET).
-    res.on('close', () => {
-      if (!res.writableFinished) {
-        fwd.destroy();
-        done();
-      }
     });
     req.pipe(fwd);
   });

@@ -105,7 +105,14 @@ export async function runFetches(o: {
   let round = o.plan.flat().map((r) => ({ ...r, tried: new Set<number>() }));
   const sent = new Map<
     number,
-    { range: (typeof round)[number]; target: number; bytes: number; hedgeAfter: number }
+    {
+      range: (typeof round)[number];
+      target: number;
+      bytes: number;
+      hedgeAfter: number;
+      /** An erasure-coded range: the targets of the data shards it spans. */
+      spans?: number[];
+    }
   >();
   let tid = 1;
   // Each range goes to the copy expected to finish it first, and is hedged to the next one when slow.
@@ -136,6 +143,16 @@ export async function runFetches(o: {
       if (!ec.shards.some((x) => x.shard === shard && !down.has(x.targetId))) return true;
     return false;
   };
+  // The up targets of the data shards an erasure-coded range spans (where its bytes come from).
+  const spanned = (r: (typeof round)[number], ec: NonNullable<BlobLocation['ec']>) => {
+    const L = shardLengthFor(r.pack.packSize, ec.k);
+    const last = r.blobs[r.blobs.length - 1]!.loc;
+    const from = Math.floor(r.blobs[0]!.loc.offset / L);
+    const to = Math.floor((last.offset + last.storedLength - 1) / L);
+    return ec.shards
+      .filter((x) => x.shard >= from && x.shard <= to && !down.has(x.targetId))
+      .map((x) => x.targetId);
+  };
   function* withRebuildsMerged(ranges: typeof round): Generator<(typeof round)[number]> {
     for (let i = 0; i < ranges.length;) {
       let j = i + 1;
@@ -160,7 +177,15 @@ export async function runFetches(o: {
       const spare = r.pack.ec ? [] : untried(r).filter((c) => c !== target && !down.has(c));
       const alternate = speeds.choose(spare, bytes);
       const hedgeAfter = alternate === undefined ? 0 : speeds.hedgeAfterMs(target, bytes);
-      sent.set(t, { range: r, target, bytes, hedgeAfter });
+      // An erasure-coded range is hedged by rebuilding its pack from the other shards, when there is a
+      // shard to spare: once its data shards are late by the pool's usual times.
+      const ec = r.pack.ec;
+      const spans = ec && spanned(r, ec);
+      const ecHedge =
+        ec && spans!.length && upShards(ec).length > ec.k
+          ? speeds.spreadHedgeAfterMs(bytes / spans!.length)
+          : undefined;
+      sent.set(t, { range: r, target, bytes, hedgeAfter, ...(spans ? { spans } : {}) });
       speeds.started(target, bytes);
       yield {
         tid: t,
@@ -176,6 +201,7 @@ export async function runFetches(o: {
                 m: r.pack.ec.m,
                 packLength: r.pack.packSize,
                 shards: upShards(r.pack.ec),
+                ...(ecHedge !== undefined ? { hedgeAfterMs: ecHedge } : {}),
               },
             }
           : {}),
@@ -204,7 +230,7 @@ export async function runFetches(o: {
       handle: (m) => {
         if (m.t === 'xfer-start') o.stats.transferStarted();
         if (m.t !== 'restored' && m.t !== 'failed') return false;
-        const { range, target, bytes, hedgeAfter } = sent.get(m.tid)!;
+        const { range, target, bytes, hedgeAfter, spans } = sent.get(m.tid)!;
         sent.delete(m.tid);
         speeds.finished(target, bytes);
         if (m.t === 'restored' && o.targetName) {
@@ -213,6 +239,12 @@ export async function runFetches(o: {
             ? range.pack.ec.shards.filter((x) => x.shard < range.pack.ec!.k).map((x) => x.targetId)
             : [m.from ?? target];
           for (const t of from) o.stats.addTargetBytes(o.targetName(t), m.timing.wireBytes / from.length);
+        }
+        if (m.t === 'restored' && spans?.length) {
+          // Each data shard's target served its part; a hedged one had not finished when the rebuild did.
+          const transfer = m.timing.stages.transfer ?? 0;
+          if (m.slow) speeds.record(m.slow.targetId, m.timing.wireBytes / spans.length, m.slow.ms);
+          else for (const x of spans) speeds.record(x, m.timing.wireBytes / spans.length, transfer);
         }
         if (m.t === 'restored' && !range.pack.ec) {
           // A hedge that answered first was asked `hedgeAfter` into the transfer; the first target had

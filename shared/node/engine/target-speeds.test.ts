@@ -47,4 +47,13 @@ describe('per-target read speeds', () => {
     for (let i = 0; i < 64; i++) s.record(2, 4 * MiB, 500);
     expect(s.hedgeAfterMs(2, 4 * MiB)).toBeCloseTo(1000, 0);
   });
+
+  it('hedges a read spread over several targets after four times the median of all, which one slow target does not move', () => {
+    const s = new TargetSpeeds();
+    expect(s.spreadHedgeAfterMs(MiB)).toBe(1000);
+    for (const t of [1, 2]) for (let i = 0; i < 10; i++) s.record(t, 2 * MiB, 100);
+    for (let i = 0; i < 10; i++) s.record(3, 2 * MiB, 5000);
+    expect(s.spreadHedgeAfterMs(2 * MiB)).toBeCloseTo(400, 0);
+    expect(s.spreadHedgeAfterMs(4 * 1024)).toBe(200);
+  });
 });

@@ -70,6 +70,19 @@ export class TargetSpeeds {
     return Math.max(HEDGE_FLOOR_MS, 2 * p95 * size);
   }
 
+  /**
+   * When a read spread over several targets at once (an erasure-coded range from its data shards, parts
+   * of `bytes` each) is late: after four times the median time of every target's reads that size. A
+   * median, so that the slow target the hedge is there to bypass does not set it (one of 3 or more);
+   * with no samples yet, as hedgeAfterMs.
+   */
+  spreadHedgeAfterMs(bytes: number): number {
+    const size = Math.max(bytes, FLOOR_BYTES);
+    const median = this.othersRate(undefined, 0.5);
+    if (median === undefined) return Math.max(COLD_HEDGE_MS, size / COLD_BYTES_PER_MS);
+    return Math.max(HEDGE_FLOOR_MS, 4 * median * size);
+  }
+
   private rate(target: number, q: number, min: number): number | undefined {
     const list = this.samples.get(target);
     return list && list.length >= min ? quantile(list, q) : undefined;

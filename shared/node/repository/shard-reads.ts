@@ -54,7 +54,7 @@ export async function readDataShards(p: EcPack, start: number, end: number, get:
 }
 
 /**
- * The whole pack from any k of its shards whose MACs hold (data shards first), and every shard, rebuilt
+ * The whole pack from any k of its shards whose MACs hold (data shards first, `avoid`'s last), and every shard, rebuilt
  * ones included. A shard that cannot be read, fails its MAC or is another shard than its name says is
  * passed over, as if missing. Throws, naming the pack and each failure, when fewer than k are left.
  */
@@ -63,11 +63,14 @@ export async function rebuildPack(
   get: ShardGet,
   sodium: SodiumProvider,
   shardKey: Uint8Array,
+  /** Targets asked last (a hedge's slow ones): only when the others cannot give k shards. */
+  avoid?: ReadonlySet<number>,
 ): Promise<{ pack: Buffer; shards: Buffer[]; bad: { shard: number; targetId: number; message: string }[] }> {
   const hex = Buffer.from(p.packId).toString('hex');
   const got: (Buffer | null)[] = Array.from({ length: p.k + p.m }, () => null);
   const bad: { shard: number; targetId: number; message: string }[] = [];
-  const order = [...p.shards].sort((a, b) => a.shard - b.shard);
+  const last = (s: { targetId: number }) => (avoid?.has(s.targetId) ? 1 : 0);
+  const order = [...p.shards].sort((a, b) => last(a) - last(b) || a.shard - b.shard);
   const tried = new Set<(typeof order)[number]>();
   let have = 0;
   while (have < p.k) {
