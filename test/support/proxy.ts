@@ -70,7 +70,7 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
         inFlight--;
       }
     };
-    let fwd: http.ClientRequest | undefined;
+    const upstream: { req?: http.ClientRequest } = {};
     // A client gone before its answer (killed with -9 mid-body or mid-response, or one that stopped
     // waiting, as a hedged read's loser does) must not leave the upstream request waiting for bytes that
     // will never come: that request did not happen, and settled() must not wait for it. Listened for
@@ -78,7 +78,7 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
     let gone = false;
     const leave = () => {
       gone = true;
-      fwd?.destroy();
+      upstream.req?.destroy();
       done();
     };
     req.on('close', () => {
@@ -89,7 +89,7 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
     });
     await wait(delay / 2);
     if (gone) return;
-    fwd = http.request(
+    const fwd = (upstream.req = http.request(
       { host: up.hostname, port: up.port, method: req.method, path: req.url, headers: req.headers, agent },
       async (upRes) => {
         await wait(delay / 2);
@@ -100,7 +100,7 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
         upRes.on('end', done);
         upRes.on('error', done);
       },
-    );
+    ));
     fwd.on('error', () => {
       done();
       if (!res.headersSent && !gone) res.writeHead(502);
