@@ -4,7 +4,7 @@ import { deriveSubkeys } from '../crypto/keys.ts';
 import { loadSodium } from '../crypto/provider.ts';
 import { encodeShards } from '../format/erasure.ts';
 import { sealShard } from '../format/shard-codec.ts';
-import { rebuildPack } from './shard-reads.ts';
+import { readDataShards, rebuildPack } from './shard-reads.ts';
 
 describe('rebuilding an erasure-coded pack', () => {
   it('counts a shard named on two targets once, and reads the others it needs', async () => {
@@ -37,5 +37,29 @@ describe('rebuilding an erasure-coded pack', () => {
     expect(r.pack.equals(pack)).toBe(true);
     expect(asked).not.toContain('99');
     expect(r.bad.map((b) => b.shard)).toEqual([0]);
+  });
+
+  it('asks nothing of a range whose data shard is not stored: a failing GET beside it is never left unheard', async () => {
+    // Shard 0 on a target whose folder is gone, shard 1 on a target known down (not listed): the range
+    // spans both. Had the GET of shard 0 been sent before shard 1 was found missing, its failure would be
+    // an unhandled rejection, which ended the whole restore in the worker.
+    const asked: number[] = [];
+    const get = async (targetId: number) => {
+      asked.push(targetId);
+      throw new Error(`target ${targetId}: the folder does not exist`);
+    };
+    const L = 64;
+    const p = {
+      packId: Buffer.alloc(32, 7),
+      k: 2,
+      m: 1,
+      packLength: 2 * L,
+      shards: [{ shard: 0, targetId: 4 }],
+    };
+    await expect(readDataShards(p, L - 10, L + 10, get)).rejects.toThrow(
+      /shard 1 of pack 0707.* is not stored/,
+    );
+    expect(asked).toEqual([]);
+    await expect(readDataShards(p, 0, 10, get)).rejects.toThrow(/the folder does not exist/);
   });
 });

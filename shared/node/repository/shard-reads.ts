@@ -29,10 +29,16 @@ export type ShardGet = (
 export async function readDataShards(p: EcPack, start: number, end: number, get: ShardGet): Promise<Buffer> {
   const L = shardLengthFor(p.packLength, p.k);
   const hex = Buffer.from(p.packId).toString('hex');
+  const first = Math.floor(start / L);
+  const holders = p.shards.filter((s) => s.shard >= first && s.shard <= Math.floor(end / L));
+  // Every shard the range needs is found before any is asked for: a GET sent and then left, when a later
+  // shard turned out missing, would fail with no one to hear it.
   const parts: Promise<Buffer>[] = [];
-  for (let i = Math.floor(start / L); i <= Math.floor(end / L); i++) {
-    const where = p.shards.find((s) => s.shard === i);
-    if (!where) throw new ObjectFormatError('missing', `shard ${i} of pack ${hex} is not stored`);
+  for (let i = first; i <= Math.floor(end / L); i++)
+    if (!holders.some((s) => s.shard === i))
+      throw new ObjectFormatError('missing', `shard ${i} of pack ${hex} is not stored`);
+  for (let i = first; i <= Math.floor(end / L); i++) {
+    const where = holders.find((s) => s.shard === i)!;
     const from = Math.max(start, i * L) - i * L;
     const to = Math.min(end, (i + 1) * L - 1) - i * L;
     parts.push(
@@ -54,8 +60,8 @@ export async function readDataShards(p: EcPack, start: number, end: number, get:
 }
 
 /**
- * The whole pack from any k of its shards whose MACs hold (data shards first, `avoid`'s last), and every shard, rebuilt
- * ones included. A shard that cannot be read, fails its MAC or is another shard than its name says is
+ * The whole pack from any k of its shards whose MACs hold (data shards first, `avoid`'s last), and every
+ * shard, rebuilt ones included. A shard that cannot be read, fails its MAC or is another shard than its name says is
  * passed over, as if missing. Throws, naming the pack and each failure, when fewer than k are left.
  */
 export async function rebuildPack(
