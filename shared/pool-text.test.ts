@@ -115,6 +115,12 @@ describe('pool texts', () => {
       detail:
         '1 pack it uses has fewer copies than the policy asks: Repair (Storage) writes the missing ones.',
     });
+    expect(
+      snapshotRedundancyText({ ...v, state: 'unknown', problem: 'Tree 12ab… is not in the index.' }),
+    ).toEqual({
+      short: 'Not known',
+      detail: 'A folder listing of it could not be read: Tree 12ab… is not in the index.',
+    });
     expect(snapshotRedundancyText({ ...v, state: 'lost', scheme: 'ec', copies: 6 }).short).toBe(
       'Cannot be restored whole',
     );

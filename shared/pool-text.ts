@@ -126,7 +126,8 @@ export function redundancyText(r: RedundancyView): string {
 
 /** One backup's redundancy, for a History cell: a few words, then what to do in `detail`. */
 export function snapshotRedundancyText(r: {
-  state: 'full' | 'completing' | 'short' | 'lost';
+  state: 'full' | 'completing' | 'short' | 'lost' | 'unknown';
+  problem?: string;
   leastStored: number;
   copies: number;
   scheme: 'replicas' | 'ec';
@@ -150,6 +151,8 @@ export function snapshotRedundancyText(r: {
         short: `${r.leastStored} of ${units(r.copies)}`,
         detail: `${packs} than the policy asks: Repair (Storage) writes the missing ones.`,
       };
+    case 'unknown':
+      return { short: 'Not known', detail: `A folder listing of it could not be read: ${r.problem ?? ''}` };
     case 'lost':
       return {
         short: 'Cannot be restored whole',

@@ -240,9 +240,12 @@ async function restoreRange(
   let rebuilt = false;
   let read: Omit<HedgedRead, 'body'> | undefined;
   let ecSlow: { targetId: number; ms: number } | undefined;
+  let ecCached = false;
   try {
     if (task.ec) {
-      ({ body, rebuilt, slow: ecSlow } = await readEcRange(task, false));
+      let cached: boolean | undefined;
+      ({ body, rebuilt, slow: ecSlow, cached } = await readEcRange(task, false));
+      ecCached = cached === true;
     } else {
       // With another copy to go to, a target that is down costs seconds, not the retry window.
       const s = task.failover ? storage(task.targetId).patience(FAILOVER_WINDOW_MS) : storage(task.targetId);
@@ -328,6 +331,7 @@ async function restoreRange(
     timing,
     ...(read ? { from: read.from, ...(read.slow ? { slow: read.slow } : {}) } : {}),
     ...(ecSlow ? { slow: ecSlow } : {}),
+    ...(ecCached ? { cached: true } : {}),
   });
   return { intoFree: read?.intoFree ?? Promise.resolve() };
 }

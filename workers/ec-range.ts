@@ -14,6 +14,8 @@ export interface EcRange {
   rebuilt: boolean;
   /** A data shard's target had not answered when the rebuild hedging it did: how long it had taken. */
   slow?: { targetId: number; ms: number };
+  /** Taken from a pack rebuilt earlier: no target was asked (its time says nothing of their speed). */
+  cached?: boolean;
 }
 
 /**
@@ -31,6 +33,9 @@ export function ecRangeReader(
   // is rebuilt once, not once per range, and its later ranges are read from it. Ranges in flight together
   // share the rebuild.
   const rebuiltPacks = new Map<string, Promise<Buffer>>();
+  // A hedge reads k whole shards for one range: a few at a time per worker, so a link that is only busy
+  // (every range late at once) is not flooded with them; the others wait for a turn, or their answer.
+  const hedges = turns(MAX_HEDGES);
   const get: ShardGet = (id, key, range) => storage(id).get(key, range);
   const rebuilt = (p: EcPack, hex: string, avoid?: ReadonlySet<number>): Promise<Buffer> => {
     if (!shardKey) return Promise.reject(new Error('erasure-coded packs need the shard key'));
@@ -51,7 +56,7 @@ export function ecRangeReader(
       const cached = rebuiltPacks.get(ec.packId);
       if (cached) {
         const pack = await cached.catch(() => undefined);
-        if (pack) return { body: slice(pack), rebuilt: true };
+        if (pack) return { body: slice(pack), rebuilt: true, cached: true };
       }
       // The targets whose part of the range has not arrived yet: the slow ones, when the hedge fires.
       const waiting = new Set<number>();
@@ -77,12 +82,28 @@ export function ecRangeReader(
       clearTimeout(timer);
       if (typeof first === 'object') return { body: first.body, rebuilt: false };
       if (first === 'late') {
+        const turn = hedges.take();
+        const then = await Promise.race([
+          direct.then(
+            (body) => ({ body }),
+            () => 'failed' as const,
+          ),
+          turn.then(() => 'turn' as const),
+        ]);
+        if (then !== 'turn') {
+          void turn.then(hedges.give);
+          if (typeof then === 'object') return { body: then.body, rebuilt: false };
+          return { body: slice(await rebuilt(p, ec.packId)), rebuilt: true };
+        }
         const slow = [...waiting];
-        const hedge = rebuilt(p, ec.packId, new Set(slow)).then((pack) => ({
-          body: slice(pack),
-          rebuilt: true,
-          ...(slow.length ? { slow: { targetId: slow[0]!, ms: performance.now() - started } } : {}),
-        }));
+        const hedge = rebuilt(p, ec.packId, new Set(slow))
+          .finally(hedges.give)
+          .then((pack) => ({
+            body: slice(pack),
+            rebuilt: true,
+            // Only one target left waiting is surely the slow one.
+            ...(slow.length === 1 ? { slow: { targetId: slow[0]!, ms: performance.now() - started } } : {}),
+          }));
         try {
           return await Promise.any([direct.then((body) => ({ body, rebuilt: false })), hedge]);
         } catch (err) {
@@ -93,5 +114,22 @@ export function ecRangeReader(
       // The direct read failed: rebuilt below from the shards that can be read.
     }
     return { body: slice(await rebuilt(p, ec.packId)), rebuilt: true };
+  };
+}
+
+/** Hedging rebuilds one worker runs at once. */
+const MAX_HEDGES = 2;
+
+/** At most `n` holders at once: `take` resolves when it is the caller's turn, `give` ends it. */
+function turns(n: number): { take: () => Promise<void>; give: () => void } {
+  let free = n;
+  const queue: (() => void)[] = [];
+  return {
+    take: () => (free > 0 ? (free--, Promise.resolve()) : new Promise<void>((r) => queue.push(r))),
+    give: () => {
+      const next = queue.shift();
+      if (next) next();
+      else free++;
+    },
   };
 }

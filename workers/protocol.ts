@@ -149,5 +149,7 @@ export type FromWorker =
       from?: number;
       /** The target first asked, when a hedge answered first: how long it had taken by then. */
       slow?: { targetId: number; ms: number };
+      /** An erasure-coded range taken from a pack the worker had rebuilt: no target was read. */
+      cached?: boolean;
     }
   | { t: 'failed'; tid: number; error: WorkerFailure };

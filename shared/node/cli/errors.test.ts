@@ -174,7 +174,7 @@ describe('bad input gets a clear error and changes nothing', () => {
     );
   });
 
-  it('a usage error is one sentence and a hint, not the whole help; a policy no pool could take is one too', async () => {
+  it("a parser's usage error is one sentence and a hint, not the whole help; a policy no pool could take exits 2 too, saying why", async () => {
     const missing = await runCli(['backup'], cli);
     expect(missing.code).toBe(2);
     expect(missing.stderr.trim().split('\n')).toEqual([

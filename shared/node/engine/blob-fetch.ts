@@ -240,7 +240,7 @@ export async function runFetches(o: {
             : [m.from ?? target];
           for (const t of from) o.stats.addTargetBytes(o.targetName(t), m.timing.wireBytes / from.length);
         }
-        if (m.t === 'restored' && spans?.length) {
+        if (m.t === 'restored' && spans?.length && !m.cached) {
           // Each data shard's target served its part; a hedged one had not finished when the rebuild did.
           const transfer = m.timing.stages.transfer ?? 0;
           if (m.slow) speeds.record(m.slow.targetId, m.timing.wireBytes / spans.length, m.slow.ms);

@@ -6,6 +6,10 @@ import { wantedCopies } from './pool-status.ts';
 
 /** A pack with fewer copies (or shards) stored than it needs. */
 interface WeakPack {
+  /**
+   * In the policy's units: the policy's copies (or shards) less those the pack lacks (a pack stored as
+   * an earlier policy had it counts what it lacks in its own units; a conversion mixes them).
+   */
   stored: number;
   /** Its missing copies are all queued: background completion writes them. */
   completing: boolean;
@@ -20,8 +24,8 @@ const NONE: Weak = new Map();
 /**
  * Each snapshot's redundancy in a pool, from the packs its trees and files use: "full" only when every
  * one of them has the copies (or shards) the policy asks. An empty map outside a pool. When every pack
- * of the repository is full nothing is read; otherwise each tree is read once (the keystore's tree cache
- * spares the buckets), however many snapshots share it.
+ * of the repository is full nothing is read; otherwise each tree is read once however many snapshots share
+ * it (from the keystore's tree cache; a tree not in it is fetched from the buckets).
  */
 export async function snapshotRedundancy(repo: Repository): Promise<Map<string, SnapshotRedundancyView>> {
   const { ks } = repo;
@@ -39,7 +43,11 @@ export async function snapshotRedundancy(repo: Repository): Promise<Map<string, 
     const queued = states.filter(([, s]) => s === 'queued').length;
     const need = p.ec ? p.ec.k + p.ec.m : policy.scheme === 'replicas' ? policy.copies : policy.m + 1;
     if (stored >= need) continue;
-    weak.set(hex, { stored, completing: stored + queued >= need, lost: stored < (p.ec?.k ?? 1) });
+    weak.set(hex, {
+      stored: Math.max(0, copies - (need - stored)),
+      completing: stored + queued >= need,
+      lost: stored < (p.ec?.k ?? 1),
+    });
   }
   const snapshots = ks.snapshots.list();
   const full: SnapshotRedundancyView = {
@@ -73,7 +81,14 @@ export async function snapshotRedundancy(repo: Repository): Promise<Map<string, 
     return result;
   };
   for (const s of snapshots) {
-    const packs = [...(await walk(s.doc.tree)).values()];
+    let packs: WeakPack[];
+    try {
+      packs = [...(await walk(s.doc.tree)).values()];
+    } catch (err) {
+      // A folder listing that cannot be read (its pack lost, or out of reach): nothing to say of the rest.
+      out.set(s.doc.id, { ...full, state: 'unknown', problem: (err as Error).message });
+      continue;
+    }
     if (!packs.length) {
       out.set(s.doc.id, full);
       continue;

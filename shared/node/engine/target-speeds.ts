@@ -72,15 +72,19 @@ export class TargetSpeeds {
 
   /**
    * When a read spread over several targets at once (an erasure-coded range from its data shards, parts
-   * of `bytes` each) is late: after four times the median time of every target's reads that size. A
-   * median, so that the slow target the hedge is there to bypass does not set it (one of 3 or more);
-   * with no samples yet, as hedgeAfterMs.
+   * of `bytes` each) is late: after four times the typical target's median time for that size. Typical:
+   * the lower median of the targets' own medians, so that a slow minority (the very targets the hedge
+   * is there to bypass, which also collect most of the slow samples) does not set it. With no target
+   * measured yet, as hedgeAfterMs.
    */
   spreadHedgeAfterMs(bytes: number): number {
     const size = Math.max(bytes, FLOOR_BYTES);
-    const median = this.othersRate(undefined, 0.5);
-    if (median === undefined) return Math.max(COLD_HEDGE_MS, size / COLD_BYTES_PER_MS);
-    return Math.max(HEDGE_FLOOR_MS, 4 * median * size);
+    const medians = [...this.samples.keys()]
+      .map((t) => this.rate(t, 0.5, MEDIAN_SAMPLES))
+      .filter((r): r is number => r !== undefined)
+      .sort((a, b) => a - b);
+    if (!medians.length) return Math.max(COLD_HEDGE_MS, size / COLD_BYTES_PER_MS);
+    return Math.max(HEDGE_FLOOR_MS, 4 * medians[Math.floor((medians.length - 1) / 2)]! * size);
   }
 
   private rate(target: number, q: number, min: number): number | undefined {

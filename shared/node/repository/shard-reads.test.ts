@@ -62,4 +62,29 @@ describe('rebuilding an erasure-coded pack', () => {
     expect(asked).toEqual([]);
     await expect(readDataShards(p, 0, 10, get)).rejects.toThrow(/the folder does not exist/);
   });
+
+  it('asks every avoided target at once when it needs one of them, and uses the first to answer', async () => {
+    const s = await loadSodium('sodium-native');
+    const key = deriveSubkeys(s, s.randomBytes(32)).shardMac;
+    await s.prepareKeyedHash(key);
+    const [k, m] = [2, 1];
+    const pack = Buffer.from(s.randomBytes(50_001));
+    const packId = s.randomBytes(32);
+    const shards = await encodeShards(pack, k, m);
+    const objects = shards.map((bytes, index) =>
+      Buffer.from(sealShard(s, key, { packId, index, k, m, packLength: pack.length, bytes })),
+    );
+    // Shard i on target 10 + i. A hedge found targets 10 and 11 still busy; 10 never answers.
+    const get = (targetId: number) =>
+      targetId === 10 ? new Promise<Buffer>(() => undefined) : Promise.resolve(objects[targetId - 10]!);
+    const layout = shards.map((_, shard) => ({ shard, targetId: 10 + shard }));
+    const r = await rebuildPack(
+      { packId, k, m, packLength: pack.length, shards: layout },
+      get,
+      s,
+      key,
+      new Set([10, 11]),
+    );
+    expect(r.pack.equals(pack)).toBe(true);
+  });
 });

@@ -79,35 +79,46 @@ export async function rebuildPack(
   const order = [...p.shards].sort((a, b) => last(a) - last(b) || a.shard - b.shard);
   const tried = new Set<(typeof order)[number]>();
   let have = 0;
+  let enough = false;
+  const read = async (s: (typeof order)[number]) => {
+    try {
+      const object = await get(s.targetId, ObjectKey.shard(hex, s.shard));
+      const shard = openShard(sodium, shardKey, object, { packId: p.packId, index: s.shard });
+      if (shard.k !== p.k || shard.m !== p.m || shard.packLength !== p.packLength)
+        throw new ObjectFormatError(
+          'bad-content',
+          `shard ${s.shard} of pack ${hex} says ${shard.k}+${shard.m} of ${shard.packLength} bytes, the index ${p.k}+${p.m} of ${p.packLength}`,
+        );
+      // One that answers after k others did is not needed (and `got` is being decoded).
+      if (enough || got[s.shard]) return;
+      got[s.shard] = shard.bytes;
+      if (++have >= p.k) enough = true;
+    } catch (err) {
+      if (!enough) bad.push({ shard: s.shard, targetId: s.targetId, message: (err as Error).message });
+    }
+  };
   while (have < p.k) {
     // As many at once as are still needed, each a shard not yet read (one shard may be named on two
-    // targets after a move; its second holder is only a stand-in).
-    const batch: typeof order = [];
-    for (const s of order) {
-      if (batch.length === p.k - have) break;
-      if (tried.has(s) || got[s.shard] || batch.some((b) => b.shard === s.shard)) continue;
-      batch.push(s);
-    }
+    // targets after a move; its second holder is only a stand-in). Once only avoided targets are left,
+    // every one of them is asked at once and the first to answer are used: which of them is the slow
+    // one is not known.
+    const untried = order.filter((s) => !tried.has(s) && !got[s.shard]);
+    const fresh = untried.filter((s, i) => untried.findIndex((x) => x.shard === s.shard) === i);
+    const preferred = fresh.filter((s) => !last(s));
+    const need = p.k - have;
+    const batch = preferred.length >= need ? preferred.slice(0, need) : fresh;
     if (batch.length === 0) break;
     for (const s of batch) tried.add(s);
-    await Promise.all(
-      batch.map(async (s) => {
-        try {
-          const object = await get(s.targetId, ObjectKey.shard(hex, s.shard));
-          const shard = openShard(sodium, shardKey, object, { packId: p.packId, index: s.shard });
-          if (shard.k !== p.k || shard.m !== p.m || shard.packLength !== p.packLength)
-            throw new ObjectFormatError(
-              'bad-content',
-              `shard ${s.shard} of pack ${hex} says ${shard.k}+${shard.m} of ${shard.packLength} bytes, the index ${p.k}+${p.m} of ${p.packLength}`,
-            );
-          got[s.shard] = shard.bytes;
-          have++;
-        } catch (err) {
-          bad.push({ shard: s.shard, targetId: s.targetId, message: (err as Error).message });
-        }
-      }),
-    );
+    await new Promise<void>((resolve) => {
+      let left = batch.length;
+      for (const s of batch)
+        void read(s).finally(() => {
+          left--;
+          if (have >= p.k || left === 0) resolve();
+        });
+    });
   }
+  enough = true;
   if (have < p.k)
     throw new ObjectFormatError(
       'missing',
