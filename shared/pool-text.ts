@@ -2,6 +2,7 @@
  * A pool's redundancy in plain words, for the CLI and the app alike. Browser-safe: plain data in,
  * sentences out.
  */
+import type { SnapshotRedundancyView } from './api/views.ts';
 import { formatSize } from './settings.ts';
 
 /** The redundancy policy (the engine's `PoolPolicy` has this shape). */
@@ -125,14 +126,7 @@ export function redundancyText(r: RedundancyView): string {
 }
 
 /** One backup's redundancy, for a History cell: a few words, then what to do in `detail`. */
-export function snapshotRedundancyText(r: {
-  state: 'full' | 'completing' | 'short' | 'lost' | 'unknown';
-  problem?: string;
-  leastStored: number;
-  copies: number;
-  scheme: 'replicas' | 'ec';
-  packs: number;
-}): { short: string; detail: string } {
+export function snapshotRedundancyText(r: SnapshotRedundancyView): { short: string; detail: string } {
   const units = r.scheme === 'ec' ? shardsWord : copiesWord;
   const noun = r.scheme === 'ec' ? 'shards' : 'copies';
   const packs = `${plural(r.packs, 'pack')} it uses ${r.packs === 1 ? 'has' : 'have'} fewer ${noun}`;
