@@ -19,22 +19,24 @@ afterAll(async () => {
   for (const s of servers) await s.stop();
 });
 
+/** Adds server i's new bucket as target `name`; `slow` puts the test proxy (and its delay) in front. */
+async function addServer(e: Engine, name: string, i: number, slow = false): Promise<void> {
+  const bucket = await servers[i]!.createBucket();
+  await e.addTarget(
+    name,
+    s3TargetConfig(servers[i]!, bucket, slow ? proxy.endpoint : undefined),
+    servers[i]!.secretAccessKey,
+  );
+}
+
 describe('restoring from a pool with one slow target (issue 10)', () => {
   it('sends reads to the fast copy and hedges the ones stuck on the slow one', async () => {
     const home = path.join(tempDir('cairn-hedge-'), 'home');
     const e = await Engine.init(home, PASS, { packSize: 1 << 20 });
     try {
       // The slow one first: copies listed in target order would all be read from it.
-      await e.addTarget(
-        'slow',
-        s3TargetConfig(servers[1]!, await servers[1]!.createBucket(), proxy.endpoint),
-        servers[1]!.secretAccessKey,
-      );
-      await e.addTarget(
-        'fast',
-        s3TargetConfig(servers[0]!, await servers[0]!.createBucket()),
-        servers[0]!.secretAccessKey,
-      );
+      await addServer(e, 'slow', 1, true);
+      await addServer(e, 'fast', 0);
       expect(e.pool.policy()).toMatchObject({ scheme: 'replicas', copies: 2 });
       const src = tempDir('cairn-hedge-src-');
       writeRandomFile(path.join(src, 'data.bin'), 48 << 20);
@@ -64,17 +66,8 @@ describe('restoring from a pool with one slow target (issue 10)', () => {
     const home = path.join(tempDir('cairn-hedge-ec-'), 'home');
     const e = await Engine.init(home, PASS, { packSize: 4 << 20 });
     try {
-      await e.addTarget(
-        'slow',
-        s3TargetConfig(servers[1]!, await servers[1]!.createBucket(), proxy.endpoint),
-        servers[1]!.secretAccessKey,
-      );
-      for (const i of [0, 2])
-        await e.addTarget(
-          `fast${i}`,
-          s3TargetConfig(servers[i]!, await servers[i]!.createBucket()),
-          servers[i]!.secretAccessKey,
-        );
+      await addServer(e, 'slow', 1, true);
+      for (const i of [0, 2]) await addServer(e, `fast${i}`, i);
       await e.pool.setErasure(2, 1);
       const src = tempDir('cairn-hedge-ec-src-');
       writeRandomFile(path.join(src, 'data.bin'), 48 << 20);

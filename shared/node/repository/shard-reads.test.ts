@@ -6,22 +6,30 @@ import { encodeShards } from '../format/erasure.ts';
 import { sealShard } from '../format/shard-codec.ts';
 import { readDataShards, rebuildPack } from './shard-reads.ts';
 
+/** A random pack of `size` bytes cut into k + m shard objects, sealed under a fresh shard key. */
+async function sealedPack(size: number, k: number, m: number) {
+  const s = await loadSodium('sodium-native');
+  const key = deriveSubkeys(s, s.randomBytes(32)).shardMac;
+  await s.prepareKeyedHash(key);
+  const pack = Buffer.from(s.randomBytes(size));
+  const packId = s.randomBytes(32);
+  const shards = await encodeShards(pack, k, m);
+  const objects = shards.map((bytes, index) =>
+    Buffer.from(sealShard(s, key, { packId, index, k, m, packLength: pack.length, bytes })),
+  );
+  return { s, key, pack, packId, objects };
+}
+
 describe('rebuilding an erasure-coded pack', () => {
   it('counts a shard named on two targets once, and reads the others it needs', async () => {
-    const s = await loadSodium('sodium-native');
-    const key = deriveSubkeys(s, s.randomBytes(32)).shardMac;
-    await s.prepareKeyedHash(key);
     const [k, m] = [4, 2];
-    const pack = Buffer.from(s.randomBytes(100_003));
-    const packId = s.randomBytes(32);
+    const { s, key, pack, packId, objects: sealed } = await sealedPack(100_003, k, m);
     const hex = Buffer.from(packId).toString('hex');
-    const shards = await encodeShards(pack, k, m);
     // Shard i on target 10 + i; shard 1 also on target 99 (a move left it named in two places).
     const objects = new Map<string, Buffer>();
-    shards.forEach((bytes, index) => {
-      const object = sealShard(s, key, { packId, index, k, m, packLength: pack.length, bytes });
-      objects.set(`${10 + index}/${ObjectKey.shard(hex, index)}`, Buffer.from(object));
-      if (index === 1) objects.set(`99/${ObjectKey.shard(hex, index)}`, Buffer.from(object));
+    sealed.forEach((object, index) => {
+      objects.set(`${10 + index}/${ObjectKey.shard(hex, index)}`, object);
+      if (index === 1) objects.set(`99/${ObjectKey.shard(hex, index)}`, object);
     });
     const asked: string[] = [];
     const get = async (targetId: number, objectKey: string) => {
@@ -30,7 +38,7 @@ describe('rebuilding an erasure-coded pack', () => {
       return objects.get(`${targetId}/${objectKey}`)!;
     };
     const layout = [
-      ...shards.map((_, shard) => ({ shard, targetId: 10 + shard })),
+      ...sealed.map((_, shard) => ({ shard, targetId: 10 + shard })),
       { shard: 1, targetId: 99 },
     ];
     const r = await rebuildPack({ packId, k, m, packLength: pack.length, shards: layout }, get, s, key);
@@ -64,20 +72,12 @@ describe('rebuilding an erasure-coded pack', () => {
   });
 
   it('asks every avoided target at once when it needs one of them, and uses the first to answer', async () => {
-    const s = await loadSodium('sodium-native');
-    const key = deriveSubkeys(s, s.randomBytes(32)).shardMac;
-    await s.prepareKeyedHash(key);
     const [k, m] = [2, 1];
-    const pack = Buffer.from(s.randomBytes(50_001));
-    const packId = s.randomBytes(32);
-    const shards = await encodeShards(pack, k, m);
-    const objects = shards.map((bytes, index) =>
-      Buffer.from(sealShard(s, key, { packId, index, k, m, packLength: pack.length, bytes })),
-    );
+    const { s, key, pack, packId, objects } = await sealedPack(50_001, k, m);
     // Shard i on target 10 + i. A hedge found targets 10 and 11 still busy; 10 never answers.
     const get = (targetId: number) =>
       targetId === 10 ? new Promise<Buffer>(() => undefined) : Promise.resolve(objects[targetId - 10]!);
-    const layout = shards.map((_, shard) => ({ shard, targetId: 10 + shard }));
+    const layout = objects.map((_, shard) => ({ shard, targetId: 10 + shard }));
     const r = await rebuildPack(
       { packId, k, m, packLength: pack.length, shards: layout },
       get,
