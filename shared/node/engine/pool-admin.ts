@@ -8,6 +8,7 @@ import { MemberWipedError } from '../repository/errors.ts';
 import { StorageError } from '../storage/storage.ts';
 import { EC_MAX_K as MAX_K, EC_MAX_M as MAX_M } from '../format/erasure.ts';
 import { SettingsError, checkWeight } from './engine-settings.ts';
+import { copiesNeeded } from './pool-status.ts';
 import { runRebalance, type RebalanceResult } from './rebalance-job.ts';
 import type { Keystore, TargetRow } from './keystore/keystore.ts';
 
@@ -340,7 +341,7 @@ export class PoolAdmin {
       }
       const asPolicy =
         policy.scheme === 'ec' ? p.ec?.k === policy.k && p.ec.m === policy.m : p.ec === undefined;
-      const need = p.ec ? p.ec.k + p.ec.m : policy.scheme === 'replicas' ? policy.copies : policy.m + 1;
+      const need = copiesNeeded(p, policy);
       if (count.stored < (p.ec?.k ?? 1)) report.lost++;
       else if (!asPolicy) report.unconverted++;
       else if (count.stored >= need) report.full++;

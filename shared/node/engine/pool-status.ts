@@ -8,6 +8,15 @@ export function wantedCopies(p: PoolPolicy): number {
   return p.scheme === 'replicas' ? p.copies : p.k + p.m;
 }
 
+/**
+ * The copies (or shards) one stored pack needs for full redundancy: an erasure-coded one all its k + m
+ * shards; whole copies as many as the policy asks, or under erasure coding m + 1 (as many losses survived).
+ */
+export function copiesNeeded(pack: { ec?: { k: number; m: number } }, policy: PoolPolicy): number {
+  if (pack.ec) return pack.ec.k + pack.ec.m;
+  return policy.scheme === 'replicas' ? policy.copies : policy.m + 1;
+}
+
 export interface PoolStatus {
   /** The pool object's generation, or null for a repository of one target that never had a pool. */
   generation: number | null;

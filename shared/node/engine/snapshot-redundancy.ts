@@ -2,7 +2,7 @@ import type { SnapshotRedundancyView } from '../../api/views.ts';
 import { distinctShards } from '../format/shard-codec.ts';
 import { decodeTree } from '../format/tree.ts';
 import type { Repository } from '../repository/repository.ts';
-import { wantedCopies } from './pool-status.ts';
+import { copiesNeeded, wantedCopies } from './pool-status.ts';
 
 /** A pack with fewer copies (or shards) stored than it needs. */
 interface WeakPack {
@@ -41,7 +41,7 @@ export async function snapshotRedundancy(repo: Repository): Promise<Map<string, 
       ? distinctShards(states.filter(([, s]) => s === 'stored').map(([t]) => p.shards.get(t)))
       : states.filter(([, s]) => s === 'stored').length;
     const queued = states.filter(([, s]) => s === 'queued').length;
-    const need = p.ec ? p.ec.k + p.ec.m : policy.scheme === 'replicas' ? policy.copies : policy.m + 1;
+    const need = copiesNeeded(p, policy);
     if (stored >= need) continue;
     weak.set(hex, {
       stored: Math.max(0, copies - (need - stored)),
