@@ -1,4 +1,5 @@
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
+import fs from 'node:fs';
 import path from 'node:path';
 import { cliJson, runCli, type CliOptions } from './cli.ts';
 import { tempDir } from './fixtures.ts';
@@ -82,6 +83,25 @@ export async function initFolderPool(
     if (r.code !== 0) throw new Error(`target add d${i + 1} failed: ${r.stderr}`);
   }
   return { home, cli, dirs };
+}
+
+/** The pack objects (names ending in a 64-hex-digit id) under a folder target's `data/`. */
+export function packFilesIn(dir: string): string[] {
+  const data = path.join(dir, 'data');
+  if (!fs.existsSync(data)) return [];
+  return fs
+    .readdirSync(data, { recursive: true, encoding: 'utf8' })
+    .filter((f) => /[0-9a-f]{64}$/.test(f))
+    .map((f) => path.join(data, f));
+}
+
+/**
+ * The index of the folder target holding the most pack objects. Placement hashes random pack ids, so a
+ * fixed target may hold none of a small backup's packs; a test that damages "a target" picks this one.
+ */
+export function fullestTarget(dirs: readonly string[]): number {
+  const counts = dirs.map((d) => packFilesIn(d).length);
+  return counts.indexOf(Math.max(...counts));
 }
 
 /**

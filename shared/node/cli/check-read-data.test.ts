@@ -4,7 +4,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckResult } from '../../api/retention.ts';
 import { cliJson, runCli } from '../../../test/support/cli.ts';
-import { initFolderPool, initHomeWithTarget, listKeys } from '../../../test/support/cairn-env.ts';
+import {
+  fullestTarget,
+  initFolderPool,
+  initHomeWithTarget,
+  listKeys,
+  packFilesIn,
+} from '../../../test/support/cairn-env.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { backupAndRecord, expectRestores, type Expected } from '../../../test/support/retention.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
@@ -90,12 +96,11 @@ describe('check --read-data', () => {
     const src = tempDir('cairn-crd-src-');
     for (let i = 0; i < 6; i++) writeRandomFile(path.join(src, `f${i}.bin`), 300_000);
     const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], cli);
-    // Every pack copy on the first target damaged: a byte flipped every 64 KiB.
-    const data = path.join(dirs[0]!, 'data');
+    // Every pack copy on one target damaged (the one holding most): a byte flipped every 64 KiB.
+    const victim = dirs[fullestTarget(dirs)]!;
+    const data = path.join(victim, 'data');
     let flipped = 0;
-    for (const f of fs.readdirSync(data, { recursive: true, encoding: 'utf8' })) {
-      const file = path.join(data, f);
-      if (!fs.statSync(file).isFile()) continue;
+    for (const file of packFilesIn(victim)) {
       const bytes = fs.readFileSync(file);
       if (bytes.length < 4096) continue;
       for (let at = 100; at < bytes.length - 2048; at += 65536) bytes[at]! ^= 0x40;
