@@ -100,7 +100,11 @@ export interface CheckProblem {
     | 'damaged-copy'
     | 'unindexed-blob'
     | 'pack-header'
-    | 'unreadable-tree';
+    | 'unreadable-tree'
+    /** In a pool: a target out of reach, passed over; its copies were not checked. */
+    | 'unreachable-target'
+    /** A pack copy, a shard, or an erasure-coded pack that could not be downloaded: not checked. */
+    | 'unread-copy';
   target: string | null;
   pack: string | null;
   blob: string | null;

@@ -13,6 +13,7 @@ import {
 } from '../../../test/support/cairn-env.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { backupAndRecord, expectRestores, type Expected } from '../../../test/support/retention.ts';
+import { startProxy } from '../../../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 
 let s3: S3Server;
@@ -229,5 +230,91 @@ describe('check --read-data', () => {
     const restored = await runCli(['restore', snapshotId, '--to', out], cli);
     expect(restored.code, restored.stderr).toBe(0);
     expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+  });
+});
+
+describe('check with part of the repository out of reach', () => {
+  it('in a pool, a member out of reach is passed over and named: the others are read, and the check says it is incomplete', async () => {
+    const { cli, dirs } = await initFolderPool(3, 'cun', ['--pack-size', '1MiB']);
+    const src = tempDir('cairn-cun-src-');
+    for (let i = 0; i < 6; i++) writeRandomFile(path.join(src, `f${i}.bin`), 300_000);
+    await cliJson(['backup', src, '--chunk-size', '256KiB'], cli);
+    const all = await cliJson<CheckResult>(['check', '--read-data'], cli);
+    const away = fullestTarget(dirs);
+    const name = `d${away + 1}`;
+    const onAway = packFilesIn(dirs[away]!).length;
+    expect(onAway).toBeGreaterThan(0);
+
+    fs.renameSync(dirs[away]!, `${dirs[away]!}.away`);
+    const r = await runCli(['--json', 'check', '--read-data'], cli);
+    expect(r.code).toBe(1);
+    const j = JSON.parse(r.stdout) as CheckResult;
+    expect(j.problems).toMatchObject([{ kind: 'unreachable-target', target: name }]);
+    expect(j.damaged).toEqual([]);
+    expect(j.packsRead).toBe(all.packsRead - onAway);
+    expect(j.blobsRead).toBeGreaterThan(0);
+    const text = await runCli(['check'], cli);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toMatch(/whole as far as could be checked/);
+    expect(text.stdout).toContain(`Target "${name}" could not be reached: its copies count as this machine`);
+    expect(text.stderr).toMatch(/Part of the repository could not be checked/);
+
+    // Nothing in reach: no verdict at all.
+    for (const d of dirs) if (d !== dirs[away]) fs.renameSync(d, `${d}.away`);
+    const none = await runCli(['check'], cli);
+    expect(none.code).toBe(1);
+    expect(none.stdout).not.toMatch(/whole/);
+    expect(none.stderr).toMatch(/the folder does not exist/);
+    for (const d of dirs) fs.renameSync(`${d}.away`, d);
+    const back = await runCli(['check', '--read-data'], cli);
+    expect(back.code, back.stdout + back.stderr).toBe(0);
+  });
+
+  it('erasure-coded packs with fewer than k shards in reach are named as not checked, not as whole', async () => {
+    const { cli, dirs } = await initFolderPool(3, 'cuec', ['--pack-size', '1MiB']);
+    expect((await runCli(['policy', '--ec', '2+1'], cli)).code).toBe(0);
+    const src = tempDir('cairn-cuec-src-');
+    for (let i = 0; i < 4; i++) writeRandomFile(path.join(src, `f${i}.bin`), 300_000);
+    await cliJson(['backup', src, '--chunk-size', '256KiB'], cli);
+    for (const d of dirs.slice(1)) fs.renameSync(d, `${d}.away`);
+    const r = await runCli(['--json', 'check', '--read-data'], cli);
+    expect(r.code).toBe(1);
+    const j = JSON.parse(r.stdout) as CheckResult;
+    expect(j.problems.filter((p) => p.kind === 'unreachable-target').map((p) => p.target)).toEqual([
+      'd2',
+      'd3',
+    ]);
+    const unread = j.problems.filter((p) => p.kind === 'unread-copy');
+    expect(unread.length).toBeGreaterThan(0);
+    expect(unread[0]!.message).toMatch(/was not checked: [01] of its shards could be read, 2 are needed/);
+    expect(j.problems.every((p) => p.kind === 'unreachable-target' || p.kind === 'unread-copy')).toBe(true);
+    for (const d of dirs.slice(1)) fs.renameSync(`${d}.away`, d);
+    const back = await runCli(['check', '--read-data'], cli);
+    expect(back.code, back.stdout + back.stderr).toBe(0);
+  });
+
+  it('a pack copy whose download is refused is named and left as it was; the other packs are still read', async () => {
+    const bucket = await s3.createBucket();
+    const proxy = await startProxy(s3.endpoint);
+    try {
+      const { cli } = await initHomeWithTarget(s3, { bucket, endpoint: proxy.endpoint });
+      const src = tempDir('cairn-cunr-src-');
+      for (let i = 0; i < 4; i++) writeRandomFile(path.join(src, `f${i}.bin`), 300_000);
+      await cliJson(['backup', src, '--chunk-size', '256KiB'], cli);
+      const all = await cliJson<CheckResult>(['check', '--read-data'], cli);
+      proxy.failNext(1, 403, (m, p) => m === 'GET' && p.includes('/data/'));
+      const r = await runCli(['--json', 'check', '--read-data'], cli);
+      expect(r.code, r.stderr).toBe(1);
+      const j = JSON.parse(r.stdout) as CheckResult;
+      expect(j.problems).toMatchObject([{ kind: 'unread-copy', target: 's3' }]);
+      expect(j.problems[0]!.message).toMatch(/could not be read, so it was not checked/);
+      expect(j.packsRead).toBe(all.packsRead - 1);
+      expect(j.damaged).toEqual([]);
+      // Not marked missing or damaged: the next check reads it whole.
+      const again = await runCli(['check', '--read-data'], cli);
+      expect(again.code, again.stdout + again.stderr).toBe(0);
+    } finally {
+      await proxy.close();
+    }
   });
 });

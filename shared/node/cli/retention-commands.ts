@@ -1,12 +1,13 @@
 import { Option, type Command } from 'commander';
 import type { PruneProgress } from '../../api/retention.ts';
 import { KEEP_RULE_NAMES, type KeepRuleName } from '../../retention.ts';
-import { formatSize, parseSize } from '../../settings.ts';
+import { parseSize } from '../../settings.ts';
 import type { KeepPolicy } from '../engine/retention-policy.ts';
 import { plural, type Output } from './output.ts';
 import { reportRedundancy } from './pool-commands.ts';
 import { withEngine } from './session.ts';
 import { pruneText } from './prune-text.ts';
+import { checkText } from './check-text.ts';
 import { lockTiming } from '../repository/locks.ts';
 
 type Parsers = {
@@ -161,43 +162,10 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
           e.check({ readData: Boolean(opts.readData), readDataSubset: opts.readDataSubset }, o.listener()),
         { workers: Boolean(opts.readData || opts.readDataSubset) },
       );
-      for (const pr of r.problems.filter((x) => x.kind !== 'missing-pack').slice(0, 50))
-        o.info(`Problem: ${pr.message}`);
-      for (const d of r.damaged) {
-        if (d.unreadable) o.info(`Snapshot ${d.snapshot}: its trees cannot be read (${d.unreadable})`);
-        const lastResort = new Set(d.inDamagedCopies);
-        for (const f of d.files.slice(0, 20))
-          o.info(
-            lastResort.has(f)
-              ? `Snapshot ${d.snapshot}: ${f} needs blobs that only copies found damaged hold (a restore still tries them; the blobs check did not flag there come back)`
-              : `Snapshot ${d.snapshot}: ${f} needs a missing pack or blob`,
-          );
-        if (d.files.length > 20) o.info(`Snapshot ${d.snapshot}: and ${d.files.length - 20} more files`);
-      }
-      // Erasure-coded packs are read as shards (MACs checked), not blob by blob.
-      const read = r.packsRead
-        ? `; read ${plural(r.packsRead, 'pack')} or shards (${formatSize(r.bytesRead)}${r.blobsRead ? `, ${plural(r.blobsRead, 'blob')}` : ''})`
-        : '';
-      const bad = r.problems.length > 0 || r.damaged.length > 0;
-      // Damaged shards or copies alone leave every snapshot whole: repair writes them again from the others.
-      const copiesOnly =
-        bad &&
-        r.damaged.length === 0 &&
-        r.problems.every((x) => x.kind === 'damaged-shard' || x.kind === 'damaged-copy');
-      const shards = r.problems.every((x) => x.kind === 'damaged-shard');
-      const n = shards ? r.problems.length : new Set(r.problems.map((x) => `${x.target}/${x.pack}`)).size;
-      const what = shards ? plural(n, 'shard') : plural(n, 'pack copy', 'pack copies');
-      const one = n === 1;
-      o.result(
-        r,
-        copiesOnly
-          ? `${what} ${one ? 'is' : 'are'} damaged; every snapshot is whole (the other copies or shards hold it)${read}. "cairn repair" writes ${one ? 'it' : 'them'} again.`
-          : bad
-            ? `${r.missingPacks} of ${r.packs} packs ${r.missingPacks === 1 ? 'is' : 'are'} missing; ${r.damaged.length} of ${r.snapshots} snapshots ${r.damaged.length === 1 ? 'is' : 'are'} damaged; ${plural(r.problems.length, 'problem')}${read}. The next backup stores again what its sources still have.`
-            : `${r.packs === 1 ? 'The 1 pack is' : `All ${r.packs} packs are`} present and ${r.snapshots === 1 ? 'the 1 snapshot is' : `all ${r.snapshots} snapshots are`} whole${read}.${r.missingCopies ? ` ${plural(r.missingCopies, 'pack copy', 'pack copies')} (or shards) ${r.missingCopies === 1 ? 'is' : 'are'} missing from ${r.missingCopies === 1 ? 'its target' : 'their targets'} or known damaged; the others hold every pack. "cairn check --redundancy" lists them, "cairn repair" writes them again.` : ''}`,
-      );
-      if (copiesOnly) throw p.partial('Some copies are damaged: "cairn repair" writes them again.');
-      if (bad) throw p.partial('The repository is damaged.');
+      const text = checkText(r);
+      for (const line of text.lines) o.info(line);
+      o.result(r, text.summary);
+      if (text.failure) throw p.partial(text.failure);
     });
 
   program

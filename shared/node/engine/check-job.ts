@@ -1,7 +1,9 @@
 import type { CheckResult } from '../../api/retention.ts';
-import { readEcPack, readPack, settleDamagedCopies, type DamagedCopies } from './check-packs.ts';
+import { CheckReach, readEcPack, readPack, settleDamagedCopies, type DamagedCopies } from './check-packs.ts';
 import type { RepoLock } from '../repository/locks.ts';
-import type { Repository } from '../repository/repository.ts';
+import { RepositoryError, type Repository } from '../repository/repository.ts';
+import { StorageError } from '../storage/storage.ts';
+import { unreachableMembers } from './member-reads.ts';
 import type { SnapshotDoc } from '../repository/snapshot.ts';
 import type { JobListener } from './job-events.ts';
 import { walkSnapshot } from './snapshot-tree.ts';
@@ -21,7 +23,8 @@ export interface CheckOptions {
  * target's packs (an indexed pack that is absent, or of another size, is marked missing), optionally reads
  * packs back (header against the index, every blob authenticated; damaged blobs are dropped from the local
  * index), then names the snapshots and files that need what is gone. What was marked missing or dropped is
- * stored again by the next backup whose sources still have it.
+ * stored again by the next backup whose sources still have it. In a pool, a member out of reach is passed
+ * over and named (its copies count as last known, unchecked); the check fails only when none is in reach.
  */
 export async function runCheck(
   repo: Repository,
@@ -43,18 +46,33 @@ export async function runCheck(
   const locks: RepoLock[] = [];
   /** Per pack: the blobs found damaged in one of its copies (each such copy marked damaged). */
   const damagedCopies: DamagedCopies = new Map();
+  const reach = new CheckReach(result);
+  const targets = ks.listTargets();
+  const pool = ks.pool.state() !== null && targets.length > 1;
+  // Members down now are passed over in seconds, not after the retry window of each request.
+  const down = pool ? await unreachableMembers(repo, targets) : new Map<number, StorageError>();
+  const passedOver: Error[] = [];
   try {
-    for (const t of ks.listTargets()) {
-      locks.push(
-        await repo.lock(t, {
-          kind: 'shared',
-          operation: 'check',
-          waitMs: opts.lockWaitMs ?? 60_000,
-          onWait: (m) => listener.notice?.(m),
-        }),
-      );
-      await repo.refresh(t);
-      await repo.reconcilePacks(t);
+    for (const t of targets) {
+      try {
+        const away = down.get(t.id);
+        if (away) throw away;
+        locks.push(
+          await repo.lock(t, {
+            kind: 'shared',
+            operation: 'check',
+            waitMs: opts.lockWaitMs ?? 60_000,
+            onWait: (m) => listener.notice?.(m),
+          }),
+        );
+        await repo.refresh(t);
+        await repo.reconcilePacks(t);
+      } catch (err) {
+        if (!pool || !(err instanceof StorageError || err instanceof RepositoryError)) throw err;
+        passedOver.push(err);
+        reach.passOver(t, err);
+        continue;
+      }
       const packs = ks.index.packsOnTarget(t.id);
       const share = opts.readData ? 100 : (opts.readDataSubset ?? 0);
       if (share > 0) {
@@ -65,18 +83,19 @@ export async function runCheck(
         // An erasure-coded pack's shards are read together below, once every target is locked.
         const whole = chosen.filter(([, p]) => p.shard === null);
         for (const [id, p] of whole) {
-          await readPack(repo, t, id, p.size, result, damagedCopies);
+          await readPack(repo, t, id, p.size, result, damagedCopies, reach);
           listener.files?.(++done, whole.length);
         }
       }
     }
+    if (passedOver.length === targets.length) throw passedOver[0];
     if (opts.readData || opts.readDataSubset) {
       const ec = [...ks.index.allCopies()].filter(([, p]) => p.ec);
       const share = opts.readData ? 100 : opts.readDataSubset!;
       const chosen = share >= 100 ? ec : shuffle(ec).slice(0, Math.ceil((ec.length * share) / 100));
       let done = 0;
       for (const [id] of chosen) {
-        await readEcPack(repo, id, result);
+        await readEcPack(repo, id, result, reach);
         listener.files?.(++done, chosen.length);
       }
     }

@@ -5,9 +5,59 @@ import { decodeShards } from '../format/erasure.ts';
 import { openPackTrailer, type PackEntry } from '../format/pack.ts';
 import { openShard } from '../format/shard-codec.ts';
 import type { Repository } from '../repository/repository.ts';
+import { StorageError } from '../storage/storage.ts';
 import type { TargetRow } from './keystore/keystore.ts';
 
 // The reads of `check --read-data` (check-job.ts): whole copies, and erasure-coded packs with their shards.
+
+/**
+ * The targets a check passes over: out of reach when it starts (in a pool), or gone while it reads. Each
+ * is named once among the problems; its copies count as this machine last knew them, unchecked.
+ */
+export class CheckReach {
+  private readonly away = new Set<number>();
+  constructor(private readonly result: CheckResult) {}
+
+  isAway(t: TargetRow): boolean {
+    return this.away.has(t.id);
+  }
+
+  passOver(t: TargetRow, err: Error): void {
+    if (this.away.has(t.id)) return;
+    this.away.add(t.id);
+    this.result.problems.push({
+      kind: 'unreachable-target',
+      target: t.name,
+      pack: null,
+      blob: null,
+      message: `target "${t.name}" could not be reached, so its copies were not checked (they count as this machine last knew them): ${err.message}`,
+    });
+  }
+
+  /**
+   * Downloads `key` from `t`. A failure is not damage: a target that gave up (out of reach) is passed
+   * over from then on; any other failure (the object gone since the listing, access refused) names the
+   * copy. Either way null: the copy stays as the index has it, unchecked.
+   */
+  async download(repo: Repository, t: TargetRow, key: string, what: string): Promise<Buffer | null> {
+    if (this.isAway(t)) return null;
+    try {
+      return await repo.storage(t).get(key);
+    } catch (err) {
+      if (!(err instanceof StorageError)) throw err;
+      if (err.retryable) this.passOver(t, err);
+      else
+        this.result.problems.push({
+          kind: 'unread-copy',
+          target: t.name,
+          pack: what,
+          blob: null,
+          message: `pack ${what} on target "${t.name}" could not be read, so it was not checked: ${err.message}`,
+        });
+      return null;
+    }
+  }
+}
 
 /**
  * Downloads one shard of an erasure-coded pack and checks its MAC and header (shard-codec.ts). A damaged
@@ -20,10 +70,12 @@ async function readShard(
   packHex: string,
   shard: number,
   result: CheckResult,
-): Promise<Buffer | null> {
+  reach: CheckReach,
+): Promise<Buffer | 'damaged' | 'unread'> {
   const { sodium, ks } = repo;
   const packId = Buffer.from(packHex, 'hex');
-  const object = await repo.storage(t).get(ObjectKey.shard(packHex, shard));
+  const object = await reach.download(repo, t, ObjectKey.shard(packHex, shard), packHex);
+  if (!object) return 'unread';
   result.packsRead++;
   result.bytesRead += object.length;
   try {
@@ -41,7 +93,7 @@ async function readShard(
       blob: null,
       message: `on target "${t.name}", ${(err as Error).message} ("cairn repair" writes it again from the other shards)`,
     });
-    return null;
+    return 'damaged';
   }
 }
 
@@ -51,18 +103,39 @@ async function readShard(
  * as a whole copy's are. The MACs prove each shard is what was written; this proves what was written.
  * Blobs that fail leave the local index (no other copy of the pack can hold them intact).
  */
-export async function readEcPack(repo: Repository, packHex: string, result: CheckResult): Promise<void> {
+export async function readEcPack(
+  repo: Repository,
+  packHex: string,
+  result: CheckResult,
+  reach: CheckReach,
+): Promise<void> {
   const { ks } = repo;
   const packId = Buffer.from(packHex, 'hex');
   const ec = ks.index.packEc(packId);
   if (!ec) return;
   const size = ks.index.packSize(packId);
   const got: (Buffer | null)[] = Array.from({ length: ec.k + ec.m }, () => null);
+  let unread = 0;
   for (const s of ks.index.storedShards(packId))
-    if (!got[s.shard])
-      got[s.shard] = await readShard(repo, ks.targetById(s.targetId), packHex, s.shard, result);
-  // Fewer than k left: the copies marked missing above make check name the pack and the files needing it.
-  if (got.filter(Boolean).length < ec.k) return;
+    if (!got[s.shard]) {
+      const r = await readShard(repo, ks.targetById(s.targetId), packHex, s.shard, result, reach);
+      if (r === 'unread') unread++;
+      else if (r !== 'damaged') got[s.shard] = r;
+    }
+  if (got.filter(Boolean).length < ec.k) {
+    // Fewer than k damaged-free shards because some could not be read: the pack was not checked (the
+    // index still counts it stored). Fewer than k because of damage: the shards marked damaged above make
+    // check name the pack and the files needing it.
+    if (unread)
+      result.problems.push({
+        kind: 'unread-copy',
+        target: null,
+        pack: packHex,
+        blob: null,
+        message: `pack ${packHex} was not checked: ${got.filter(Boolean).length} of its shards could be read, ${ec.k} are needed`,
+      });
+    return;
+  }
   const body = got.slice(0, ec.k).every(Boolean)
     ? Buffer.concat(got.slice(0, ec.k) as Buffer[]).subarray(0, size)
     : (await decodeShards(got, ec.k, ec.m, size)).pack;
@@ -83,10 +156,12 @@ export async function readPack(
   size: number,
   result: CheckResult,
   damagedCopies: DamagedCopies,
+  reach: CheckReach,
 ): Promise<void> {
   const problem = (p: Omit<CheckProblem, 'target' | 'pack'>) =>
     result.problems.push({ ...p, target: t.name, pack: packHex });
-  const body = await repo.storage(t).get(ObjectKey.pack(packHex));
+  const body = await reach.download(repo, t, ObjectKey.pack(packHex), packHex);
+  if (!body) return;
   result.packsRead++;
   result.bytesRead += body.length;
   const { damaged, headerBad } = verifyPackBody(repo, packHex, body, result, problem);
