@@ -61,11 +61,14 @@ export async function snapshotRedundancy(repo: Repository): Promise<Map<string, 
     for (const s of snapshots) out.set(s.doc.id, full);
     return out;
   }
+  // The blobs of the weak packs, by id: one query per weak pack, not one per blob of every snapshot.
+  const inWeak = new Map<string, string>();
+  for (const pack of weak.keys())
+    for (const b of ks.index.blobsOfPack(Buffer.from(pack, 'hex'))) inWeak.set(b.id.toString('hex'), pack);
   const memo = new Map<string, Weak>();
   const weakOf = (blob: string, into: Map<string, WeakPack>) => {
-    const pack = ks.index.packOfBlob(Buffer.from(blob, 'hex'));
-    const w = pack === undefined ? undefined : weak.get(pack);
-    if (pack !== undefined && w) into.set(pack, w);
+    const pack = inWeak.get(blob);
+    if (pack !== undefined) into.set(pack, weak.get(pack)!);
   };
   const walk = async (tree: string): Promise<Weak> => {
     const known = memo.get(tree);

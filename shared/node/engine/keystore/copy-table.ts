@@ -168,13 +168,6 @@ export abstract class CopyTable {
     );
   }
 
-  /** The pack (hex) the index puts blob `id` in, or undefined when no indexed pack holds it. */
-  packOfBlob(id: Uint8Array): string | undefined {
-    const r = this.db.prepare('SELECT pack_id FROM blobs WHERE id = ?').get(id) as
-      { pack_id: Buffer } | undefined;
-    return r?.pack_id.toString('hex');
-  }
-
   /** Every copy found damaged and not written again since, as `<pack hex>:<target id>`. */
   damagedCopies(): Set<string> {
     return new Set(
