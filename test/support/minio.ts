@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CreateBucketCommand, HeadBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { freePort, type S3Server } from './versitygw.ts';
+import { freePorts, type S3Server } from './versitygw.ts';
 
 export const MINIO_INSTALL_HINT =
   'minio (the distributed S3 server of the pool tests) was not found. Install it with ' +
@@ -39,12 +39,9 @@ export async function startMinioCluster(nodes = 4): Promise<MinioCluster> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-minio-'));
   const accessKeyId = 'AK' + randomBytes(8).toString('hex');
   const secretAccessKey = randomBytes(20).toString('hex');
-  const ports: number[] = [];
-  const consolePorts: number[] = [];
-  for (let i = 0; i < nodes; i++) {
-    ports.push(await freePort());
-    consolePorts.push(await freePort());
-  }
+  const chosen = await freePorts(2 * nodes);
+  const ports = chosen.slice(0, nodes);
+  const consolePorts = chosen.slice(nodes);
   const drives = ports.map((p, i) => `http://127.0.0.1:${p}${path.join(dataDir, `d${i}`)}`);
   for (let i = 0; i < nodes; i++) fs.mkdirSync(path.join(dataDir, `d${i}`));
   const logs: string[] = ports.map(() => '');

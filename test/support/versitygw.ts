@@ -22,14 +22,25 @@ export function findVersitygw(): string | null {
 }
 
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as net.AddressInfo).port;
-      srv.close(() => resolve(port));
-    });
-  });
+  return (await freePorts(1))[0]!;
+}
+
+/** `n` distinct free loopback ports: each is held until all are chosen, so none is handed out twice. */
+export async function freePorts(n: number): Promise<number[]> {
+  const servers: net.Server[] = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const srv = net.createServer();
+      servers.push(srv);
+      await new Promise<void>((resolve, reject) => {
+        srv.once('error', reject);
+        srv.listen(0, '127.0.0.1', resolve);
+      });
+    }
+    return servers.map((s) => (s.address() as net.AddressInfo).port);
+  } finally {
+    await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  }
 }
 
 export interface S3Server {

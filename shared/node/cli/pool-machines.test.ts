@@ -13,7 +13,7 @@ describe('a pool changed on another machine (issue 10)', () => {
   it("rebalance plans with the other machine's weights and stops (naming it) at a member it has not locked; the other machine's check and repair see the moves", async () => {
     const { cli: a, dirs } = await initFolderPool(3, 'pm', ['--pack-size', '1MiB']);
     const src = tempDir('cairn-pm-src-');
-    for (let i = 0; i < 8; i++) writeRandomFile(path.join(src, `f${i}.bin`), 2 << 20);
+    for (let i = 0; i < 8; i++) writeRandomFile(path.join(src, `f${i}.bin`), 4 << 20);
     const { snapshotId } = await cliJson<{ snapshotId: string }>(
       ['backup', src, '--chunk-size', '256KiB'],
       a,

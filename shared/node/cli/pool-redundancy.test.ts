@@ -88,11 +88,20 @@ describe('a pool of three S3 targets, 2 copies, write quorum 1 (issue 10)', () =
 
 describe('a pool of three S3 targets, 2 copies, write quorum 2 (issue 10)', () => {
   it('a target killed mid-backup: the backup pauses with a clear message and goes on when it is back', async () => {
-    const { cli, buckets } = await initPoolHome(servers, 'q', { CAIRN_RETRY_WINDOW_MS: '2000' });
+    // 4 MiB packs: about 20 of them, so some are placed on the victim after it is killed.
+    const { cli, buckets } = await initPoolHome(
+      servers,
+      'q',
+      { CAIRN_RETRY_WINDOW_MS: '2000' },
+      { init: ['--pack-size', '4MiB'] },
+    );
     expect((await runCli(['policy', '--replicas', '2', '--write-quorum', '2'], cli)).code).toBe(0);
     const src = tempDir('cairn-pool-q-src-');
     for (let i = 0; i < 8; i++) writeRandomFile(path.join(src, `f${i}.bin`), 10 << 20);
-    const backup = spawnCli(['backup', src, '--workers', '1', '--uploads-per-worker', '1'], cli);
+    const backup = spawnCli(
+      ['backup', src, '--workers', '1', '--uploads-per-worker', '1', '--chunk-size', '1MiB'],
+      cli,
+    );
     let stdout = '';
     let stderr = '';
     backup.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -101,18 +110,22 @@ describe('a pool of three S3 targets, 2 copies, write quorum 2 (issue 10)', () =
     const victim = servers[2]!;
     while (packsIn(victim, buckets[2]!).length === 0) await new Promise((r) => setTimeout(r, 10));
     await victim.kill();
-    const t0 = Date.now();
-    while (!/Paused: /.test(stderr)) {
-      expect(Date.now() - t0, stderr).toBeLessThan(60_000);
-      await new Promise((r) => setTimeout(r, 100));
+    try {
+      const t0 = Date.now();
+      while (!/Paused: /.test(stderr)) {
+        expect(Date.now() - t0, stderr).toBeLessThan(60_000);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(stderr).toMatch(
+        /Paused: 1 pack waits for the write quorum: only 1 of the 2 copies .* and 2 must be .*"q3".*; tried again every 5 to 30 s\. Ctrl-C stops the backup; "cairn resume" continues it later\./,
+      );
+      // Paused, not failed: it is still running a few seconds later.
+      await new Promise((r) => setTimeout(r, 3000));
+      expect(backup.exitCode).toBeNull();
+    } finally {
+      // Restarted whatever happened: the later tests of this file use this server too.
+      await victim.restart();
     }
-    expect(stderr).toMatch(
-      /Paused: 1 pack waits for the write quorum: only 1 of the 2 copies .* and 2 must be .*"q3".*; tried again every 5 to 30 s\. Ctrl-C stops the backup; "cairn resume" continues it later\./,
-    );
-    // Paused, not failed: it is still running a few seconds later.
-    await new Promise((r) => setTimeout(r, 3000));
-    expect(backup.exitCode).toBeNull();
-    await victim.restart();
     expect(await exited, stderr).toBe(0);
     expect(stderr).toMatch(/Resumed: the targets took the packs that waited\./);
     expect(stderr).toMatch(/Redundancy: full \(2 copies of every pack\)\./);
