@@ -211,16 +211,19 @@ export function pendingMovesText(
 
 /** What a repair did: copies written, and what is still queued. */
 export function repairText(
-  r: { completed: number; queued: number; problems: readonly unknown[] },
+  r: { completed: number; queued: number; problems: readonly unknown[]; unconverted?: number },
   /** The policy's scheme: under erasure coding what repair writes are shards. */
   scheme: 'replicas' | 'ec' = 'replicas',
 ): string {
   const objects = (n: number) => (scheme === 'ec' ? plural(n, 'shard') : plural(n, 'copy', 'copies'));
+  const unconverted = r.unconverted ?? 0;
   const rest =
     r.queued > 0
       ? `${objects(r.queued)} still queued`
       : r.problems.length
         ? `the targets that could be read have every ${scheme === 'ec' ? 'shard' : 'copy'} they should`
-        : 'every pack has full redundancy';
+        : unconverted
+          ? `every other pack has full redundancy, but ${plural(unconverted, 'pack')} ${unconverted === 1 ? 'is' : 'are'} still stored as an earlier policy had ${unconverted === 1 ? 'it' : 'them'}: "cairn rebalance" converts ${unconverted === 1 ? 'it' : 'them'}`
+          : 'every pack has full redundancy';
   return `${objects(r.completed)} written; ${rest}.`;
 }

@@ -123,7 +123,7 @@ export function registerPoolCommands(
   program
     .command('repair')
     .description(
-      'write every copy the policy asks for and a pack lacks (queued ones, lost ones, an older policy)',
+      'write every copy the policy asks for and a pack lacks (queued ones, lost ones, more than an older policy asked)',
     )
     .action(async () => {
       const output = out();
@@ -135,6 +135,7 @@ export function registerPoolCommands(
       output.result(r, repairText(r, scheme));
       if (r.queued > 0) throw p.partial('Some copies could not be written yet.');
       if (r.problems.length) throw p.partial('Some targets could not be read: their packs may lack copies.');
+      if (r.unconverted) throw p.partial('Some packs wait for "cairn rebalance" to follow the policy.');
     });
 }
 

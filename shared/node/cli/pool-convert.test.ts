@@ -78,6 +78,13 @@ describe('a policy change re-places the packs already stored (issue 10)', () => 
     expect(short.stdout).toMatch(
       /0 of \d+ packs have full redundancy; \d+ are stored as an earlier policy had them \("cairn rebalance" rewrites them\)\./,
     );
+    // Repair writes missing copies; converting is rebalance's, and repair says so rather than "full".
+    const repaired = await runCli(['repair'], cli);
+    expect(repaired.code).toBe(1);
+    expect(repaired.stdout).toMatch(
+      /^0 shards written; every other pack has full redundancy, but \d+ packs are still stored as an earlier policy had them: "cairn rebalance" converts them\.$/m,
+    );
+    expect(repaired.stdout).not.toMatch(/every pack has full redundancy/);
     const dry = await cliJson<{ converted: number }>(['rebalance', '--dry-run'], cli);
     expect(dry.converted).toBeGreaterThanOrEqual(packCount);
     // (The kill after the index was written leaves the last run nothing to convert, only to delete.)

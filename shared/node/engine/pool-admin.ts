@@ -8,7 +8,7 @@ import { MemberWipedError } from '../repository/errors.ts';
 import { StorageError } from '../storage/storage.ts';
 import { EC_MAX_K as MAX_K, EC_MAX_M as MAX_M } from '../format/erasure.ts';
 import { SettingsError, checkWeight } from './engine-settings.ts';
-import { copiesNeeded } from './pool-status.ts';
+import { copiesNeeded, poolStatus } from './pool-status.ts';
 import { runRebalance, type RebalanceResult } from './rebalance-job.ts';
 import type { Keystore, TargetRow } from './keystore/keystore.ts';
 
@@ -36,6 +36,11 @@ export interface RedundancyReport {
   /** Targets that could not be listed (out of reach): their copies are counted as the keystore has them. */
   unreachable: { target: string; message: string }[];
   targets: { target: string; stored: number; queued: number; missing: number }[];
+}
+
+export interface RepairResult extends CompletionResult {
+  /** Packs stored another way than the policy says, which only `cairn rebalance` converts. */
+  unconverted: number;
 }
 
 /** The pool's members (targets with a place in the pool object). */
@@ -96,13 +101,14 @@ export class PoolAdmin {
 
   /**
    * Gives every pack the copies the policy asks for, on the targets its placement ranks first: queued
-   * copies are written, and packs short of copies (an older policy, a lost copy) get new ones, read from
-   * a stored copy.
+   * copies are written, and packs short of copies (an older policy's fewer copies, a lost copy or shard)
+   * get new ones, read from a stored copy. Packs stored another way than the policy (whole copies under
+   * erasure coding, other k+m) are rebalance's to convert: `unconverted` counts them.
    */
   async repair(
     progress?: (done: number, total: number) => void,
     opts: { lockWaitMs?: number; notice?: (m: string) => void } = {},
-  ): Promise<CompletionResult> {
+  ): Promise<RepairResult> {
     const members = poolMembers(this.ks);
     const locks = await this.lockForRepair(members, opts);
     try {
@@ -114,7 +120,8 @@ export class PoolAdmin {
         message: `its packs could not be listed, so copies it lacks were not found (${u.message})`,
       }));
       const r = await this.repairLocked(members, progress);
-      return { ...r, problems: [...unlisted, ...r.problems] };
+      const { unconverted } = poolStatus(this.ks).redundancy;
+      return { ...r, problems: [...unlisted, ...r.problems], unconverted };
     } finally {
       for (const l of locks) await l.release();
     }
