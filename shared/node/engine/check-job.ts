@@ -3,7 +3,7 @@ import { CheckReach, readEcPack, readPack, settleDamagedCopies, type DamagedCopi
 import type { RepoLock } from '../repository/locks.ts';
 import { RepositoryError, type Repository } from '../repository/repository.ts';
 import { StorageError } from '../storage/storage.ts';
-import { unreachableMembers } from './member-reads.ts';
+import { unreachableMembers } from '../repository/reachability.ts';
 import type { SnapshotDoc } from '../repository/snapshot.ts';
 import type { JobListener } from './job-events.ts';
 import { walkSnapshot } from './snapshot-tree.ts';

@@ -1,9 +1,8 @@
-import { ObjectKey } from '../../format/constants.ts';
 import { LockConflictError } from '../repository/locks.ts';
 import type { Repository } from '../repository/repository.ts';
 import { RepositoryError } from '../repository/repository.ts';
 import { PoolError } from '../repository/pool-sync.ts';
-import { FAILOVER_WINDOW_MS } from '../storage/retrying.ts';
+import { unreachableMembers } from '../repository/reachability.ts';
 import { StorageError } from '../storage/storage.ts';
 import type { Keystore, TargetRow } from './keystore/keystore.ts';
 import { poolMembers } from './pool-admin.ts';
@@ -147,27 +146,4 @@ export class MemberReads {
     );
     return unread.sort((a, b) => (a.target < b.target ? -1 : 1));
   }
-}
-
-/**
- * The members of a pool that are out of reach now: a HEAD of each one's config, all at once, each giving
- * up after FAILOVER_WINDOW_MS. A command then passes over a member that is down in seconds instead of
- * waiting out the retry window on it (the other members hold the same metadata). Only being out of reach
- * counts here: rejected credentials or a missing bucket answer at once where the member is read.
- */
-export async function unreachableMembers(
-  repo: Repository,
-  members: readonly TargetRow[],
-): Promise<Map<number, StorageError>> {
-  const down = new Map<number, StorageError>();
-  await Promise.all(
-    members.map(async (t) => {
-      try {
-        await repo.storage(t).patience(FAILOVER_WINDOW_MS).head(ObjectKey.config);
-      } catch (err) {
-        if (err instanceof StorageError && err.retryable) down.set(t.id, err);
-      }
-    }),
-  );
-  return down;
 }

@@ -5,6 +5,7 @@ import type { RepoLock } from '../repository/locks.ts';
 import { SINGLE_COPY, inLockOrder, type PoolPolicy } from '../repository/pool.ts';
 import { RepositoryError, type Repository } from '../repository/repository.ts';
 import { MemberWipedError } from '../repository/errors.ts';
+import { unreachableMembers } from '../repository/reachability.ts';
 import { StorageError } from '../storage/storage.ts';
 import { EC_MAX_K as MAX_K, EC_MAX_M as MAX_M } from '../format/erasure.ts';
 import { SettingsError, checkWeight } from './engine-settings.ts';
@@ -110,7 +111,12 @@ export class PoolAdmin {
     opts: { lockWaitMs?: number; notice?: (m: string) => void } = {},
   ): Promise<RepairResult> {
     const members = poolMembers(this.ks);
-    const locks = await this.lockForRepair(members, opts);
+    // Members out of reach are passed over in seconds (listed as unreadable below, copies left queued).
+    const down = await unreachableMembers(this.repo, members);
+    const locks = await this.lockForRepair(
+      members.filter((t) => !down.has(t.id)),
+      opts,
+    );
     try {
       await this.refreshAll(() => undefined);
       // What each member holds now, not as last listed: a bucket emptied behind this machine's back

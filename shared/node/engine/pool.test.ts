@@ -147,7 +147,7 @@ describe('a pool of targets: every target knows the others', () => {
     const a2 = await Engine.unlock(home, { passphrase: PASS });
     try {
       await expect(a2.addTarget('three', { kind: 'dir', path: d3 })).rejects.toThrow(
-        /Target "three" was added, but the pool object could not be written to every target: .*"one"/,
+        /Target "three" was added, but the pool object could not be written to every target \(.*"one"/,
       );
       await a2.removeTarget('one');
       expect(places(a2).map((p) => [p.name, p.poolId])).toEqual([
@@ -492,6 +492,42 @@ describe('a pool of targets: every target knows the others', () => {
       expect(newest(await poolsInBucket(bucket))).toBe(newest(poolsInDir(d1)));
     } finally {
       a.close();
+      await proxy.close();
+    }
+  });
+
+  it('a member out of reach fails a target change in seconds, and says how the new target joins later', async () => {
+    const [d1, d3] = [tempDir('cairn-pubd-1-'), tempDir('cairn-pubd-3-')];
+    const bucket = await s3.createBucket();
+    const proxy = await startProxy(s3.endpoint);
+    const home = path.join(tempDir(), 'home');
+    const a = await Engine.init(home, PASS);
+    try {
+      await a.addTarget('one', { kind: 'dir', path: d1 });
+      await a.addTarget('two', s3TargetConfig(s3, bucket, proxy.endpoint), s3.secretAccessKey);
+      proxy.outage(120_000, 'reset');
+      const t0 = Date.now();
+      await expect(a.addTarget('three', { kind: 'dir', path: d3 })).rejects.toThrow(
+        /Target "three" was added, but the pool object could not be written to every target \(S3 target "two".*cannot be reached.*\); it joins the pool once every member takes the pool object: the next backup or "cairn check" with every member in reach writes it \("cairn target rm three" undoes the add\)\.$/,
+      );
+      // Before, the exclusive lock on "two" rode out its retry window (about 45 s).
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      expect(places(a)[2]).toMatchObject({ name: 'three', poolId: null });
+      proxy.outage(0, 'reset');
+    } finally {
+      a.close();
+    }
+    // The next command with every member in reach (a new process: no memory of the outage) publishes it.
+    const again = await Engine.unlock(home, { passphrase: PASS });
+    try {
+      await again.refresh();
+      expect(places(again).map((p) => [p.name, p.poolId])).toEqual([
+        ['one', 1],
+        ['two', 2],
+        ['three', 3],
+      ]);
+    } finally {
+      again.close();
       await proxy.close();
     }
   });

@@ -56,7 +56,10 @@ export class TargetAdmin {
       this.ks.removeTarget(t.id, { forgetPacks: true });
       throw err;
     }
-    await this.publishPool(`Target "${name}" was added`);
+    await this.publishPool(
+      `Target "${name}" was added`,
+      `; it joins the pool once every member takes the pool object: the next backup or "cairn check" with every member in reach writes it ("cairn target rm ${name}" undoes the add)`,
+    );
     return this.ks.targetById(t.id);
   }
 
@@ -65,13 +68,14 @@ export class TargetAdmin {
    * and after every change to one. The change itself stands if this fails; the next refresh or change
    * writes the pool where it is missing.
    */
-  private async publishPool(done: string): Promise<void> {
+  private async publishPool(done: string, next = ''): Promise<void> {
     if (this.ks.listTargets().length < 2 && !this.ks.pool.state()) return;
     try {
       await this.repo.publishPool({ waitMs: 30_000 });
     } catch (err) {
+      const why = (err as Error).message.replace(/\.$/, '');
       throw new SettingsError(
-        `${done}, but the pool object could not be written to every target: ${(err as Error).message}`,
+        `${done}, but the pool object could not be written to every target (${why})${next}.`,
       );
     }
   }

@@ -39,6 +39,13 @@ export async function completeCopies(
   for (const [targetId, list] of byTarget) {
     const t = ks.targetById(targetId);
     const written: Buffer[] = [];
+    // A target found out of reach moments ago (unreachableMembers, a give-up) keeps its copies queued
+    // at once, rather than after the retry window of its first request.
+    const away = repo.storage(t).recentOutage();
+    if (away) {
+      result.problems.push({ target: t.name, message: away.message });
+      continue;
+    }
     try {
       await repo.attach(t);
       for (const q of list) {

@@ -22,6 +22,7 @@ import { RepoLock, type LockContext, type LockKind } from './locks.ts';
 import { MemberWipedError, RepositoryError } from './errors.ts';
 import { MetaWriter } from './meta-writer.ts';
 import { PoolSync } from './pool-sync.ts';
+import { unreachableMembers } from './reachability.ts';
 import type { PoolPolicy } from './pool.ts';
 import { openMetaStorage, readJsonSlot, unlockFromTarget } from './unlock.ts';
 import { parseSnapshotDoc, type SnapshotDoc } from './snapshot.ts';
@@ -386,6 +387,10 @@ export class Repository {
    * every member when the pool is new, else those that had no place in it.
    */
   async publishPool(opts: { waitMs?: number; policy?: PoolPolicy } = {}): Promise<void> {
+    // Every member takes the pool object under its exclusive lock: one out of reach fails the change in
+    // seconds, not after the retry window of its lock.
+    const down = await unreachableMembers(this, this.ks.listTargets());
+    if (down.size) throw down.values().next().value!;
     await this.pool.publish(opts, async ({ first, joined }) => {
       // Under the exclusive locks, from what every member holds now: a keystore behind a prune done
       // elsewhere must not seed a joining target with packs that are gone.
