@@ -532,6 +532,36 @@ describe('a pool of targets: every target knows the others', () => {
     }
   });
 
+  it('a member under another name (a symlinked folder, another endpoint of its server) is refused, and nothing is added', async () => {
+    const d1 = tempDir('cairn-alias-1-');
+    const bucket = await s3.createBucket();
+    const proxy = await startProxy(s3.endpoint);
+    const a = await Engine.init(path.join(tempDir(), 'home'), PASS);
+    try {
+      await a.addTarget('one', { kind: 'dir', path: d1 });
+      await a.addTarget('two', s3TargetConfig(s3, bucket), s3.secretAccessKey);
+      const link = path.join(tempDir('cairn-alias-link-'), 'one-again');
+      fs.symlinkSync(d1, link);
+      const t0 = Date.now();
+      await expect(a.addTarget('alias', { kind: 'dir', path: link })).rejects.toThrow(
+        /is target "one" under another name \(a lock written through "one" shows there\): nothing was added\./,
+      );
+      await expect(
+        a.addTarget('proxied', s3TargetConfig(s3, bucket, proxy.endpoint), s3.secretAccessKey),
+      ).rejects.toThrow(/is target "two" under another name/);
+      // Not waited out as a lock held elsewhere would be (30 s).
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      expect(places(a).map((p) => [p.name, p.poolId])).toEqual([
+        ['one', 1],
+        ['two', 2],
+      ]);
+      expect(fs.readdirSync(path.join(d1, 'locks'))).toEqual([]);
+    } finally {
+      a.close();
+      await proxy.close();
+    }
+  });
+
   it('a damaged pool object is named, not trusted', async () => {
     const [d1, d2] = [tempDir('cairn-pool-d1-'), tempDir('cairn-pool-d2-')];
     const a = await Engine.init(path.join(tempDir(), 'home'), PASS);

@@ -1,6 +1,7 @@
 import { POOL_MAX_TARGETS } from '../../limits.ts';
 import path from 'node:path';
 import { targetConfigSchema, targetNameSchema, targetWhere, type TargetConfig } from '../../settings.ts';
+import { SameStorageError } from '../repository/locks.ts';
 import { Repository } from '../repository/repository.ts';
 import { openTarget, type TargetHandle } from '../storage/open-target.ts';
 import { SettingsError, check, checkWeight } from './engine-settings.ts';
@@ -56,10 +57,21 @@ export class TargetAdmin {
       this.ks.removeTarget(t.id, { forgetPacks: true });
       throw err;
     }
-    await this.publishPool(
-      `Target "${name}" was added`,
-      `; it joins the pool once every member takes the pool object: the next backup or "cairn check" with every member in reach writes it ("cairn target rm ${name}" undoes the add)`,
-    );
+    try {
+      await this.publishPool(
+        `Target "${name}" was added`,
+        `; it joins the pool once every member takes the pool object: the next backup or "cairn check" with every member in reach writes it ("cairn target rm ${name}" undoes the add)`,
+      );
+    } catch (same) {
+      if (!(same instanceof SameStorageError)) throw same;
+      // Taken as a second target, its copies would share the first's fate, unseen.
+      this.repo.forget(t.id);
+      this.ks.removeTarget(t.id, { forgetPacks: true });
+      const other = same.target === name ? same.sameAs : same.target;
+      throw new SettingsError(
+        `${targetWhere(parsed)} is target "${other}" under another name (a lock written through "${other}" shows there): nothing was added.`,
+      );
+    }
     return this.ks.targetById(t.id);
   }
 
@@ -73,6 +85,7 @@ export class TargetAdmin {
     try {
       await this.repo.publishPool({ waitMs: 30_000 });
     } catch (err) {
+      if (err instanceof SameStorageError) throw err;
       const why = (err as Error).message.replace(/\.$/, '');
       throw new SettingsError(
         `${done}, but the pool object could not be written to every target (${why})${next}.`,

@@ -81,6 +81,25 @@ export class LockConflictError extends Error {
   }
 }
 
+/**
+ * A target shows a lock this process holds on another target: the two are one storage under two names
+ * (a symlinked folder, another endpoint for the same server). Never waited out: it would never go.
+ */
+export class SameStorageError extends Error {
+  constructor(
+    readonly target: string,
+    readonly sameAs: string,
+  ) {
+    super(
+      `Target "${target}" is the same storage as target "${sameAs}" under another name (it shows the lock this process holds on "${sameAs}"): each target must be storage of its own.`,
+    );
+    this.name = 'SameStorageError';
+  }
+}
+
+/** The locks this process holds now (their ids change as they are refreshed). */
+const heldHere = new Set<RepoLock>();
+
 /** The lock could not be refreshed for the stale age (or vanished): others may now treat it as gone. */
 export class LockLostError extends Error {
   constructor(message: string) {
@@ -202,7 +221,7 @@ export class RepoLock {
     private readonly ctx: LockContext,
     private id: string,
     private readonly doc: LockDoc,
-    private readonly label: string,
+    readonly label: string,
   ) {}
 
   get lockId(): string {
@@ -245,9 +264,12 @@ export class RepoLock {
       if (conflicts.length === 0) {
         const lock = new RepoLock(ctx, id, doc, opts.label);
         lock.start();
+        heldHere.add(lock);
         return lock;
       }
       await ctx.storage.delete(ObjectKey.lock(id));
+      const mine = [...heldHere].find((l) => l.label !== opts.label && conflicts.some((c) => c.id === l.id));
+      if (mine) throw new SameStorageError(opts.label, mine.label);
       const held = conflicts.map(describeHolder).join('; ');
       const left = deadline - Date.now();
       if (left <= 0)
@@ -313,6 +335,7 @@ export class RepoLock {
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
+    heldHere.delete(this);
     if (this.timer) clearInterval(this.timer);
     await this.refreshing;
     await this.ctx.storage.delete(ObjectKey.lock(this.id)).catch(() => undefined);
