@@ -65,6 +65,15 @@ describe('pool texts', () => {
     ).toBe(
       'Backups wait for 3 copies of each pack: a backup pauses while any of the 3 targets is out of reach.',
     );
+    // Each pack's 2 copies go to 2 of the 5 targets: two down may be both of one pack's (it said "up
+    // to 4 targets of 5").
+    expect(
+      policyChangeText(
+        from,
+        { scheme: 'replicas', copies: 2, writeQuorum: 1 },
+        { activeTargets: 5, storedBytes: 0 },
+      )[2],
+    ).toBe('Backups wait for 1 copy of each pack: a backup goes on with 1 target of 5 out of reach.');
   });
 
   it('explains erasure coding, and the packs already stored that Rebalance rewrites', () => {

@@ -57,9 +57,13 @@ export function describePolicy(p: PolicyView): string {
   return `${p.copies} copies of each pack on distinct targets: ${p.copies}× the data stored, any ${targetsWord(p.copies - 1)} may be lost; ${waits}`;
 }
 
-/** How much a backup survives: how many targets may be out of reach while it still runs. */
-function backupTolerance(activeTargets: number, writeQuorum: number): string {
-  const spare = activeTargets - writeQuorum;
+/**
+ * How much a backup survives: how many targets may be out of reach while it still runs. Each pack goes
+ * to its `placedOn` ranked targets only (copies, or k + m shards), so that many less the write quorum,
+ * not every spare target of the pool: two down may both be one pack's.
+ */
+function backupTolerance(activeTargets: number, placedOn: number, writeQuorum: number): string {
+  const spare = Math.min(activeTargets, placedOn) - writeQuorum;
   return spare <= 0
     ? `a backup pauses while any of the ${targetsWord(activeTargets)} is out of reach`
     : `a backup goes on with ${spare === 1 ? '1 target' : `up to ${spare} targets`} of ${activeTargets} out of reach`;
@@ -83,7 +87,7 @@ export function policyChangeText(
     losable === 0
       ? 'No target may be lost: each pack is on one target only.'
       : `Any ${targetsWord(losable)} may be lost without losing a backup.`,
-    `Backups wait for ${waits} of each pack: ${backupTolerance(ctx.activeTargets, to.writeQuorum)}.`,
+    `Backups wait for ${waits} of each pack: ${backupTolerance(ctx.activeTargets, to.scheme === 'replicas' ? to.copies : to.k + to.m, to.writeQuorum)}.`,
   ];
   const sameShape =
     from.scheme === 'replicas' && to.scheme === 'replicas'

@@ -105,7 +105,8 @@ export function PolicyForm({ pool, onSaved }: { pool: PoolView; onSaved: (p: Poo
                           m: active >= 4 ? 2 : 1,
                           writeQuorum: active,
                         }
-                      : { scheme: 'replicas', copies: 2, writeQuorum: 1 },
+                      : // As "cairn policy --replicas 2": a backup waits for every copy.
+                        { scheme: 'replicas', copies: 2, writeQuorum: 2 },
                   )
                 }
               >
@@ -125,7 +126,14 @@ export function PolicyForm({ pool, onSaved }: { pool: PoolView; onSaved: (p: Poo
                   value={draft.copies}
                   options={range(1, Math.min(3, Math.max(1, active)))}
                   word={copiesWord}
-                  onChange={(copies) => edit({ ...draft, copies })}
+                  // Waiting for every copy stays so (the CLI's default) when the number changes.
+                  onChange={(copies) =>
+                    edit({
+                      ...draft,
+                      copies,
+                      writeQuorum: draft.writeQuorum >= draft.copies ? copies : draft.writeQuorum,
+                    })
+                  }
                 />
                 of each pack; a backup waits for
                 <NumberSelect

@@ -102,7 +102,7 @@ export function TargetTable({
         <thead>
           <tr>
             <th>Target</th>
-            <th>Kind</th>
+            <th className="kind">Kind</th>
             <th className="num">Weight</th>
             <th>State</th>
             <th className="num">Stored {unit}</th>
@@ -118,7 +118,7 @@ export function TargetTable({
                 <strong>{t.name}</strong>
                 <div className="muted small where">{t.where}</div>
               </td>
-              <td>
+              <td className="kind">
                 <span className="badge">{KIND[t.kind]}</span>
               </td>
               <td className="num" data-testid="target-weight">
