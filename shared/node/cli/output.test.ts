@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StatsFrame } from '../../stats.ts';
 import { waitingPacks } from '../engine/job-events.ts';
-import { progressLine } from './output.ts';
+import { createOutput, progressLine } from './output.ts';
 
 const frame: StatsFrame = {
   at: 0,
@@ -40,5 +40,27 @@ describe('waitingPacks', () => {
   it('says the write quorum in a pool, and the target outside one; null once no pack waits', () => {
     expect(said(true)).toEqual(['1 pack waits for the write quorum: S3 target "s3" cannot be reached', null]);
     expect(said(false)).toEqual(['1 pack waits for its target: S3 target "s3" cannot be reached', null]);
+  });
+});
+
+describe('the CLI says a pause once', () => {
+  it('the same reason said again (every try of the waiting packs) is not printed again; a new one is', () => {
+    const lines: string[] = [];
+    const write = process.stderr.write;
+    process.stderr.write = ((s: string) => (lines.push(s), true)) as typeof process.stderr.write;
+    try {
+      const l = createOutput(false).listener();
+      l.waiting!('1 pack waits for its target: down');
+      l.waiting!('1 pack waits for its target: down');
+      l.waiting!('2 packs wait for its target: down');
+      l.waiting!(null);
+    } finally {
+      process.stderr.write = write;
+    }
+    expect(lines.map((s) => s.replace(/\. Ctrl-C.*/s, ''))).toEqual([
+      'Paused: 1 pack waits for its target: down',
+      'Paused: 2 packs wait for its target: down',
+      'Resumed: the targets took the packs that waited.\n',
+    ]);
   });
 });

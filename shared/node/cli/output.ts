@@ -59,6 +59,7 @@ export function createOutput(json: boolean): Output {
     },
     listener() {
       let paused = false;
+      let said: string | null = null;
       return {
         progress: (f) => {
           if (!tty) return;
@@ -68,6 +69,9 @@ export function createOutput(json: boolean): Output {
         notice: (m) => this.info(m),
         waiting: (reason) => {
           paused = reason !== null;
+          // Said once per pause, not at every try of the packs that wait.
+          if (reason === said) return;
+          said = reason;
           this.info(
             reason
               ? `Paused: ${reason}. Ctrl-C stops the backup; "cairn resume" continues it later.`
