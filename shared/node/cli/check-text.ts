@@ -31,7 +31,7 @@ export function checkText(r: CheckResult): { lines: string[]; summary: string; f
   const found = r.problems.filter((x) => x.kind !== 'unreachable-target' && x.kind !== 'unread-copy');
   const unchecked =
     (away.length
-      ? ` ${away.length === 1 ? 'Target' : 'Targets'} ${away.join(', ')} could not be reached: ${away.length === 1 ? 'its' : 'their'} copies count as this machine last knew them, unchecked.`
+      ? ` ${away.length === 1 ? 'Target' : 'Targets'} ${away.join(', ')} could not be read: ${away.length === 1 ? 'its' : 'their'} copies count as this machine last knew them, unchecked.`
       : '') +
     (unread
       ? ` ${plural(unread, 'pack copy', 'pack copies')} (or packs) could not be read and ${unread === 1 ? 'was' : 'were'} not checked.`

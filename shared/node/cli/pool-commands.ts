@@ -17,7 +17,7 @@ function redundancyText(r: RedundancyReport): string {
   ];
   for (const u of r.unreachable)
     lines.push(
-      `Target "${u.target}" could not be listed (${u.message}): its copies are counted as this machine last knew them. If it is lost, "cairn target rm ${u.target} --force" removes it and "cairn repair" writes again what it held.`,
+      `Target "${u.target}" could not be listed (${u.message.replace(/\.$/, '')}): its copies are counted as this machine last knew them. If it is lost, "cairn target rm ${u.target} --force" removes it and "cairn repair" writes again what it held.`,
     );
   const unconfirmed = r.unreachable.map((u) => `"${u.target}"`).join(', ');
   if (r.full === r.packs && r.unreachable.length)

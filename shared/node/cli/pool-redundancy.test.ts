@@ -254,7 +254,7 @@ describe('a rebalance killed midway (issue 10)', () => {
     expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
     const done = await runCli(['rebalance'], { env });
     expect(done.code, done.stderr).toBe(0);
-    expect(done.stderr).toMatch(/Moved \d+ of \d+ packs that move; they are kept if this stops\./);
+    expect(done.stderr).toMatch(/Moved \d+ of the \d+ packs to move; what moved stays moved if this stops\./);
     expect((await cliJson<{ copied: number }>(['rebalance', '--dry-run'], cli)).copied).toBe(0);
     expect((await runCli(['check', '--redundancy'], cli)).code).toBe(0);
     expect((await runCli(['check', '--read-data'], cli)).code).toBe(0);

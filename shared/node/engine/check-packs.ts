@@ -30,7 +30,7 @@ export class CheckReach {
       target: t.name,
       pack: null,
       blob: null,
-      message: `target "${t.name}" could not be reached, so its copies were not checked (they count as this machine last knew them): ${err.message}`,
+      message: `target "${t.name}" could not be read, so its copies were not checked (they count as this machine last knew them): ${err.message}`,
     });
   }
 

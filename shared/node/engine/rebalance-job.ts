@@ -166,7 +166,7 @@ export async function runRebalance(
         for (const l of locks) l.assertHeld();
         await writeIndexFiles(repo, members, packs, [], true, () => undefined);
         killPoint('rebalance-batch-indexed');
-        opts.notice?.(`Moved ${moved} of ${toMove} packs that move; they are kept if this stops.`);
+        opts.notice?.(`Moved ${moved} of the ${toMove} packs to move; what moved stays moved if this stops.`);
       });
       return saving;
     };
