@@ -285,6 +285,12 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
       (await cliJson<{ name: string; weight: number }[]>(['target', 'ls'], cli)).find((t) => t.name === 'd3')!
         .weight,
     ).toBe(100);
+    // Enter in the field applies a weight as the button does.
+    await row('d2').getByLabel('Weight of d2').fill('150');
+    await row('d2').getByLabel('Weight of d2').press('Enter');
+    await page.waitForFunction(() =>
+      document.querySelector('[data-testid=pool-result]')?.textContent?.includes('“d2” has weight 150'),
+    );
 
     await row('d1').getByRole('button', { name: 'Drain' }).click();
     const ask = page.getByRole('alertdialog', { name: 'Drain d1?' });

@@ -64,6 +64,9 @@ function Weight({
   const [value, setValue] = useState(String(t.weight));
   const n = Number(value);
   const valid = /^\d+$/.test(value) && n >= 1 && n <= 1_000_000;
+  const apply = () => {
+    if (valid && !busy && n !== t.weight) onChange({ name: t.name, weight: n });
+  };
   return (
     <span className="weight-edit">
       <input
@@ -73,9 +76,12 @@ function Weight({
         value={value}
         aria-label={`Weight of ${t.name}`}
         onChange={(e) => setValue(e.target.value)}
+        onKeyDown={(e) => {
+          if (e.key === 'Enter') apply();
+        }}
       />
       {n !== t.weight && (
-        <button type="button" disabled={busy || !valid} onClick={() => onChange({ name: t.name, weight: n })}>
+        <button type="button" disabled={busy || !valid} onClick={apply}>
           Set
         </button>
       )}
