@@ -124,6 +124,11 @@ describe('pool texts', () => {
       detail:
         '1 pack it uses has fewer copies than the policy asks: Repair (Storage) writes the missing ones.',
     });
+    expect(snapshotRedundancyText({ ...v, state: 'unconverted', packs: 3 })).toEqual({
+      short: 'Earlier policy',
+      detail:
+        '3 packs it uses are whole but stored as an earlier policy had them: Rebalance (Storage) rewrites them as the policy asks.',
+    });
     expect(
       snapshotRedundancyText({ ...v, state: 'unknown', problem: 'Tree 12ab… is not in the index.' }),
     ).toEqual({

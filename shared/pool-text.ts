@@ -149,6 +149,11 @@ export function snapshotRedundancyText(r: SnapshotRedundancyView): { short: stri
         short: `${r.leastStored} of ${units(r.copies)}`,
         detail: `${packs} than the policy asks: Repair (Storage) writes the missing ones.`,
       };
+    case 'unconverted':
+      return {
+        short: 'Earlier policy',
+        detail: `${plural(r.packs, 'pack')} it uses ${r.packs === 1 ? 'is' : 'are'} whole but stored as an earlier policy had ${r.packs === 1 ? 'it' : 'them'}: Rebalance (Storage) rewrites ${r.packs === 1 ? 'it' : 'them'} as the policy asks.`,
+      };
     case 'unknown':
       return { short: 'Not known', detail: `A folder listing of it could not be read: ${r.problem ?? ''}` };
     case 'lost':

@@ -121,10 +121,11 @@ export interface BackupView {
 export interface SnapshotRedundancyView {
   /**
    * full: every pack it uses has its copies; completing: the missing ones are queued; short: Repair
-   * writes them; lost: a pack it uses has no readable copy left (it cannot be restored whole); unknown:
-   * a folder listing of it could not be read (`problem` says why).
+   * writes them; unconverted: every pack is whole, but some are stored as an earlier policy had them
+   * (Rebalance rewrites them); lost: a pack it uses has no readable copy left (it cannot be restored
+   * whole); unknown: a folder listing of it could not be read (`problem` says why).
    */
-  state: 'full' | 'completing' | 'short' | 'lost' | 'unknown';
+  state: 'full' | 'completing' | 'short' | 'unconverted' | 'lost' | 'unknown';
   problem?: string;
   /** The fewest copies (or shards) left of a pack it uses, in the policy's units; `copies` when full. */
   leastStored: number;

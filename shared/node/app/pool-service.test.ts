@@ -265,6 +265,18 @@ describe('copies queued in the keystore (issue 10)', () => {
           scheme: 'replicas',
           packs: 1,
         });
+        // Erasure coding 2+1 once a third folder joins: the first backup's packs are whole, but stored as
+        // the earlier policy had them (the Storage screen's "earlier policy"), until Rebalance rewrites them.
+        const d3 = path.join(root, 'd3');
+        fs.mkdirSync(d3);
+        await e.addTarget('d3', { kind: 'dir', path: d3 });
+        await e.pool.setErasure(2, 1);
+        const mixed = await e.snapshotRedundancy();
+        expect(mixed.get(first.backupId!)).toMatchObject({ state: 'unconverted', scheme: 'ec', copies: 3 });
+        expect(mixed.get(second.backupId!)).toMatchObject({ state: 'short' });
+        await e.pool.rebalance();
+        const converted = await e.snapshotRedundancy();
+        expect([...converted.values()].map((v) => v.state)).toEqual(['full', 'full']);
       } finally {
         e.close();
       }

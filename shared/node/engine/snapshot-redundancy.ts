@@ -15,6 +15,8 @@ interface WeakPack {
   completing: boolean;
   /** Fewer than one whole copy (k shards) is stored: its blobs cannot be read. */
   lost: boolean;
+  /** Whole in its own scheme, but not the policy's (whole copies under erasure coding, another k+m). */
+  unconverted?: boolean;
 }
 
 /** What the packs under a tree lack: the weak ones among them, by id. */
@@ -42,7 +44,12 @@ export async function snapshotRedundancy(repo: Repository): Promise<Map<string, 
       : states.filter(([, s]) => s === 'stored').length;
     const queued = states.filter(([, s]) => s === 'queued').length;
     const need = copiesNeeded(p, policy);
-    if (stored >= need) continue;
+    const asPolicy = policy.scheme === 'ec' ? p.ec?.k === policy.k && p.ec.m === policy.m : !p.ec;
+    if (stored >= need) {
+      // As pool-status counts it: the repository is not as its policy says until Rebalance runs.
+      if (!asPolicy) weak.set(hex, { stored: copies, completing: false, lost: false, unconverted: true });
+      continue;
+    }
     weak.set(hex, {
       stored: Math.max(0, copies - (need - stored)),
       completing: stored + queued >= need,
@@ -96,6 +103,12 @@ export async function snapshotRedundancy(repo: Repository): Promise<Map<string, 
       out.set(s.doc.id, full);
       continue;
     }
+    const short = packs.filter((p) => !p.unconverted);
+    if (!short.length) {
+      out.set(s.doc.id, { ...full, state: 'unconverted', packs: packs.length });
+      continue;
+    }
+    packs = short;
     out.set(s.doc.id, {
       state: packs.some((p) => p.lost) ? 'lost' : packs.every((p) => p.completing) ? 'completing' : 'short',
       leastStored: Math.min(...packs.map((p) => p.stored)),
