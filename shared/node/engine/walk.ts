@@ -148,13 +148,16 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
     } else if (st.isFile()) {
       r.totalBytes += st.size;
       const wasFile = prev?.type === 'file';
-      const prior =
-        [hooks.resumed(rel), wasFile ? asPrior(prev) : undefined].find((p) => p && sameFile(p, st)) ?? null;
+      const fromParent = wasFile ? asPrior(prev) : undefined;
+      const prior = [hooks.resumed(rel), fromParent].find((p) => p && sameFile(p, st)) ?? null;
       if (prior && hooks.stored(prior.content)) {
         dir.nodes.push(nodeOf(name, 'file', st, { content: prior.content }));
         r.blobsReused += prior.content.length;
-        if (wasFile) r.files.unchanged++;
-        else r.files.new++;
+        // Against the parent snapshot, whichever record gave the content: a file changed since, stored
+        // by the interrupted run this one resumes, is still "changed".
+        if (!wasFile) r.files.new++;
+        else if (sameFile(fromParent!, st)) r.files.unchanged++;
+        else r.files.changed++;
         return;
       }
       if (wasFile) r.files.changed++;
