@@ -270,6 +270,43 @@ describe('check with part of the repository out of reach', () => {
     expect(back.code, back.stdout + back.stderr).toBe(0);
   });
 
+  it('a copy found damaged while the other copy is out of reach is marked damaged, its blobs kept: they restore once it is back', async () => {
+    const { cli, dirs } = await initFolderPool(3, 'cdu', ['--pack-size', '1MiB']);
+    const src = tempDir('cairn-cdu-src-');
+    for (let i = 0; i < 6; i++) writeRandomFile(path.join(src, `f${i}.bin`), 300_000);
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(
+      ['backup', src, '--chunk-size', '256KiB'],
+      cli,
+    );
+    const a = fullestTarget(dirs);
+    const file = packFilesIn(dirs[a]!).reduce((x, y) => (fs.statSync(y).size > fs.statSync(x).size ? y : x));
+    const b = dirs.findIndex(
+      (d, i) => i !== a && packFilesIn(d).some((f) => path.basename(f) === path.basename(file)),
+    );
+    expect(b).toBeGreaterThanOrEqual(0);
+    const bytes = fs.readFileSync(file);
+    bytes[100]! ^= 0x40;
+    fs.writeFileSync(file, bytes);
+    fs.renameSync(dirs[b]!, `${dirs[b]!}.away`);
+
+    const r = await runCli(['--json', 'check', '--read-data'], cli);
+    expect(r.code).toBe(1);
+    const j = JSON.parse(r.stdout) as CheckResult;
+    expect(j.problems.filter((p) => p.kind === 'unreachable-target').map((p) => p.target)).toEqual([
+      `d${b + 1}`,
+    ]);
+    expect(j.problems.some((p) => p.kind === 'damaged-copy' && p.target === `d${a + 1}`)).toBe(true);
+    expect(j.problems.some((p) => p.kind === 'damaged-blob')).toBe(false);
+    expect(j.damaged).toEqual([]);
+
+    // Back: the other copy restores every file (before, its blobs had left the index: "needs a missing blob").
+    fs.renameSync(`${dirs[b]!}.away`, dirs[b]!);
+    const out = tempDir('cairn-cdu-out-');
+    const restored = await runCli(['restore', snapshotId, '--to', out], cli);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+  });
+
   it('erasure-coded packs with fewer than k shards in reach are named as not checked, not as whole', async () => {
     const { cli, dirs } = await initFolderPool(3, 'cuec', ['--pack-size', '1MiB']);
     expect((await runCli(['policy', '--ec', '2+1'], cli)).code).toBe(0);

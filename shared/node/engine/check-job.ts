@@ -99,7 +99,7 @@ export async function runCheck(
         listener.files?.(++done, chosen.length);
       }
     }
-    settleDamagedCopies(repo, damagedCopies, result);
+    settleDamagedCopies(repo, damagedCopies, result, reach);
     // Once every target is listed: a missing copy of a pack stored elsewhere costs redundancy, not data
     // ("check --redundancy" reports it); a pack with no stored copy left is a problem.
     const counts = ks.index.counts();

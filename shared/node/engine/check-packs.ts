@@ -16,10 +16,17 @@ import type { TargetRow } from './keystore/keystore.ts';
  */
 export class CheckReach {
   private readonly away = new Set<number>();
+  /** `<pack hex>:<target id>` of the copies whose download failed. */
+  private readonly unread = new Set<string>();
   constructor(private readonly result: CheckResult) {}
 
   isAway(t: TargetRow): boolean {
     return this.away.has(t.id);
+  }
+
+  /** The copy of `packHex` on target `targetId` was not read in this run: passed over, or it failed. */
+  unchecked(packHex: string, targetId: number): boolean {
+    return this.away.has(targetId) || this.unread.has(`${packHex}:${targetId}`);
   }
 
   passOver(t: TargetRow, err: Error): void {
@@ -45,6 +52,7 @@ export class CheckReach {
       return await repo.storage(t).get(key);
     } catch (err) {
       if (!(err instanceof StorageError)) throw err;
+      this.unread.add(`${what}:${t.id}`);
       if (err.retryable) this.passOver(t, err);
       else
         this.result.problems.push({
@@ -176,25 +184,33 @@ export async function readPack(
 /**
  * After every target was read: a pack with a copy read whole in this run (header and every blob) holds
  * its blobs; its damaged copies are marked so (restores read the other, repair writes them again:
- * 'damaged-copy'). A pack with none (every copy read was damaged, or a subset left the others unread)
- * loses its damaged blobs from the local index, where the index places them in it (a good copy in
- * another pack stays), so the next backup stores them again; its other blobs stay restorable from it.
+ * 'damaged-copy'). So does a pack with another copy that could not be read (its target passed over, its
+ * download failed): that copy may be whole, and dropping the blobs would lose them if it is. A pack with
+ * neither (every copy read was damaged, or a subset left the others unread) loses its damaged blobs from
+ * the local index, where the index places them in it (a good copy in another pack stays), so the next
+ * backup stores them again; its other blobs stay restorable from it.
  */
 export function settleDamagedCopies(
   repo: Repository,
   damagedCopies: DamagedCopies,
   result: CheckResult,
+  reach: CheckReach,
 ): void {
   const { ks } = repo;
   for (const [packHex, { intact, damaged, blobs }] of damagedCopies) {
     if (!damaged.length) continue;
     const packId = Buffer.from(packHex, 'hex');
-    if (intact.length) {
+    const unchecked = ks.index
+      .storedCopies(packId)
+      .some((t) => !damaged.includes(t) && reach.unchecked(packHex, t));
+    if (intact.length || unchecked) {
       for (const t of damaged) ks.index.markDamaged(packId, t);
       for (const p of result.problems)
         if ((p.kind === 'damaged-blob' || p.kind === 'pack-header') && p.pack === packHex) {
           p.kind = 'damaged-copy';
-          p.message += ` (on target "${p.target}"; another copy was read whole: "cairn repair" writes this one again)`;
+          p.message += intact.length
+            ? ` (on target "${p.target}"; another copy was read whole: "cairn repair" writes this one again)`
+            : ` (on target "${p.target}"; another copy could not be read to know whether it is whole)`;
         }
       continue;
     }

@@ -1,4 +1,4 @@
-import { LockConflictError } from '../repository/locks.ts';
+import { LockConflictError, SameStorageError } from '../repository/locks.ts';
 import type { Repository } from '../repository/repository.ts';
 import { RepositoryError } from '../repository/repository.ts';
 import { PoolError } from '../repository/pool-sync.ts';
@@ -83,6 +83,11 @@ export class MemberReads {
     const targets = this.ks.listTargets();
     if (targets.length > 1 && targets.some((t) => t.poolId === null) && !onUnreachable)
       await this.repo.publishPool().catch((err: unknown) => {
+        // Two targets that are one storage (added before that was caught): said, never fatal to a read.
+        if (err instanceof SameStorageError)
+          return this.notice(
+            `${err.message} Remove the one added by mistake ("cairn target rm <name>"): until then the pool object is not written.`,
+          );
         const later =
           err instanceof LockConflictError || err instanceof StorageError || err instanceof RepositoryError;
         if (!later) throw err;

@@ -44,6 +44,22 @@ export interface RepairResult extends CompletionResult {
   unconverted: number;
 }
 
+/**
+ * The members no lock was taken on (out of reach, or refused): nothing is written to them, since a prune
+ * elsewhere holding their exclusive lock could delete it unseen. Their copies stay queued.
+ */
+function lockedOnly(members: TargetRow[], locks: RepoLock[]): Map<number, string> {
+  const locked = new Set(locks.map((l) => l.targetId));
+  return new Map(
+    members
+      .filter((t) => !locked.has(t.id))
+      .map((t) => [
+        t.id,
+        'not locked for this run (out of reach or locked elsewhere): its copies stay queued',
+      ]),
+  );
+}
+
 /** The pool's members (targets with a place in the pool object). */
 export function poolMembers(ks: Keystore): TargetRow[] {
   return ks.pool.state() ? ks.listTargets().filter((t) => t.poolId !== null) : [];
@@ -125,7 +141,7 @@ export class PoolAdmin {
         target: u.target,
         message: `its packs could not be listed, so copies it lacks were not found (${u.message})`,
       }));
-      const r = await this.repairLocked(members, progress);
+      const r = await this.repairLocked(members, progress, lockedOnly(members, locks));
       const { unconverted } = poolStatus(this.ks).redundancy;
       return { ...r, problems: [...unlisted, ...r.problems], unconverted };
     } finally {
@@ -139,10 +155,11 @@ export class PoolAdmin {
    * down given up on in seconds.
    */
   async completeQueued(): Promise<CompletionResult> {
-    const locks = await this.lockForRepair(poolMembers(this.ks), { impatient: true });
+    const members = poolMembers(this.ks);
+    const locks = await this.lockForRepair(members, { impatient: true });
     try {
       await this.refreshAll(() => undefined);
-      return await completeCopies(this.repo);
+      return await completeCopies(this.repo, undefined, lockedOnly(members, locks));
     } finally {
       for (const l of locks) await l.release();
     }
@@ -198,7 +215,8 @@ export class PoolAdmin {
 
   private async repairLocked(
     members: TargetRow[],
-    progress?: (done: number, total: number) => void,
+    progress: ((done: number, total: number) => void) | undefined,
+    unlocked: Map<number, string>,
   ): Promise<CompletionResult> {
     const policy = this.policy();
     if (members.length && policy.scheme === 'replicas') {
@@ -229,7 +247,7 @@ export class PoolAdmin {
         if (onto) this.ks.index.queueCopies(Buffer.from(hex, 'hex'), [onto.id], [p.shards.get(targetId)!]);
       }
     }
-    return completeCopies(this.repo, progress);
+    return completeCopies(this.repo, progress, unlocked);
   }
 
   /**

@@ -9,6 +9,7 @@ import { startProxy } from '../../../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import { copyTargets, packPlacement } from '../repository/pack-placement.ts';
 import { Engine } from './engine.ts';
+import { LockConflictError } from '../repository/locks.ts';
 
 let s3: S3Server;
 beforeAll(async () => {
@@ -556,6 +557,24 @@ describe('a pool of targets: every target knows the others', () => {
         ['two', 2],
       ]);
       expect(fs.readdirSync(path.join(d1, 'locks'))).toEqual([]);
+
+      // A lock this process holds on the same target under another name (renamed since) is a lock
+      // conflict, not "another storage".
+      const held = await a.repo.lock(a.listTargets()[0]!, { kind: 'shared', operation: 'backup' });
+      try {
+        const renamed = { ...a.listTargets()[0]!, name: 'uno' };
+        const err = await a.repo
+          .lock(renamed, { kind: 'exclusive', operation: 'prune' })
+          .catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(LockConflictError);
+      } finally {
+        await held.release();
+      }
+      // Edited into another member: refused, and the target left as it was.
+      await expect(
+        a.replaceTarget('one', 'one', s3TargetConfig(s3, bucket, proxy.endpoint), s3.secretAccessKey),
+      ).rejects.toThrow(/is target "two" under another name .*: "one" was not changed\./);
+      expect(a.listTargets()[0]!.config).toEqual({ kind: 'dir', path: d1 });
     } finally {
       a.close();
       await proxy.close();

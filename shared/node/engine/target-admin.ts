@@ -67,10 +67,7 @@ export class TargetAdmin {
       // Taken as a second target, its copies would share the first's fate, unseen.
       this.repo.forget(t.id);
       this.ks.removeTarget(t.id, { forgetPacks: true });
-      const other = same.target === name ? same.sameAs : same.target;
-      throw new SettingsError(
-        `${targetWhere(parsed)} is target "${other}" under another name (a lock written through "${other}" shows there): nothing was added.`,
-      );
+      throw aliasError(parsed, name, same, 'nothing was added');
     }
     return this.ks.targetById(t.id);
   }
@@ -172,9 +169,17 @@ export class TargetAdmin {
         probe.close();
       }
     }
+    const before = this.ks.targetHandle(existing).secret;
     const updated = this.ks.updateTarget(existing.id, name, parsed, effective);
     this.repo.forget(existing.id);
-    if (opts.test !== false) await this.publishPool(`Target "${name}" was changed`);
+    try {
+      if (opts.test !== false) await this.publishPool(`Target "${name}" was changed`);
+    } catch (same) {
+      if (!(same instanceof SameStorageError)) throw same;
+      this.ks.updateTarget(existing.id, existing.name, existing.config, before);
+      this.repo.forget(existing.id);
+      throw aliasError(parsed, name, same, `"${current}" was not changed`);
+    }
     return updated;
   }
 
@@ -223,4 +228,17 @@ export class TargetAdmin {
     this.repo.forget(t.id);
     await this.publishPool(`Target "${name}" was removed`);
   }
+}
+
+/** A target that is another member under a new name (SameStorageError), said with what was undone. */
+function aliasError(
+  parsed: TargetConfig,
+  name: string,
+  same: SameStorageError,
+  undone: string,
+): SettingsError {
+  const other = same.target === name ? same.sameAs : same.target;
+  return new SettingsError(
+    `${targetWhere(parsed)} is target "${other}" under another name (a lock written through "${other}" shows there): ${undone}.`,
+  );
 }

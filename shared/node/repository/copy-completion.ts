@@ -25,6 +25,8 @@ export interface CompletionResult {
 export async function completeCopies(
   repo: Repository,
   progress?: (done: number, total: number) => void,
+  /** Targets to leave alone (not locked by the caller), with why: their copies stay queued. */
+  skip: ReadonlyMap<number, string> = new Map(),
 ): Promise<CompletionResult> {
   const { ks } = repo;
   const queued = ks.index.queuedCopies();
@@ -41,9 +43,9 @@ export async function completeCopies(
     const written: Buffer[] = [];
     // A target found out of reach moments ago (unreachableMembers, a give-up) keeps its copies queued
     // at once, rather than after the retry window of its first request.
-    const away = repo.storage(t).recentOutage();
+    const away = repo.storage(t).recentOutage()?.message ?? skip.get(t.id);
     if (away) {
-      result.problems.push({ target: t.name, message: away.message });
+      result.problems.push({ target: t.name, message: away });
       continue;
     }
     try {

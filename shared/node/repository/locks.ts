@@ -222,6 +222,8 @@ export class RepoLock {
     private id: string,
     private readonly doc: LockDoc,
     readonly label: string,
+    /** The keystore's id of the target it is on: names change (a rename), ids do not. */
+    readonly targetId?: number,
   ) {}
 
   get lockId(): string {
@@ -239,6 +241,7 @@ export class RepoLock {
       kind: LockKind;
       operation: string;
       label: string;
+      targetId?: number;
       waitMs?: number;
       onWait?: (message: string) => void;
     },
@@ -262,13 +265,17 @@ export class RepoLock {
       const others = (await listLocks(ctx)).filter((l) => l.id !== id && !l.stale);
       const conflicts = opts.kind === 'exclusive' ? others : others.filter((l) => l.kind === 'exclusive');
       if (conflicts.length === 0) {
-        const lock = new RepoLock(ctx, id, doc, opts.label);
+        const lock = new RepoLock(ctx, id, doc, opts.label, opts.targetId);
         lock.start();
         heldHere.add(lock);
         return lock;
       }
       await ctx.storage.delete(ObjectKey.lock(id));
-      const mine = [...heldHere].find((l) => l.label !== opts.label && conflicts.some((c) => c.id === l.id));
+      const elsewhere = (l: RepoLock) =>
+        l.targetId !== undefined && opts.targetId !== undefined
+          ? l.targetId !== opts.targetId
+          : l.label !== opts.label;
+      const mine = [...heldHere].find((l) => elsewhere(l) && conflicts.some((c) => c.id === l.id));
       if (mine) throw new SameStorageError(opts.label, mine.label);
       const held = conflicts.map(describeHolder).join('; ');
       const left = deadline - Date.now();

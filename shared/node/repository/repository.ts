@@ -350,7 +350,7 @@ export class Repository {
     opts: { kind: LockKind; operation: string; waitMs?: number; onWait?: (message: string) => void },
   ): Promise<RepoLock> {
     await this.attach(t);
-    return RepoLock.acquire(this.lockContext(t), { ...opts, label: t.name });
+    return RepoLock.acquire(this.lockContext(t), { ...opts, label: t.name, targetId: t.id });
   }
 
   /**
