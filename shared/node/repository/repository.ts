@@ -389,8 +389,11 @@ export class Repository {
   async publishPool(opts: { waitMs?: number; policy?: PoolPolicy } = {}): Promise<void> {
     // Every member takes the pool object under its exclusive lock: one out of reach fails the change in
     // seconds, not after the retry window of its lock.
-    const down = await unreachableMembers(this, this.ks.listTargets());
-    if (down.size) throw down.values().next().value!;
+    // Only what is out of reach: a throttled or failing server is ridden out as before.
+    const down = [...(await unreachableMembers(this, this.ks.listTargets())).values()].filter(
+      (e) => e.problem === 'unreachable',
+    );
+    if (down.length) throw down[0];
     await this.pool.publish(opts, async ({ first, joined }) => {
       // Under the exclusive locks, from what every member holds now: a keystore behind a prune done
       // elsewhere must not seed a joining target with packs that are gone.
