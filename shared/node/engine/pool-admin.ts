@@ -9,7 +9,7 @@ import { unreachableMembers } from '../repository/reachability.ts';
 import { StorageError } from '../storage/storage.ts';
 import { EC_MAX_K as MAX_K, EC_MAX_M as MAX_M } from '../format/erasure.ts';
 import { SettingsError, checkWeight } from './engine-settings.ts';
-import { copiesNeeded, poolStatus } from './pool-status.ts';
+import { copiesNeeded, poolStatus, storedAsPolicy } from './pool-status.ts';
 import { runRebalance, type RebalanceResult } from './rebalance-job.ts';
 import type { Keystore, TargetRow } from './keystore/keystore.ts';
 
@@ -370,11 +370,9 @@ export class PoolAdmin {
         const row = perTarget.get(targetId);
         if (row) row[s]++;
       }
-      const asPolicy =
-        policy.scheme === 'ec' ? p.ec?.k === policy.k && p.ec.m === policy.m : p.ec === undefined;
       const need = copiesNeeded(p, policy);
       if (count.stored < (p.ec?.k ?? 1)) report.lost++;
-      else if (!asPolicy) report.unconverted++;
+      else if (!storedAsPolicy(p.ec, policy)) report.unconverted++;
       else if (count.stored >= need) report.full++;
       else report.degraded.push({ pack: hex, ...count, needed: need });
     }

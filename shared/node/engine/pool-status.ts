@@ -17,6 +17,11 @@ export function copiesNeeded(pack: { ec?: { k: number; m: number } }, policy: Po
   return policy.scheme === 'replicas' ? policy.copies : policy.m + 1;
 }
 
+/** A pack is stored as the policy says: whole copies under replicas, the policy's k+m under erasure coding. */
+export function storedAsPolicy(ec: { k: number; m: number } | null | undefined, policy: PoolPolicy): boolean {
+  return policy.scheme === 'ec' ? ec?.k === policy.k && ec.m === policy.m : !ec;
+}
+
 export interface PoolStatus {
   /** The pool object's generation, or null for a repository of one target that never had a pool. */
   generation: number | null;
@@ -71,8 +76,7 @@ export function poolStatus(ks: Keystore): PoolStatus {
       continue;
     }
     storedBytes += g.bytes;
-    const asPolicy = policy.scheme === 'ec' ? g.ec?.k === policy.k && g.ec.m === policy.m : g.ec === null;
-    if (!asPolicy) r.unconverted += g.packs;
+    if (!storedAsPolicy(g.ec, policy)) r.unconverted += g.packs;
     else if (g.stored >= copies) r.full += g.packs;
     else {
       r.leastStored = Math.min(r.leastStored, g.stored);

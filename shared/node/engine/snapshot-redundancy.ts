@@ -2,7 +2,7 @@ import type { SnapshotRedundancyView } from '../../api/views.ts';
 import { distinctShards } from '../format/shard-codec.ts';
 import { decodeTree } from '../format/tree.ts';
 import type { Repository } from '../repository/repository.ts';
-import { copiesNeeded, wantedCopies } from './pool-status.ts';
+import { copiesNeeded, storedAsPolicy, wantedCopies } from './pool-status.ts';
 
 /** A pack with fewer copies (or shards) stored than it needs. */
 interface WeakPack {
@@ -44,10 +44,10 @@ export async function snapshotRedundancy(repo: Repository): Promise<Map<string, 
       : states.filter(([, s]) => s === 'stored').length;
     const queued = states.filter(([, s]) => s === 'queued').length;
     const need = copiesNeeded(p, policy);
-    const asPolicy = policy.scheme === 'ec' ? p.ec?.k === policy.k && p.ec.m === policy.m : !p.ec;
     if (stored >= need) {
       // As pool-status counts it: the repository is not as its policy says until Rebalance runs.
-      if (!asPolicy) weak.set(hex, { stored: copies, completing: false, lost: false, unconverted: true });
+      if (!storedAsPolicy(p.ec, policy))
+        weak.set(hex, { stored: copies, completing: false, lost: false, unconverted: true });
       continue;
     }
     weak.set(hex, {
