@@ -257,6 +257,7 @@ describe('check with part of the repository out of reach', () => {
     expect(text.code).toBe(1);
     expect(text.stdout).toMatch(/whole as far as could be checked/);
     expect(text.stdout).toContain(`Target "${name}" could not be read: its copies count as this machine`);
+    expect(text.stdout).toContain(`"cairn target rm ${name} --force" removes it`);
     expect(text.stderr).toMatch(/Part of the repository could not be checked/);
 
     // Nothing in reach: no verdict at all.

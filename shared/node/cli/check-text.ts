@@ -26,13 +26,14 @@ export function checkText(r: CheckResult): { lines: string[]; summary: string; f
   const read = r.packsRead
     ? `; read ${plural(r.packsRead, 'pack')} or shards (${formatSize(r.bytesRead)}${r.blobsRead ? `, ${plural(r.blobsRead, 'blob')}` : ''})`
     : '';
-  const away = r.problems.filter((x) => x.kind === 'unreachable-target').map((x) => `"${x.target}"`);
+  const awayNames = r.problems.filter((x) => x.kind === 'unreachable-target').map((x) => x.target!);
+  const away = awayNames.map((n) => `"${n}"`);
   // A pack named by its shards and again as a whole counts once.
   const unread = new Set(r.problems.filter((x) => x.kind === 'unread-copy').map((x) => x.pack)).size;
   const found = r.problems.filter((x) => x.kind !== 'unreachable-target' && x.kind !== 'unread-copy');
   const unchecked =
     (away.length
-      ? ` ${away.length === 1 ? 'Target' : 'Targets'} ${away.join(', ')} could not be read: ${away.length === 1 ? 'its' : 'their'} copies count as this machine last knew them, unchecked. If ${away.length === 1 ? 'it is' : 'one is'} lost, "cairn target rm <name> --force" removes it and "cairn repair" writes again what it held.`
+      ? ` ${away.length === 1 ? 'Target' : 'Targets'} ${away.join(', ')} could not be read: ${away.length === 1 ? 'its' : 'their'} copies count as this machine last knew them, unchecked. If ${away.length === 1 ? 'it is' : 'one is'} lost, "cairn target rm ${away.length === 1 ? awayNames[0] : '<name>'} --force" removes it and "cairn repair" writes again what it held.`
       : '') +
     (unread
       ? ` ${plural(unread, 'pack')} had a copy or shard that could not be read, which was not checked.`

@@ -139,7 +139,7 @@ export class PoolAdmin {
       // would otherwise be taken for whole.
       const unlisted = (await this.listMembers(members)).map((u) => ({
         target: u.target,
-        message: `its packs could not be listed, so copies it lacks were not found (${u.message})`,
+        message: `its packs could not be listed, so copies it lacks were not found (${u.message.replace(/\.$/, '')})`,
       }));
       const r = await this.repairLocked(members, progress, lockedOnly(members, locks));
       const { unconverted } = poolStatus(this.ks).redundancy;
