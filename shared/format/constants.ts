@@ -17,6 +17,8 @@ export const Magic = {
   pool: 'CRNO',
   /** One erasure-coded shard of a pack (issue 10). Not a sealed object: MAC'd (shard-codec.ts). */
   shard: 'CRNE',
+  /** The record that a key slot was removed on purpose (`revoked/<slot id>`). */
+  revocation: 'CRNR',
 } as const;
 
 export type BlobKind = 'data' | 'tree';
@@ -54,6 +56,7 @@ export const PACK_ENTRY_BYTES = 1 + BLOB_ID_BYTES + 4 + 4;
 export const ObjectKey = {
   config: 'config',
   key: (slotId: string) => `keys/${slotId}`,
+  revoked: (slotId: string) => `revoked/${slotId}`,
   pack: (packIdHex: string) => `data/${packIdHex.slice(0, 2)}/${packIdHex}`,
   /** Shard `index` of an erasure-coded pack (docs/FORMAT.md, "Erasure-coded shards"). */
   shard: (packIdHex: string, index: number) =>
@@ -65,6 +68,7 @@ export const ObjectKey = {
 
 export const Prefix = {
   keys: 'keys/',
+  revoked: 'revoked/',
   data: 'data/',
   index: 'index/',
   snapshots: 'snapshots/',

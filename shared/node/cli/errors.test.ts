@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliJson, runCli, spawnCli, type CliOptions } from '../../../test/support/cli.ts';
 import {
   initFolderPool,
+  initHome,
   initHomeWithTarget,
   listKeys,
   s3TargetArgs,
@@ -74,6 +75,25 @@ describe('bad input gets a clear error and changes nothing', () => {
       () => runCli(['backup', src], { env: { ...cli.env, CAIRN_PASSPHRASE: 'not the passphrase' } }),
       /^Error: Wrong passphrase: it does not unlock this repository\.$/m,
     );
+  });
+
+  it('a keystore with no usable key slot left: restore by a short id says so in one sentence, nothing uncaught', async () => {
+    const other = await initHome();
+    const from = path.join(tempDir(), 'few');
+    writeRandomFile(path.join(from, 'a.bin'), 10_000);
+    const dir = tempDir('cairn-noslot-');
+    expect((await runCli(['target', 'add', 'd', '--dir', dir], other.cli)).code).toBe(0);
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', from], other.cli);
+    const db = new Database(path.join(other.home, 'keystore.db'));
+    db.exec('DELETE FROM key_slots');
+    db.close();
+    const r = await runCli(
+      ['restore', snapshotId.slice(0, 6), '--to', path.join(tempDir(), 'out')],
+      other.cli,
+    );
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^Error: The keystore at .* holds no usable key slot: .*"cairn connect"/m);
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 
   it('wrong S3 secret, when adding a target and when backing up to one', async () => {

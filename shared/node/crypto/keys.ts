@@ -151,33 +151,47 @@ export async function openKeySlot(
   return master;
 }
 
+/**
+ * What a key slot may make a machine spend: anyone who can write to a bucket can put a slot there, and
+ * every machine that unlocks or connects tries it. At most 1 GiB of memory (libsodium's SENSITIVE level)
+ * and 4 GiB-passes of work (four times the default cost, about 1.8 s here); a slot beyond them is damaged.
+ */
+export const KDF_BOUNDS = { opsMax: 32, memMin: 8192, memMax: 2 ** 30, workMax: 4 * 2 ** 30 } as const;
+/** A key slot is a few hundred bytes: anything larger under keys/ is not read. */
+export const KEY_SLOT_MAX_BYTES = 64 << 10;
+
 /** Checks the shape of a slot read from a bucket or the keystore; throws naming `where`. */
 export function parseKeySlot(value: unknown, where: string): KeySlot {
+  const problem = keySlotProblem(value);
+  if (problem) throw new Error(`The key slot ${where} is damaged or not a Cairn v2 key slot (${problem}).`);
+  return value as KeySlot;
+}
+
+/** Why `value` is not a usable key slot, or null. */
+export function keySlotProblem(value: unknown): string | null {
   const s = value as KeySlot;
   const b64 = (x: unknown) => typeof x === 'string' && /^[A-Za-z0-9+/=]*$/.test(x);
-  const kdfOk =
-    s?.kdf?.alg === 'recovery-kdf' ||
-    (s?.kdf?.alg === 'argon2id13' &&
-      Number.isInteger(s.kdf.opslimit) &&
-      s.kdf.opslimit >= 1 &&
-      s.kdf.opslimit <= 64 &&
-      Number.isInteger(s.kdf.memlimit) &&
-      s.kdf.memlimit >= 8192 &&
-      s.kdf.memlimit <= 4 * 2 ** 30 &&
-      b64(s.kdf.salt));
-  const ok =
-    s?.version === 2 &&
-    typeof s.id === 'string' &&
-    /^[0-9a-f]{16}$/.test(s.id) &&
-    typeof s.repository === 'string' &&
-    (s.kind === 'passphrase' || s.kind === 'recovery') &&
-    kdfOk &&
-    b64(s.nonce) &&
-    b64(s.sealed) &&
-    typeof s.createdAt === 'string' &&
-    typeof s.host === 'string';
-  if (!ok) throw new Error(`The key slot ${where} is damaged or not a Cairn v2 key slot.`);
-  return s;
+  if (s?.version !== 2) return 'not version 2';
+  if (typeof s.id !== 'string' || !/^[0-9a-f]{16}$/.test(s.id)) return 'bad id';
+  if (typeof s.repository !== 'string') return 'no repository';
+  if (s.kind !== 'passphrase' && s.kind !== 'recovery') return 'unknown kind';
+  if (!b64(s.nonce) || !b64(s.sealed)) return 'bad nonce or key';
+  if (typeof s.createdAt !== 'string' || typeof s.host !== 'string') return 'bad createdAt or host';
+  if (s.kdf?.alg === 'recovery-kdf') return s.kind === 'recovery' ? null : 'kdf does not match its kind';
+  if (s.kdf?.alg !== 'argon2id13' || s.kind !== 'passphrase') return 'unknown kdf';
+  const { opslimit: ops, memlimit: mem } = s.kdf;
+  if (!b64(s.kdf.salt)) return 'bad salt';
+  if (!Number.isInteger(ops) || ops < 1 || ops > KDF_BOUNDS.opsMax)
+    return `opslimit ${String(ops)} outside 1…${KDF_BOUNDS.opsMax}`;
+  if (!Number.isInteger(mem) || mem < KDF_BOUNDS.memMin || mem > KDF_BOUNDS.memMax)
+    return `memlimit ${String(mem)} outside ${KDF_BOUNDS.memMin}…${KDF_BOUNDS.memMax}`;
+  if (ops * mem > KDF_BOUNDS.workMax) return `opslimit × memlimit above ${KDF_BOUNDS.workMax}`;
+  return null;
+}
+
+/** Work to try a slot with a passphrase (passes × bytes); 0 for a recovery slot. Cheapest are tried first. */
+export function slotCost(slot: KeySlot): number {
+  return slot.kdf.alg === 'argon2id13' ? slot.kdf.opslimit * slot.kdf.memlimit : 0;
 }
 
 const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';

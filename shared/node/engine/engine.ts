@@ -94,6 +94,7 @@ export class Engine {
 
   private constructor(readonly ks: Keystore) {
     this.repo = new Repository(ks);
+    this.repo.notice = (m) => this.notice?.(m);
     this.backups = new BackupJobs(ks, this.repo);
     this.keys = new KeyAdmin(ks, this.repo);
     this.targets = new TargetAdmin(ks, this.repo);
@@ -146,7 +147,10 @@ export class Engine {
     meanwhile: (locked: LockedKeystore) => Promise<T>,
   ): Promise<{ engine: Engine; early: T }> {
     const locked = Keystore.openLocked(keystorePath(home), await loadSodium());
-    const [ks, found] = await Promise.allSettled([locked.unlock(secret), meanwhile(locked)]);
+    // `meanwhile` starts first, and whatever it throws becomes its rejection: an unlock that fails at once
+    // closes the keystore under it, and a throw while building the array left that failure unhandled.
+    const early = (async () => meanwhile(locked))();
+    const [ks, found] = await Promise.allSettled([locked.unlock(secret), early]);
     if (ks.status === 'rejected') throw ks.reason;
     const engine = await Engine.ready(ks.value);
     if (found.status === 'rejected') {

@@ -50,7 +50,7 @@ export class TargetAdmin {
     this.ks.pool.setWeight(t.id, weight);
     if (opts.test === false) return this.ks.targetById(t.id);
     try {
-      await this.repo.attach(t, { joining: true });
+      await this.repo.attach(t);
       await this.repo.refresh(t);
     } catch (err) {
       this.repo.forget(t.id);
@@ -163,7 +163,7 @@ export class TargetAdmin {
         // member pointed at an empty bucket is refused (attach), as a member that lost its bucket is.
         await probe.attach(
           { ...existing, name, config: parsed, id: existing.id },
-          { handle: { id: existing.id, name, config: parsed, secret: effective }, joining: true },
+          { handle: { id: existing.id, name, config: parsed, secret: effective } },
         );
       } finally {
         probe.close();

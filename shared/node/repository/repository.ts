@@ -2,6 +2,7 @@ import { Magic, ObjectKey, Prefix, type BlobKind } from '../../format/constants.
 import { readTreeBlob } from './tree-reads.ts';
 import { listPacks, reconcilePacks } from './pack-listing.ts';
 import type { KeySlot } from '../crypto/keys.ts';
+import { KeySlots, sealRevocation, slotBody } from './key-slots.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { blobId } from '../format/blob-codec.ts';
 import {
@@ -24,7 +25,7 @@ import { MetaWriter } from './meta-writer.ts';
 import { PoolSync } from './pool-sync.ts';
 import { unreachableMembers } from './reachability.ts';
 import type { PoolPolicy } from './pool.ts';
-import { openMetaStorage, readJsonSlot, unlockFromTarget } from './unlock.ts';
+import { openMetaStorage, unlockFromTarget } from './unlock.ts';
 import { parseSnapshotDoc, type SnapshotDoc } from './snapshot.ts';
 
 export { RepositoryError, unlockFromTarget };
@@ -40,8 +41,18 @@ export class Repository {
   private readonly verified = new Set<number>();
   readonly pool: PoolSync = new PoolSync(this);
   readonly meta: MetaWriter = new MetaWriter(this);
+  readonly keySlots: KeySlots;
+  /** Where damage seen and passed over is said (the engine's notice). */
+  notice?: (message: string) => void;
 
-  constructor(readonly ks: Keystore) {}
+  constructor(readonly ks: Keystore) {
+    this.keySlots = new KeySlots({
+      ks,
+      storage: (t) => this.storage(t),
+      attach: (t) => this.attach(t),
+      notice: (m) => this.notice?.(m),
+    });
+  }
 
   get sodium(): SodiumProvider {
     return this.ks.sodium;
@@ -77,12 +88,10 @@ export class Repository {
    */
   async attach(
     t: TargetRow,
-    /** `joining`: the target is new to this keystore (target add or edit): see syncKeySlots. */
     /** `rejoin`: a pool member found holding no repository is set up again (`repair`, at the user's word). */
     opts: {
       force?: boolean;
       handle?: TargetHandle;
-      joining?: boolean;
       impatient?: boolean;
       rejoin?: boolean;
     } = {},
@@ -109,8 +118,12 @@ export class Repository {
         throw new RepositoryError(
           `Target "${t.name}" is not empty and holds no Cairn repository (found ${foreign}): choose an empty bucket or folder.`,
         );
-      for (const slot of this.ks.keySlots())
-        await s.put(ObjectKey.key(slot.id), Buffer.from(JSON.stringify(slot, null, 2)));
+      for (const slot of this.ks.keySlots()) await s.put(ObjectKey.key(slot.id), slotBody(slot));
+      for (const r of this.ks.revocations().values())
+        await s.put(
+          ObjectKey.revoked(r.id),
+          sealRevocation(this.sodium, this.ks.keys.metaSeal, { version: 2, ...r }),
+        );
       await s.put(ObjectKey.config, sealConfig(this.sodium, this.ks.keys.metaSeal, this.ks.config));
       result = 'initialised';
     } else {
@@ -128,59 +141,21 @@ export class Repository {
         throw new RepositoryError(
           `Target "${t.name}" holds another Cairn repository (${config.id.slice(0, 12)}…, this one is ${this.ks.repoId.slice(0, 12)}…).`,
         );
-      await this.syncKeySlots(s, opts.joining ?? false);
+      await this.keySlots.sync(s);
       result = 'member';
     }
     this.verified.add(t.id);
     return result;
   }
 
-  /**
-   * The bucket wins for key slots. Key changes reach every target before the keystore, and a joining
-   * target gets every slot, so a slot this keystore knows that a member target lacks was removed on some
-   * machine (`key rm`, `key passwd`): it is revoked here, and deleted from any target that still holds
-   * it, never written back. A slot a target holds that this keystore never knew was added elsewhere: it
-   * is learnt, so that passphrase unlocks this machine too. A target joining this keystore (a copy of the
-   * bucket made before some slots were added) proves no removal: it gets the slots it lacks instead.
-   */
-  private async syncKeySlots(s: Storage, joining: boolean): Promise<void> {
-    const listed = new Set<string>();
-    for await (const o of s.list(Prefix.keys)) {
-      const id = o.key.slice(Prefix.keys.length);
-      if (/^[0-9a-f]{16}$/.test(id)) listed.add(id);
-    }
-    const slots = this.ks.keySlots();
-    const known = new Set(slots.map((k) => k.id));
-    for (const slot of slots) {
-      if (listed.has(slot.id)) continue;
-      if (joining) await s.put(ObjectKey.key(slot.id), Buffer.from(JSON.stringify(slot, null, 2)));
-      else this.ks.removeKeySlot(slot.id);
-    }
-    const revoked = this.ks.revokedKeySlots();
-    for (const id of listed) {
-      if (revoked.has(id)) await s.delete(ObjectKey.key(id));
-      else if (!known.has(id)) {
-        const slot = await readJsonSlot(s, ObjectKey.key(id));
-        if (slot.id === id && slot.repository === this.ks.repoId) this.ks.putKeySlot(slot);
-      }
-    }
+  /** Writes a key slot to every target and the keystore (key-slots.ts). */
+  putKeySlot(slot: KeySlot): Promise<void> {
+    return this.keySlots.put(slot);
   }
 
-  /** Writes a key slot to every target and the keystore. */
-  async putKeySlot(slot: KeySlot): Promise<void> {
-    for (const t of this.ks.listTargets()) {
-      await this.attach(t);
-      await this.storage(t).put(ObjectKey.key(slot.id), Buffer.from(JSON.stringify(slot, null, 2)));
-    }
-    this.ks.putKeySlot(slot);
-  }
-
-  async removeKeySlot(id: string): Promise<void> {
-    for (const t of this.ks.listTargets()) {
-      await this.attach(t);
-      await this.storage(t).delete(ObjectKey.key(id));
-    }
-    this.ks.removeKeySlot(id);
+  /** Revokes a key slot everywhere: its revocation record first, then the slot (key-slots.ts). */
+  removeKeySlot(id: string): Promise<void> {
+    return this.keySlots.revoke(id);
   }
 
   /**

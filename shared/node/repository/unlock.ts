@@ -1,8 +1,8 @@
-import { ObjectKey, Prefix } from '../../format/constants.ts';
+import { ObjectKey } from '../../format/constants.ts';
 import {
   deriveSubkeys,
   openKeySlot,
-  parseKeySlot,
+  slotCost,
   type KeySlot,
   type Unlocker,
   WrongPassphraseError,
@@ -10,35 +10,27 @@ import {
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { openTarget, type TargetHandle } from '../storage/open-target.ts';
 import type { RetryingStorage } from '../storage/retrying.ts';
-import { StorageError, type Storage } from '../storage/storage.ts';
+import { StorageError } from '../storage/storage.ts';
 import { openConfig, type RepoConfig } from './config.ts';
 import { RepositoryError } from './errors.ts';
+import { listKeyObjects, openRevocation, readKeySlot } from './key-slots.ts';
 
 /** The coordinator's own connection to a target: config, keys, index, snapshots, trees; never data packs. */
 export function openMetaStorage(handle: TargetHandle): RetryingStorage {
   return openTarget(handle, { concurrency: 4 });
 }
 
-export async function readJsonSlot(s: Storage, key: string): Promise<KeySlot> {
-  const body = await s.get(key);
-  let v: unknown;
-  try {
-    v = JSON.parse(body.toString('utf8'));
-  } catch {
-    throw new RepositoryError(`The key slot ${key} on target "${s.label}" is not valid JSON.`);
-  }
-  return parseKeySlot(v, `${key} on target "${s.label}"`);
-}
-
 /**
  * Opens a repository from a bare target with a passphrase or recovery key: the basis of `cairn connect`.
- * Tries every key slot in keys/ and proves the master key against the target's config.
+ * Tries the usable key slots in keys/, cheapest first (damaged, oversized and over-costly ones are passed
+ * over and named in `passedOver`), and proves the master key against the target's config. A slot that a
+ * revocation record on the target names does not open it.
  */
 export async function unlockFromTarget(
   sodium: SodiumProvider,
   handle: TargetHandle,
   secret: Unlocker,
-): Promise<{ master: Buffer; config: RepoConfig; slots: KeySlot[]; slotId: string }> {
+): Promise<{ master: Buffer; config: RepoConfig; slots: KeySlot[]; slotId: string; passedOver: string[] }> {
   const s = openMetaStorage(handle);
   try {
     await s.check();
@@ -47,10 +39,21 @@ export async function unlockFromTarget(
         throw new RepositoryError(`Target "${handle.name}" holds no Cairn repository (no config object).`);
       throw err;
     });
+    const listed = await listKeyObjects(s);
     const slots: KeySlot[] = [];
-    for await (const o of s.list(Prefix.keys)) slots.push(await readJsonSlot(s, o.key));
+    const passedOver: string[] = [];
+    for (const [id, size] of listed.slots) {
+      const r = await readKeySlot(s, id, size);
+      if ('slot' in r) slots.push(r.slot);
+      else passedOver.push(r.problem);
+    }
     if (slots.length === 0)
-      throw new RepositoryError(`Target "${handle.name}" has a config but no key slots.`);
+      throw new RepositoryError(
+        listed.slots.size === 0
+          ? `Target "${handle.name}" has a config but no key slots: connect through another target of the repository.`
+          : `Target "${handle.name}" has no usable key slot: ${passedOver.join(' ')}`,
+      );
+    slots.sort((a, b) => slotCost(a) - slotCost(b));
     for (const slot of slots) {
       const master = await openKeySlot(sodium, slot, secret);
       if (!master) continue;
@@ -67,12 +70,34 @@ export async function unlockFromTarget(
         throw new RepositoryError(
           `Key slot ${slot.id} on target "${handle.name}" belongs to another repository.`,
         );
-      return { master, config, slots, slotId: slot.id };
+      const revoked = new Set<string>();
+      for (const id of listed.revoked) {
+        try {
+          openRevocation(sodium, keys.metaSeal, id, await s.get(ObjectKey.revoked(id)));
+          revoked.add(id);
+        } catch (err) {
+          if (err instanceof StorageError && err.problem !== 'not-found') throw err;
+        }
+      }
+      if (revoked.has(slot.id)) {
+        master.fill(0);
+        throw new WrongPassphraseError(
+          `That ${'passphrase' in secret ? 'passphrase' : 'recovery key'} was removed from the repository (key slot ${slot.id} is revoked); use another.`,
+        );
+      }
+      return {
+        master,
+        config,
+        slots: slots.filter((x) => x.repository === config.id && !revoked.has(x.id)),
+        slotId: slot.id,
+        passedOver,
+      };
     }
     throw new WrongPassphraseError(
-      'passphrase' in secret
+      ('passphrase' in secret
         ? `Wrong passphrase: it opens none of the ${slots.length} key slots on target "${handle.name}".`
-        : `Wrong recovery key: it opens none of the ${slots.length} key slots on target "${handle.name}".`,
+        : `Wrong recovery key: it opens none of the ${slots.length} key slots on target "${handle.name}".`) +
+        (passedOver.length ? ` ${passedOver.join(' ')}` : ''),
     );
   } finally {
     s.close();

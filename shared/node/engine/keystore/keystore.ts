@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import {
   deriveSubkeys,
+  keySlotProblem,
   openKeySlot,
   openSecret,
-  parseKeySlot,
   sealSecret,
+  slotCost,
   WrongPassphraseError,
   type KeySlot,
   type Subkeys,
@@ -122,9 +123,7 @@ export class Keystore {
         throw new KeystoreError(
           `The keystore at ${file} holds no repository: run "cairn init" or "cairn connect".`,
         );
-      slots = (db.prepare('SELECT id, slot FROM key_slots').all() as { id: string; slot: string }[]).map(
-        (r) => parseKeySlot(JSON.parse(r.slot), `${r.id} in ${file}`),
-      );
+      slots = unlockOrder(validSlots(db), getSetting<string>(db, 'lastSlot'));
     } catch (err) {
       db.close();
       throw describeDbError(err, file);
@@ -140,13 +139,18 @@ export class Keystore {
         try {
           for (const slot of slots) {
             const master = await openKeySlot(sodium, slot, secret);
-            if (master)
-              return Keystore.unlocked(db, file, sodium, master, {
-                repoId,
-                config: JSON.parse(config) as RepoConfig,
-                slotId: slot.id,
-              });
+            if (!master) continue;
+            setSetting(db, 'lastSlot', slot.id);
+            return Keystore.unlocked(db, file, sodium, master, {
+              repoId,
+              config: JSON.parse(config) as RepoConfig,
+              slotId: slot.id,
+            });
           }
+          if (slots.length === 0)
+            throw new KeystoreError(
+              `The keystore at ${file} holds no usable key slot: move it away and "cairn connect" to a target of the repository with the passphrase or recovery key.`,
+            );
           throw new WrongPassphraseError(
             'passphrase' in secret
               ? 'Wrong passphrase: it does not unlock this repository.'
@@ -187,9 +191,7 @@ export class Keystore {
   }
 
   keySlots(): KeySlot[] {
-    return (
-      this.db.prepare('SELECT id, slot FROM key_slots ORDER BY id').all() as { id: string; slot: string }[]
-    ).map((r) => parseKeySlot(JSON.parse(r.slot), `${r.id} in ${this.file}`));
+    return validSlots(this.db);
   }
 
   putKeySlot(slot: KeySlot): void {
@@ -201,21 +203,31 @@ export class Keystore {
   }
 
   /**
-   * Forgets a key slot for good: removed here (`key rm`, `key passwd`) or found removed from a bucket.
-   * It is remembered as revoked, so a target that still holds it gets it deleted, never learnt again.
+   * Forgets a key slot for good, on the word of its revocation record (`key rm`, `key passwd`, here or on
+   * another machine): a target that still holds the slot gets it deleted, and it is never learnt again.
    */
-  removeKeySlot(id: string): void {
+  revokeKeySlot(r: { id: string; revokedAt: string; host: string }): void {
     this.db.transaction(() => {
-      this.db.prepare('DELETE FROM key_slots WHERE id = ?').run(id);
+      this.db.prepare('DELETE FROM key_slots WHERE id = ?').run(r.id);
       this.db
-        .prepare('INSERT OR IGNORE INTO revoked_key_slots (id, revoked_at) VALUES (?, ?)')
-        .run(id, Date.now());
+        .prepare('INSERT OR IGNORE INTO revoked_key_slots (id, revoked_at, host) VALUES (?, ?, ?)')
+        .run(r.id, Date.parse(r.revokedAt) || 0, r.host);
     })();
   }
 
-  revokedKeySlots(): Set<string> {
-    const rows = this.db.prepare('SELECT id FROM revoked_key_slots').all() as { id: string }[];
-    return new Set(rows.map((r) => r.id));
+  /** The revocations this keystore knows, as their records say. */
+  revocations(): Map<string, { id: string; revokedAt: string; host: string }> {
+    const rows = this.db.prepare('SELECT id, revoked_at, host FROM revoked_key_slots').all() as {
+      id: string;
+      revoked_at: number;
+      host: string | null;
+    }[];
+    return new Map(
+      rows.map((r) => [
+        r.id,
+        { id: r.id, revokedAt: new Date(r.revoked_at).toISOString(), host: r.host ?? '?' },
+      ]),
+    );
   }
 
   /** A random id for this data folder, made with it (or on first use): names this machine in bucket locks. */
@@ -226,17 +238,11 @@ export class Keystore {
   }
 
   getSetting<T>(key: string): T | undefined {
-    const row = this.db.prepare('SELECT value FROM settings WHERE key = ?').get(key) as
-      { value: string } | undefined;
-    return row ? (JSON.parse(row.value) as T) : undefined;
+    return getSetting<T>(this.db, key);
   }
 
   setSetting(key: string, value: unknown): void {
-    this.db
-      .prepare(
-        'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
-      )
-      .run(key, JSON.stringify(value));
+    setSetting(this.db, key, value);
   }
 
   addTarget(name: string, config: TargetConfig, secret?: string): TargetRow {
@@ -325,6 +331,44 @@ export class Keystore {
       : undefined;
     return { id: t.id, name: t.name, config: t.config, secret };
   }
+}
+
+function getSetting<T>(db: Db, key: string): T | undefined {
+  const row = db.prepare('SELECT value FROM settings WHERE key = ?').get(key) as
+    { value: string } | undefined;
+  return row ? (JSON.parse(row.value) as T) : undefined;
+}
+
+function setSetting(db: Db, key: string, value: unknown): void {
+  db.prepare(
+    'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value',
+  ).run(key, JSON.stringify(value));
+}
+
+/**
+ * The keystore's slots that are usable: one learnt from a bucket before today's cost bounds, or damaged
+ * on disk, is passed over (a slot beyond the bounds costs minutes and gigabytes to try).
+ */
+function validSlots(db: Db): KeySlot[] {
+  const rows = db.prepare('SELECT id, slot FROM key_slots ORDER BY id').all() as {
+    id: string;
+    slot: string;
+  }[];
+  return rows.flatMap((r) => {
+    try {
+      const v: unknown = JSON.parse(r.slot);
+      return keySlotProblem(v) ? [] : [v as KeySlot];
+    } catch {
+      return [];
+    }
+  });
+}
+
+/** The slot that unlocked last time first, then the cheapest to try. */
+function unlockOrder(slots: KeySlot[], last: string | undefined): KeySlot[] {
+  return [...slots].sort(
+    (a, b) => Number(b.id === last) - Number(a.id === last) || slotCost(a) - slotCost(b),
+  );
 }
 
 interface RawTarget {

@@ -191,4 +191,11 @@ export const migrations: string[] = [
     PRIMARY KEY (pack_id, target_id)
   ) WITHOUT ROWID;
   `,
+  // A key slot is revoked only by a revocation record (`revoked/<id>`, authenticated). Rows from before
+  // were written whenever a member lacked a slot, which a target that lost keys/ turned into revoking
+  // every slot everywhere: they prove nothing and go.
+  `
+  DELETE FROM revoked_key_slots;
+  ALTER TABLE revoked_key_slots ADD COLUMN host TEXT;  -- the machine that removed it, as its record says
+  `,
 ];
