@@ -195,6 +195,10 @@ describe.each(['sodium-native', 'libsodium-wasm'] as const)('format v2 vectors w
       v.lock.value,
     );
 
+    const r = v.revocation.value;
+    expect(JSON.parse(open(s, 'CRNR', Buffer.from(r.id), H(v.revocation.object), meta).toString())).toEqual(r);
+    expect(Object.keys(r)).toEqual(['version', 'id', 'revokedAt', 'host']);
+
     const slot = v.keySlot.slot;
     const kek = s.pwhash(
       32,

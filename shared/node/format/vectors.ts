@@ -120,6 +120,12 @@ export function makeVectors(sodium: SodiumProvider) {
     createdAt: '2026-11-23T00:00:00.000Z',
     refreshedAt: '2026-11-23T00:05:00.000Z',
   };
+  const revocation = {
+    version: 2,
+    id: '8899aabbccddeeff',
+    revokedAt: '2026-11-26T00:00:00.000Z',
+    host: 'vector-host',
+  };
   const snapshot = {
     version: 2,
     id: '0123456789ab',
@@ -294,6 +300,13 @@ export function makeVectors(sodium: SodiumProvider) {
       value: lock,
       nonce: hex(fill(24, 0xef)),
       object: hex(sealJson(sodium, keys.metaSeal, Magic.lock, lockId, lock, fill(24, 0xef))),
+    },
+    revocation: {
+      value: revocation,
+      nonce: hex(fill(24, 0x5a)),
+      object: hex(
+        sealJson(sodium, keys.metaSeal, Magic.revocation, revocation.id, revocation, fill(24, 0x5a)),
+      ),
     },
     keySlot: { passphrase: 'correct horse battery staple', slot },
     recovery: { bytes: hex(recoveryBytes), text: recoveryKey, slot: recoverySlot },
