@@ -1,3 +1,4 @@
+import '../shared/node/test-clock.ts';
 import '../shared/node/storage/quiet-sdk.ts';
 import { writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';

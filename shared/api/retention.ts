@@ -113,7 +113,13 @@ export interface CheckProblem {
 
 export interface CheckResult {
   packs: number;
+  /** Packs with no copy left that hold a blob some snapshot needs. */
   missingPacks: number;
+  /**
+   * Packs with no copy left that no snapshot needs (their blobs were stored again elsewhere, or their
+   * snapshots forgotten): not damage; prune forgets them.
+   */
+  unneededMissingPacks?: number;
   /**
    * In a pool: copies (or shards) missing from their targets, or known damaged, of packs the other
    * copies still hold. Redundancy, not data: `check --redundancy` lists them, `repair` writes them.

@@ -63,9 +63,13 @@ export function checkText(r: CheckResult): { lines: string[]; summary: string; f
       failure: 'The repository is damaged.',
     };
   const copies = r.missingCopies;
+  const present = r.packs - (r.unneededMissingPacks ?? 0);
+  const unneeded = r.unneededMissingPacks
+    ? ` ${plural(r.unneededMissingPacks, 'pack')} no snapshot needs ${r.unneededMissingPacks === 1 ? 'is' : 'are'} missing from the index's places: "cairn prune" forgets ${r.unneededMissingPacks === 1 ? 'it' : 'them'}.`
+    : '';
   return {
     lines,
-    summary: `${r.packs === 1 ? 'The 1 pack is' : `All ${r.packs} packs are`} present and ${r.snapshots === 1 ? 'the 1 snapshot is' : `all ${r.snapshots} snapshots are`} whole${unchecked ? ' as far as could be checked' : ''}${read}.${copies ? ` ${plural(copies, 'pack copy', 'pack copies')} (or shards) ${copies === 1 ? 'is' : 'are'} missing from ${copies === 1 ? 'its target' : 'their targets'} or known damaged; the others hold every pack. "cairn check --redundancy" lists them, "cairn repair" writes them again.` : ''}${unchecked}`,
+    summary: `${present === 1 ? 'The 1 pack is' : `All ${present} packs are`} present and ${r.snapshots === 1 ? 'the 1 snapshot is' : `all ${r.snapshots} snapshots are`} whole${unchecked ? ' as far as could be checked' : ''}${read}.${copies ? ` ${plural(copies, 'pack copy', 'pack copies')} (or shards) ${copies === 1 ? 'is' : 'are'} missing from ${copies === 1 ? 'its target' : 'their targets'} or known damaged; the others hold every pack. "cairn check --redundancy" lists them, "cairn repair" writes them again.` : ''}${unneeded}${unchecked}`,
     failure: incomplete,
   };
 }

@@ -28,11 +28,14 @@ async function setup() {
 }
 
 describe('locks in the bucket', () => {
-  it('a stale lock (old, or of a dead process of this keystore on this host) is ignored, and "cairn unlock" removes it', async () => {
-    const { bucket, cli, src, engine, t } = await setup();
+  it('a stale lock (old by the storage\'s clock, or of a dead process of this keystore on this host) is ignored, and "cairn unlock" removes it', async () => {
+    const { bucket, cli: base, src, engine, t } = await setup();
+    // A stale age of 3 s (the storage's clock, in seconds on S3): locks written now are old in 4 s.
+    const ages = { CAIRN_LOCK_STALE_MS: '3000', CAIRN_LOCK_REFRESH_MS: '300' };
+    const cli = { env: { ...base.env, ...ages } };
+    Object.assign(process.env, ages);
     try {
       const ctx = engine.repo.lockContext(t);
-      const old = new Date(Date.now() - 3600_000).toISOString();
       const stale: [string, LockDoc][] = [
         [
           '00000000000000aa',
@@ -41,8 +44,9 @@ describe('locks in the bucket', () => {
             pid: 1,
             kind: 'exclusive',
             operation: 'prune',
-            createdAt: old,
-            refreshedAt: old,
+            // The writer's clock (a day ahead) counts for nothing: the storage says when it was written.
+            createdAt: new Date(Date.now() + 86_400_000).toISOString(),
+            refreshedAt: new Date(Date.now() + 86_400_000).toISOString(),
           },
         ],
         // This keystore on this host, a pid that is not running: stale at once, however fresh.
@@ -60,15 +64,24 @@ describe('locks in the bucket', () => {
         ],
       ];
       for (const [id, doc] of stale) await ctx.storage.put(ObjectKey.lock(id), sealLock(ctx, id, doc));
+      const young = await runCli(['backup', src, '--lock-wait', '0'], cli);
+      expect(young.code).toBe(1);
+      expect(young.stderr).toMatch(/exclusive lock for prune on host gone-machine/);
+      // The refused backup removed the dead process's lock it passed over; the young one stays, live.
+      expect((await engine.locks()).map((l) => [l.id, l.stale])).toEqual([['00000000000000aa', false]]);
+      await new Promise((r) => setTimeout(r, 4500));
+      expect((await engine.locks()).map((l) => [l.id, l.stale])).toEqual([['00000000000000aa', true]]);
+      for (const [id, doc] of stale) await ctx.storage.put(ObjectKey.lock(id), sealLock(ctx, id, doc));
+      await new Promise((r) => setTimeout(r, 4500));
       const b = await runCli(['backup', src, '--lock-wait', '0'], cli);
       expect(b.stderr).not.toMatch(/Waiting/);
       expect(b.code).toBe(0);
-      const listed = await engine.locks();
-      expect(listed.map((l) => [l.id, l.stale])).toEqual([
-        ['00000000000000aa', true],
-        ['00000000000000bb', true],
-      ]);
+      // The backup removed the stale locks it passed over.
+      expect(await engine.locks()).toEqual([]);
+      // A live lock (refreshed every 0.3 s), and the stale pair again, old once more.
       const held = await engine.repo.lock(t, { kind: 'shared', operation: 'backup' });
+      for (const [id, doc] of stale) await ctx.storage.put(ObjectKey.lock(id), sealLock(ctx, id, doc));
+      await new Promise((r) => setTimeout(r, 4500));
       const unlocked = await runCli(['unlock'], cli);
       expect(unlocked.stderr).toMatch(/Removed stale .* lock of .* from target "s3"\./);
       // The live lock stays, and the CLI says why and what removes it.
@@ -86,6 +99,8 @@ describe('locks in the bucket', () => {
       await expect(held.check()).rejects.toThrow(/removed by someone else/);
       await held.release();
     } finally {
+      delete process.env.CAIRN_LOCK_STALE_MS;
+      delete process.env.CAIRN_LOCK_REFRESH_MS;
       engine.close();
     }
   });

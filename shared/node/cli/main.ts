@@ -1,3 +1,4 @@
+import '../test-clock.ts';
 import '../small-heap.ts';
 import '../storage/quiet-sdk.ts';
 import { Command, CommanderError, Option } from 'commander';

@@ -1,9 +1,17 @@
+import { DeleteObjectCommand } from '@aws-sdk/client-s3';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PruneResult } from '../../api/retention.ts';
 import { cliJson, runCli, spawnCli, type CliOptions } from '../../../test/support/cli.ts';
-import { PASSPHRASE, initHomeWithTarget, listKeys, s3TargetArgs } from '../../../test/support/cairn-env.ts';
+import {
+  PASSPHRASE,
+  initHome,
+  initHomeWithTarget,
+  listKeys,
+  s3TargetArgs,
+} from '../../../test/support/cairn-env.ts';
+import { Engine } from '../engine/engine.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startProxy, type Proxy } from '../../../test/support/proxy.ts';
 import {
@@ -26,7 +34,7 @@ afterAll(async () => {
 });
 
 /** A second machine: its own data folder, connected to the same bucket. */
-async function connectMachine(bucket: string): Promise<CliOptions> {
+async function connectMachine(bucket: string, endpoint?: string): Promise<CliOptions> {
   const cli: CliOptions = {
     env: {
       CAIRN_HOME: path.join(tempDir('cairn-machine-b-'), 'home'),
@@ -35,7 +43,7 @@ async function connectMachine(bucket: string): Promise<CliOptions> {
       CAIRN_LOCK_RETRY_MS: '200',
     },
   };
-  const child = spawnCli(['connect', 'shared', ...s3TargetArgs(s3, bucket, { secret: '-' })], cli);
+  const child = spawnCli(['connect', 'shared', ...s3TargetArgs(s3, bucket, { secret: '-', endpoint })], cli);
   child.stdin!.end(s3.secretAccessKey + '\n');
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d));
@@ -148,17 +156,18 @@ describe('prune with several machines', () => {
         env: { ...a.cli.env, CAIRN_TEST_PRUNE_KILL_AT: at },
       });
       expect(killed.code, `killed at ${at}`).toBeNull();
-      // Its lock stays behind, stale (this host, a dead process).
+      // Its lock stays behind until the next command on this machine, which removes it.
       expect((await listKeys(s3, bucket, 'locks/')).length).toBe(1);
       const alive = (await cliJson<{ id: string }[]>(['ls'], a.cli)).map((s) => s.id);
       expect(alive).toHaveLength(2);
+      expect(await listKeys(s3, bucket, 'locks/')).toEqual([]);
       await expectCheck(a.cli);
       await expectRestores(a.cli, expected, alive);
       const again = await cliJson<PruneResult>(['prune', '--max-unused', '0%'], a.cli);
       expect(again.targets[0]!.unusedBytesAfter).toBe(0);
       await expectCheck(a.cli);
       await expectRestores(a.cli, expected, alive);
-      expect((await cliJson<unknown[]>(['unlock'], a.cli)).length).toBe(1);
+      expect((await cliJson<unknown[]>(['unlock'], a.cli)).length).toBe(0);
     }
   });
 
@@ -226,5 +235,120 @@ describe('prune with several machines', () => {
         fs.readFileSync(path.join(dest, 'interrupted', f)).equals(fs.readFileSync(path.join(src, f))),
       ).toBe(true);
     await expectCheck(a.cli);
+  });
+});
+
+describe('locks between machines whose clocks disagree, and locks of dead processes', () => {
+  const MIN40 = String(40 * 60_000);
+
+  it('a machine whose clock is 40 minutes ahead sees a running backup as running: its prune is refused', async () => {
+    const bucket = await s3.createBucket();
+    const a = await initHomeWithTarget(s3, { bucket });
+    const src = path.join(tempDir(), 'skew');
+    writeRandomFile(path.join(src, 'a.bin'), 50_000);
+    await cliJson(['backup', src], a.cli);
+    const b = await connectMachine(bucket);
+    const ahead = { env: { ...b.env, CAIRN_TEST_CLOCK_OFFSET_MS: MIN40 } };
+    const engine = await Engine.unlock(a.home, { passphrase: PASSPHRASE });
+    try {
+      const held = await engine.repo.lock(engine.defaultTarget(), { kind: 'shared', operation: 'backup' });
+      const r = await runCli(['prune'], ahead);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/is locked \(shared lock for backup on host .+\): prune did not start/);
+      await held.check();
+      await held.release();
+    } finally {
+      engine.close();
+    }
+    expect((await runCli(['prune'], ahead)).code).toBe(0);
+  });
+
+  it('a machine whose clock is 40 minutes behind keeps its backup running under its lock: a prune elsewhere is refused', async () => {
+    const bucket = await s3.createBucket();
+    const a = await initHomeWithTarget(s3, { bucket });
+    const first = path.join(tempDir(), 'first');
+    writeRandomFile(path.join(first, 'a.bin'), 10_000);
+    await cliJson(['backup', first], a.cli);
+    const b = await connectMachine(bucket, proxy.endpoint);
+    const behind = { env: { ...b.env, CAIRN_TEST_CLOCK_OFFSET_MS: `-${MIN40}` } };
+    const src = path.join(tempDir(), 'behind');
+    for (let i = 0; i < 8; i++) writeRandomFile(path.join(src, `f${i}.bin`), 200_000);
+    proxy.setDelay(300);
+    const backup = runCli(['backup', src, '--chunk-size', '64KiB', '--workers', '1'], behind);
+    const end = Date.now() + 30_000;
+    while ((await listKeys(s3, bucket, 'locks/')).length === 0 && Date.now() < end)
+      await new Promise((r) => setTimeout(r, 20));
+    const r = await runCli(['prune'], a.cli);
+    const done = await backup;
+    proxy.setDelay(20);
+    expect(r.code, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/is locked \(shared lock for backup/);
+    expect(done.code, done.stderr).toBe(0);
+    await expectCheck(a.cli);
+  });
+
+  it('a backup proves its packs are still there before writing its snapshot: one deleted meanwhile stops it, resumably', async () => {
+    const bucket = await s3.createBucket();
+    const { cli } = await initHome({}, ['--pack-size', '1MiB']);
+    const added = await runCli(
+      [
+        'target',
+        'add',
+        's3',
+        ...s3TargetArgs(s3, bucket, { endpoint: proxy.endpoint, secret: s3.secretAccessKey }),
+      ],
+      cli,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    const src = path.join(tempDir(), 'proven');
+    for (let i = 0; i < 12; i++) writeRandomFile(path.join(src, `f${i}.bin`), 1 << 20);
+    proxy.setDelay(150);
+    const child = spawnCli(['backup', src, '--chunk-size', '256KiB', '--workers', '1'], cli);
+    let stderr = '';
+    child.stderr!.on('data', (d: Buffer) => (stderr += d));
+    const exited = new Promise<number | null>((r) => child.on('close', r));
+    const end = Date.now() + 60_000;
+    let packs: { key: string }[] = [];
+    while ((packs = await listKeys(s3, bucket, 'data/')).length === 0 && Date.now() < end)
+      await new Promise((r) => setTimeout(r, 20));
+    await s3.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: packs[0]!.key }));
+    const code = await exited;
+    proxy.setDelay(20);
+    expect(code, stderr).toBe(1);
+    expect(stderr).toMatch(/missing from target "s3".*"cairn resume"/s);
+    expect(await listKeys(s3, bucket, 'snapshots/')).toEqual([]);
+    const resumed = await runCli(['--json', 'resume'], cli);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const [done] = JSON.parse(resumed.stdout) as { snapshotId: string }[];
+    const dest = tempDir();
+    expect((await runCli(['restore', done!.snapshotId, '--to', dest], cli)).code).toBe(0);
+    expect(describeTree(path.join(dest, 'proven'))).toEqual(describeTree(src));
+    await expectCheck(cli);
+  });
+
+  it("a killed prune's lock is removed by the next command on its machine, so other machines' backups go on", async () => {
+    const bucket = await s3.createBucket();
+    const a = await initHomeWithTarget(s3, { bucket });
+    const src = path.join(tempDir(), 'dead-lock');
+    for (let i = 0; i < 3; i++) {
+      writeRandomFile(path.join(src, `f${i}.bin`), 40_000);
+      await cliJson(['backup', src], a.cli);
+    }
+    await cliJson(['forget', '--keep-last', '1'], a.cli);
+    const killed = await runCli(['prune', '--max-unused', '0%'], {
+      env: { ...a.cli.env, CAIRN_TEST_PRUNE_KILL_AT: 'index-written' },
+    });
+    expect(killed.code).toBeNull();
+    expect((await listKeys(s3, bucket, 'locks/')).length).toBe(1);
+    const b = await connectMachine(bucket);
+    const srcB = path.join(tempDir(), 'b-data');
+    writeRandomFile(path.join(srcB, 'b.bin'), 10_000);
+    const refused = await runCli(['backup', srcB, '--lock-wait', '0'], b);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/exclusive lock for prune/);
+    // Any command on A's machine: its own process is gone, so its lock goes.
+    expect((await runCli(['ls'], a.cli)).code).toBe(0);
+    expect(await listKeys(s3, bucket, 'locks/')).toEqual([]);
+    expect((await runCli(['backup', srcB, '--lock-wait', '0'], b)).code).toBe(0);
   });
 });

@@ -16,6 +16,7 @@ import { completeCopies } from '../repository/copy-completion.ts';
 import { poolStatus } from './pool-status.ts';
 import { killPoint } from './prune-packs.ts';
 import { StorageError } from '../storage/storage.ts';
+import { proveStored } from './backup-proof.ts';
 
 export interface BackupResult {
   snapshotId: string;
@@ -120,6 +121,7 @@ async function backupJob(
   const started = Date.now();
   const sources = resolveSources(job.sources);
   await repo.refresh(target);
+  const indexFilesAtStart = ks.index.loadedIndexFiles(target.id);
   const host = os.hostname();
   const parent = job.forceRead ? undefined : ks.snapshots.latestFor(host, job.sources);
   // The bucket wins: packs it lost are not trusted for deduplication (their blobs are stored again). In a
@@ -196,6 +198,15 @@ async function backupJob(
   const root = seal(walk.top.nodes);
   const saved = await trees.finish();
   await job.beforeCommit?.();
+  try {
+    await proveStored(repo, { target, jobId, indexFilesAtStart });
+  } catch (err) {
+    throw new BackupFailedError(
+      `Backup stopped: ${(err as Error).message} Run "cairn resume": it stores again what is gone.`,
+      jobId,
+      true,
+    );
+  }
   bytesUploaded += saved.bytes;
   packsWritten += saved.packs;
   bytesUploaded += await repo.writePendingIndex(target);

@@ -102,38 +102,41 @@ export async function runCheck(
     settleDamagedCopies(repo, damagedCopies, result, reach);
     // Once every target is listed: a missing copy of a pack stored elsewhere costs redundancy, not data
     // ("check --redundancy" reports it); a pack with no stored copy left is a problem.
-    const counts = ks.index.counts();
-    result.packs = counts.packs;
-    result.missingPacks = counts.missingPacks;
+    result.packs = ks.index.counts().packs;
     let missingCopies = 0;
+    /** Packs with no copy left, by pack hex: a problem only where a snapshot needs one of their blobs. */
+    const gone = new Map<string, string>();
     for (const t of ks.listTargets())
       for (const [id, p] of ks.index.packsOnTarget(t.id))
         if (p.state !== 'missing') continue;
         else if (ks.index.storedCopies(Buffer.from(id, 'hex')).length >= (p.ec?.k ?? 1)) missingCopies++;
-        else
-          result.problems.push({
-            kind: 'missing-pack',
-            target: t.name,
-            pack: id,
-            blob: null,
-            message: `pack ${id} is missing from target "${t.name}" (or has another size than the index says)`,
-          });
+        else if (!gone.has(id)) gone.set(id, t.name);
     if (missingCopies) result.missingCopies = missingCopies;
+    const needed = new Set<string>();
+    const need = (id: Buffer) => {
+      const pack = ks.index.packOf(id);
+      if (pack) needed.add(pack.toString('hex'));
+    };
     for (const s of snapshots) {
       result.snapshots++;
       const files: string[] = [];
       const inDamagedCopies: string[] = [];
       let unreadable: string | null = null;
       try {
-        if (!ks.index.has(Buffer.from(s.tree, 'hex'))) files.push('/ (root folder)');
+        if (!ks.index.has(Buffer.from(s.tree, 'hex'))) {
+          files.push('/ (root folder)');
+          need(Buffer.from(s.tree, 'hex'));
+        }
         for await (const { path, node } of walkSnapshot(repo, s.tree)) {
-          if (node.type === 'dir' && node.subtree && !ks.index.has(Buffer.from(node.subtree, 'hex')))
+          if (node.type === 'dir' && node.subtree && !ks.index.has(Buffer.from(node.subtree, 'hex'))) {
             files.push(`${path}/`);
-          else {
+            need(Buffer.from(node.subtree, 'hex'));
+          } else {
             const missing = (node.content ?? [])
               .map((h) => Buffer.from(h, 'hex'))
               .filter((id) => !ks.index.has(id));
             if (!missing.length) continue;
+            missing.forEach(need);
             files.push(path);
             // Not stored, but a copy found damaged still holds it (IndexCache.lookup's last resort).
             if (missing.every((id) => ks.index.lookup(id))) inDamagedCopies.push(path);
@@ -158,6 +161,18 @@ export async function runCheck(
           message: unreadable,
         });
     }
+    for (const [id, target] of gone) {
+      if (!needed.has(id)) continue;
+      result.problems.push({
+        kind: 'missing-pack',
+        target,
+        pack: id,
+        blob: null,
+        message: `pack ${id} is missing from target "${target}" (or has another size than the index says)`,
+      });
+    }
+    result.missingPacks = [...gone.keys()].filter((id) => needed.has(id)).length;
+    if (gone.size > result.missingPacks) result.unneededMissingPacks = gone.size - result.missingPacks;
   } finally {
     for (const l of locks) await l.release();
   }

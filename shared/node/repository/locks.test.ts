@@ -21,14 +21,20 @@ import {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+const roots = new WeakMap<LockContext, string>();
+const rootOf = (ctx: LockContext) => roots.get(ctx)!;
+
 async function context(): Promise<LockContext> {
   const sodium = await loadSodium();
-  return {
-    storage: createLocalDirStorage({ label: 'drive', root: tempDir() }),
+  const root = tempDir();
+  const ctx = {
+    storage: createLocalDirStorage({ label: 'drive', root }),
     sodium,
     metaKey: sodium.randomBytes(32),
     machine: sodium.randomBytes(8).toString('hex'),
   };
+  roots.set(ctx, root);
+  return ctx;
 }
 
 describe('a lock held across a pause longer than the stale age (a laptop asleep)', () => {
@@ -98,28 +104,53 @@ const doc = (over: Partial<LockDoc>): LockDoc => ({
 });
 
 describe('when a lock is stale', () => {
-  const now = Date.parse('2026-11-23T01:00:00.000Z');
-  const at = (ms: number) => new Date(now - ms).toISOString();
   const self = { host: os.hostname(), machine: 'aaaaaaaaaaaaaaaa' };
 
-  it('by age on the reader clock: 30 minutes without a refresh; a time in the future is live', () => {
-    expect(isStale(doc({ refreshedAt: at(LOCK_STALE_MS - 1000) }), now, LOCK_STALE_MS, self)).toBe(false);
-    expect(isStale(doc({ refreshedAt: at(LOCK_STALE_MS + 1000) }), now, LOCK_STALE_MS, self)).toBe(true);
-    expect(isStale(doc({ refreshedAt: at(-7 * 86_400_000) }), now, LOCK_STALE_MS, self)).toBe(false);
-    expect(isStale(doc({ refreshedAt: 'not a time' }), now, LOCK_STALE_MS, self)).toBe(true);
+  it("by its age as the storage's clock says: 30 minutes without a new object; the times inside count for nothing", () => {
+    const old = doc({ refreshedAt: '2000-01-01T00:00:00.000Z' });
+    const future = doc({ refreshedAt: '2100-01-01T00:00:00.000Z' });
+    expect(isStale(old, LOCK_STALE_MS - 1000, LOCK_STALE_MS, self)).toBe(false);
+    expect(isStale(future, LOCK_STALE_MS + 1000, LOCK_STALE_MS, self)).toBe(true);
+    expect(isStale(doc({ refreshedAt: 'not a time' }), 0, LOCK_STALE_MS, self)).toBe(false);
+    // A storage that does not say when an object was written never makes a lock stale by age.
+    expect(isStale(old, undefined, LOCK_STALE_MS, self)).toBe(false);
+    // A lock that does not open is live until the storage says it is old.
+    expect(isStale(null, 1000, LOCK_STALE_MS, self)).toBe(false);
+    expect(isStale(null, LOCK_STALE_MS + 1000, LOCK_STALE_MS, self)).toBe(true);
   });
 
   it('of this keystore on this host, as soon as its process is gone; elsewhere the pid says nothing', () => {
-    const fresh = at(1000);
     const gonePid = 2 ** 22 + 4321;
     const here = os.hostname();
     const mine = self;
-    const stale = (d: Partial<LockDoc>) =>
-      isStale(doc({ refreshedAt: fresh, ...d }), now, LOCK_STALE_MS, self);
+    const stale = (d: Partial<LockDoc>) => isStale(doc(d), 1000, LOCK_STALE_MS, self);
     expect(stale({ host: here, machine: mine.machine, pid: gonePid })).toBe(true);
     expect(stale({ host: here, machine: mine.machine, pid: process.pid })).toBe(false);
     expect(stale({ host: 'elsewhere', machine: mine.machine, pid: gonePid })).toBe(false);
     expect(stale({ host: here, machine: 'bbbbbbbbbbbbbbbb', pid: gonePid })).toBe(false);
+  });
+
+  it('ages are read from the listing against a probe the reader writes: an old object by its mtime, whatever its contents say', async () => {
+    const ctx = await context();
+    const root = rootOf(ctx);
+    const put = async (id: string, refreshedAt: string) =>
+      ctx.storage.put(ObjectKey.lock(id), sealLock(ctx, id, doc({ refreshedAt })));
+    await put('00000000000000a1', new Date(Date.now() + 3600_000).toISOString()); // says the future
+    await put('00000000000000a2', new Date(Date.now() - 3600_000).toISOString()); // says an hour ago
+    const hourAgo = (Date.now() - 3600_000) / 1000;
+    fs.utimesSync(`${root}/locks/00000000000000a1`, hourAgo, hourAgo);
+    fs.writeFileSync(`${root}/locks/00000000000000a3`, Buffer.alloc(60, 1)); // does not open
+    const locks = await listLocks(ctx);
+    expect(locks.map((l) => [l.id, l.stale])).toEqual([
+      ['00000000000000a1', true],
+      ['00000000000000a2', false],
+      ['00000000000000a3', false],
+    ]);
+    expect(fs.readdirSync(`${root}/locks`).sort()).toEqual([
+      '00000000000000a1',
+      '00000000000000a2',
+      '00000000000000a3',
+    ]);
   });
 });
 

@@ -1,4 +1,7 @@
-import fs from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { isProcessAlive } from '../process-alive.ts';
+
+export { isProcessAlive };
 import os from 'node:os';
 import { Magic, ObjectKey, Prefix } from '../../format/constants.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
@@ -26,8 +29,13 @@ export interface LockDoc {
 
 export interface LockInfo extends LockDoc {
   id: string;
-  /** Not refreshed for the stale age, on this host with a dead process, or unreadable: ignored. */
+  /**
+   * Unchanged for the stale age by the storage's clock (or written from this keystore and host by a
+   * process that is gone): ignored, and removed by the next lock taken there.
+   */
   stale: boolean;
+  /** How long ago the storage says it was written (undefined when the storage does not say). */
+  ageMs?: number;
 }
 
 /** Defaults; CAIRN_LOCK_REFRESH_MS, CAIRN_LOCK_STALE_MS and CAIRN_LOCK_RETRY_MS override them (tests). */
@@ -45,23 +53,6 @@ export const lockTiming = () => ({
   retryMs: envMs('CAIRN_LOCK_RETRY_MS', LOCK_RETRY_MS),
 });
 
-export function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-  // A process killed but not yet waited for by its parent (a zombie, state Z on Linux) still takes
-  // signal 0: right after `kill -9`, "cairn resume" would otherwise say the job is still running.
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const state = stat.charAt(stat.lastIndexOf(')') + 2);
-    return state !== 'Z' && state !== 'X';
-  } catch {
-    return true; // no /proc (macOS, Windows): signal 0 is all there is
-  }
-}
-
 /** What a lock needs: the target's metadata storage and the metadata key. */
 export interface LockContext {
   storage: Storage;
@@ -69,6 +60,11 @@ export interface LockContext {
   metaKey: Uint8Array;
   /** This keystore's machine id (LockDoc.machine). */
   machine: string;
+  /**
+   * Where this machine notes each lock object it writes before writing it, and forgets it once deleted:
+   * a process killed with -9 leaves its notes, and the next run on this machine removes those locks.
+   */
+  journal?: { wrote(id: string): void; dropped(id: string): void };
 }
 
 export class LockConflictError extends Error {
@@ -113,20 +109,19 @@ export function describeHolder(l: LockInfo): string {
 }
 
 /**
- * Stale: refreshed longer ago than the stale age by the reader's clock, or written from this very keystore
- * and host by a process that is gone. (Same host name alone is not enough: two laptops may share one.)
+ * Stale: the storage says the lock object was written longer ago than the stale age (the holder writes a
+ * new one every 5 minutes), or it was written from this very keystore and host by a process that is gone
+ * (the same host name alone is not enough: two laptops may share one). The times inside the lock are the
+ * writer's clock and are never compared with the reader's: machines' clocks need not agree.
  */
 export function isStale(
-  doc: LockDoc,
-  now: number,
+  doc: Pick<LockDoc, 'host' | 'machine' | 'pid'> | null,
+  ageMs: number | undefined,
   staleMs: number,
   self: { host: string; machine: string },
 ): boolean {
-  const refreshed = Date.parse(doc.refreshedAt);
-  if (!Number.isFinite(refreshed)) return true;
-  if (doc.host === self.host && doc.machine === self.machine && !isProcessAlive(doc.pid)) return true;
-  // A time in the future (another machine's clock ahead) is live.
-  return now - refreshed > staleMs;
+  if (doc && doc.host === self.host && doc.machine === self.machine && !isProcessAlive(doc.pid)) return true;
+  return ageMs !== undefined && ageMs > staleMs;
 }
 
 function parseLockDoc(v: unknown): LockDoc {
@@ -156,43 +151,73 @@ export function sealLock(ctx: LockContext, id: string, doc: LockDoc): Buffer {
   return sealJson(ctx.sodium, ctx.metaKey, Magic.lock, id, doc);
 }
 
-/** Every lock on the target; unreadable ones (or ones deleted while listing) count as stale. */
-export async function listLocks(ctx: LockContext): Promise<LockInfo[]> {
+const LOCK_ID = /^[0-9a-f]{16}$/;
+/** A lock is a few hundred bytes; anything larger under locks/ is not read. */
+const LOCK_MAX_BYTES = 64 << 10;
+
+/**
+ * Every lock on the target, each aged by the storage's clock: against the lock this process just wrote
+ * (`reference`), or else a probe object written for the purpose (`locks/<16 hex>.clock`, deleted after).
+ * A lock that does not open is read again; one that still does not is kept as a live exclusive lock of
+ * an unknown holder until the storage says it is stale (a glitch on the wire is not a reason to ignore a
+ * lock). Objects with other names are not locks.
+ */
+export async function listLocks(ctx: LockContext, opts: { reference?: string } = {}): Promise<LockInfo[]> {
   const { staleMs } = lockTiming();
-  const out: LockInfo[] = [];
-  const keys: string[] = [];
-  for await (const o of ctx.storage.list(Prefix.locks)) keys.push(o.key);
-  const now = Date.now();
-  for (const key of keys) {
-    const id = key.slice(Prefix.locks.length);
+  const probe = opts.reference ? null : `${Prefix.locks}${ctx.sodium.randomBytes(8).toString('hex')}.clock`;
+  if (probe) await ctx.storage.put(probe, Buffer.alloc(0));
+  try {
+    const listed: { id: string; size: number; modified?: number }[] = [];
+    let now: number | undefined;
+    for await (const o of ctx.storage.list(Prefix.locks)) {
+      const name = o.key.slice(Prefix.locks.length);
+      if (o.key === probe || name === opts.reference) now = o.modified;
+      if (LOCK_ID.test(name)) listed.push({ id: name, size: o.size, modified: o.modified });
+    }
+    const self = { host: os.hostname(), machine: ctx.machine };
+    const out: LockInfo[] = [];
+    for (const l of listed) {
+      const ageMs = now !== undefined && l.modified !== undefined ? Math.max(0, now - l.modified) : undefined;
+      const doc = await readLock(ctx, l.id, l.size);
+      if (doc === 'gone') continue; // released meanwhile
+      if (doc) out.push({ ...doc, id: l.id, ageMs, stale: isStale(doc, ageMs, staleMs, self) });
+      else
+        out.push({
+          id: l.id,
+          host: '?',
+          pid: 0,
+          kind: 'exclusive',
+          operation: 'unreadable lock',
+          createdAt: '?',
+          refreshedAt: '?',
+          ageMs,
+          stale: isStale(null, ageMs, staleMs, self),
+        });
+    }
+    return out;
+  } finally {
+    if (probe) await ctx.storage.delete(probe).catch(() => undefined);
+  }
+}
+
+/** A lock's document, 'gone' when deleted since the listing, null when it does not open after three reads. */
+async function readLock(ctx: LockContext, id: string, size: number): Promise<LockDoc | 'gone' | null> {
+  if (size > LOCK_MAX_BYTES) return null;
+  for (let attempt = 0; attempt < 3; attempt++) {
     let body: Buffer;
     try {
-      body = await ctx.storage.get(key);
+      body = await ctx.storage.get(ObjectKey.lock(id));
     } catch (err) {
-      if (err instanceof StorageError && err.problem === 'not-found') continue; // released meanwhile
+      if (err instanceof StorageError && err.problem === 'not-found') return 'gone';
       throw err;
     }
     try {
-      const doc = parseLockDoc(openJson(ctx.sodium, ctx.metaKey, Magic.lock, id, body));
-      out.push({
-        ...doc,
-        id,
-        stale: isStale(doc, now, staleMs, { host: os.hostname(), machine: ctx.machine }),
-      });
+      return parseLockDoc(openJson(ctx.sodium, ctx.metaKey, Magic.lock, id, body));
     } catch {
-      out.push({
-        id,
-        host: '?',
-        pid: 0,
-        kind: 'exclusive',
-        operation: 'unreadable lock',
-        createdAt: '?',
-        refreshedAt: '?',
-        stale: true,
-      });
+      // read again: a byte flipped on the wire is not a damaged lock
     }
   }
-  return out;
+  return null;
 }
 
 /** Removes stale locks, or every lock with `all`; returns those removed. */
@@ -201,20 +226,28 @@ export async function removeLocks(ctx: LockContext, opts: { all?: boolean } = {}
   for (const l of await listLocks(ctx)) {
     if (!opts.all && !l.stale) continue;
     await ctx.storage.delete(ObjectKey.lock(l.id));
+    ctx.journal?.dropped(l.id);
     removed.push(l);
   }
   return removed;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Intervals on this machine are measured on a monotonic clock: a wall clock set back or forth moves nothing. */
+const tick = () => performance.now();
 
 /** A lock this process holds on one target, refreshed in the background until released. */
 export class RepoLock {
   private timer: NodeJS.Timeout | null = null;
-  private lastRefresh = Date.now();
+  /** When the write of the lock object now in the bucket began (monotonic). */
+  private lastRefresh = tick();
   private refreshing: Promise<void> = Promise.resolve();
   private released = false;
-  /** Once unrefreshed for the stale age, a lock stays lost: a prune elsewhere may have taken over. */
+  /**
+   * Once not refreshed for half the stale age, or found removed, a lock stays lost: another machine may
+   * judge it stale (by the storage's clock) and act. Half, so that a refresh this process manages after
+   * that can never have reached the bucket after another machine's listing found the lock stale.
+   */
   private lost = false;
 
   private constructor(
@@ -232,8 +265,10 @@ export class RepoLock {
 
   /**
    * Writes this process's lock, then lists locks/: an exclusive lock yields to any other live lock, a
-   * shared one to any live exclusive lock. It then deletes its own object and tries again after a jittered
-   * pause until `waitMs` has passed (0: at once), then throws LockConflictError naming the holders.
+   * shared one to any live exclusive lock. Stale locks it finds are removed (their holders, if they still
+   * run, find them gone before their next step). When it yields, it deletes its own object and tries
+   * again after a jittered pause until `waitMs` has passed (0: at once), then throws LockConflictError
+   * naming the holders.
    */
   static async acquire(
     ctx: LockContext,
@@ -247,7 +282,7 @@ export class RepoLock {
     },
   ): Promise<RepoLock> {
     const { retryMs } = lockTiming();
-    const deadline = Date.now() + (opts.waitMs ?? 0);
+    const deadline = tick() + (opts.waitMs ?? 0);
     let waited = false;
     for (;;) {
       const now = new Date().toISOString();
@@ -261,16 +296,25 @@ export class RepoLock {
         refreshedAt: now,
       };
       const id = ctx.sodium.randomBytes(8).toString('hex');
+      const writing = tick();
+      ctx.journal?.wrote(id);
       await ctx.storage.put(ObjectKey.lock(id), sealLock(ctx, id, doc));
-      const others = (await listLocks(ctx)).filter((l) => l.id !== id && !l.stale);
+      const listed = (await listLocks(ctx, { reference: id })).filter((l) => l.id !== id);
+      for (const l of listed.filter((x) => x.stale)) {
+        await ctx.storage.delete(ObjectKey.lock(l.id)).catch(() => undefined);
+        ctx.journal?.dropped(l.id);
+      }
+      const others = listed.filter((l) => !l.stale);
       const conflicts = opts.kind === 'exclusive' ? others : others.filter((l) => l.kind === 'exclusive');
       if (conflicts.length === 0) {
         const lock = new RepoLock(ctx, id, doc, opts.label, opts.targetId);
+        lock.lastRefresh = writing;
         lock.start();
         heldHere.add(lock);
         return lock;
       }
       await ctx.storage.delete(ObjectKey.lock(id));
+      ctx.journal?.dropped(id);
       const elsewhere = (l: RepoLock) =>
         l.targetId !== undefined && opts.targetId !== undefined
           ? l.targetId !== opts.targetId
@@ -278,10 +322,10 @@ export class RepoLock {
       const mine = [...heldHere].find((l) => elsewhere(l) && conflicts.some((c) => c.id === l.id));
       if (mine) throw new SameStorageError(opts.label, mine.label);
       const held = conflicts.map(describeHolder).join('; ');
-      const left = deadline - Date.now();
+      const left = deadline - tick();
       if (left <= 0)
         throw new LockConflictError(
-          `The repository on target "${opts.label}" is locked (${held})${waited ? ' and stayed locked' : ''}: ${opts.operation} did not start. If that process is gone, the lock turns stale after ${Math.round(lockTiming().staleMs / 60_000)} minutes, or "cairn unlock" removes stale locks.`,
+          `The repository on target "${opts.label}" is locked (${held})${waited ? ' and stayed locked' : ''}: ${opts.operation} did not start. If that process is gone, the lock turns stale ${Math.round(lockTiming().staleMs / 60_000)} minutes after it was last written, or at once for "cairn unlock" on the machine that wrote it.`,
           conflicts,
         );
       opts.onWait?.(`Waiting for the repository on target "${opts.label}": ${held}.`);
@@ -298,34 +342,49 @@ export class RepoLock {
     this.timer.unref();
   }
 
-  /** A new object with a fresh time, then the old one deleted (objects are never rewritten in place). */
+  /** The longest a lock may go without a refresh and still be held: half the stale age. */
+  private static holdMs(): number {
+    return lockTiming().staleMs / 2;
+  }
+
+  /**
+   * A new object with a fresh time, then the old one deleted (objects are never rewritten in place). The
+   * old object must still be there: one removed (as stale, or by "cairn unlock --all") is not revived.
+   */
   private async refresh(): Promise<void> {
     if (this.released || this.lost) return;
-    // Asleep (or starved) past the stale age: others may have ignored this lock meanwhile, so a fresh
-    // object now would hide that, not undo it.
-    if (Date.now() - this.lastRefresh > lockTiming().staleMs) {
+    if (tick() - this.lastRefresh > RepoLock.holdMs()) {
       this.lost = true;
       return;
     }
     const id = this.ctx.sodium.randomBytes(8).toString('hex');
     const doc = { ...this.doc, refreshedAt: new Date().toISOString() };
+    const writing = tick();
     try {
+      if (!(await this.ctx.storage.head(ObjectKey.lock(this.id)))) {
+        this.lost = true;
+        return;
+      }
+      this.ctx.journal?.wrote(id);
       await this.ctx.storage.put(ObjectKey.lock(id), sealLock(this.ctx, id, doc));
       const old = this.id;
       this.id = id;
-      this.lastRefresh = Date.now();
+      // Written too late to count: another machine may already have found the old one stale.
+      if (tick() - this.lastRefresh > RepoLock.holdMs()) this.lost = true;
+      else this.lastRefresh = writing;
       await this.ctx.storage.delete(ObjectKey.lock(old)).catch(() => undefined);
+      this.ctx.journal?.dropped(old);
     } catch {
-      // Tried again at the next interval; assertHeld() fails once the stale age has passed.
+      // Tried again at the next interval; assertHeld() fails once half the stale age has passed.
     }
   }
 
-  /** Throws when the lock has not been refreshed for the stale age: others may have removed it. */
+  /** Throws when the lock was not refreshed in time (or found removed): others may have removed it. */
   assertHeld(): void {
-    const { staleMs } = lockTiming();
-    if (this.lost || Date.now() - this.lastRefresh > staleMs)
+    const since = tick() - this.lastRefresh;
+    if (this.lost || since > RepoLock.holdMs())
       throw new LockLostError(
-        `The lock on target "${this.label}" could not be refreshed for ${Math.round((Date.now() - this.lastRefresh) / 60_000)} minutes; stopped before changing anything more.`,
+        `The lock on target "${this.label}" could not be refreshed in time (${Math.round(since / 60_000)} minutes since it was last written), or was removed; stopped before changing anything more.`,
       );
   }
 
@@ -335,7 +394,7 @@ export class RepoLock {
     this.assertHeld();
     if (!(await this.ctx.storage.head(ObjectKey.lock(this.id))))
       throw new LockLostError(
-        `The lock on target "${this.label}" was removed by someone else ("cairn unlock --all"?); stopped before changing anything more.`,
+        `The lock on target "${this.label}" was removed by someone else ("cairn unlock --all", or another machine found it stale); stopped before changing anything more.`,
       );
   }
 
@@ -346,6 +405,7 @@ export class RepoLock {
     if (this.timer) clearInterval(this.timer);
     await this.refreshing;
     await this.ctx.storage.delete(ObjectKey.lock(this.id)).catch(() => undefined);
+    this.ctx.journal?.dropped(this.id);
   }
 }
 

@@ -142,6 +142,7 @@ export class Repository {
           `Target "${t.name}" holds another Cairn repository (${config.id.slice(0, 12)}…, this one is ${this.ks.repoId.slice(0, 12)}…).`,
         );
       await this.keySlots.sync(s);
+      await this.removeLocksLeftHere(t, s);
       result = 'member';
     }
     this.verified.add(t.id);
@@ -316,7 +317,19 @@ export class Repository {
       sodium: this.sodium,
       metaKey: this.ks.keys.metaSeal,
       machine: this.ks.machineId(),
+      journal: {
+        wrote: (id) => this.ks.ownLocks.wrote(t.id, id),
+        dropped: (id) => this.ks.ownLocks.dropped(t.id, id),
+      },
     };
+  }
+
+  /** Deletes the locks processes of this machine left on `t` when they were killed (own-lock-table.ts). */
+  private async removeLocksLeftHere(t: TargetRow, s: Storage): Promise<void> {
+    for (const id of this.ks.ownLocks.leftByDeadProcesses(t.id)) {
+      await s.delete(ObjectKey.lock(id));
+      this.ks.ownLocks.dropped(t.id, id);
+    }
   }
 
   /** Takes a lock on a target (see locks.ts); the caller releases it in a finally block. */

@@ -109,7 +109,12 @@ export function createLocalDirStorage(o: { label: string; root: string }): Stora
           if (e.isDirectory()) stack.push(full);
           else if (e.isFile() && !e.name.startsWith('.tmp-')) {
             const key = path.relative(root, full).split(path.sep).join('/');
-            if (key.startsWith(prefix)) yield { key, size: (await fs.stat(full)).size };
+            if (!key.startsWith(prefix)) continue;
+            const st = await fs.stat(full).catch((err: NodeJS.ErrnoException) => {
+              if (err.code === 'ENOENT') return null; // deleted since the folder was read
+              fail(err, 'listing');
+            });
+            if (st) yield { key, size: st.size, modified: st.mtimeMs };
           }
         }
       }

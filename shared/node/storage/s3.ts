@@ -69,13 +69,16 @@ interface SdkError {
   name?: string;
   code?: string;
   message?: string;
-  $metadata?: { httpStatusCode?: number };
+  $metadata?: { httpStatusCode?: number; clockSkewCorrected?: boolean };
   errors?: { code?: string }[];
 }
 
 function classify(e: SdkError, objectOp: boolean): StorageProblem {
   const status = e.$metadata?.httpStatusCode;
   const name = e.name ?? '';
+  // This machine's clock is off (RequestTimeTooSkewed): the SDK has just learnt the offset from the
+  // server's Date header, so the same request signed again succeeds. Clocks are never trusted to agree.
+  if (e.$metadata?.clockSkewCorrected) return 'server';
   if (name === 'NoSuchBucket') return 'no-bucket';
   if (name === 'NoSuchKey' || (objectOp && (name === 'NotFound' || status === 404))) return 'not-found';
   if (AUTH_CODES.has(name) || status === 401 || status === 403) return 'auth';
@@ -274,7 +277,8 @@ export function createS3Storage(o: S3Options): Storage {
         } catch (err) {
           fail(err, 'listing');
         }
-        for (const c of res.Contents ?? []) if (c.Key) yield { key: c.Key, size: c.Size ?? 0 };
+        for (const c of res.Contents ?? [])
+          if (c.Key) yield { key: c.Key, size: c.Size ?? 0, modified: c.LastModified?.getTime() };
         token = res.IsTruncated ? res.NextContinuationToken : undefined;
       } while (token);
     },

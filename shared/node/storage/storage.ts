@@ -16,11 +16,21 @@ export interface Storage {
   get(key: string, range?: { start: number; end: number }, into?: Buffer): Promise<Buffer>;
   /** Size of the object, or null when absent. */
   head(key: string): Promise<{ size: number } | null>;
-  list(prefix: string): AsyncIterable<{ key: string; size: number }>;
+  /**
+   * The objects under `prefix`. `modified` is when the object was written by the storage's own clock
+   * (S3 LastModified, a file's mtime), in epoch ms: lock ages are measured on it, never on a machine's.
+   */
+  list(prefix: string): AsyncIterable<ListedObject>;
   delete(key: string): Promise<void>;
   /** Proves the target is usable: reachable, credentials accepted, bucket/folder present. */
   check(): Promise<void>;
   close(): void;
+}
+
+export interface ListedObject {
+  key: string;
+  size: number;
+  modified?: number;
 }
 
 export type StorageProblem =

@@ -167,6 +167,12 @@ export class IndexCache extends CopyTable {
     };
   }
 
+  /** The pack the index places a blob in, stored or not (undefined when no row names the blob). */
+  packOf(id: Uint8Array): Buffer | undefined {
+    return (this.db.prepare('SELECT pack_id FROM blobs WHERE id = ?').get(id) as { pack_id: Buffer } | undefined)
+      ?.pack_id;
+  }
+
   /** Records a pack, its copies and its blobs in one transaction (a stored pack, or one read from an index file). */
   addPack(p: NewPack, blobs: readonly PackEntry[]): void {
     this.addPacks([{ pack: p, blobs }]);
@@ -214,6 +220,29 @@ export class IndexCache extends CopyTable {
         )
         .all(targetId ?? null, targetId ?? null) as RawPack[]
     ).map(toPack);
+  }
+
+  /** The packs a backup job stored, with their stored copies (or shards). */
+  packsOfJob(
+    jobId: string,
+  ): { id: Buffer; size: number; copies: { targetId: number; shard: number | null }[] }[] {
+    const rows = this.db
+      .prepare(
+        `SELECT p.id, p.size, c.target_id, c.shard FROM packs p JOIN pack_copies c ON c.pack_id = p.id
+         WHERE p.job_id = ? AND c.state = 'stored' ORDER BY p.id`,
+      )
+      .all(jobId) as { id: Buffer; size: number; target_id: number; shard: number | null }[];
+    const out = new Map<
+      string,
+      { id: Buffer; size: number; copies: { targetId: number; shard: number | null }[] }
+    >();
+    for (const r of rows) {
+      const hex = r.id.toString('hex');
+      let p = out.get(hex);
+      if (!p) out.set(hex, (p = { id: r.id, size: r.size, copies: [] }));
+      p.copies.push({ targetId: r.target_id, shard: r.shard });
+    }
+    return [...out.values()];
   }
 
   blobsOfPack(packId: Uint8Array): PackEntry[] {

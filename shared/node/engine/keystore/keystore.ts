@@ -20,6 +20,8 @@ import { IndexCache } from './index-cache.ts';
 import { JobTable } from './job-table.ts';
 import { PlanTable } from './plan-table.ts';
 import { MetaOutbox } from './meta-outbox.ts';
+import { OwnLocks } from './own-locks.ts';
+import { isSameProcessAlive, processStart } from '../../process-alive.ts';
 import { PoolTable } from './pool-table.ts';
 import type { TargetState } from '../../repository/pool.ts';
 import { SnapshotCache } from './snapshot-cache.ts';
@@ -58,6 +60,7 @@ export class Keystore {
   readonly plans: PlanTable;
   readonly pool: PoolTable;
   readonly outbox: MetaOutbox;
+  readonly ownLocks: OwnLocks;
 
   private constructor(
     readonly db: Db,
@@ -77,6 +80,11 @@ export class Keystore {
     this.plans = new PlanTable(db);
     this.pool = new PoolTable(db);
     this.outbox = new MetaOutbox(db);
+    this.ownLocks = new OwnLocks(
+      file,
+      { pid: process.pid, started: processStart(process.pid) },
+      isSameProcessAlive,
+    );
   }
 
   /** Creates a keystore for a repository whose master key is already known (init or connect). */
@@ -140,7 +148,7 @@ export class Keystore {
           for (const slot of slots) {
             const master = await openKeySlot(sodium, slot, secret);
             if (!master) continue;
-            setSetting(db, 'lastSlot', slot.id);
+            if (slot.id !== getSetting<string>(db, 'lastSlot')) setSetting(db, 'lastSlot', slot.id);
             return Keystore.unlocked(db, file, sodium, master, {
               repoId,
               config: JSON.parse(config) as RepoConfig,
