@@ -291,6 +291,40 @@ async function restoreRange(
   };
   try {
     restoreBlobs(task, body, plainBuf, { ok, failed, created, notCreated }, timing, spent);
+    // A blob of a whole copy that fails authentication is read again, alone, before it counts as
+    // damaged: a byte flipped on the wire is not damage in the bucket.
+    for (let again = 0; !task.ec && again < 2 && failed.some((f) => DAMAGE.has(f.error.problem)); again++) {
+      const retry = new Set(failed.filter((f) => DAMAGE.has(f.error.problem)).map((f) => f.id));
+      const at = task.blobs.flatMap((b, i) => (retry.has(Buffer.from(b.id).toString('hex')) ? [i] : []));
+      for (const i of at) {
+        const b = task.blobs[i]!;
+        const hex = Buffer.from(b.id).toString('hex');
+        let one: Buffer;
+        try {
+          one = await storage(read?.from ?? task.targetId).get(task.packKey, {
+            start: b.offset,
+            end: b.offset + b.storedLength - 1,
+          });
+        } catch {
+          continue; // the first failure stands
+        }
+        const out2 = {
+          ok: [] as string[],
+          failed: [] as typeof failed,
+          created: [] as number[],
+          notCreated: [] as typeof notCreated,
+        };
+        restoreBlobs({ ...task, start: b.offset, blobs: [b] }, one, plainBuf, out2, timing, spent);
+        if (!out2.ok.length) continue;
+        failed.splice(
+          failed.findIndex((f) => f.id === hex),
+          1,
+        );
+        ok.push(hex);
+        created.push(...out2.created.map(() => i));
+        notCreated.push(...out2.notCreated.map((n) => ({ ...n, at: i })));
+      }
+    }
     // A blob read straight from a data shard that fails authentication: the shard is damaged. The pack
     // is rebuilt from shards whose MACs hold, and those blobs are opened again from it.
     if (task.ec && !rebuilt && failed.length) {
@@ -336,6 +370,9 @@ async function restoreRange(
   });
   return { intoFree: read?.intoFree ?? Promise.resolve() };
 }
+
+/** A stored blob that is not what its name promises (as opposed to a failure to read or write it). */
+const DAMAGE = new Set(['truncated', 'bad-magic', 'auth-failed', 'bad-length', 'bad-content']);
 
 const readEcRange = ecRangeReader((id) => storage(id).patience(FAILOVER_WINDOW_MS), sodium, shardKey);
 

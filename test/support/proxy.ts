@@ -17,6 +17,20 @@ export interface Proxy {
   setDelay(ms: number): void;
   /** For `ms` from now every request fails: a 503 answer, or the connection dropped. */
   outage(ms: number, kind: 503 | 'reset'): void;
+  /**
+   * Damage on the wire from now on: `flip` of the successful GET answers (a fraction, 0…1) have one byte of
+   * their body flipped, `truncate` of them end early (the connection dropped mid-body). `random` draws.
+   */
+  setCorruption(c: { flip?: number; truncate?: number; random?: () => number }): void;
+  /** The next `n` successful GET answers matching `match` get one byte of their body flipped. */
+  flipNext(
+    n: number,
+    match?: (path: string, query: string) => boolean,
+    /** Where in the first chunk of the body to flip (default: a random byte of the body). */
+    where?: (first: Buffer) => number,
+  ): void;
+  /** GET bodies damaged so far: flipped, and cut short. */
+  corrupted: { flipped: number; truncated: number };
   /** Resolves once no forwarded request is still in progress upstream. */
   settled(): Promise<void>;
   close(): Promise<void>;
@@ -34,6 +48,17 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
   let inFlight = 0;
   const faults: { n: number; status: number; match: (m: string, p: string) => boolean }[] = [];
   let down: { until: number; kind: 503 | 'reset' } | null = null;
+  let corruption: { flip: number; truncate: number; random: () => number } = {
+    flip: 0,
+    truncate: 0,
+    random: Math.random,
+  };
+  const corrupted = { flipped: 0, truncated: 0 };
+  const flips: {
+    n: number;
+    match: (p: string, q: string) => boolean;
+    where?: (first: Buffer) => number;
+  }[] = [];
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const wait = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
 
@@ -96,7 +121,43 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
         if (gone) return void upRes.resume();
         stats.requests.push({ method: req.method ?? '', path: pathOnly, status: upRes.statusCode ?? 0 });
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-        upRes.pipe(res);
+        const length = Number(upRes.headers['content-length'] ?? 0);
+        const ok = req.method === 'GET' && (upRes.statusCode ?? 0) < 300 && length > 0;
+        const draw = ok ? corruption.random() : 1;
+        const query = (req.url ?? '').split('?')[1] ?? '';
+        const forced = ok ? flips.find((f) => f.n > 0 && f.match(pathOnly, query)) : undefined;
+        if (forced) forced.n--;
+        let flipAt = forced || draw < corruption.flip ? Math.floor(corruption.random() * length) : -1;
+        const cutAt =
+          flipAt < 0 && draw < corruption.flip + corruption.truncate
+            ? Math.floor(corruption.random() * length)
+            : -1;
+        if (flipAt < 0 && cutAt < 0) upRes.pipe(res);
+        else {
+          let at = 0;
+          upRes.on('data', (chunk: Buffer) => {
+            if (at === 0 && forced?.where) {
+              const w = forced.where(chunk);
+              if (w >= 0) flipAt = w;
+            }
+            if (cutAt >= 0 && at + chunk.length > cutAt) {
+              res.write(chunk.subarray(0, cutAt - at));
+              corrupted.truncated++;
+              upRes.destroy();
+              res.destroy();
+              done();
+              return;
+            }
+            if (flipAt >= at && flipAt < at + chunk.length) {
+              chunk = Buffer.from(chunk);
+              chunk[flipAt - at] = chunk[flipAt - at]! ^ 0x20;
+              corrupted.flipped++;
+            }
+            at += chunk.length;
+            res.write(chunk);
+          });
+          upRes.on('end', () => res.end());
+        }
         upRes.on('end', done);
         upRes.on('error', done);
       },
@@ -123,6 +184,10 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
     clearFaults: () => (faults.length = 0),
     setDelay: (ms) => (delay = ms),
     outage: (ms, kind) => (down = { until: Date.now() + ms, kind }),
+    setCorruption: (c) =>
+      (corruption = { flip: c.flip ?? 0, truncate: c.truncate ?? 0, random: c.random ?? Math.random }),
+    corrupted,
+    flipNext: (n, match = () => true, where) => void flips.push({ n, match, where }),
     async settled() {
       while (inFlight > 0) await wait(10);
     },

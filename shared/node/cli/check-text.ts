@@ -17,7 +17,7 @@ export function checkText(r: CheckResult): { lines: string[]; summary: string; f
     for (const f of d.files.slice(0, 20))
       lines.push(
         lastResort.has(f)
-          ? `Snapshot ${d.snapshot}: ${f} needs blobs that only copies found damaged hold (a restore still tries them; the blobs check did not flag there come back)`
+          ? `Snapshot ${d.snapshot}: ${f} needs blobs found damaged where they are stored (a restore still tries them; whatever reads whole comes back)`
           : `Snapshot ${d.snapshot}: ${f} needs a missing pack or blob`,
       );
     if (d.files.length > 20) lines.push(`Snapshot ${d.snapshot}: and ${d.files.length - 20} more files`);

@@ -98,6 +98,8 @@ export async function runFetches(o: {
    * restore); without this it is reported as it is (verify, whose job is to find damaged copies).
    */
   retryDamaged?: boolean;
+  /** Blobs of a pack that authenticated (to clear a damage mark a glitch left: IndexCache.blobsAuthenticated). */
+  authenticated?: (packId: Buffer, ids: string[]) => void;
 }): Promise<void> {
   // A range whose GET fails is sent again to another copy of its pack, if it has one this restore did
   // not try; a target that failed once is tried last for the ranges after it.
@@ -253,6 +255,7 @@ export async function runFetches(o: {
           speeds.record(m.from ?? target, m.timing.wireBytes, m.slow ? transfer - hedgeAfter : transfer);
           if (m.slow) speeds.record(m.slow.targetId, m.timing.wireBytes, m.slow.ms);
         }
+        if (m.t === 'restored' && o.authenticated && m.ok.length) o.authenticated(range.pack.packId, m.ok);
         if (m.t === 'restored' && o.retryDamaged && !range.pack.ec) {
           const retry = retryDamaged(m, range, m.from ?? target, untried);
           if (retry) {

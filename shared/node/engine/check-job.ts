@@ -21,9 +21,10 @@ export interface CheckOptions {
 /**
  * The repository against the bucket, under a shared lock: loads what other machines wrote, lists every
  * target's packs (an indexed pack that is absent, or of another size, is marked missing), optionally reads
- * packs back (header against the index, every blob authenticated; damaged blobs are dropped from the local
- * index), then names the snapshots and files that need what is gone. What was marked missing or dropped is
- * stored again by the next backup whose sources still have it. In a pool, a member out of reach is passed
+ * packs back (header against the index, every blob authenticated; a pack is read again before what it
+ * shows counts as damage, and a damaged blob is marked so, never dropped: a later read that authenticates
+ * it clears the mark), then names the snapshots and files that need what is gone. What was marked missing
+ * or damaged is stored again by the next backup whose sources still have it. In a pool, a member out of reach is passed
  * over and named (its copies count as last known, unchecked); the check fails only when none is in reach.
  */
 export async function runCheck(
@@ -76,7 +77,9 @@ export async function runCheck(
       const packs = ks.index.packsOnTarget(t.id);
       const share = opts.readData ? 100 : (opts.readDataSubset ?? 0);
       if (share > 0) {
-        const present = [...packs].filter(([, p]) => p.state === 'stored');
+        // Copies found damaged before are read again too: one that reads whole now is whole.
+        const damagedHere = ks.index.damagedOn(t.id);
+        const present = [...packs].filter(([id, p]) => p.state === 'stored' || damagedHere.has(id));
         const chosen =
           share >= 100 ? present : shuffle(present).slice(0, Math.ceil((present.length * share) / 100));
         let done = 0;

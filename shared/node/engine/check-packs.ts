@@ -82,27 +82,32 @@ async function readShard(
 ): Promise<Buffer | 'damaged' | 'unread'> {
   const { sodium, ks } = repo;
   const packId = Buffer.from(packHex, 'hex');
-  const object = await reach.download(repo, t, ObjectKey.shard(packHex, shard), packHex);
-  if (!object) return 'unread';
-  result.packsRead++;
-  result.bytesRead += object.length;
-  try {
-    const s = openShard(sodium, ks.keys.shardMac, object, { packId, index: shard });
-    const ec = ks.index.packEc(packId);
-    if (!ec || s.k !== ec.k || s.m !== ec.m || s.packLength !== ks.index.packSize(packId))
-      throw new Error(`its header (${s.k}+${s.m}, ${s.packLength} bytes) disagrees with the index`);
-    return s.bytes;
-  } catch (err) {
-    ks.index.markDamaged(packId, t.id);
-    result.problems.push({
-      kind: 'damaged-shard',
-      target: t.name,
-      pack: packHex,
-      blob: null,
-      message: `on target "${t.name}", ${(err as Error).message} ("cairn repair" writes it again from the other shards)`,
-    });
-    return 'damaged';
+  let problem = '';
+  // A shard that fails is read again: a byte flipped on the wire is not a damaged shard.
+  for (let attempt = 0; attempt < READS; attempt++) {
+    const object = await reach.download(repo, t, ObjectKey.shard(packHex, shard), packHex);
+    if (!object) return 'unread';
+    if (attempt === 0) result.packsRead++;
+    result.bytesRead += object.length;
+    try {
+      const s = openShard(sodium, ks.keys.shardMac, object, { packId, index: shard });
+      const ec = ks.index.packEc(packId);
+      if (!ec || s.k !== ec.k || s.m !== ec.m || s.packLength !== ks.index.packSize(packId))
+        throw new Error(`its header (${s.k}+${s.m}, ${s.packLength} bytes) disagrees with the index`);
+      return s.bytes;
+    } catch (err) {
+      problem = (err as Error).message;
+    }
   }
+  ks.index.markDamaged(packId, t.id);
+  result.problems.push({
+    kind: 'damaged-shard',
+    target: t.name,
+    pack: packHex,
+    blob: null,
+    message: `on target "${t.name}", ${problem} ("cairn repair" writes it again from the other shards)`,
+  });
+  return 'damaged';
 }
 
 /**
@@ -147,11 +152,14 @@ export async function readEcPack(
   const body = got.slice(0, ec.k).every(Boolean)
     ? Buffer.concat(got.slice(0, ec.k) as Buffer[]).subarray(0, size)
     : (await decodeShards(got, ec.k, ec.m, size)).pack;
-  const { damaged } = verifyPackBody(repo, packHex, body, result, (p) =>
-    result.problems.push({ ...p, target: null, pack: packHex }),
-  );
-  ks.index.forgetBlobs(damaged.filter((id) => ks.index.lookup(id)?.packId.equals(packId)));
+  const found = verifyPackBody(repo, packHex, body);
+  result.blobsRead += found.checked;
+  for (const p of found.problems) result.problems.push({ ...p, target: null, pack: packHex });
+  ks.index.markBlobsDamaged(packId, found.damaged);
 }
+
+/** Reads of one pack or shard before what they find counts as damage. */
+const READS = 3;
 
 /**
  * Downloads one pack: its header must open and list, at the same offsets, the blobs the index places in
@@ -166,19 +174,29 @@ export async function readPack(
   damagedCopies: DamagedCopies,
   reach: CheckReach,
 ): Promise<void> {
-  const problem = (p: Omit<CheckProblem, 'target' | 'pack'>) =>
-    result.problems.push({ ...p, target: t.name, pack: packHex });
-  const body = await reach.download(repo, t, ObjectKey.pack(packHex), packHex);
-  if (!body) return;
-  result.packsRead++;
-  result.bytesRead += body.length;
-  const { damaged, headerBad } = verifyPackBody(repo, packHex, body, result, problem);
+  // Damage must show in every read: a copy that reads whole once is whole (the others met a glitch on
+  // the wire), so nothing is condemned on one bad read.
+  let found: ReturnType<typeof verifyPackBody> | null = null;
+  for (let attempt = 0; attempt < READS; attempt++) {
+    const body = await reach.download(repo, t, ObjectKey.pack(packHex), packHex);
+    if (!body) return;
+    if (attempt === 0) result.packsRead++;
+    result.bytesRead += body.length;
+    found = verifyPackBody(repo, packHex, body);
+    if (!found.damaged.length && !found.headerBad) break;
+  }
+  result.blobsRead += found!.checked;
+  for (const p of found!.problems) result.problems.push({ ...p, target: t.name, pack: packHex });
   // Whether a damaged copy's blobs are lost is known once every copy was read (settleDamagedCopies).
   const seen = damagedCopies.get(packHex) ?? { intact: [], damaged: [], blobs: [] };
   damagedCopies.set(packHex, seen);
-  if (!damaged.length && !headerBad) return void seen.intact.push(t.id);
+  if (!found!.damaged.length && !found!.headerBad) {
+    // Read whole: a copy found damaged before (a glitch then, or written again since) is whole again.
+    repo.ks.index.copyWhole(Buffer.from(packHex, 'hex'), t.id, found!.blobs);
+    return void seen.intact.push(t.id);
+  }
   seen.damaged.push(t.id);
-  seen.blobs.push(...damaged);
+  seen.blobs.push(...found!.damaged);
 }
 
 /**
@@ -214,7 +232,7 @@ export function settleDamagedCopies(
         }
       continue;
     }
-    ks.index.forgetBlobs(blobs.filter((id) => ks.index.lookup(id)?.packId.equals(packId)));
+    ks.index.markBlobsDamaged(packId, blobs);
   }
 }
 
@@ -230,20 +248,26 @@ function verifyPackBody(
   repo: Repository,
   packHex: string,
   body: Buffer,
-  result: CheckResult,
-  problem: (p: Omit<CheckProblem, 'target' | 'pack'>) => void,
-): { damaged: Buffer[]; headerBad: boolean } {
+): {
+  damaged: Buffer[];
+  headerBad: boolean;
+  /** The blobs that authenticated. */
+  blobs: Buffer[];
+  /** Blobs checked (the final read's). */
+  checked: number;
+  problems: Omit<CheckProblem, 'target' | 'pack'>[];
+} {
   const { sodium, ks } = repo;
   const packId = Buffer.from(packHex, 'hex');
   const indexed = ks.index.blobsOfPack(packId);
-  const problemsBefore = result.problems.length;
+  const problems: Omit<CheckProblem, 'target' | 'pack'>[] = [];
   let header: PackEntry[] = [];
   try {
     const r = openPackTrailer(sodium, ks.keys.metaSeal, packId, body.length, body);
     if ('need' in r) throw new Error('header longer than the pack');
     header = r.entries;
   } catch (err) {
-    problem({ kind: 'pack-header', blob: null, message: `pack ${packHex}: ${(err as Error).message}` });
+    problems.push({ kind: 'pack-header', blob: null, message: `pack ${packHex}: ${(err as Error).message}` });
   }
   const byOffset = new Map(header.map((e) => [e.offset, e]));
   for (const b of indexed) {
@@ -257,7 +281,7 @@ function verifyPackBody(
         h.storedLength !== b.storedLength ||
         h.plainLength !== b.plainLength)
     )
-      problem({
+      problems.push({
         kind: 'pack-header',
         blob: hex,
         message: `pack ${packHex}: its header disagrees with the index about blob ${hex}`,
@@ -265,20 +289,27 @@ function verifyPackBody(
   }
   // Every blob the header lists (or, when it is unreadable, the index places here) must authenticate.
   const damaged: Buffer[] = [];
+  const whole: Buffer[] = [];
   for (const b of header.length ? header : indexed) {
     const hex = b.id.toString('hex');
-    result.blobsRead++;
     try {
       if (b.offset + b.storedLength > body.length) throw new Error('beyond the end of the pack');
       openPackEntry(sodium, ks.keys, b, body.subarray(b.offset, b.offset + b.storedLength));
+      whole.push(b.id);
     } catch (err) {
       damaged.push(b.id);
-      problem({
+      problems.push({
         kind: 'damaged-blob',
         blob: hex,
         message: `blob ${hex} in pack ${packHex}: ${(err as Error).message}`,
       });
     }
   }
-  return { damaged, headerBad: result.problems.length > problemsBefore };
+  return {
+    damaged,
+    headerBad: problems.length > 0,
+    blobs: whole,
+    problems,
+    checked: damaged.length + whole.length,
+  };
 }

@@ -257,6 +257,13 @@ async function restorePlanned(
       down: repo.unreachable(),
       speeds,
       retryDamaged: true,
+      authenticated: ks.index.anyDamagedBlobs()
+        ? (packId, ids) =>
+            ks.index.blobsAuthenticated(
+              packId,
+              ids.map((h) => Buffer.from(h, 'hex')),
+            )
+        : undefined,
       targetName: (id) => ks.targetById(id).name,
       plan: planFetches(needs),
       stats,

@@ -79,6 +79,13 @@ export async function runVerifyJob(
       down: repo.unreachable(),
       plan: planFetches(needs),
       stats,
+      authenticated: ks.index.anyDamagedBlobs()
+        ? (packId, ids) =>
+            ks.index.blobsAuthenticated(
+              packId,
+              ids.map((h) => Buffer.from(h, 'hex')),
+            )
+        : undefined,
       resolveWrites: () => [],
       onOutcome: (m, carried) => {
         if (m.t === 'restored') stats.add(m.timing, true);

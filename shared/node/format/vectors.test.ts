@@ -196,7 +196,9 @@ describe.each(['sodium-native', 'libsodium-wasm'] as const)('format v2 vectors w
     );
 
     const r = v.revocation.value;
-    expect(JSON.parse(open(s, 'CRNR', Buffer.from(r.id), H(v.revocation.object), meta).toString())).toEqual(r);
+    expect(JSON.parse(open(s, 'CRNR', Buffer.from(r.id), H(v.revocation.object), meta).toString())).toEqual(
+      r,
+    );
     expect(Object.keys(r)).toEqual(['version', 'id', 'revokedAt', 'host']);
 
     const slot = v.keySlot.slot;

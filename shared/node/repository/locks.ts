@@ -167,13 +167,18 @@ export async function listLocks(ctx: LockContext, opts: { reference?: string } =
   const probe = opts.reference ? null : `${Prefix.locks}${ctx.sodium.randomBytes(8).toString('hex')}.clock`;
   if (probe) await ctx.storage.put(probe, Buffer.alloc(0));
   try {
-    const listed: { id: string; size: number; modified?: number }[] = [];
+    // Listed twice, and the names of both taken: a lock whose name changed on the wire in one listing
+    // is still seen (a name that is not there answers not-found, and is passed over).
+    const byId = new Map<string, { id: string; size: number; modified?: number }>();
     let now: number | undefined;
-    for await (const o of ctx.storage.list(Prefix.locks)) {
-      const name = o.key.slice(Prefix.locks.length);
-      if (o.key === probe || name === opts.reference) now = o.modified;
-      if (LOCK_ID.test(name)) listed.push({ id: name, size: o.size, modified: o.modified });
-    }
+    for (let pass = 0; pass < 2; pass++)
+      for await (const o of ctx.storage.list(Prefix.locks)) {
+        const name = o.key.slice(Prefix.locks.length);
+        if (o.key === probe || name === opts.reference) now ??= o.modified;
+        if (LOCK_ID.test(name) && !byId.has(name))
+          byId.set(name, { id: name, size: o.size, modified: o.modified });
+      }
+    const listed = [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
     const self = { host: os.hostname(), machine: ctx.machine };
     const out: LockInfo[] = [];
     for (const l of listed) {

@@ -1,4 +1,4 @@
-import { Prefix, packIdOfKey, shardOfKey } from '../../format/constants.ts';
+import { ObjectKey, Prefix, packIdOfKey, shardOfKey } from '../../format/constants.ts';
 import type { TargetRow } from '../engine/keystore/keystore.ts';
 import { storedObjectLength } from '../format/shard-codec.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../storage/retrying.ts';
@@ -20,12 +20,14 @@ export async function reconcilePacks(
   const damaged = ks.index.damagedOn(t.id);
   const started = Date.now();
   const listed = await listPacks(repo.storage(t), opts);
+  // A target holds a whole copy of a pack, or one shard object of an erasure-coded one.
+  const sizeOf = (p: { size: number; ec?: { k: number } }) => storedObjectLength(p.size, p.ec?.k);
+  await confirmAbsent(repo.storage(t), opts, known, listed, sizeOf);
   const changes: { id: Buffer; state: 'missing' | 'stored' }[] = [];
   let missing = 0;
   let present = 0;
   for (const [hex, p] of known) {
-    // A target holds a whole copy of a pack, or one shard object of an erasure-coded one.
-    const size = storedObjectLength(p.size, p.ec?.k);
+    const size = sizeOf(p);
     // A copy check --read-data found damaged is there at its size, and missing all the same.
     const ok = listed.get(hex) === size && !damaged.has(hex);
     if (ok) present++;
@@ -37,6 +39,34 @@ export async function reconcilePacks(
   // A backup marks the listing only once it has begun, so one that fails its checks changes nothing.
   if (opts.markListed !== false) ks.markListed(t.id, started);
   return { missing, present, listedAt: started };
+}
+
+/**
+ * A stored copy the listing lacks (or lists at another size) is asked about once more before it counts as
+ * missing, and `listed` corrected: a name or size changed on the wire is not a lost pack. A few are asked
+ * with HEAD; many, with a second listing (a bucket that really lost them lacks them in both).
+ */
+async function confirmAbsent(
+  storage: RetryingStorage,
+  opts: { impatient?: boolean },
+  known: ReturnType<Repository['ks']['index']['packsOnTarget']>,
+  listed: Map<string, number>,
+  sizeOf: (p: { size: number; ec?: { k: number } }) => number,
+): Promise<void> {
+  const doubtful = [...known].filter(([hex, p]) => p.state === 'stored' && listed.get(hex) !== sizeOf(p));
+  if (doubtful.length === 0) return;
+  const s = opts.impatient ? storage.patience(FAILOVER_WINDOW_MS) : storage;
+  if (doubtful.length > 32) {
+    const again = await listPacks(storage, opts);
+    for (const [hex, p] of doubtful) if (again.get(hex) === sizeOf(p)) listed.set(hex, sizeOf(p));
+    return;
+  }
+  for (const [hex, p] of doubtful) {
+    const key = p.shard === null ? ObjectKey.pack(hex) : ObjectKey.shard(hex, p.shard);
+    const h = await s.head(key);
+    if (h) listed.set(hex, h.size);
+    else listed.delete(hex);
+  }
 }
 
 /** Every pack object (or erasure-coded shard object) in data/, by pack id, with its size. */

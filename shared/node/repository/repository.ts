@@ -190,20 +190,35 @@ export class Repository {
     // bucket): the packs it named are marked missing, to be reported and stored again. Packs this machine
     // stored that no index file names yet are kept while data/ lists them.
     const present = new Set(listed);
-    const vanished = [...loaded].filter((id) => !present.has(id));
+    // What a listing lacks is asked about again before it counts as gone (a name changed on the wire).
+    const vanished: string[] = [];
+    for (const id of [...loaded].filter((x) => !present.has(x)))
+      if (await s.head(ObjectKey.index(id))) {
+        present.add(id);
+        listed.push(id);
+      } else vanished.push(id);
+    // A listed name whose object is not there was not what the storage listed (a name changed on the
+    // wire): passed over, read once a listing names it rightly.
+    const openIndex = async (id: string): Promise<IndexFile | null> => {
+      let body: Buffer;
+      try {
+        body = await s.get(ObjectKey.index(id));
+      } catch (err) {
+        if (err instanceof StorageError && err.problem === 'not-found') return null;
+        throw err;
+      }
+      return openIndexFile(this.sodium, this.ks.keys.metaSeal, Buffer.from(id, 'hex'), body);
+    };
     const opened = new Map<string, IndexFile>();
-    const openIndex = async (id: string) =>
-      openIndexFile(
-        this.sodium,
-        this.ks.keys.metaSeal,
-        Buffer.from(id, 'hex'),
-        await s.get(ObjectKey.index(id)),
-      );
+    const openInto = async (id: string) => {
+      const f = await openIndex(id);
+      if (f) opened.set(id, f);
+    };
     const rebuilt = vanished.length > 0;
     const supersedesOf = () =>
       [...opened.values()].flatMap((f) => f.supersedes.map((x) => x.toString('hex')));
     if (rebuilt) {
-      for (const id of listed) opened.set(id, await openIndex(id));
+      for (const id of listed) await openInto(id);
       const superseded = new Set(supersedesOf());
       const since = Date.now();
       const packs = await this.listPacks(t);
@@ -224,14 +239,14 @@ export class Repository {
     // replaced (delivered late to this member, or left by a kill) must not bring back what they removed,
     // whichever order the listing gives.
     const fresh = listed.filter((id) => !loaded.has(id));
-    for (const id of fresh) if (!opened.has(id)) opened.set(id, await openIndex(id));
+    for (const id of fresh) if (!opened.has(id)) await openInto(id);
     this.ks.index.addSuperseded(supersedesOf());
     const superseded = this.ks.index.supersededIndexFiles();
     let indexFiles = 0;
     for (const id of fresh) {
-      const file = opened.get(id)!;
+      const file = opened.get(id);
       opened.delete(id);
-      if (superseded.has(id)) continue;
+      if (!file || superseded.has(id)) continue;
       this.ks.index.addPacks(
         file.packs.map((p) => ({
           pack: {
@@ -261,14 +276,23 @@ export class Repository {
       if (!/^[0-9a-f]{12}$/.test(id)) continue;
       seen.add(id);
       if (anywhere.has(id)) continue;
+      let body: Buffer;
+      try {
+        body = await s.get(o.key);
+      } catch (err) {
+        if (err instanceof StorageError && err.problem === 'not-found') continue; // a name changed on the wire
+        throw err;
+      }
       const doc = parseSnapshotDoc(
-        openJson(this.sodium, this.ks.keys.metaSeal, Magic.snapshot, id, await s.get(o.key)),
+        openJson(this.sodium, this.ks.keys.metaSeal, Magic.snapshot, id, body),
         id,
       );
       this.ks.snapshots.put(t.id, doc);
       snapshots++;
     }
-    const removed = [...known].filter((id) => !seen.has(id));
+    const removed: string[] = [];
+    for (const id of [...known].filter((x) => !seen.has(x)))
+      if (!(await s.head(ObjectKey.snapshot(id)))) removed.push(id);
     this.ks.snapshots.remove(removed);
     return { snapshots, removedSnapshots: removed.length, indexFiles, rebuilt, learnt };
   }

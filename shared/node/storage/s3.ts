@@ -79,6 +79,8 @@ function classify(e: SdkError, objectOp: boolean): StorageProblem {
   // This machine's clock is off (RequestTimeTooSkewed): the SDK has just learnt the offset from the
   // server's Date header, so the same request signed again succeeds. Clocks are never trusted to agree.
   if (e.$metadata?.clockSkewCorrected) return 'server';
+  // A success whose answer could not be read (XML cut short or garbled on the way): asked again.
+  if (status !== undefined && status >= 200 && status < 300) return 'server';
   if (name === 'NoSuchBucket') return 'no-bucket';
   if (name === 'NoSuchKey' || (objectOp && (name === 'NotFound' || status === 404))) return 'not-found';
   if (AUTH_CODES.has(name) || status === 401 || status === 403) return 'auth';

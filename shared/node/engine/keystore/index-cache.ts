@@ -58,6 +58,9 @@ export const readable = (pack: string) =>
   `(SELECT count(*) FROM pack_copies c WHERE c.pack_id = ${pack} AND c.state = 'stored') >=
    (SELECT coalesce(rp.ec_k, 1) FROM packs rp WHERE rp.id = ${pack})`;
 const STORED_COPY = readable('b.pack_id');
+/** SQL: blob row `b` is marked damaged where it points (check --read-data). */
+const DAMAGED_HERE = (b: string) =>
+  `EXISTS (SELECT 1 FROM damaged_blobs d WHERE d.blob_id = ${b}.id AND d.pack_id = ${b}.pack_id)`;
 
 /**
  * The local copy of the repository index: which blob is in which pack, which targets hold a copy of each
@@ -80,7 +83,9 @@ export class IndexCache extends CopyTable {
 
   constructor(db: Db) {
     super(db);
-    this.hasStmt = db.prepare(`SELECT 1 FROM blobs b WHERE b.id = ? AND ${STORED_COPY}`);
+    this.hasStmt = db.prepare(
+      `SELECT 1 FROM blobs b WHERE b.id = ? AND ${STORED_COPY} AND NOT ${DAMAGED_HERE('b')}`,
+    );
     this.lookupStmt = db.prepare(
       `SELECT b.id, b.kind, b.pack_id, p.size AS pack_size, p.ec_k, p.ec_m, b.offset, b.stored_length, b.plain_length
        FROM blobs b JOIN packs p ON p.id = b.pack_id WHERE b.id = ?`,
@@ -100,12 +105,12 @@ export class IndexCache extends CopyTable {
       `INSERT INTO pack_copies (pack_id, target_id, state, shard) VALUES (?, ?, 'stored', ?)
        ON CONFLICT(pack_id, target_id) DO UPDATE SET state = 'stored', shard = excluded.shard WHERE state = 'queued'`,
     );
-    // A blob already known in a pack with no stored copy left moves to the new pack.
+    // A blob already known in a pack with no stored copy left, or found damaged there, moves to the new pack.
     this.insertBlob = db.prepare(
       `INSERT INTO blobs (id, kind, pack_id, offset, stored_length, plain_length) VALUES (?, ?, ?, ?, ?, ?)
        ON CONFLICT(id) DO UPDATE SET pack_id = excluded.pack_id, offset = excluded.offset,
          stored_length = excluded.stored_length, plain_length = excluded.plain_length
-       WHERE NOT ${readable('blobs.pack_id')}`,
+       WHERE NOT ${readable('blobs.pack_id')} OR ${DAMAGED_HERE('blobs')}`,
     );
   }
 
@@ -169,8 +174,9 @@ export class IndexCache extends CopyTable {
 
   /** The pack the index places a blob in, stored or not (undefined when no row names the blob). */
   packOf(id: Uint8Array): Buffer | undefined {
-    return (this.db.prepare('SELECT pack_id FROM blobs WHERE id = ?').get(id) as { pack_id: Buffer } | undefined)
-      ?.pack_id;
+    return (
+      this.db.prepare('SELECT pack_id FROM blobs WHERE id = ?').get(id) as { pack_id: Buffer } | undefined
+    )?.pack_id;
   }
 
   /** Records a pack, its copies and its blobs in one transaction (a stored pack, or one read from an index file). */
@@ -327,12 +333,42 @@ export class IndexCache extends CopyTable {
     this.packs.clear();
   }
 
-  /** Drops blobs found damaged (check --read-data): the next backup stores them again where it can. */
-  forgetBlobs(ids: readonly Uint8Array[]): void {
-    const st = this.db.prepare('DELETE FROM blobs WHERE id = ?');
+  /**
+   * Blobs check --read-data found damaged in `packId` (every read failed): they no longer count as stored
+   * (the next backup that has them stores them again, and their rows move there) but stay where the index
+   * has them, so a restore still tries them. Only blobs whose row names this pack are marked.
+   */
+  markBlobsDamaged(packId: Uint8Array, ids: readonly Uint8Array[]): void {
+    const st = this.db.prepare(
+      `INSERT OR IGNORE INTO damaged_blobs (blob_id, pack_id)
+       SELECT id, pack_id FROM blobs WHERE id = ? AND pack_id = ?`,
+    );
     this.db.transaction(() => {
-      for (const id of ids) st.run(id);
+      for (const id of ids) st.run(id, packId);
     })();
+  }
+
+  /** Blobs read back whole from `packId` (a restore, verify or check): any damage mark they had was a glitch. */
+  blobsAuthenticated(packId: Uint8Array, ids: readonly Uint8Array[]): void {
+    if (!this.anyDamagedBlobs()) return;
+    const st = this.db.prepare('DELETE FROM damaged_blobs WHERE blob_id = ? AND pack_id = ?');
+    this.db.transaction(() => {
+      for (const id of ids) st.run(id, packId);
+    })();
+  }
+
+  /** Whether any blob is marked damaged (restores skip the bookkeeping when none is). */
+  anyDamagedBlobs(): boolean {
+    return this.db.prepare('SELECT 1 FROM damaged_blobs LIMIT 1').get() !== undefined;
+  }
+
+  /** The copy of `packId` on `targetId` was read whole (check --read-data): it, and `blobs` in it, are sound. */
+  copyWhole(packId: Uint8Array, targetId: number, blobs: readonly Uint8Array[]): void {
+    const wasDamaged = this.db
+      .prepare('SELECT 1 FROM damaged_copies WHERE pack_id = ? AND target_id = ?')
+      .get(packId, targetId);
+    if (wasDamaged) this.setCopyStates(targetId, [{ id: packId, state: 'stored' }]);
+    this.blobsAuthenticated(packId, blobs);
   }
 
   /** Index files some present index file supersedes: their contents are stale wherever a copy turns up. */

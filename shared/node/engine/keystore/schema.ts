@@ -198,4 +198,14 @@ export const migrations: string[] = [
   DELETE FROM revoked_key_slots;
   ALTER TABLE revoked_key_slots ADD COLUMN host TEXT;  -- the machine that removed it, as its record says
   `,
+  // A blob check --read-data found damaged in a pack (every read of it failed): it no longer counts as
+  // stored (backups store it again) but its row stays, so restores still try it, and a later read that
+  // authenticates it clears the mark. Before, the row was dropped: one bad read condemned it for good.
+  `
+  CREATE TABLE damaged_blobs (
+    blob_id BLOB NOT NULL,
+    pack_id BLOB NOT NULL,
+    PRIMARY KEY (blob_id, pack_id)
+  ) WITHOUT ROWID;
+  `,
 ];
