@@ -308,9 +308,11 @@ describe('locks between machines whose clocks disagree, and locks of dead proces
     child.stderr!.on('data', (d: Buffer) => (stderr += d));
     const exited = new Promise<number | null>((r) => child.on('close', r));
     const end = Date.now() + 60_000;
-    let packs: { key: string }[] = [];
-    while ((packs = await listKeys(s3, bucket, 'data/')).length === 0 && Date.now() < end)
+    let packs = await listKeys(s3, bucket, 'data/');
+    while (packs.length === 0 && Date.now() < end) {
       await new Promise((r) => setTimeout(r, 20));
+      packs = await listKeys(s3, bucket, 'data/');
+    }
     await s3.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: packs[0]!.key }));
     const code = await exited;
     proxy.setDelay(20);
