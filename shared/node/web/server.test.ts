@@ -125,6 +125,41 @@ describe('web mode refuses what it must and survives what clients send', () => {
     await stillServes();
   });
 
+  it('survives malformed WebSocket frames from an authenticated client: an unmasked frame, a 64-bit length', async () => {
+    const upgrade = [
+      'GET /events HTTP/1.1',
+      `Host: ${host()}`,
+      'Upgrade: websocket',
+      'Connection: Upgrade',
+      `Origin: http://${host()}`,
+      'Sec-WebSocket-Version: 13',
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+      `Sec-WebSocket-Protocol: cairn, cairn.${server.token}`,
+      '',
+      '',
+    ].join('\r\n');
+    const frames = [
+      Buffer.from([0x81, 0x05, ...Buffer.from('hello')]), // text, not masked: clients must mask
+      Buffer.from([0x82, 0xff, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4]), // 2^63-ish
+      Buffer.from([0x8f, 0x80, 1, 2, 3, 4]), // reserved opcode
+    ];
+    for (const frame of frames) {
+      const answer = await new Promise<string>((resolve) => {
+        const s = net.connect(port, '127.0.0.1', () => s.write(upgrade));
+        let got = '';
+        s.on('data', (d) => {
+          if (!got) s.write(frame);
+          got += d.toString('latin1');
+        });
+        s.on('close', () => resolve(got));
+        s.on('error', () => resolve(got));
+        s.setTimeout(3000, () => s.destroy());
+      });
+      expect(answer).toMatch(/^HTTP\/1.1 101/);
+      await stillServes();
+    }
+  });
+
   it('works on localhost as on 127.0.0.1, each as its own origin', async () => {
     const lh = `localhost:${port}`;
     expect(await raw(post('app.status', '{}', { ...auth(), Host: lh, Origin: `http://${lh}` }))).toBe(

@@ -117,6 +117,9 @@ export async function startWebServer(
   });
 
   function subscribe(ws: WebSocket): void {
+    // A malformed frame (unmasked, an impossible length, a reserved opcode) is that client's problem: ws
+    // closes its connection and reports it here. Unheard, it would end the server and every job in it.
+    ws.on('error', () => ws.terminate());
     const offs = EVENTS.map((event) => {
       const fn = (payload: unknown) => {
         if (ws.readyState === ws.OPEN) ws.send(JSON.stringify({ event, payload }));
