@@ -1,4 +1,5 @@
 import '../test-clock.ts';
+import { setSecretEnvAside } from '../secret-env.ts';
 import '../small-heap.ts';
 import '../storage/quiet-sdk.ts';
 import { Command, CommanderError, Option } from 'commander';
@@ -26,6 +27,9 @@ import { registerRetentionCommands } from './retention-commands.ts';
 import { registerTargetCommands } from './target-commands.ts';
 import { PACK_SIZE_MAX, PACK_SIZE_MIN } from '../repository/config.ts';
 import pkg from '../../../package.json' with { type: 'json' };
+
+// Secrets in the environment are taken out at once: no child inherits them, /proc shows them no more.
+setSecretEnvAside();
 
 /** Thrown when a command ran but did not fully succeed; its report was already printed. */
 export class PartialFailure extends Error {}

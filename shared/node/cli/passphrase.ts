@@ -1,8 +1,9 @@
 import readline from 'node:readline';
+import { takeSecretEnv } from '../secret-env.ts';
 
 /** CAIRN_PASSPHRASE, else a hidden prompt on the terminal (twice when creating a keystore). */
 export async function readPassphrase(opts: { confirm: boolean }): Promise<string> {
-  const fromEnv = process.env.CAIRN_PASSPHRASE;
+  const fromEnv = takeSecretEnv('CAIRN_PASSPHRASE');
   if (fromEnv !== undefined && fromEnv !== '') return fromEnv;
   if (!process.stdin.isTTY) {
     throw new Error('No passphrase: set CAIRN_PASSPHRASE or run cairn in a terminal to be asked for it.');
@@ -22,7 +23,7 @@ export function askHidden(prompt: string): Promise<string> {
 
 /** CAIRN_NEW_PASSPHRASE, else asked twice on the terminal. */
 export async function readNewPassphrase(): Promise<string> {
-  const fromEnv = process.env.CAIRN_NEW_PASSPHRASE;
+  const fromEnv = takeSecretEnv('CAIRN_NEW_PASSPHRASE');
   if (fromEnv) return fromEnv;
   const first = await askHidden('New passphrase: ');
   if ((await ask('Repeat new passphrase: ')) !== first) throw new Error('The passphrases do not match.');

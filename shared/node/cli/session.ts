@@ -3,10 +3,11 @@ import { Engine, defaultHome } from '../engine/engine.ts';
 import type { LockedKeystore } from '../engine/keystore/keystore.ts';
 import { WorkerPool, defaultWorkerCount, workersBesideKeyDerivation } from '../engine/worker-pool.ts';
 import { readPassphrase } from './passphrase.ts';
+import { takeSecretEnv } from '../secret-env.ts';
 
 /** CAIRN_RECOVERY_KEY when set, else the passphrase (CAIRN_PASSPHRASE or the prompt). */
 export async function readUnlocker(opts: { recoveryKey?: boolean } = {}): Promise<Unlocker> {
-  const rk = process.env.CAIRN_RECOVERY_KEY;
+  const rk = takeSecretEnv('CAIRN_RECOVERY_KEY');
   if (rk) return { recoveryKey: rk };
   if (opts.recoveryKey) {
     const { askHidden } = await import('./passphrase.ts');

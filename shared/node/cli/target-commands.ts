@@ -1,3 +1,4 @@
+import { takeSecretEnv } from '../secret-env.ts';
 import type { Command } from 'commander';
 import { targetWhere, type TargetConfig } from '../../settings.ts';
 import type { Output } from './output.ts';
@@ -229,7 +230,7 @@ async function targetFromOptions(o: AddOpts): Promise<{ config: TargetConfig; se
   const secret =
     o.secretAccessKey === '-'
       ? await readStdin()
-      : (o.secretAccessKey ?? process.env.CAIRN_S3_SECRET_ACCESS_KEY);
+      : (o.secretAccessKey ?? takeSecretEnv('CAIRN_S3_SECRET_ACCESS_KEY'));
   if (!secret) throw new Error('An S3 target needs --secret-access-key (or CAIRN_S3_SECRET_ACCESS_KEY).');
   if (o.checksums !== 'when-supported' && o.checksums !== 'when-required') {
     throw new Error(`--checksums must be when-supported or when-required, not "${o.checksums}".`);

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -49,4 +50,29 @@ describe('web mode started with CAIRN_PASSPHRASE', () => {
     expect(wrong.state).toBe('locked');
     expect(wrong.log).toMatch(/CAIRN_PASSPHRASE did not unlock the keystore \(Wrong passphrase/);
   });
+
+  it.runIf(process.platform === 'linux')(
+    'the passphrase is gone from /proc/<pid>/environ of the server and of every process it started',
+    async () => {
+      const home = path.join(tempDir(), 'home');
+      const secret = 'an environ-scrubbed passphrase';
+      const env = { CAIRN_HOME: home, CAIRN_PASSPHRASE: secret, CAIRN_TEST_WEAK_KDF: '1' };
+      expect((await runCli(['init'], { env })).code).toBe(0);
+      expect((await statusOfWebMode(env)).state).toBe('unlocked');
+      const family = [proc!.pid!, ...descendants(proc!.pid!)];
+      for (const pid of family)
+        expect(fs.readFileSync(`/proc/${pid}/environ`, 'latin1'), `process ${pid}`).not.toContain(secret);
+    },
+  );
 });
+
+/** Every process started by `pid`, and by those, as /proc says now. */
+function descendants(pid: number): number[] {
+  const out: number[] = [];
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    const file = `/proc/${pid}/task/${tid}/children`;
+    const kids = fs.existsSync(file) ? fs.readFileSync(file, 'utf8').trim().split(/\s+/).filter(Boolean) : [];
+    for (const k of kids.map(Number)) out.push(k, ...descendants(k));
+  }
+  return out;
+}

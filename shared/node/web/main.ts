@@ -5,6 +5,9 @@ import { AppService, toApiError } from '../app/service.ts';
 import { fastClock, systemClock } from '../app/scheduler.ts';
 import { ensureRendererBuilt } from './renderer-build.ts';
 import { startWebServer } from './server.ts';
+import { setSecretEnvAside, takeSecretEnv } from '../secret-env.ts';
+
+setSecretEnvAside();
 
 /** Web mode: the engine behind a loopback-only, token-protected server; the UI runs in any browser. */
 const log = (line: string) => process.stderr.write(line + '\n');
@@ -27,12 +30,11 @@ if (process.env.CAIRN_READY_FD === '3') {
 
 /**
  * A server started with CAIRN_PASSPHRASE (as the CLI takes it) unlocks at once, so due plans run for as
- * long as it runs, with no browser open. The variable is removed from the environment first, so no child
- * process inherits it.
+ * long as it runs, with no browser open. The variable is taken out of the environment (secret-env.ts), so
+ * no child process inherits it and /proc/<pid>/environ no longer shows it.
  */
 async function unlockFromEnvironment(): Promise<void> {
-  const passphrase = process.env.CAIRN_PASSPHRASE;
-  delete process.env.CAIRN_PASSPHRASE;
+  const passphrase = takeSecretEnv('CAIRN_PASSPHRASE');
   if (!passphrase || (await service.call('app.status', {})).state !== 'locked') return;
   try {
     await service.call('app.unlock', { passphrase });
