@@ -1,12 +1,11 @@
 import '../shared/node/test-clock.ts';
 import '../shared/node/storage/quiet-sdk.ts';
-import { writeSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parentPort } from 'node:worker_threads';
 import { loadSodium, type SodiumProvider, type SodiumProviderName } from '../shared/node/crypto/provider.ts';
 import { blobId, maybeCompress, openBlob } from '../shared/node/format/blob-codec.ts';
 import { ObjectFormatError, sealedLength } from '../shared/node/format/sealed-object.ts';
-import { writeWholeFile } from '../shared/node/engine/restore-dest.ts';
+import { writeSparse, writeWholeFile } from '../shared/node/engine/restore-dest.ts';
 import { openTarget } from '../shared/node/storage/open-target.ts';
 import { loadS3Sdk } from '../shared/node/storage/s3.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../shared/node/storage/retrying.ts';
@@ -399,8 +398,7 @@ function restoreBlobs(
       });
       const t1 = now();
       for (const w of b.writes) {
-        for (let done = 0; done < plain.length;)
-          done += writeSync(w.fd, plain, done, plain.length - done, w.position + done);
+        writeSparse(w.fd, plain, w.position);
         timing.bytes += plain.length;
       }
       if (b.create) {

@@ -1,5 +1,6 @@
 import { closeSync, openSync, readSync } from 'node:fs';
 import fs from 'node:fs/promises';
+import { fsPath } from '../shared/node/fs-names.ts';
 
 /** Reads below this size are made synchronously: a thread-pool hop costs more than reading a cached small file. */
 const SYNC_READ_MAX = 256 * 1024;
@@ -17,7 +18,7 @@ export async function readExactly(
   const shrunk = () =>
     Object.assign(new Error(`${path} ended early: it changed while being read`), { code: 'ESHRUNK' });
   if (length <= SYNC_READ_MAX) {
-    const fd = openSync(path, 'r');
+    const fd = openSync(fsPath(path), 'r');
     try {
       let done = 0;
       while (done < length) {
@@ -30,7 +31,7 @@ export async function readExactly(
       closeSync(fd);
     }
   }
-  const fh = await fs.open(path, 'r');
+  const fh = await fs.open(fsPath(path), 'r');
   try {
     let done = 0;
     while (done < length) {

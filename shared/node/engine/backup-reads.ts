@@ -1,3 +1,4 @@
+import { fsPath } from '../fs-names.ts';
 import fsSync from 'node:fs';
 import { PREPARED_PER_WORKER, type PipelineSettings } from '../../settings.ts';
 import type { ChunkTiming } from '../../stats.ts';
@@ -139,7 +140,7 @@ export async function storeFiles(
     // A file that changed while it was read is read once more; if it changes again it is kept as read,
     // with a warning naming it: never silently torn.
     const node = nodeOfRead(f.read);
-    const st = fsSync.statSync(sourceOf(f.read), { throwIfNoEntry: false });
+    const st = fsSync.statSync(fsPath(sourceOf(f.read)), { throwIfNoEntry: false });
     if (st && st.size === node.size && st.mtimeMs === node.mtimeMs) return maybeDone(f);
     if (f.attempt === 0 && st) return readAgain(f, st);
     const w = `${sourceOf(f.read)} changed while it was being read; the stored copy may mix old and new contents.`;
@@ -248,7 +249,7 @@ export async function storeFiles(
             const st =
               m.error.problem === 'ESHRUNK' &&
               f.attempt === 0 &&
-              fsSync.statSync(sourceOf(f.read), { throwIfNoEntry: false });
+              fsSync.statSync(fsPath(sourceOf(f.read)), { throwIfNoEntry: false });
             if (st)
               readAgain(f, st); // it shrank while being read
             else fail(describeFailure(sourceOf(f.read), idx, m.error, target.name));

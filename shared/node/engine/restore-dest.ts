@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { decodeName, encodeName, fsPath } from '../fs-names.ts';
 
 export class DestinationError extends Error {
   constructor(
@@ -74,7 +75,7 @@ export class RestoreDestination {
 
   exists(rel: string): 'file' | 'dir' | 'symlink' | 'other' | null {
     if (this.dirsMade.has(this.parentOf(rel)) && !this.dirsOk.has(rel)) return null;
-    const st = fs.lstatSync(rel === '' ? this.root : this.abs(rel), { throwIfNoEntry: false });
+    const st = fs.lstatSync(fsPath(rel === '' ? this.root : this.abs(rel)), { throwIfNoEntry: false });
     if (!st) return null;
     return st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : st.isDirectory() ? 'dir' : 'other';
   }
@@ -84,16 +85,16 @@ export class RestoreDestination {
     const parent = rel.includes('/') ? rel.slice(0, rel.lastIndexOf('/')) : '';
     this.ensureDir(parent);
     const abs = this.abs(rel);
-    let st = fs.lstatSync(abs, { throwIfNoEntry: false });
+    let st = fs.lstatSync(fsPath(abs), { throwIfNoEntry: false });
     let made = false;
     if (!st) {
       try {
-        fs.mkdirSync(abs, { mode: 0o700 });
+        fs.mkdirSync(fsPath(abs), { mode: 0o700 });
         made = true;
       } catch (err) {
         if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       }
-      st = fs.lstatSync(abs);
+      st = fs.lstatSync(fsPath(abs));
     }
     if (st.isSymbolicLink())
       throw new DestinationError(
@@ -112,7 +113,7 @@ export class RestoreDestination {
   /** Creates a file's temporary beside it. */
   createTemp(rel: string): { fd: number; temp: string } {
     const temp = this.tempPath(rel);
-    return { fd: fs.openSync(temp, TEMP_FLAGS, 0o600), temp };
+    return { fd: fs.openSync(fsPath(temp), TEMP_FLAGS, 0o600), temp };
   }
 
   /**
@@ -127,7 +128,7 @@ export class RestoreDestination {
     this.ensureDir(this.parentOf(rel));
     const final = this.abs(rel);
     const tag = ((this.tempBase + this.tempCount++) >>> 0).toString(16).padStart(8, '0');
-    return path.join(path.dirname(final), `.${path.basename(final)}.cairn-${tag}`);
+    return path.join(path.dirname(final), tempName(path.basename(final), tag));
   }
 
   /** Renames a completed temporary into place; rename() replaces a link itself, never what it points at. */
@@ -145,15 +146,32 @@ export class RestoreDestination {
     if (kind === 'dir') throw new DestinationError(abs, 'is a folder; a link cannot replace it');
     if (kind && !opts.overwrite)
       throw new DestinationError(abs, 'already exists (restore with --overwrite to replace it)');
-    if (kind) fs.rmSync(abs, { force: true });
-    fs.symlinkSync(target, abs);
+    if (kind) fs.rmSync(fsPath(abs), { force: true });
+    fs.symlinkSync(fsPath(target), fsPath(abs));
+  }
+
+  /**
+   * Makes `rel` another hard link of the file already restored at `existing` (both in this destination),
+   * as the snapshot had them. A file in the way is replaced only with `overwrite`.
+   */
+  link(existing: string, rel: string, opts: { overwrite: boolean }): void {
+    this.ensureDir(this.parentOf(rel));
+    const abs = this.abs(rel);
+    const from = this.abs(existing);
+    const kind = this.exists(rel);
+    if (kind === 'dir') throw new DestinationError(abs, 'is a folder; a file cannot replace it');
+    if (kind && fs.lstatSync(fsPath(abs)).ino === fs.lstatSync(fsPath(from)).ino) return;
+    if (kind && !opts.overwrite)
+      throw new DestinationError(abs, 'already exists (restore with --overwrite to replace it)');
+    if (kind) fs.rmSync(fsPath(abs), { force: true });
+    fs.linkSync(fsPath(from), fsPath(abs));
   }
 
   setMeta(rel: string, meta: { mode: number; mtimeMs: number; kind: 'file' | 'dir' }): void {
     const abs = rel === '' ? this.root : this.abs(rel);
     let fd: number;
     try {
-      fd = fs.openSync(abs, O_RDONLY | O_NOFOLLOW | (meta.kind === 'dir' ? O_DIRECTORY : 0));
+      fd = fs.openSync(fsPath(abs), O_RDONLY | O_NOFOLLOW | (meta.kind === 'dir' ? O_DIRECTORY : 0));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ELOOP')
         throw new DestinationError(abs, 'is a symbolic link; a restore never changes what links point at');
@@ -168,18 +186,20 @@ export class RestoreDestination {
   }
 
   setLinkTime(rel: string, mtimeMs: number): void {
-    fs.lutimesSync(this.abs(rel), utimeSeconds(mtimeMs), utimeSeconds(mtimeMs));
+    fs.lutimesSync(fsPath(this.abs(rel)), utimeSeconds(mtimeMs), utimeSeconds(mtimeMs));
   }
 
   /** Removes temporaries an interrupted restore left in a folder (regular files only). */
   removeStaleTemps(relDir: string): number {
     const dir = relDir === '' ? this.root : this.abs(relDir);
     let n = 0;
-    for (const e of fs.readdirSync(dir, { withFileTypes: true }))
-      if (e.isFile() && TEMP.test(e.name)) {
-        fs.rmSync(path.join(dir, e.name), { force: true });
+    for (const e of fs.readdirSync(fsPath(dir), { withFileTypes: true, encoding: 'buffer' })) {
+      const name = decodeName(e.name);
+      if (e.isFile() && TEMP.test(name)) {
+        fs.rmSync(fsPath(path.join(dir, name)), { force: true });
         n++;
       }
+    }
     return n;
   }
 }
@@ -187,7 +207,7 @@ export class RestoreDestination {
 /** rename() replaces a link itself, never what it points at; a folder in the way is named. */
 function renameIntoPlace(temp: string, abs: string): void {
   try {
-    fs.renameSync(temp, abs);
+    fs.renameSync(fsPath(temp), fsPath(abs));
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'EISDIR' || code === 'ENOTEMPTY')
@@ -214,10 +234,10 @@ export interface WholeFile {
 export function writeWholeFile(f: WholeFile, content: Uint8Array): string | null {
   const open: OpenTemp = { fd: null, temp: null };
   try {
-    open.fd = fs.openSync(f.temp, TEMP_FLAGS, 0o600);
+    open.fd = fs.openSync(fsPath(f.temp), TEMP_FLAGS, 0o600);
     open.temp = f.temp; // ours from here on: removed on failure
-    for (let done = 0; done < content.length;)
-      done += fs.writeSync(open.fd, content, done, content.length - done, done);
+    writeSparse(open.fd, content, 0);
+    if (content.length > 0) fs.ftruncateSync(open.fd, content.length); // a last run of zeros is a hole
     if (f.fsync) fs.fsyncSync(open.fd);
     completeTemp(open, f, () => renameIntoPlace(f.temp, f.final));
     return null;
@@ -265,7 +285,42 @@ export function abandonTemp(open: OpenTemp): void {
     }
     open.fd = null;
   }
-  if (open.temp) fs.rmSync(open.temp, { force: true });
+  if (open.temp) fs.rmSync(fsPath(open.temp), { force: true });
+}
+
+/** Runs of zeros this long (and aligned) are skipped, not written: a restored file keeps its holes. */
+const HOLE = 64 << 10;
+const ZEROS = Buffer.alloc(HOLE);
+
+/**
+ * Writes `data` at `position` of a file created empty by this restore (or grown with ftruncate), leaving
+ * out every whole 64 KiB block of zeros: a sparse file restores sparse, and reads back the same bytes.
+ */
+export function writeSparse(fd: number, data: Uint8Array, position: number): void {
+  const put = (from: number, to: number) => {
+    for (let done = from; done < to;) done += fs.writeSync(fd, data, done, to - done, position + done);
+  };
+  let start = 0; // first byte not yet written or skipped
+  for (let at = 0; at < data.length; at += HOLE) {
+    const end = Math.min(at + HOLE, data.length);
+    if (end - at === HOLE && Buffer.compare(data.subarray(at, end), ZEROS) === 0) {
+      put(start, at);
+      start = end;
+    }
+  }
+  put(start, data.length);
+}
+
+/**
+ * A temporary's name beside `base`: `.<base>.cairn-<tag>`, with `base` cut (on a character boundary) so
+ * that the name stays within 255 bytes, the longest a file system takes.
+ */
+function tempName(base: string, tag: string): string {
+  const suffix = `.cairn-${tag}`;
+  const room = 255 - 1 - suffix.length;
+  let keep = base;
+  while (encodeName(keep).length > room) keep = keep.slice(0, -1);
+  return `.${keep}${suffix}`;
 }
 
 /**

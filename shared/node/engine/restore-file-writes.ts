@@ -38,6 +38,8 @@ export class RestoreFileWrites {
       const { fd, temp } = this.dest.createTemp(f.path);
       f.fd = fd;
       f.temp = temp;
+      // Its full size at once: the blobs' writes skip runs of zeros (writeSparse), which stay holes.
+      fs.ftruncateSync(fd, f.size);
     } catch (err) {
       f.failed ??= (err as Error).message;
     }

@@ -1,4 +1,5 @@
 import fsSync from 'node:fs';
+import { decodeName, fsPath } from '../fs-names.ts';
 import type { PipelineSettings } from '../../settings.ts';
 import { blobId } from '../format/blob-codec.ts';
 import type { Repository } from '../repository/repository.ts';
@@ -7,6 +8,7 @@ import { TargetSpeeds } from './target-speeds.ts';
 import type { JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import type { BlobLocation } from './keystore/index-cache.ts';
+import { RestoreLinks } from './restore-links.ts';
 import { RestoreDestination } from './restore-dest.ts';
 import { RestoreFileWrites, type RestoringFile } from './restore-file-writes.ts';
 import {
@@ -38,6 +40,7 @@ export interface RestoreResult {
 }
 
 interface FileState extends RestoringFile {
+  link?: string;
   locs: BlobLocation[];
   remaining: number;
   settled: boolean;
@@ -141,6 +144,7 @@ async function restorePlanned(
   });
   const stats = new StatsCollector(plannedBytes, plannedBlobs, (f) => listener.progress?.(f));
   stats.startTicking();
+  const hardLinks = new RestoreLinks();
   // What the batches learn of each target's speed carries over from one to the next.
   const speeds = new TargetSpeeds();
 
@@ -164,6 +168,22 @@ async function restorePlanned(
     }
     await restoreBatch(batch);
   }
+  // Other names of files restored above become links to them; those whose first name failed, files.
+  const alone = hardLinks.finish(dest, opts.overwrite, (w, error) => {
+    fileDone();
+    if (error) failed.push({ path: w.path, message: error });
+    else {
+      restoredFiles++;
+      restoredBytes += w.size;
+    }
+  });
+  if (alone.length && !opts.control?.cancelled) {
+    stats.adjustTotals(
+      alone.reduce((n, w) => n + w.size, 0),
+      alone.reduce((n, w) => n + w.content.length, 0),
+    );
+    await restoreBatch(alone);
+  }
 
   async function restoreBatch(wanted: Wanted[]): Promise<void> {
     const files: FileState[] = [];
@@ -172,34 +192,32 @@ async function restorePlanned(
         fileDone();
         continue;
       }
+      if (hardLinks.defer(w)) continue;
+      const early = (message: string) => {
+        failed.push({ path: w.path, message });
+        hardLinks.settled(w.path, w.link, false);
+        fileDone();
+      };
       const ids = w.content;
       const locs = w.locs ?? ids.map((h) => ks.index.lookup(Buffer.from(h, 'hex')));
       const lost = locs.findIndex((l) => !l);
       if (lost >= 0) {
-        failed.push({
-          path: w.path,
-          message: `blob ${lost} (${ids[lost]!.slice(0, 12)}…) is not in the repository: its pack is missing`,
-        });
-        fileDone();
+        early(`blob ${lost} (${ids[lost]!.slice(0, 12)}…) is not in the repository: its pack is missing`);
         continue;
       }
       const kind = dest.exists(w.path);
       if (kind === 'file' && sameContent(repo, dest.abs(w.path), w.size, locs as BlobLocation[])) {
         alreadyPresent++;
+        hardLinks.settled(w.path, w.link, true);
         fileDone();
         continue;
       }
       if (kind === 'dir') {
-        failed.push({ path: w.path, message: `${dest.abs(w.path)} is a folder; a file cannot replace it` });
-        fileDone();
+        early(`${dest.abs(w.path)} is a folder; a file cannot replace it`);
         continue;
       }
       if (kind && !opts.overwrite) {
-        failed.push({
-          path: w.path,
-          message: `${dest.abs(w.path)} already exists (restore with --overwrite to replace it)`,
-        });
-        fileDone();
+        early(`${dest.abs(w.path)} already exists (restore with --overwrite to replace it)`);
         continue;
       }
       files.push({
@@ -215,6 +233,7 @@ async function restorePlanned(
         settled: false,
         whole: ids.length === 1,
         created: false,
+        ...(w.link ? { link: w.link } : {}),
       });
     }
 
@@ -223,6 +242,7 @@ async function restorePlanned(
       f.settled = true;
       const done = (error: string | null) => {
         fileDone();
+        hardLinks.settled(f.path, f.link, !error);
         if (error) failed.push({ path: f.path, message: error });
         else {
           restoredFiles++;
@@ -322,8 +342,9 @@ async function restorePlanned(
   for (const l of links) {
     if (underBad(l.path)) continue;
     try {
-      if (dest.exists(l.path) === 'symlink' && fsSync.readlinkSync(dest.abs(l.path)) === l.linkTarget)
-        continue;
+      const here =
+        dest.exists(l.path) === 'symlink' ? fsSync.readlinkSync(fsPath(dest.abs(l.path)), 'buffer') : null;
+      if (here && decodeName(here) === l.linkTarget) continue;
       dest.symlink(l.path, l.linkTarget, { overwrite: opts.overwrite });
       dest.setLinkTime(l.path, l.mtimeMs);
     } catch (err) {
@@ -356,7 +377,7 @@ async function restorePlanned(
 function sameContent(repo: Repository, abs: string, size: number, locs: BlobLocation[]): boolean {
   let fd: number;
   try {
-    fd = fsSync.openSync(abs, fsSync.constants.O_RDONLY | fsSync.constants.O_NOFOLLOW);
+    fd = fsSync.openSync(fsPath(abs), fsSync.constants.O_RDONLY | fsSync.constants.O_NOFOLLOW);
   } catch {
     return false;
   }

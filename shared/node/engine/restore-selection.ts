@@ -15,6 +15,8 @@ export interface Planned {
 export type Wanted = Planned & {
   size: number;
   content: string[];
+  /** `<device>:<inode>` of a file with more than one hard link (restore-links.ts). */
+  link?: string;
   /** Where each blob is, when looked up while planning (else at fetch time); undefined: not indexed. */
   locs?: (BlobLocation | undefined)[];
 };
@@ -38,7 +40,14 @@ export interface RestoreSelection {
 }
 
 export function wantedFile(path: string, node: TreeNode): Wanted {
-  return { path, mode: node.mode, mtimeMs: node.mtimeMs, size: node.size, content: node.content ?? [] };
+  return {
+    path,
+    mode: node.mode,
+    mtimeMs: node.mtimeMs,
+    size: node.size,
+    content: node.content ?? [],
+    ...((node.links ?? 1) > 1 ? { link: `${node.device}:${node.inode}` } : {}),
+  };
 }
 
 /**

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { TreeNode } from '../format/tree.ts';
 import type { ExcludeFn } from './exclude.ts';
+import { decodeName, fsPath } from '../fs-names.ts';
 
 export class SourceError extends Error {
   constructor(message: string) {
@@ -144,7 +145,8 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
     const rel = dir.rel ? `${dir.rel}/${name}` : name;
     if (st.isSymbolicLink()) {
       r.symlinks++;
-      dir.nodes.push(nodeOf(name, 'symlink', st, { linkTarget: fs.readlinkSync(abs) }));
+      const target = decodeName(fs.readlinkSync(fsPath(abs), { encoding: 'buffer' }));
+      dir.nodes.push(nodeOf(name, 'symlink', st, { linkTarget: target }));
     } else if (st.isFile()) {
       r.totalBytes += st.size;
       const wasFile = prev?.type === 'file';
@@ -184,7 +186,8 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
   async function walkDir(dir: BackupDir, prevTree: string | null): Promise<void> {
     let names: string[];
     try {
-      names = fs.readdirSync(dir.abs).sort();
+      // Names as bytes: one that is not UTF-8 is kept exactly (fs-names.ts), not decoded lossily.
+      names = fs.readdirSync(fsPath(dir.abs), { encoding: 'buffer' }).map(decodeName).sort();
     } catch (err) {
       r.unreadable.push(`${dir.abs} (${describe(err as NodeJS.ErrnoException)})`);
       return;
@@ -192,7 +195,7 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
     const prev = prevTree ? byName(await hooks.loadTree(prevTree)) : null;
     for (const n of names) {
       const child = path.join(dir.abs, n);
-      const st = fs.lstatSync(child, { throwIfNoEntry: false });
+      const st = fs.lstatSync(fsPath(child), { throwIfNoEntry: false });
       if (!st) r.unreadable.push(`${child} (vanished while reading the folder)`);
       else if (hooks.exclude?.(`${dir.rel}/${n}`, st.isDirectory(), child)) r.excluded++;
       else await visit(dir, child, n, st, prev?.get(n));
@@ -238,6 +241,7 @@ function nodeOf(
   return {
     name,
     type,
+    ...(type === 'file' && st.nlink > 1 ? { links: st.nlink } : {}),
     mode: st.mode & 0o7777,
     mtimeMs: st.mtimeMs,
     ctimeMs: st.ctimeMs,
@@ -253,7 +257,7 @@ function nodeOf(
 /** Why a file cannot be opened for reading, or null. Synchronous: 10,000 thread-pool round trips cost ~0.4 s. */
 function unreadable(p: string): string | null {
   try {
-    fs.closeSync(fs.openSync(p, 'r'));
+    fs.closeSync(fs.openSync(fsPath(p), 'r'));
     return null;
   } catch (err) {
     return describe(err as NodeJS.ErrnoException);

@@ -1,3 +1,4 @@
+import { decodeName, displayName, encodeName, isWellFormed } from '../fs-names.ts';
 import { ObjectFormatError } from './sealed-object.ts';
 
 /**
@@ -5,6 +6,10 @@ import { ObjectFormatError } from './sealed-object.ts';
  * compare (size, mtime, ctime, inode, device) to decide that a file is unchanged without reading it.
  */
 export interface TreeNode {
+  /**
+   * The entry's name; a name that is not UTF-8 on disk holds its bytes escaped (fs-names.ts) and is
+   * stored as a readable `name` and its bytes (`nameRaw`).
+   */
   name: string;
   type: 'file' | 'dir' | 'symlink';
   mode: number;
@@ -20,12 +25,13 @@ export interface TreeNode {
   content?: string[];
   /** Directories: hex id of the subdirectory's tree blob. */
   subtree?: string;
-  /** Symlinks: the link's target, as read. */
+  /** Symlinks: the link's target, as read (escaped bytes as in `name`). */
   linkTarget?: string;
+  /** Files with more than one hard link: how many (st_nlink), so a restore links them again. */
+  links?: number;
 }
 
-const compareNames = (a: TreeNode, b: TreeNode) =>
-  Buffer.compare(Buffer.from(a.name, 'utf8'), Buffer.from(b.name, 'utf8'));
+const compareNames = (a: TreeNode, b: TreeNode) => Buffer.compare(encodeName(a.name), encodeName(b.name));
 
 /**
  * The tree blob's plaintext: UTF-8 JSON with a fixed key order and nodes sorted by name bytes, so the
@@ -35,8 +41,9 @@ const compareNames = (a: TreeNode, b: TreeNode) =>
 export function encodeTree(nodes: TreeNode[]): Buffer {
   const sorted = [...nodes].sort(compareNames);
   const out = sorted.map((n) => {
-    const o: Record<string, unknown> = {
-      name: n.name,
+    const o: Record<string, unknown> = { name: displayName(n.name) };
+    if (!isWellFormed(n.name)) o.nameRaw = encodeName(n.name).toString('base64');
+    Object.assign(o, {
       type: n.type,
       mode: n.mode,
       mtimeMs: n.mtimeMs,
@@ -46,10 +53,15 @@ export function encodeTree(nodes: TreeNode[]): Buffer {
       device: n.device,
       uid: n.uid,
       gid: n.gid,
-    };
+    });
+    if (n.type === 'file' && (n.links ?? 1) > 1) o.links = n.links;
     if (n.type === 'file') o.content = n.content ?? [];
     if (n.type === 'dir') o.subtree = n.subtree;
-    if (n.type === 'symlink') o.linkTarget = n.linkTarget ?? '';
+    if (n.type === 'symlink') {
+      const target = n.linkTarget ?? '';
+      o.linkTarget = displayName(target);
+      if (!isWellFormed(target)) o.linkTargetRaw = encodeName(target).toString('base64');
+    }
     return o;
   });
   return Buffer.from(JSON.stringify({ nodes: out }), 'utf8');
@@ -67,10 +79,24 @@ export function decodeTree(plain: Uint8Array, what: string): TreeNode[] {
   const nodes = (doc as { nodes?: unknown }).nodes;
   if (!Array.isArray(nodes)) throw new ObjectFormatError('bad-content', `${what} has no node list`);
   const seen = new Set<string>();
-  for (const n of nodes as TreeNode[]) {
+  const B64 = /^[A-Za-z0-9+/]*={0,2}$/;
+  for (const n of nodes as (TreeNode & { nameRaw?: unknown; linkTargetRaw?: unknown })[]) {
+    if (typeof n !== 'object' || n === null)
+      throw new ObjectFormatError('bad-content', `${what} has a malformed or duplicate entry`);
+    // Names and link targets that are not UTF-8 on disk come back as their bytes (fs-names.ts).
+    if (n.nameRaw !== undefined) {
+      if (typeof n.nameRaw !== 'string' || !B64.test(n.nameRaw))
+        throw new ObjectFormatError('bad-content', `${what} has a malformed entry name`);
+      n.name = decodeName(Buffer.from(n.nameRaw, 'base64'));
+      delete n.nameRaw;
+    }
+    if (n.linkTargetRaw !== undefined) {
+      if (typeof n.linkTargetRaw !== 'string' || !B64.test(n.linkTargetRaw))
+        throw new ObjectFormatError('bad-content', `${what} has a malformed link target`);
+      n.linkTarget = decodeName(Buffer.from(n.linkTargetRaw, 'base64'));
+      delete n.linkTargetRaw;
+    }
     const ok =
-      typeof n === 'object' &&
-      n !== null &&
       typeof n.name === 'string' &&
       n.name !== '' &&
       n.name !== '.' &&
@@ -79,6 +105,7 @@ export function decodeTree(plain: Uint8Array, what: string): TreeNode[] {
       !n.name.includes('\0') &&
       ['file', 'dir', 'symlink'].includes(n.type) &&
       [n.mode, n.mtimeMs, n.ctimeMs, n.size, n.inode, n.device, n.uid, n.gid].every(Number.isFinite) &&
+      (n.links === undefined || (Number.isInteger(n.links) && n.links > 1)) &&
       (n.type !== 'file' || (Array.isArray(n.content) && n.content.every((c) => HEX64.test(c)))) &&
       (n.type !== 'dir' || (typeof n.subtree === 'string' && HEX64.test(n.subtree))) &&
       (n.type !== 'symlink' || typeof n.linkTarget === 'string');

@@ -178,6 +178,23 @@ describe.each(['sodium-native', 'libsodium-wasm'] as const)('format v2 vectors w
     expect(s.blake3Keyed(Buffer.from(v.tree.plaintext, 'utf8'), H(v.subkeys.blobId)).toString('hex')).toBe(
       v.tree.id,
     );
+    // Names that are not UTF-8: the bytes in nameRaw (sorted by them), a readable name beside them.
+    const rawNodes = JSON.parse(v.treeRawNames.plaintext).nodes as Record<string, unknown>[];
+    expect(
+      rawNodes.map(
+        (n) =>
+          Buffer.from((n.nameRaw as string) ?? '', 'base64').toString('hex') ||
+          Buffer.from(n.name as string).toString('hex'),
+      ),
+    ).toEqual(v.treeRawNames.names);
+    expect(rawNodes[0]!.name).toBe('r\ufffdsum\ufffd.txt');
+    expect(Object.keys(rawNodes[0]!).join(',')).toBe(
+      'name,nameRaw,type,mode,mtimeMs,ctimeMs,size,inode,device,uid,gid,links,content',
+    );
+    expect(rawNodes[0]!.links).toBe(3);
+    expect(Buffer.from(rawNodes[1]!.linkTargetRaw as string, 'base64').toString('hex')).toBe(
+      v.treeRawNames.linkTarget,
+    );
     expect(JSON.parse(v.tree.plaintext).nodes.map((n: { name: string }) => n.name)).toEqual([
       'a.txt',
       'link',

@@ -4,6 +4,7 @@
  * Regenerate: `node --import tsx shared/node/format/vectors.ts` (then review the diff: it is the format).
  */
 import fs from 'node:fs';
+import { decodeName } from '../fs-names.ts';
 import { deriveSubkeys, encodeRecoveryKey, makeKeySlot } from '../crypto/keys.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { loadSodium } from '../crypto/provider.ts';
@@ -101,6 +102,38 @@ export function makeVectors(sodium: SodiumProvider) {
     },
   ]);
   const treeId = blobId(sodium, keys.blobId, tree);
+  // A folder whose entries' names are not UTF-8 on disk, a link target that is not either, and a file
+  // with three hard links: the raw bytes travel beside readable names (docs/FORMAT.md, "Trees").
+  const rawName = (latin1: string) => decodeName(Buffer.from(latin1, 'latin1'));
+  const rawTree = encodeTree([
+    {
+      name: rawName('r\xe9sum\xe9.txt'),
+      type: 'file',
+      links: 3,
+      mode: 0o644,
+      mtimeMs: 1767225600000,
+      ctimeMs: 1767225600000,
+      size: plain.length,
+      inode: 44,
+      device: 2049,
+      uid: 1000,
+      gid: 1000,
+      content: [hex(id)],
+    },
+    {
+      name: 'to-latin1',
+      type: 'symlink',
+      mode: 0o777,
+      mtimeMs: 1767225600000,
+      ctimeMs: 1767225600000,
+      size: 0,
+      inode: 45,
+      device: 2049,
+      uid: 1000,
+      gid: 1000,
+      linkTarget: rawName('r\xe9sum\xe9.txt'),
+    },
+  ]);
   const config: RepoConfig = {
     version: 2,
     id: repoId,
@@ -285,6 +318,11 @@ export function makeVectors(sodium: SodiumProvider) {
     poolIndexEc: { id: hex(poolIndexEcId), nonce: hex(fill(24, 0x78)), object: hex(poolIndexEc) },
     pool: { key: poolKey, self: 1, nonce: hex(fill(24, 0x88)), object: hex(poolObject) },
     tree: { plaintext: tree.toString('utf8'), id: hex(treeId) },
+    treeRawNames: {
+      plaintext: rawTree.toString('utf8'),
+      names: ['72e973756de92e747874', '746f2d6c6174696e31'],
+      linkTarget: '72e973756de92e747874',
+    },
     config: {
       value: config,
       nonce: hex(fill(24, 0xab)),
