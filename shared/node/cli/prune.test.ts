@@ -148,3 +148,43 @@ describe('forget and prune', () => {
     expect(await listKeys(s3, bucket, 'data/')).toEqual(packs);
   });
 });
+
+describe('forget and prune, what people type and what a lost pack leaves', () => {
+  it('forget takes a short id, as restore does', async () => {
+    const bucket = await s3.createBucket();
+    const { cli } = await initHomeWithTarget(s3, { bucket });
+    const src = path.join(tempDir(), 'short');
+    const expected: Expected = new Map();
+    changeData(src, 0);
+    const first = await backupAndRecord(cli, src, expected);
+    changeData(src, 1);
+    const second = await backupAndRecord(cli, src, expected);
+    const r = await cliJson<ForgetResult>(['forget', first.slice(0, 4)], cli);
+    expect(r.removed).toEqual([first]);
+    expect((await cliJson<{ id: string }[]>(['ls'], cli)).map((s) => s.id)).toEqual([second]);
+  });
+
+  it('packs lost from the bucket stop counting once the only snapshot that needed them is forgotten and pruned', async () => {
+    const bucket = await s3.createBucket();
+    const { cli } = await initHomeWithTarget(s3, { bucket });
+    const src = path.join(tempDir(), 'lost');
+    const expected: Expected = new Map();
+    changeData(src, 0);
+    const first = await backupAndRecord(cli, src, expected);
+    const ofFirst = await listKeys(s3, bucket, 'data/');
+    // A second snapshot of another folder: it shares no blob with the first.
+    const other = path.join(tempDir(), 'other');
+    changeData(other, 5);
+    const second = await backupAndRecord(cli, other, expected);
+    const lost = ofFirst.reduce((a, b) => (b.size > a.size ? b : a));
+    await s3.client.send(new DeleteObjectCommand({ Bucket: bucket, Key: lost.key }));
+    const damaged = await runCli(['check'], cli);
+    expect(damaged.code).toBe(1);
+    await cliJson(['forget', first], cli);
+    await cliJson(['prune'], cli);
+    const after = await runCli(['check'], cli);
+    expect(after.stderr).toBe('');
+    expect(after.code).toBe(0);
+    await expectRestores(cli, expected, [second]);
+  });
+});

@@ -30,16 +30,18 @@ export async function runForget(
   listener: JobListener = {},
 ): Promise<ForgetResult> {
   const ks = repo.ks;
-  const ids = opts.ids ?? [];
+  const given = opts.ids ?? [];
   const policy = opts.policy ?? {};
-  if (ids.length === 0 && policyIsEmpty(policy))
+  if (given.length === 0 && policyIsEmpty(policy))
     throw new SettingsError(
       'Name the snapshots to forget, or give at least one --keep-* rule (for example --keep-last 10): forget removes nothing otherwise.',
     );
-  if (ids.length && !policyIsEmpty(policy))
+  if (given.length && !policyIsEmpty(policy))
     throw new SettingsError('Give either snapshot ids or --keep-* rules, not both.');
   const targets = ks.listTargets();
   for (const t of targets) await repo.refresh(t);
+  // A unique prefix of 4 hex digits or more names a snapshot, as it does for restore.
+  const ids = given.map((id) => ks.snapshots.resolveId(id));
   const all = ks.snapshots.list();
   let groups: ForgetGroupView[];
   const view = (d: SnapshotDoc) => ({ id: d.id, time: d.time });

@@ -18,8 +18,13 @@ export interface PrunePlan {
   repack: { pack: PlanPack; live: PackEntry[] }[];
   /** data/ objects no index file names: uploads of interrupted backups. */
   unindexed: { id: string; size: number }[];
-  /** Indexed packs absent from data/ (or of another size): left out of the new index. */
+  /**
+   * Indexed packs absent from data/ (or of another size) that hold a blob in use no present pack holds:
+   * still named by the new index (a wrong listing forgets nothing; they may come back).
+   */
   missing: PlanPack[];
+  /** Indexed packs absent from data/ that no snapshot needs: left out of the new index. */
+  forgotten: PlanPack[];
   usedBytes: number;
   unusedBytesAfter: number;
   /** Unused bytes of each kept, partly used pack (by pack id). */
@@ -66,6 +71,7 @@ export function planPrune(
     repack: [],
     unindexed: [],
     missing: [],
+    forgotten: [],
     usedBytes: 0,
     unusedBytesAfter: 0,
     unusedIn: new Map(),
@@ -75,11 +81,12 @@ export function planPrune(
   const indexed = new Set<string>();
   const owner = new Map<string, string>();
   const present: PlanPack[] = [];
+  const absent: PlanPack[] = [];
   for (const p of packs) {
     if (indexed.has(p.id)) continue; // named by two index files
     indexed.add(p.id);
     if (listed.get(p.id) !== p.size) {
-      plan.missing.push(p);
+      absent.push(p);
       continue;
     }
     present.push(p);
@@ -87,6 +94,13 @@ export function planPrune(
       const hex = b.id.toString('hex');
       if (used.has(hex) && !owner.has(hex)) owner.set(hex, opts.preferred?.get(hex) ?? p.id);
     }
+  }
+  for (const p of absent) {
+    const needed = p.blobs.some((b) => {
+      const hex = b.id.toString('hex');
+      return used.has(hex) && !owner.has(hex);
+    });
+    (needed ? plan.missing : plan.forgotten).push(p);
   }
   for (const [id, size] of listed) if (!indexed.has(id)) plan.unindexed.push({ id, size });
   for (const id of used) if (!owner.has(id)) plan.usedNotHere++;

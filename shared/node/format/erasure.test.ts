@@ -1,9 +1,15 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { decodeShards, encodeShards } from './erasure.ts';
+import { createRequire } from 'node:module';
+import { EC_MAX_K, EC_MAX_M, decodeShards, encodeShards } from './erasure.ts';
 import { shardLengthFor } from './shard-codec.ts';
 
 describe('erasure coding of packs (issue 10)', () => {
+  it("knows the library's limits without loading it (it loads at the first pack cut or rebuilt)", () => {
+    const lib = createRequire(import.meta.url)('@ronomon/reed-solomon') as { MAX_K: number; MAX_M: number };
+    expect([EC_MAX_K, EC_MAX_M]).toEqual([lib.MAX_K, lib.MAX_M]);
+  });
+
   it('rebuilds a pack from any k of its k + m shards, and the shards it lost', async () => {
     for (const [k, m] of [
       [4, 2],

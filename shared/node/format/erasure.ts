@@ -2,19 +2,24 @@ import { createRequire } from 'node:module';
 import type * as ReedSolomon from '@ronomon/reed-solomon';
 import { shardLengthFor } from './shard-codec.ts';
 
-// A native addon (N-API): loaded through require so bundles keep it external.
-const rs = createRequire(import.meta.url)('@ronomon/reed-solomon') as typeof ReedSolomon;
+// A native addon (N-API): loaded through require so bundles keep it external, and only when a pack is
+// cut or rebuilt: every chunk worker imports this module, and a worker torn down while the addon's init
+// ran (a pre-started one at process exit) aborted the whole process in its init's assert.
+let loaded: typeof ReedSolomon | null = null;
+function lib(): typeof ReedSolomon {
+  return (loaded ??= createRequire(import.meta.url)('@ronomon/reed-solomon') as typeof ReedSolomon);
+}
 
-/** The largest k and m the library supports. */
-export const EC_MAX_K = rs.MAX_K;
-export const EC_MAX_M = rs.MAX_M;
+/** The largest k and m the library supports (its MAX_K and MAX_M). */
+export const EC_MAX_K = 24;
+export const EC_MAX_M = 6;
 
 const contexts = new Map<string, ReedSolomon.Context>();
 function context(k: number, m: number): ReedSolomon.Context {
-  if (k < 1 || k > rs.MAX_K || m < 1 || m > rs.MAX_M)
-    throw new Error(`erasure coding ${k}+${m} is not supported (k 1–${rs.MAX_K}, m 1–${rs.MAX_M})`);
+  if (k < 1 || k > EC_MAX_K || m < 1 || m > EC_MAX_M)
+    throw new Error(`erasure coding ${k}+${m} is not supported (k 1–${EC_MAX_K}, m 1–${EC_MAX_M})`);
   let c = contexts.get(`${k}+${m}`);
-  if (!c) contexts.set(`${k}+${m}`, (c = rs.create(k, m)));
+  if (!c) contexts.set(`${k}+${m}`, (c = lib().create(k, m)));
   return c;
 }
 
@@ -30,7 +35,7 @@ function run(
   targets: number[],
 ): Promise<void> {
   return new Promise((resolve, reject) =>
-    rs.encode(context(k, m), bits(sources), bits(targets), data, 0, k * L, parity, 0, m * L, (err) =>
+    lib().encode(context(k, m), bits(sources), bits(targets), data, 0, k * L, parity, 0, m * L, (err) =>
       err ? reject(err) : resolve(),
     ),
   );
