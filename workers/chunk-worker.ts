@@ -5,7 +5,7 @@ import { parentPort } from 'node:worker_threads';
 import { loadSodium, type SodiumProvider, type SodiumProviderName } from '../shared/node/crypto/provider.ts';
 import { blobId, maybeCompress, openBlob } from '../shared/node/format/blob-codec.ts';
 import { ObjectFormatError, sealedLength } from '../shared/node/format/sealed-object.ts';
-import { writeSparse, writeWholeFile } from '../shared/node/engine/restore-dest.ts';
+import { describeWriteError, writeSparse, writeWholeFile } from '../shared/node/engine/restore-dest.ts';
 import { openTarget } from '../shared/node/storage/open-target.ts';
 import { loadS3Sdk } from '../shared/node/storage/s3.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../shared/node/storage/retrying.ts';
@@ -79,6 +79,8 @@ function failure(err: unknown): WorkerFailure {
   if (err instanceof StorageError) return { message: err.message, problem: err.problem, target: err.target };
   if (err instanceof ObjectFormatError) return { message: err.message, problem: err.problem };
   if (err instanceof SpoolError) return { message: err.message, problem: 'spool' };
+  if ((err as { destination?: boolean }).destination)
+    return { message: (err as Error).message, problem: 'destination' };
   const e = err as NodeJS.ErrnoException;
   return { message: e.code ? `${e.code}: ${e.message}` : String(e.message ?? err), problem: 'source' };
 }
@@ -398,7 +400,12 @@ function restoreBlobs(
       });
       const t1 = now();
       for (const w of b.writes) {
-        writeSparse(w.fd, plain, w.position);
+        try {
+          writeSparse(w.fd, plain, w.position);
+        } catch (err) {
+          // The destination's failure, not the blob's: named as such (restore-job adds the file).
+          throw Object.assign(new Error(describeWriteError(err)), { destination: true });
+        }
         timing.bytes += plain.length;
       }
       if (b.create) {

@@ -99,7 +99,10 @@ export type ToWorker =
 
 export interface WorkerFailure {
   message: string;
-  /** StorageProblem, ObjectProblem, 'source' for a local read problem, 'spool' for a pack's temporary file. */
+  /**
+   * StorageProblem, ObjectProblem, 'source' for a local read problem, 'spool' for a pack's temporary
+   * file, 'destination' for a restore's write to its destination.
+   */
   problem: string;
   target?: string;
 }

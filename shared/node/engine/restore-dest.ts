@@ -243,8 +243,24 @@ export function writeWholeFile(f: WholeFile, content: Uint8Array): string | null
     return null;
   } catch (err) {
     abandonTemp(open);
-    return (err as Error).message;
+    return err instanceof DestinationError ? err.message : `${f.final}: ${describeWriteError(err)}`;
   }
+}
+
+/** A destination's failure in words, with its code: "the disk is full (ENOSPC)". */
+export function describeWriteError(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  const said: Record<string, string> = {
+    ENOSPC: 'the disk is full',
+    EDQUOT: 'the disk quota is used up',
+    EROFS: 'the file system is read-only',
+    EACCES: 'permission denied',
+    EPERM: 'not permitted',
+    EIO: 'the disk failed to write (an I/O error)',
+    EFBIG: 'the file is too large for this file system',
+  };
+  if (e?.code && said[e.code]) return `${said[e.code]} (${e.code})`;
+  return e?.code ? `${e.code}: ${e.message}` : String(e?.message ?? err);
 }
 
 /** A restored file's temporary: its descriptor while open, its path once created by this restore. */

@@ -309,7 +309,7 @@ async function restorePlanned(
       },
       onOutcome: (m, carried) => {
         const ok = new Set(m.t === 'restored' ? m.ok : []);
-        const why = new Map(m.t === 'restored' ? m.failed.map((x) => [x.id, x.error.message]) : []);
+        const why = new Map(m.t === 'restored' ? m.failed.map((x) => [x.id, x.error]) : []);
         if (m.t === 'restored') {
           for (const at of m.created) owner.get(carried[at]!)!.created = true;
           for (const x of m.notCreated) owner.get(carried[x.at]!)!.failed ??= x.message;
@@ -322,7 +322,11 @@ async function restorePlanned(
           if (!ok.has(hex)) {
             const served = m.t === 'restored' && m.from !== undefined ? m.from : n.loc.copies[0]!;
             const where = (m.t === 'failed' && m.error.target) || ks.targetById(served).name;
-            f.failed ??= `blob ${hex.slice(0, 12)}… from target "${where}": ${m.t === 'failed' ? m.error.message : (why.get(hex) ?? 'not written')}`;
+            const error = m.t === 'failed' ? m.error : why.get(hex);
+            f.failed ??=
+              error?.problem === 'destination'
+                ? `${dest.abs(f.path)}: ${error.message}`
+                : `blob ${hex.slice(0, 12)}… from target "${where}": ${error?.message ?? 'not written'}`;
           }
           f.remaining--;
           settle(f);

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -151,4 +152,27 @@ describe('names the file system allows, restored as they were', () => {
       e.close();
     }
   });
+
+  it.runIf(process.platform === 'linux' && process.getuid?.() === 0)(
+    'a full disk is named as such, with the file it stopped; nothing half-written is left',
+    async () => {
+      const src = path.join(tempDir(), 'big');
+      writeRandomFile(path.join(src, 'small.bin'), 10_000);
+      writeRandomFile(path.join(src, 'large.bin'), 3 << 20);
+      const e = await engineWithFolder();
+      const to = tempDir('cairn-full-');
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', to]);
+      try {
+        const { snapshotId } = await e.backup([src], { settings: { chunkSize: 1 << 20 } });
+        const r = await e.restore(snapshotId, { to });
+        expect(r.failed.map((f) => f.path)).toEqual(['big/large.bin']);
+        expect(r.failed[0]!.message).toMatch(/large\.bin: the disk is full \(ENOSPC\)/);
+        expect(r.failed[0]!.message).not.toMatch(/from target/);
+        expect(fs.readdirSync(path.join(to, 'big'))).toEqual(['small.bin']);
+      } finally {
+        e.close();
+        execFileSync('umount', [to]);
+      }
+    },
+  );
 });
