@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { markdown, type SuiteResult } from './lib/report.ts';
+import { chaosSuite } from './suites/chaos.ts';
 import { chunksSuite } from './suites/chunks.ts';
 import { compareSuite } from './suites/compare.ts';
 import { cipherSuite } from './suites/cipher.ts';
@@ -22,6 +23,9 @@ export interface BenchOptions {
   quick: boolean;
   /** files suite: how many files (default 10,000; 1,000 with --quick); prune suite: default 100,000. */
   files?: number;
+  /** chaos suite: how long (minutes) and with which seed. */
+  minutes?: number;
+  seed?: number;
 }
 
 const suites: Record<string, (o: BenchOptions) => Promise<SuiteResult>> = {
@@ -38,6 +42,8 @@ const suites: Record<string, (o: BenchOptions) => Promise<SuiteResult>> = {
   compare: compareSuite,
   redundancy: redundancySuite,
 };
+/** Run only when named: not a measurement of speed. */
+const byName: Record<string, (o: BenchOptions) => Promise<SuiteResult>> = { ...suites, chaos: chaosSuite };
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
@@ -46,12 +52,14 @@ const { positionals, values } = parseArgs({
     runs: { type: 'string' },
     out: { type: 'string' },
     files: { type: 'string' },
+    minutes: { type: 'string' },
+    seed: { type: 'string' },
   },
 });
 const wanted = positionals[0] === 'all' ? Object.keys(suites) : positionals;
-if (wanted.length === 0 || wanted.some((s) => !suites[s])) {
+if (wanted.length === 0 || wanted.some((s) => !byName[s])) {
   process.stderr.write(
-    `Usage: npm run bench -- <all|${Object.keys(suites).join('|')}>... [--quick] [--runs N] [--out DIR]\n`,
+    `Usage: npm run bench -- <all|${Object.keys(byName).join('|')}>... [--quick] [--runs N] [--out DIR] [--files N] [--minutes N --seed S]\n`,
   );
   process.exit(2);
 }
@@ -60,6 +68,8 @@ const opts: BenchOptions = {
   quick,
   runs: Number(values.runs ?? (quick ? 1 : 3)),
   ...(values.files ? { files: Number(values.files) } : {}),
+  ...(values.minutes ? { minutes: Number(values.minutes) } : {}),
+  ...(values.seed ? { seed: Number(values.seed) } : {}),
 };
 const outDir = path.resolve(values.out ?? new URL('./results/', import.meta.url).pathname);
 fs.mkdirSync(outDir, { recursive: true });
@@ -69,8 +79,8 @@ const machine = `${os.availableParallelism()} cores (${cpu}), ${Math.round(os.to
 for (const name of wanted) {
   const started = Date.now();
   const date = new Date().toISOString();
-  const command = `npm run bench -- ${name}${quick ? ' --quick' : ''}${values.runs ? ` --runs ${values.runs}` : ''}${values.files ? ` --files ${values.files}` : ''}`;
-  const r = await suites[name]!(opts);
+  const command = `npm run bench -- ${name}${quick ? ' --quick' : ''}${values.runs ? ` --runs ${values.runs}` : ''}${values.files ? ` --files ${values.files}` : ''}${values.minutes ? ` --minutes ${values.minutes}` : ''}${values.seed ? ` --seed ${values.seed}` : ''}`;
+  const r = await byName[name]!(opts);
   const header = `Machine: ${machine}. Date: ${date.slice(0, 10)}. Command: \`${command}\`. Runs per case: ${opts.runs}${quick ? ' (quick sizes)' : ''}.`;
   const base = path.join(outDir, `${name}${values.files ? `-${values.files}` : ''}-${date.slice(0, 10)}`);
   fs.writeFileSync(
