@@ -134,17 +134,27 @@ export class KeySlots {
       ks.revokeKeySlot(r);
       known.set(id, r);
     }
+    // Mending the target is best effort: a machine with read-only access to the bucket still reads.
+    const mend = async (what: string, write: () => Promise<void>) => {
+      try {
+        await write();
+      } catch (err) {
+        if (!(err instanceof StorageError)) throw err;
+        this.say(`Target "${s.label}" lacks ${what}, and it could not be written there: ${err.message}`);
+      }
+    };
     for (const r of known.values())
       if (!records.has(r.id))
-        await s.put(
-          ObjectKey.revoked(r.id),
-          sealRevocation(ks.sodium, ks.keys.metaSeal, { version: 2, ...r }),
+        await mend(`the revocation record of key slot ${r.id}`, () =>
+          s.put(ObjectKey.revoked(r.id), sealRevocation(ks.sodium, ks.keys.metaSeal, { version: 2, ...r })),
         );
     for (const slot of ks.keySlots())
-      if (!listed.has(slot.id)) await s.put(ObjectKey.key(slot.id), slotBody(slot));
+      if (!listed.has(slot.id))
+        await mend(`key slot ${slot.id}`, () => s.put(ObjectKey.key(slot.id), slotBody(slot)));
     const mine = new Set(ks.keySlots().map((k) => k.id));
     for (const [id, size] of listed) {
-      if (known.has(id)) await s.delete(ObjectKey.key(id));
+      if (known.has(id))
+        await mend(`the removal of revoked key slot ${id}`, () => s.delete(ObjectKey.key(id)));
       else if (!mine.has(id)) {
         const read = await readKeySlot(s, id, size);
         if ('problem' in read) this.say(read.problem);

@@ -351,7 +351,12 @@ export class Repository {
   /** Deletes the locks processes of this machine left on `t` when they were killed (own-lock-table.ts). */
   private async removeLocksLeftHere(t: TargetRow, s: Storage): Promise<void> {
     for (const id of this.ks.ownLocks.leftByDeadProcesses(t.id)) {
-      await s.delete(ObjectKey.lock(id));
+      try {
+        await s.delete(ObjectKey.lock(id));
+      } catch (err) {
+        if (err instanceof StorageError) continue; // tried again by the next run (read-only access, an outage)
+        throw err;
+      }
       this.ks.ownLocks.dropped(t.id, id);
     }
   }
