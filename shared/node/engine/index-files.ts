@@ -1,4 +1,5 @@
 import { ObjectKey, Prefix } from '../../format/constants.ts';
+import { readSealed } from '../repository/read-sealed.ts';
 import type { PruneProgress } from '../../api/retention.ts';
 import { openIndexFile, sealIndexFile, type IndexedPack } from '../format/index-file.ts';
 import { claimEc, type EcClaim } from './prune-ec.ts';
@@ -71,11 +72,8 @@ export async function blobsInIndexFiles(
       throw err;
     }
     for (const id of ids) {
-      const file = openIndexFile(
-        sodium,
-        ks.keys.metaSeal,
-        Buffer.from(id, 'hex'),
-        await s.get(ObjectKey.index(id)),
+      const file = await readSealed(s, ObjectKey.index(id), (body) =>
+        openIndexFile(sodium, ks.keys.metaSeal, Buffer.from(id, 'hex'), body),
       );
       opened.add(id);
       for (const p of file.packs) {
@@ -116,11 +114,8 @@ export async function readIndexes(
       progress('index', i, own.oldIndex.length);
       if (pool && opened.has(id)) continue;
       opened.add(id);
-      const file = openIndexFile(
-        sodium,
-        ks.keys.metaSeal,
-        Buffer.from(id, 'hex'),
-        await s.get(ObjectKey.index(id)),
+      const file = await readSealed(s, ObjectKey.index(id), (body) =>
+        openIndexFile(sodium, ks.keys.metaSeal, Buffer.from(id, 'hex'), body),
       );
       for (const p of file.packs) {
         if (p.ec) {

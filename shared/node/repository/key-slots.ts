@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { readSealed } from './read-sealed.ts';
 import { Magic, ObjectKey, Prefix } from '../../format/constants.ts';
 import { KEY_SLOT_MAX_BYTES, keySlotProblem, type KeySlot } from '../crypto/keys.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
@@ -123,7 +124,9 @@ export class KeySlots {
       if (known.has(id)) continue;
       let r: Revocation;
       try {
-        r = openRevocation(ks.sodium, ks.keys.metaSeal, id, await s.get(ObjectKey.revoked(id)));
+        r = await readSealed(s, ObjectKey.revoked(id), (body) =>
+          openRevocation(ks.sodium, ks.keys.metaSeal, id, body),
+        );
       } catch (err) {
         if (err instanceof StorageError && err.problem !== 'not-found') throw err;
         this.say(

@@ -1,4 +1,5 @@
 import type { TargetHandle } from '../storage/open-target.ts';
+import { readSealed } from './read-sealed.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
 import { KeystoreError } from '../engine/keystore/db.ts';
 import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
@@ -76,7 +77,9 @@ export class PoolSync {
       if (mine && key <= mine.key) break;
       let found: { self: number; doc: PoolDoc };
       try {
-        found = openPool(this.ks.sodium, this.ks.keys, key, await this.host.storage(t).get(key));
+        found = await readSealed(this.host.storage(t), key, (body) =>
+          openPool(this.ks.sodium, this.ks.keys, key, body),
+        );
       } catch (err) {
         if (err instanceof StorageError && err.problem !== 'not-found') throw err;
         failures.push(`${key}: ${(err as Error).message}`);

@@ -22,6 +22,7 @@ import { openConfig, sealConfig, type RepoConfig } from './config.ts';
 import { RepoLock, type LockContext, type LockKind } from './locks.ts';
 import { MemberWipedError, RepositoryError } from './errors.ts';
 import { MetaWriter } from './meta-writer.ts';
+import { readSealed } from './read-sealed.ts';
 import { PoolSync } from './pool-sync.ts';
 import { unreachableMembers } from './reachability.ts';
 import type { PoolPolicy } from './pool.ts';
@@ -103,8 +104,14 @@ export class Repository {
       : this.storage(t, opts.handle);
     // No separate check(): this GET retries through an outage and names rejected credentials or a missing
     // bucket at once.
-    const sealed = await s.get(ObjectKey.config).catch((err: unknown) => {
+    // The config tells this repository from another: one that does not open is read again before it is
+    // taken for another repository's (a byte flipped on the wire).
+    const sealed = await readSealed(s, ObjectKey.config, (body) => {
+      openConfig(this.sodium, this.ks.keys.metaSeal, body);
+      return body;
+    }).catch(async (err: unknown) => {
       if (err instanceof StorageError && err.problem === 'not-found') return null;
+      if (err instanceof ObjectFormatError) return s.get(ObjectKey.config); // opened below, to say why
       throw err;
     });
     let result: 'initialised' | 'member';
@@ -200,14 +207,14 @@ export class Repository {
     // A listed name whose object is not there was not what the storage listed (a name changed on the
     // wire): passed over, read once a listing names it rightly.
     const openIndex = async (id: string): Promise<IndexFile | null> => {
-      let body: Buffer;
       try {
-        body = await s.get(ObjectKey.index(id));
+        return await readSealed(s, ObjectKey.index(id), (body) =>
+          openIndexFile(this.sodium, this.ks.keys.metaSeal, Buffer.from(id, 'hex'), body),
+        );
       } catch (err) {
         if (err instanceof StorageError && err.problem === 'not-found') return null;
         throw err;
       }
-      return openIndexFile(this.sodium, this.ks.keys.metaSeal, Buffer.from(id, 'hex'), body);
     };
     const opened = new Map<string, IndexFile>();
     const openInto = async (id: string) => {
@@ -276,17 +283,16 @@ export class Repository {
       if (!/^[0-9a-f]{12}$/.test(id)) continue;
       seen.add(id);
       if (anywhere.has(id)) continue;
-      let body: Buffer;
+      let doc: SnapshotDoc;
       try {
-        body = await s.get(o.key);
+        doc = await readSealed(s, o.key, (body) =>
+          parseSnapshotDoc(openJson(this.sodium, this.ks.keys.metaSeal, Magic.snapshot, id, body), id),
+        );
       } catch (err) {
         if (err instanceof StorageError && err.problem === 'not-found') continue; // a name changed on the wire
         throw err;
       }
-      const doc = parseSnapshotDoc(
-        openJson(this.sodium, this.ks.keys.metaSeal, Magic.snapshot, id, body),
-        id,
-      );
+
       this.ks.snapshots.put(t.id, doc);
       snapshots++;
     }

@@ -1,4 +1,5 @@
 import { ObjectKey } from '../../format/constants.ts';
+import { readSealed } from './read-sealed.ts';
 import { openPackEntry } from '../format/blob-codec.ts';
 import { FAILOVER_WINDOW_MS } from '../storage/retrying.ts';
 import { RepositoryError } from './errors.ts';
@@ -35,12 +36,10 @@ export async function readTreeBlob(repo: Repository, id: Buffer): Promise<Buffer
   for (const targetId of [...loc.copies, ...(loc.lastResort ?? [])]) {
     const t = ks.targetById(targetId);
     try {
-      return open(
-        await repo.storage(t).get(ObjectKey.pack(loc.packId.toString('hex')), {
-          start: loc.offset,
-          end: loc.offset + loc.storedLength - 1,
-        }),
-      );
+      return await readSealed(repo.storage(t), ObjectKey.pack(loc.packId.toString('hex')), open, {
+        start: loc.offset,
+        end: loc.offset + loc.storedLength - 1,
+      });
     } catch (err) {
       failures.push(`on target "${t.name}"): ${(err as Error).message}`);
     }

@@ -1,4 +1,5 @@
 import { ObjectKey } from '../../format/constants.ts';
+import { readSealed } from './read-sealed.ts';
 import {
   deriveSubkeys,
   openKeySlot,
@@ -34,11 +35,8 @@ export async function unlockFromTarget(
   const s = openMetaStorage(handle);
   try {
     await s.check();
-    const sealedConfig = await s.get(ObjectKey.config).catch((err: unknown) => {
-      if (err instanceof StorageError && err.problem === 'not-found')
-        throw new RepositoryError(`Target "${handle.name}" holds no Cairn repository (no config object).`);
-      throw err;
-    });
+    if (!(await s.head(ObjectKey.config)))
+      throw new RepositoryError(`Target "${handle.name}" holds no Cairn repository (no config object).`);
     const listed = await listKeyObjects(s);
     const slots: KeySlot[] = [];
     const passedOver: string[] = [];
@@ -60,7 +58,7 @@ export async function unlockFromTarget(
       const keys = deriveSubkeys(sodium, master);
       let config: RepoConfig;
       try {
-        config = openConfig(sodium, keys.metaSeal, sealedConfig);
+        config = await readSealed(s, ObjectKey.config, (body) => openConfig(sodium, keys.metaSeal, body));
       } catch (err) {
         throw new RepositoryError(
           `The config on target "${handle.name}" does not match its key slot ${slot.id}: ${(err as Error).message}`,
@@ -73,7 +71,9 @@ export async function unlockFromTarget(
       const revoked = new Set<string>();
       for (const id of listed.revoked) {
         try {
-          openRevocation(sodium, keys.metaSeal, id, await s.get(ObjectKey.revoked(id)));
+          await readSealed(s, ObjectKey.revoked(id), (body) =>
+            openRevocation(sodium, keys.metaSeal, id, body),
+          );
           revoked.add(id);
         } catch (err) {
           if (err instanceof StorageError && err.problem !== 'not-found') throw err;

@@ -55,6 +55,7 @@ const AUTH_CODES = new Set([
   'Forbidden',
   'AuthorizationHeaderMalformed',
 ]);
+const SKEW_CODES = new Set(['RequestTimeTooSkewed', 'RequestExpired', 'RequestInTheFuture']);
 const NET_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -78,14 +79,15 @@ function classify(e: SdkError, objectOp: boolean): StorageProblem {
   const name = e.name ?? '';
   // This machine's clock is off (RequestTimeTooSkewed): the SDK has just learnt the offset from the
   // server's Date header, so the same request signed again succeeds. Clocks are never trusted to agree.
-  if (e.$metadata?.clockSkewCorrected) return 'server';
-  // A success whose answer could not be read (XML cut short or garbled on the way): asked again.
-  if (status !== undefined && status >= 200 && status < 300) return 'server';
+  // (The SDK marks any error whose Date header moved its offset; only a refused signature is about time.)
+  if (e.$metadata?.clockSkewCorrected && (status === 403 || SKEW_CODES.has(name))) return 'server';
   if (name === 'NoSuchBucket') return 'no-bucket';
   if (name === 'NoSuchKey' || (objectOp && (name === 'NotFound' || status === 404))) return 'not-found';
   if (AUTH_CODES.has(name) || status === 401 || status === 403) return 'auth';
   if (name === 'SlowDown' || status === 429 || status === 503) return 'throttled';
   if (status !== undefined && status >= 500) return 'server';
+  // A success whose answer could not be read (XML cut short or garbled on the way): asked again.
+  if (status !== undefined && status >= 200 && status < 300) return 'server';
   if (status === 404) return 'no-bucket';
   const code = e.code ?? e.errors?.find((x) => x.code)?.code;
   if ((code && NET_CODES.has(code)) || name === 'TimeoutError' || status === undefined) return 'unreachable';
