@@ -34,11 +34,11 @@ export interface StepFaultPlan {
  * function ends them (servers running again, proxies clean) and adds what took effect to `counts`.
  */
 export function planWireFault(rng: Rng, world: World): StepFaultPlan {
-  if (!rng.chance(0.45)) return {};
+  if (!rng.chance(0.6)) return {};
   const s3 = world.members.filter((m) => m.server);
   const member = rng.pick(s3).name;
-  const kind = rng.weighted({ pause: 2, serverKill: 2, http503: 3, truncated: 3, flipped: 3, latency: 2 });
-  return { wire: { member, kind, atMs: rng.int(0, 1500), forMs: rng.int(1000, 5000), rate: rng.next() } };
+  const kind = rng.weighted({ pause: 3, serverKill: 3, http503: 2, truncated: 2, flipped: 2, latency: 3 });
+  return { wire: { member, kind, atMs: rng.int(0, 600), forMs: rng.int(1000, 5000), rate: rng.next() } };
 }
 
 export function startWireFault(
