@@ -175,28 +175,38 @@ export async function readPack(
   reach: CheckReach,
 ): Promise<void> {
   // Damage must show in every read: a copy that reads whole once is whole (the others met a glitch on
-  // the wire), so nothing is condemned on one bad read.
+  // the wire), and a blob counts as damaged only if every read found it so.
   let found: ReturnType<typeof verifyPackBody> | null = null;
+  let always = null as Set<string> | null;
+  let headerAlways = true;
   for (let attempt = 0; attempt < READS; attempt++) {
     const body = await reach.download(repo, t, ObjectKey.pack(packHex), packHex);
     if (!body) return;
     if (attempt === 0) result.packsRead++;
     result.bytesRead += body.length;
     found = verifyPackBody(repo, packHex, body);
+    const now = new Set(found.damaged.map((b) => b.toString('hex')));
+    always = always ? new Set([...always].filter((x: string) => now.has(x))) : now;
+    headerAlways &&= found.problems.some((p) => p.kind === 'pack-header');
     if (!found.damaged.length && !found.headerBad) break;
   }
-  result.blobsRead += found!.checked;
-  for (const p of found!.problems) result.problems.push({ ...p, target: t.name, pack: packHex });
+  const f = found!;
+  const damaged = f.damaged.filter((b) => always!.has(b.toString('hex')));
+  const problems = f.problems.filter((p) =>
+    p.kind === 'pack-header' ? headerAlways : p.blob === null || always!.has(p.blob),
+  );
+  result.blobsRead += f.checked;
+  for (const p of problems) result.problems.push({ ...p, target: t.name, pack: packHex });
   // Whether a damaged copy's blobs are lost is known once every copy was read (settleDamagedCopies).
   const seen = damagedCopies.get(packHex) ?? { intact: [], damaged: [], blobs: [] };
   damagedCopies.set(packHex, seen);
-  if (!found!.damaged.length && !found!.headerBad) {
+  if (!problems.length) {
     // Read whole: a copy found damaged before (a glitch then, or written again since) is whole again.
-    repo.ks.index.copyWhole(Buffer.from(packHex, 'hex'), t.id, found!.blobs);
+    repo.ks.index.copyWhole(Buffer.from(packHex, 'hex'), t.id, f.blobs);
     return void seen.intact.push(t.id);
   }
   seen.damaged.push(t.id);
-  seen.blobs.push(...found!.damaged);
+  seen.blobs.push(...damaged);
 }
 
 /**

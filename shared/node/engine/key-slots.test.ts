@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { Engine } from './engine.ts';
@@ -226,5 +227,31 @@ describe('key slots across targets and machines', () => {
     expect(Date.now() - started).toBeLessThan(20_000);
     // Planted slots are damage, never removed by a reader.
     expect(slotsIn(t)).toHaveLength(5);
+  });
+
+  it('a slot this machine removed before revocation records existed stays removed here, and is deleted nowhere on its word', async () => {
+    const t = tempDir('cairn-t-');
+    const home = path.join(tempDir(), 'home');
+    const a = await Engine.init(home, PASS);
+    await a.addTarget('one', { kind: 'dir', path: t });
+    const old = await a.keys.add({ passphrase: 'a leaked passphrase' });
+    a.close();
+    // As an older Cairn left it: the slot gone from the keystore, remembered as revoked, no record.
+    const db = new Database(path.join(home, 'keystore.db'));
+    db.prepare('DELETE FROM key_slots WHERE id = ?').run(old.id);
+    db.prepare('INSERT INTO revoked_key_slots (id, revoked_at) VALUES (?, 1)').run(old.id);
+    db.close();
+    const again = await Engine.unlock(home, { passphrase: PASS });
+    try {
+      await again.refresh();
+      expect(again.keys.list().map((k) => k.id)).not.toContain(old.id);
+    } finally {
+      again.close();
+    }
+    await expect(Engine.unlock(home, { passphrase: 'a leaked passphrase' })).rejects.toThrow(
+      /Wrong passphrase/,
+    );
+    expect(slotsIn(t)).toContain(old.id);
+    expect(fs.existsSync(path.join(t, 'revoked'))).toBe(false);
   });
 });

@@ -155,7 +155,6 @@ export class RestoreDestination {
    * as the snapshot had them. A file in the way is replaced only with `overwrite`.
    */
   link(existing: string, rel: string, opts: { overwrite: boolean }): void {
-    this.ensureDir(this.parentOf(rel));
     const abs = this.abs(rel);
     const from = this.abs(existing);
     const kind = this.exists(rel);
@@ -163,8 +162,16 @@ export class RestoreDestination {
     if (kind && fs.lstatSync(fsPath(abs)).ino === fs.lstatSync(fsPath(from)).ino) return;
     if (kind && !opts.overwrite)
       throw new DestinationError(abs, 'already exists (restore with --overwrite to replace it)');
-    if (kind) fs.rmSync(fsPath(abs), { force: true });
-    fs.linkSync(fsPath(from), fsPath(abs));
+    // Made under a temporary name and renamed into place: a link that cannot be made (a file system
+    // without links) leaves what was there untouched.
+    const temp = this.tempPath(rel);
+    fs.linkSync(fsPath(from), fsPath(temp));
+    try {
+      renameIntoPlace(temp, abs);
+    } catch (err) {
+      fs.rmSync(fsPath(temp), { force: true });
+      throw err;
+    }
   }
 
   setMeta(rel: string, meta: { mode: number; mtimeMs: number; kind: 'file' | 'dir' }): void {
@@ -280,7 +287,8 @@ export function completeTemp(
 ): void {
   const fd = open.fd!;
   if (meta.size !== undefined) {
-    // The blobs' writes set the size (no truncate ahead: one journal operation less per file).
+    // A file of several blobs was grown to its size first (restore-file-writes.ts); one written whole
+    // gets its size from its writes. restore-job checks that the blobs add up to the size.
     const written = fs.fstatSync(fd).size;
     if (written !== meta.size) throw new Error(`${written} of ${meta.size} bytes were written`);
   }

@@ -168,15 +168,33 @@ async function restorePlanned(
     }
     await restoreBatch(batch);
   }
-  // Other names of files restored above become links to them; those whose first name failed, files.
-  const alone = hardLinks.finish(dest, opts.overwrite, (w, error) => {
-    fileDone();
-    if (error) failed.push({ path: w.path, message: error });
-    else {
-      restoredFiles++;
-      restoredBytes += w.size;
+  // Other names of files restored above become links to them; those whose first name failed, or that
+  // cannot be linked here, files of their own.
+  if (opts.control?.cancelled)
+    for (const w of hardLinks.pending()) {
+      failed.push({ path: w.path, message: 'the restore was cancelled' });
+      fileDone();
     }
-  });
+  const alone = opts.control?.cancelled
+    ? []
+    : hardLinks.finish(
+        dest,
+        {
+          overwrite: opts.overwrite,
+          present: (w) => {
+            const locs = w.content.map((h) => ks.index.lookup(Buffer.from(h, 'hex')));
+            return locs.every(Boolean) && sameContent(repo, dest.abs(w.path), w.size, locs as BlobLocation[]);
+          },
+        },
+        (w, outcome) => {
+          fileDone();
+          if (outcome === 'present') alreadyPresent++;
+          else if (outcome === 'linked') {
+            restoredFiles++;
+            restoredBytes += w.size;
+          } else failed.push({ path: w.path, message: outcome.error });
+        },
+      );
   if (alone.length && !opts.control?.cancelled) {
     stats.adjustTotals(
       alone.reduce((n, w) => n + w.size, 0),
@@ -203,6 +221,13 @@ async function restorePlanned(
       const lost = locs.findIndex((l) => !l);
       if (lost >= 0) {
         early(`blob ${lost} (${ids[lost]!.slice(0, 12)}…) is not in the repository: its pack is missing`);
+        continue;
+      }
+      // Files are grown to their size before their blobs are written (holes stay holes), so that the
+      // blobs add up to the size is proven here, not by the size the writes leave.
+      const held = (locs as BlobLocation[]).reduce((n, l) => n + l.plainLength, 0);
+      if (held !== w.size) {
+        early(`its blobs hold ${held} bytes where the snapshot says ${w.size}: not restored`);
         continue;
       }
       const kind = dest.exists(w.path);

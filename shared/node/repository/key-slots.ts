@@ -155,10 +155,11 @@ export class KeySlots {
       if (!listed.has(slot.id))
         await mend(`key slot ${slot.id}`, () => s.put(ObjectKey.key(slot.id), slotBody(slot)));
     const mine = new Set(ks.keySlots().map((k) => k.id));
+    const removedHere = ks.unprovenRevocations();
     for (const [id, size] of listed) {
       if (known.has(id))
         await mend(`the removal of revoked key slot ${id}`, () => s.delete(ObjectKey.key(id)));
-      else if (!mine.has(id)) {
+      else if (!mine.has(id) && !removedHere.has(id)) {
         const read = await readKeySlot(s, id, size);
         if ('problem' in read) this.say(read.problem);
         else if (read.slot.repository === ks.repoId) ks.putKeySlot(read.slot);

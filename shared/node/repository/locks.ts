@@ -164,12 +164,14 @@ const LOCK_MAX_BYTES = 64 << 10;
  */
 export async function listLocks(ctx: LockContext, opts: { reference?: string } = {}): Promise<LockInfo[]> {
   const { staleMs } = lockTiming();
-  const probe = opts.reference ? null : `${Prefix.locks}${ctx.sodium.randomBytes(8).toString('hex')}.clock`;
-  if (probe) await ctx.storage.put(probe, Buffer.alloc(0));
+  let probe = opts.reference ? null : `${Prefix.locks}${ctx.sodium.randomBytes(8).toString('hex')}.clock`;
+  // Read-only access cannot write the probe: then no lock is stale by age (only a dead process's).
+  if (probe) await ctx.storage.put(probe, Buffer.alloc(0)).catch(() => (probe = null));
   try {
     // Listed twice, and the names of both taken: a lock whose name changed on the wire in one listing
     // is still seen (a name that is not there answers not-found, and is passed over).
     const byId = new Map<string, { id: string; size: number; modified?: number }>();
+    const probes = new Map<string, number | undefined>();
     let now: number | undefined;
     for (let pass = 0; pass < 2; pass++)
       for await (const o of ctx.storage.list(Prefix.locks)) {
@@ -177,7 +179,12 @@ export async function listLocks(ctx: LockContext, opts: { reference?: string } =
         if (o.key === probe || name === opts.reference) now ??= o.modified;
         if (LOCK_ID.test(name) && !byId.has(name))
           byId.set(name, { id: name, size: o.size, modified: o.modified });
+        else if (/^[0-9a-f]{16}\.clock$/.test(name) && o.key !== probe) probes.set(o.key, o.modified);
       }
+    // Probes left by a reader killed before deleting its own go once they are old.
+    for (const [key, modified] of probes)
+      if (now !== undefined && modified !== undefined && now - modified > staleMs)
+        await ctx.storage.delete(key).catch(() => undefined);
     const listed = [...byId.values()].sort((a, b) => (a.id < b.id ? -1 : 1));
     const self = { host: os.hostname(), machine: ctx.machine };
     const out: LockInfo[] = [];
@@ -238,14 +245,24 @@ export async function removeLocks(ctx: LockContext, opts: { all?: boolean } = {}
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/** Intervals on this machine are measured on a monotonic clock: a wall clock set back or forth moves nothing. */
+/**
+ * A moment on this machine, for measuring how long ago it was: the longer of the monotonic and the wall
+ * clock's intervals. The monotonic clock is immune to the wall clock being set back, but stops while a
+ * laptop sleeps; the wall clock counts the sleep. Taking the longer errs towards a lock being lost.
+ */
+interface Moment {
+  mono: number;
+  wall: number;
+}
+const moment = (): Moment => ({ mono: performance.now(), wall: Date.now() });
+const since = (m: Moment) => Math.max(performance.now() - m.mono, Date.now() - m.wall);
 const tick = () => performance.now();
 
 /** A lock this process holds on one target, refreshed in the background until released. */
 export class RepoLock {
   private timer: NodeJS.Timeout | null = null;
   /** When the write of the lock object now in the bucket began (monotonic). */
-  private lastRefresh = tick();
+  private lastRefresh = moment();
   private refreshing: Promise<void> = Promise.resolve();
   private released = false;
   /**
@@ -301,7 +318,7 @@ export class RepoLock {
         refreshedAt: now,
       };
       const id = ctx.sodium.randomBytes(8).toString('hex');
-      const writing = tick();
+      const writing = moment();
       ctx.journal?.wrote(id);
       await ctx.storage.put(ObjectKey.lock(id), sealLock(ctx, id, doc));
       const listed = (await listLocks(ctx, { reference: id })).filter((l) => l.id !== id);
@@ -358,13 +375,13 @@ export class RepoLock {
    */
   private async refresh(): Promise<void> {
     if (this.released || this.lost) return;
-    if (tick() - this.lastRefresh > RepoLock.holdMs()) {
+    if (since(this.lastRefresh) > RepoLock.holdMs()) {
       this.lost = true;
       return;
     }
     const id = this.ctx.sodium.randomBytes(8).toString('hex');
     const doc = { ...this.doc, refreshedAt: new Date().toISOString() };
-    const writing = tick();
+    const writing = moment();
     try {
       if (!(await this.ctx.storage.head(ObjectKey.lock(this.id)))) {
         this.lost = true;
@@ -375,21 +392,28 @@ export class RepoLock {
       const old = this.id;
       this.id = id;
       // Written too late to count: another machine may already have found the old one stale.
-      if (tick() - this.lastRefresh > RepoLock.holdMs()) this.lost = true;
+      if (since(this.lastRefresh) > RepoLock.holdMs()) this.lost = true;
       else this.lastRefresh = writing;
       await this.ctx.storage.delete(ObjectKey.lock(old)).catch(() => undefined);
       this.ctx.journal?.dropped(old);
     } catch {
-      // Tried again at the next interval; assertHeld() fails once half the stale age has passed.
+      // A write that failed may still have landed (an answer lost on the way): it must not outlive this
+      // lock. Tried again at the next interval; assertHeld() fails once half the stale age has passed.
+      if (this.id !== id) {
+        await this.ctx.storage.delete(ObjectKey.lock(id)).then(
+          () => this.ctx.journal?.dropped(id),
+          () => undefined,
+        );
+      }
     }
   }
 
   /** Throws when the lock was not refreshed in time (or found removed): others may have removed it. */
   assertHeld(): void {
-    const since = tick() - this.lastRefresh;
-    if (this.lost || since > RepoLock.holdMs())
+    const ago = since(this.lastRefresh);
+    if (this.lost || ago > RepoLock.holdMs())
       throw new LockLostError(
-        `The lock on target "${this.label}" could not be refreshed in time (${Math.round(since / 60_000)} minutes since it was last written), or was removed; stopped before changing anything more.`,
+        `The lock on target "${this.label}" could not be refreshed in time (${Math.round(ago / 60_000)} minutes since it was last written), or was removed; stopped before changing anything more.`,
       );
   }
 

@@ -199,11 +199,15 @@ export class Repository {
     const present = new Set(listed);
     // What a listing lacks is asked about again before it counts as gone (a name changed on the wire).
     const vanished: string[] = [];
-    for (const id of [...loaded].filter((x) => !present.has(x)))
-      if (await s.head(ObjectKey.index(id))) {
-        present.add(id);
-        listed.push(id);
-      } else vanished.push(id);
+    for (const id of await stillThere(
+      s,
+      [...loaded].filter((x) => !present.has(x)),
+      ObjectKey.index,
+    ))
+      if (id.there) {
+        present.add(id.id);
+        listed.push(id.id);
+      } else vanished.push(id.id);
     // A listed name whose object is not there was not what the storage listed (a name changed on the
     // wire): passed over, read once a listing names it rightly.
     const openIndex = async (id: string): Promise<IndexFile | null> => {
@@ -296,9 +300,15 @@ export class Repository {
       this.ks.snapshots.put(t.id, doc);
       snapshots++;
     }
-    const removed: string[] = [];
-    for (const id of [...known].filter((x) => !seen.has(x)))
-      if (!(await s.head(ObjectKey.snapshot(id)))) removed.push(id);
+    const removed = (
+      await stillThere(
+        s,
+        [...known].filter((x) => !seen.has(x)),
+        ObjectKey.snapshot,
+      )
+    )
+      .filter((x) => !x.there)
+      .map((x) => x.id);
     this.ks.snapshots.remove(removed);
     return { snapshots, removedSnapshots: removed.length, indexFiles, rebuilt, learnt };
   }
@@ -441,6 +451,31 @@ export class Repository {
   treeId(plain: Uint8Array): Buffer {
     return blobId(this.sodium, this.ks.keys.blobId, plain);
   }
+}
+
+/**
+ * Whether objects a listing lacked are there after all (a name changed on the wire): a few are asked
+ * with HEAD, eight at a time; many (a prune replaced the whole index) with one more listing.
+ */
+async function stillThere(
+  s: Storage,
+  ids: string[],
+  key: (id: string) => string,
+): Promise<{ id: string; there: boolean }[]> {
+  if (ids.length > 16) {
+    const wanted = new Set(ids.map(key));
+    const found = new Set<string>();
+    const prefix = key('').replace(/\/$/, '') + '/';
+    for await (const o of s.list(prefix)) if (wanted.has(o.key)) found.add(o.key);
+    return ids.map((id) => ({ id, there: found.has(key(id)) }));
+  }
+  const out: { id: string; there: boolean }[] = [];
+  for (let i = 0; i < ids.length; i += 8) {
+    const batch = ids.slice(i, i + 8);
+    const heads = await Promise.all(batch.map((id) => s.head(key(id))));
+    batch.forEach((id, j) => out.push({ id, there: heads[j] !== null }));
+  }
+  return out;
 }
 
 async function firstKey(s: Storage, prefix: string): Promise<string | null> {

@@ -52,6 +52,7 @@ export async function unlockFromTarget(
           : `Target "${handle.name}" has no usable key slot: ${passedOver.join(' ')}`,
       );
     slots.sort((a, b) => slotCost(a) - slotCost(b));
+    let revokedOpened: string | null = null;
     for (const slot of slots) {
       const master = await openKeySlot(sodium, slot, secret);
       if (!master) continue;
@@ -80,10 +81,10 @@ export async function unlockFromTarget(
         }
       }
       if (revoked.has(slot.id)) {
+        // Revoked (its deletion may not have reached this target): another slot may take the same secret.
         master.fill(0);
-        throw new WrongPassphraseError(
-          `That ${'passphrase' in secret ? 'passphrase' : 'recovery key'} was removed from the repository (key slot ${slot.id} is revoked); use another.`,
-        );
+        revokedOpened = slot.id;
+        continue;
       }
       return {
         master,
@@ -93,6 +94,10 @@ export async function unlockFromTarget(
         passedOver,
       };
     }
+    if (revokedOpened)
+      throw new WrongPassphraseError(
+        `That ${'passphrase' in secret ? 'passphrase' : 'recovery key'} was removed from the repository (key slot ${revokedOpened} is revoked); use another.`,
+      );
     throw new WrongPassphraseError(
       ('passphrase' in secret
         ? `Wrong passphrase: it opens none of the ${slots.length} key slots on target "${handle.name}".`

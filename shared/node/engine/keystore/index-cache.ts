@@ -70,6 +70,9 @@ const DAMAGED_HERE = (b: string) =>
  */
 export class IndexCache extends CopyTable {
   private readonly hasStmt;
+  /** has() when some blob is marked damaged (one more lookup per blob, so only then). */
+  private readonly hasUndamagedStmt;
+  private damagedAny: boolean;
   private readonly lookupStmt;
   private readonly insertBlob;
   private readonly insertPack;
@@ -83,9 +86,11 @@ export class IndexCache extends CopyTable {
 
   constructor(db: Db) {
     super(db);
-    this.hasStmt = db.prepare(
+    this.hasStmt = db.prepare(`SELECT 1 FROM blobs b WHERE b.id = ? AND ${STORED_COPY}`);
+    this.hasUndamagedStmt = db.prepare(
       `SELECT 1 FROM blobs b WHERE b.id = ? AND ${STORED_COPY} AND NOT ${DAMAGED_HERE('b')}`,
     );
+    this.damagedAny = this.anyDamagedBlobs();
     this.lookupStmt = db.prepare(
       `SELECT b.id, b.kind, b.pack_id, p.size AS pack_size, p.ec_k, p.ec_m, b.offset, b.stored_length, b.plain_length
        FROM blobs b JOIN packs p ON p.id = b.pack_id WHERE b.id = ?`,
@@ -119,7 +124,7 @@ export class IndexCache extends CopyTable {
   }
 
   has(id: Uint8Array): boolean {
-    return this.hasStmt.get(id) !== undefined;
+    return (this.damagedAny ? this.hasUndamagedStmt : this.hasStmt).get(id) !== undefined;
   }
 
   /**
@@ -346,6 +351,7 @@ export class IndexCache extends CopyTable {
     this.db.transaction(() => {
       for (const id of ids) st.run(id, packId);
     })();
+    this.damagedAny = this.anyDamagedBlobs();
   }
 
   /** Blobs read back whole from `packId` (a restore, verify or check): any damage mark they had was a glitch. */
@@ -355,6 +361,7 @@ export class IndexCache extends CopyTable {
     this.db.transaction(() => {
       for (const id of ids) st.run(id, packId);
     })();
+    this.damagedAny = this.anyDamagedBlobs();
   }
 
   /** Whether any blob is marked damaged (restores skip the bookkeeping when none is). */

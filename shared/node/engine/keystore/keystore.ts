@@ -218,14 +218,29 @@ export class Keystore {
     this.db.transaction(() => {
       this.db.prepare('DELETE FROM key_slots WHERE id = ?').run(r.id);
       this.db
-        .prepare('INSERT OR IGNORE INTO revoked_key_slots (id, revoked_at, host) VALUES (?, ?, ?)')
+        .prepare(
+          `INSERT INTO revoked_key_slots (id, revoked_at, host, proven) VALUES (?, ?, ?, 1)
+           ON CONFLICT(id) DO UPDATE SET revoked_at = excluded.revoked_at, host = excluded.host, proven = 1`,
+        )
         .run(r.id, Date.parse(r.revokedAt) || 0, r.host);
     })();
   }
 
+  /**
+   * Slots this machine removed before revocation records existed: never learnt or written back here,
+   * but no record is written for them and nothing is deleted elsewhere on their word.
+   */
+  unprovenRevocations(): Set<string> {
+    return new Set(
+      this.db.prepare('SELECT id FROM revoked_key_slots WHERE proven = 0').pluck().all() as string[],
+    );
+  }
+
   /** The revocations this keystore knows, as their records say. */
   revocations(): Map<string, { id: string; revokedAt: string; host: string }> {
-    const rows = this.db.prepare('SELECT id, revoked_at, host FROM revoked_key_slots').all() as {
+    const rows = this.db
+      .prepare('SELECT id, revoked_at, host FROM revoked_key_slots WHERE proven = 1')
+      .all() as {
       id: string;
       revoked_at: number;
       host: string | null;

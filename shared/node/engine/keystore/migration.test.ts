@@ -77,3 +77,22 @@ describe('keystore migration 5 (plan retention)', () => {
     openDb(file, { create: false }).close();
   });
 });
+
+describe('keystore migration 10 (revocation records)', () => {
+  it('revocations made before records existed stay here, local only: never learnt again, never sent', () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const old = new Database(file);
+    const before = migrations.length - 2; // the revocation migration and the damaged-blob one are newer
+    for (const m of migrations.slice(0, before)) old.exec(m);
+    old.pragma(`user_version = ${FIRST_V2_VERSION - 1 + before}`);
+    old.exec(`INSERT INTO revoked_key_slots (id, revoked_at) VALUES ('00112233445566aa', 5)`);
+    old.close();
+    const db = openDb(file, { create: false });
+    try {
+      const rows = db.prepare('SELECT id, proven FROM revoked_key_slots').all();
+      expect(rows).toEqual([{ id: '00112233445566aa', proven: 0 }]);
+    } finally {
+      db.close();
+    }
+  });
+});

@@ -191,12 +191,14 @@ export const migrations: string[] = [
     PRIMARY KEY (pack_id, target_id)
   ) WITHOUT ROWID;
   `,
-  // A key slot is revoked only by a revocation record (`revoked/<id>`, authenticated). Rows from before
-  // were written whenever a member lacked a slot, which a target that lost keys/ turned into revoking
-  // every slot everywhere: they prove nothing and go.
+  // A key slot is revoked everywhere only by an authenticated revocation record (`revoked/<id>`):
+  // `proven` marks the rows that have one. Rows from before were written by `key rm`/`passwd` (no record
+  // then) or when a member merely lacked a slot: they prove nothing to other machines, so no record is
+  // written for them and nothing is deleted on their word, but this machine still never learns or writes
+  // back such a slot (a removed passphrase stays removed here).
   `
-  DELETE FROM revoked_key_slots;
   ALTER TABLE revoked_key_slots ADD COLUMN host TEXT;  -- the machine that removed it, as its record says
+  ALTER TABLE revoked_key_slots ADD COLUMN proven INTEGER NOT NULL DEFAULT 0;  -- 1: a revocation record exists
   `,
   // A blob check --read-data found damaged in a pack (every read of it failed): it no longer counts as
   // stored (backups store it again) but its row stays, so restores still try it, and a later read that
