@@ -70,6 +70,7 @@ export interface OpResult {
   ms: number;
   note?: string;
   violation?: string;
+  slow?: string;
 }
 
 /** A step's process may run this long: retry windows are 8 s, backups wait a minute for a lock. */
@@ -121,6 +122,15 @@ function result(op: OpName, m: Machine, args: string[], r: CliRun, extra: Partia
     ...(crash ? { violation: `${op} on ${m.name}: ${crash}` } : {}),
     ...(!crash && !extra.violation && r.code !== 0 && !r.killed
       ? { note: r.stderr.trim().slice(0, 300) }
+      : {}),
+    // Where a slow step's time went (CAIRN_DEBUG_TIMING), for a look afterwards.
+    ...(r.ms > 15_000
+      ? {
+          slow: r.stderr
+            .split('\n')
+            .filter((l) => l.startsWith('[timing]'))
+            .join('; '),
+        }
       : {}),
   };
 }

@@ -124,6 +124,7 @@ export class World {
       // Outages are ridden out for 8 s, not 45: a step stays short, and what gives up says so.
       CAIRN_RETRY_WINDOW_MS: '8000',
       CAIRN_LOCK_RETRY_MS: '250',
+      CAIRN_DEBUG_TIMING: '1',
     };
   }
 

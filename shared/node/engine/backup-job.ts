@@ -17,6 +17,7 @@ import { poolStatus } from './pool-status.ts';
 import { killPoint } from './prune-packs.ts';
 import { StorageError } from '../storage/storage.ts';
 import { proveStored } from './backup-proof.ts';
+import { stepTimer } from '../debug-timing.ts';
 
 export interface BackupResult {
   snapshotId: string;
@@ -120,7 +121,9 @@ async function backupJob(
   const { target, settings, jobId } = job;
   const started = Date.now();
   const sources = resolveSources(job.sources);
+  const timed = stepTimer('backup');
   await repo.refresh(target);
+  timed('refresh');
   const indexFilesAtStart = ks.index.loadedIndexFiles(target.id);
   const host = os.hostname();
   const parent = job.forceRead ? undefined : ks.snapshots.latestFor(host, job.sources);
@@ -133,6 +136,7 @@ async function backupJob(
         await repo.reconcilePacks(m, { markListed: false, impatient: true }).catch((err: unknown) => {
           if (!(err instanceof StorageError)) throw err;
         });
+  timed('listing');
   const waiting = waitingPacks(listener, { pool: !!ks.pool.state() && target.poolId !== null });
   const trees = new TreeWriter(repo, target, jobId, (packId) => ({
     limitMs: settings.pauseLimitMs ?? Infinity,
@@ -153,6 +157,7 @@ async function backupJob(
     exclude: compileExcludes(job.exclude ?? []),
   });
   resumed.clear();
+  timed('walk');
   if (walk.unreadable.length) throw unreadableError(walk.unreadable);
   job.begin?.();
   ks.markListed(target.id, lost.listedAt);
@@ -180,6 +185,7 @@ async function backupJob(
     warnings,
     fileStored: () => listener.files?.(++filesDone, filesTotal),
   });
+  timed('store');
   const { bytesRead, blobsNew, transfer } = stored;
   let { bytesUploaded, packsWritten } = stored;
   const blobsTotal = walk.blobsReused + stored.blobsStored;
@@ -197,7 +203,9 @@ async function backupJob(
 
   const root = seal(walk.top.nodes);
   const saved = await trees.finish();
+  timed('trees');
   await job.beforeCommit?.();
+  timed('lock check');
   try {
     await proveStored(repo, { target, jobId, indexFilesAtStart });
   } catch (err) {
@@ -207,6 +215,7 @@ async function backupJob(
       true,
     );
   }
+  timed('proof');
   bytesUploaded += saved.bytes;
   packsWritten += saved.packs;
   bytesUploaded += await repo.writePendingIndex(target);
@@ -241,7 +250,9 @@ async function backupJob(
     chunkSize: settings.chunkSize,
     summary,
   };
+  timed('index');
   summary.bytesUploaded += await repo.writeSnapshot(target, doc);
+  timed('snapshot');
   killPoint('snapshot-written');
   ks.snapshots.put(target.id, doc);
   ks.jobs.finish(jobId, snapshotId);
@@ -251,6 +262,7 @@ async function backupJob(
     await completeCopies(repo).catch((err: unknown) =>
       listener.notice?.(`Completing copies: ${(err as Error).message}`),
     );
+  timed('completion');
   // The repository's redundancy, not only this backup's packs: it may reuse older packs still short.
   const status = poolStatus(ks);
   const r = status.redundancy;

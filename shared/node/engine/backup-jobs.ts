@@ -6,6 +6,7 @@ import { BackupFailedError, newId, runBackupJob, type BackupResult } from './bac
 import { SettingsError } from './engine-settings.ts';
 import { ExcludePatternError, compileExcludes } from './exclude.ts';
 import { accountRun } from './job-accounting.ts';
+import { stepTimer } from '../debug-timing.ts';
 import { JobCancelledError, type JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import type { JobRow } from './keystore/job-table.ts';
@@ -149,6 +150,7 @@ export class BackupJobs {
         waitMs: lockWaitMs,
         onWait: (m) => listener.notice?.(m),
       });
+      stepTimer('backup')('lock');
       const held = lock;
       return await runBackupJob(this.repo, { ...job, beforeCommit: () => held.check() }, run.listener);
     } catch (err) {

@@ -43,6 +43,7 @@ import type { RestoreSelection } from './restore-selection.ts';
 import { snapshotChildren, snapshotEntries } from './snapshot-tree.ts';
 import { runVerifyJob, type VerifyResult } from './verify-job.ts';
 import { defaultWorkerCount } from './worker-pool.ts';
+import { stepTimer } from '../debug-timing.ts';
 
 export { BackupFailedError, KeystoreError, SettingsError, defaultHome, keystorePath };
 export type {
@@ -276,9 +277,11 @@ export class Engine {
     listener: JobListener = {},
     control?: JobControl,
   ): Promise<BackupResult> {
+    const timed = stepTimer('backup');
     const target = opts.target
       ? this.target(opts.target)
       : await this.members.backupHome(this.defaultTarget());
+    timed('home target');
     return this.backups.start(
       sources,
       { ...opts, target, settings: this.settings(opts.settings) },

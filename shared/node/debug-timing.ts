@@ -1,0 +1,16 @@
+/**
+ * CAIRN_DEBUG_TIMING=1: each step of a long operation says on stderr how long it took (`[timing] backup:
+ * walk 120 ms`). For finding where time goes in a run nobody can watch (the randomized fault suite, a
+ * user's slow backup); silent otherwise.
+ */
+const on = process.env.CAIRN_DEBUG_TIMING === '1';
+
+export function stepTimer(what: string): (step: string) => void {
+  if (!on) return () => {};
+  let last = performance.now();
+  return (step) => {
+    const now = performance.now();
+    process.stderr.write(`[timing] ${what}: ${step} ${Math.round(now - last)} ms\n`);
+    last = now;
+  };
+}
