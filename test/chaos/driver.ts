@@ -71,6 +71,8 @@ const WEIGHTS: Partial<Record<OpName, number>> = {
   rebalance: 3,
   key: 2,
   weight: 2,
+  policy: 1,
+  drain: 1,
 };
 
 export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {

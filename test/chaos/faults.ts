@@ -135,7 +135,14 @@ export async function deleteWithinTolerance(rng: Rng, world: World, counts: Faul
   const keys = await world.list(m, prefix);
   const elsewhere = new Set<string>();
   for (const o of world.members) if (o !== m) for (const k of await world.list(o, prefix)) elsewhere.add(k);
-  const candidates = keys.filter((k) => elsewhere.has(k));
+  // A whole copy (or any metadata) another member holds under the same name; a shard of an
+  // erasure-coded pack whose other members hold k shards of it (2+1: both others).
+  const shardsElsewhere = (key: string) => {
+    const m2 = /^(data\/[0-9a-f]{2}\/[0-9a-f]{64})\.[0-9a-f]{2}$/.exec(key);
+    if (!m2) return false;
+    return [...elsewhere].filter((k) => k.startsWith(`${m2[1]}.`)).length >= 2;
+  };
+  const candidates = keys.filter((k) => elsewhere.has(k) || shardsElsewhere(k));
   const gone: string[] = [];
   for (let i = rng.int(1, 3); i > 0 && candidates.length; i--) {
     const k = candidates.splice(rng.int(0, candidates.length - 1), 1)[0]!;

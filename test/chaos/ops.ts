@@ -11,10 +11,21 @@ import { mutateTree, PASSPHRASES, type CliRun, type Machine, type World } from '
  * reported done and what its sources held then, which were forgotten.
  */
 export type OpName =
-  'backup' | 'resume' | 'restore' | 'forget' | 'prune' | 'check' | 'repair' | 'rebalance' | 'key' | 'weight';
+  | 'backup'
+  | 'resume'
+  | 'restore'
+  | 'forget'
+  | 'prune'
+  | 'check'
+  | 'repair'
+  | 'rebalance'
+  | 'key'
+  | 'weight'
+  | 'policy'
+  | 'drain';
 
 /** Operations that take the exclusive lock or move packs: a restore beside one may fail (not lie). */
-export const EXCLUSIVE: ReadonlySet<OpName> = new Set(['prune', 'rebalance', 'weight']);
+export const EXCLUSIVE: ReadonlySet<OpName> = new Set(['prune', 'rebalance', 'weight', 'policy', 'drain']);
 /** Operations a kill -9 is aimed at. */
 export const KILLABLE: ReadonlySet<OpName> = new Set([
   'backup',
@@ -233,6 +244,26 @@ export const ops: Record<OpName, (ctx: OpContext, m: Machine) => Promise<OpResul
     if (removable.length < 3) return result('key', m, args, r);
     const rm = ['key', 'rm', ctx.rng.pick(removable).id];
     return result('key', m, rm, await run(ctx, m, rm));
+  },
+
+  async policy(ctx, m) {
+    // Two copies of each pack, or 2+1 erasure coding: either survives one of the three members lost.
+    const ec = ctx.rng.chance(0.5);
+    const args = ec
+      ? ['policy', '--ec', '2+1', '--write-quorum', '2']
+      : ['policy', '--replicas', '2', '--write-quorum', '1'];
+    const r = await run(ctx, m, args);
+    if (r.code === 0 && !r.killed) ctx.world.policy = ec ? { k: 2 } : { copies: 2 };
+    return result('policy', m, args, r);
+  },
+
+  async drain(ctx, m) {
+    const member = ctx.rng.pick(ctx.world.members);
+    // A drained member takes no new copies; it is made active again at once or later.
+    const args = ctx.rng.chance(0.5)
+      ? ['target', 'drain', member.name]
+      : ['target', 'set', member.name, '--active'];
+    return result('drain', m, args, await run(ctx, m, args));
   },
 
   async weight(ctx, m) {

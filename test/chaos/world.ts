@@ -53,6 +53,8 @@ export class World {
   readonly machines: Machine[] = [];
   /** The passphrase every machine is told to use now; older ones are tried when it is refused. */
   passphrase = 0;
+  /** The redundancy the last policy change that succeeded set (packs of the one before may remain). */
+  policy: { copies: number } | { k: number } = { copies: 2 };
   /** The processes running now (a fault may kill them). */
   private constructor(readonly root: string) {}
 
