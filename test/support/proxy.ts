@@ -164,8 +164,12 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
     ));
     fwd.on('error', () => {
       done();
-      if (!res.headersSent && !gone) res.writeHead(502);
-      res.end();
+      // The upstream went away (killed, say) mid-request: answer 502 and close the connection. The rest
+      // of the request body is read and dropped, or a client still sending it would wait for ever.
+      req.unpipe(fwd);
+      req.resume();
+      if (!res.headersSent && !gone) res.writeHead(502, { connection: 'close' });
+      res.end(() => req.socket.destroy());
     });
     req.pipe(fwd);
   });
