@@ -165,7 +165,7 @@ describe('a damaged folder listing (tree blob)', () => {
     const r = await runCli(['restore', snapshotId, '--to', dest], cli);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(
-      /Failed: data\/hurt: this folder's listing could not be read, so nothing in it was restored: Folder listing [0-9a-f]{12}… \(pack [0-9a-f]{12}… on target "vault"\): authentication failed/,
+      /Failed: data\/hurt: this folder's listing could not be read, so nothing in it was restored: Folder listing [0-9a-f]{12}…: data\/[0-9a-f]{2}\/[0-9a-f]{64} on target "vault": authentication failed/,
     );
     expect(listFiles(path.join(dest, 'data', 'fine'))).toEqual(['a.bin']);
     expect(sha256File(path.join(dest, 'data/fine/a.bin'))).toBe(sha256File(path.join(src, 'fine/a.bin')));

@@ -23,6 +23,8 @@ export async function proveStored(
   o: { target: TargetRow; jobId: string; indexFilesAtStart: ReadonlySet<string> },
 ): Promise<void> {
   const ks = repo.ks;
+  // A discard target keeps nothing by design (the benchmarks' pipeline without storage): nothing to prove.
+  if (o.target.config.kind === 'discard') return;
   if (o.indexFilesAtStart.size) {
     const listed = new Set<string>();
     for await (const x of repo.storage(o.target).list(Prefix.index))

@@ -41,10 +41,10 @@ export async function readTreeBlob(repo: Repository, id: Buffer): Promise<Buffer
         end: loc.offset + loc.storedLength - 1,
       });
     } catch (err) {
-      failures.push(`on target "${t.name}"): ${(err as Error).message}`);
+      failures.push((err as Error).message); // names the object and target
     }
   }
   throw new RepositoryError(
-    `Folder listing ${idHex.slice(0, 12)}… (pack ${loc.packId.toString('hex').slice(0, 12)}… ${failures.join('; (')}`,
+    `Folder listing ${idHex.slice(0, 12)}…: ${failures.join('; ')}`,
   );
 }
