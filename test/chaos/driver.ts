@@ -117,21 +117,24 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     if (r.violation) report.violations.push(`step ${report.steps}: ${r.violation}`);
   };
 
-  /** A machine whose process was killed runs again next (as a person reruns what crashed). */
-  let rerun: Machine | null = null;
+  /** Machines whose process was killed run again next (as a person reruns what crashed). */
+  let rerun: Machine[] = [];
   try {
     for (let step = 1; step <= maxSteps && Date.now() < deadline && !report.violations.length; step++) {
       report.steps = step;
       const between: string[] = [];
       if (rng.chance(0.07)) between.push(skewClock(rng, world, report.faults));
       if (rng.chance(0.07)) between.push(await deleteWithinTolerance(rng, world, report.faults));
-      // One operation, or two on different machines at once (a backup beside a prune, say).
-      const first = rerun ?? rng.pick(world.machines);
-      rerun = null;
-      const chosen: [Machine, OpName][] = [[first, pickOp(rng, first)]];
-      if (rng.chance(0.5)) {
-        const second = rng.pick(world.machines.filter((m) => m !== first));
-        chosen.push([second, pickOp(rng, second)]);
+      // One operation, or two or three on different machines at once (a backup beside a prune, say).
+      const chosen: [Machine, OpName][] = (rerun.length ? rerun : [rng.pick(world.machines)]).map((m) => [
+        m,
+        pickOp(rng, m),
+      ]);
+      for (const p of [0.6, 0.3]) {
+        const others = world.machines.filter((m) => !chosen.some(([c]) => c === m));
+        if (!others.length || !rng.chance(p)) break;
+        const next = rng.pick(others);
+        chosen.push([next, pickOp(rng, next)]);
       }
       const plan = planWireFault(rng, world);
       const kills = chosen.map(([, op]) =>
@@ -158,8 +161,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
       for (const r of results) record(r);
       for (const [m] of chosen) sources.set(m.name, treeOf(m));
-      const killed = results.find((r) => r.killed);
-      if (killed) rerun = world.machines.find((m) => m.name === killed.machine)!;
+      rerun = world.machines.filter((m) => results.some((r) => r.killed && r.machine === m.name));
       const line = { step, between, faults: plan, ops: results };
       log(line);
       o.log?.(summarize(line));
