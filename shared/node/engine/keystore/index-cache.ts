@@ -319,7 +319,11 @@ export class IndexCache extends IndexBookkeeping {
       (p) => p.created_at >= listedSince || keepStored(p.id.toString('hex'), p.size),
     );
     this.db.transaction(() => {
-      this.db.prepare('DELETE FROM index_files').run();
+      // Dropping rows can take a blob's only row: every target's index files are then read again. Marking
+      // copies missing drops nothing, and the other targets keep what they loaded: a file that vanished
+      // there must still be seen as vanished (and a prune's replacement followed), whichever is read first.
+      if (opts.drop) this.db.prepare('DELETE FROM index_files').run();
+      else this.db.prepare('DELETE FROM index_files WHERE target_id = ?').run(targetId);
       this.db.exec('CREATE TEMP TABLE IF NOT EXISTS keep_packs (id BLOB PRIMARY KEY)');
       this.db.exec('DELETE FROM keep_packs');
       const ins = this.db.prepare('INSERT INTO keep_packs (id) VALUES (?)');
