@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliJson, runCli } from '../../../test/support/cli.ts';
-import { initFolderPool } from '../../../test/support/cairn-env.ts';
+import { cliJson, runCli, type CliOptions } from '../../../test/support/cli.ts';
+import { PASSPHRASE, initFolderPool } from '../../../test/support/cairn-env.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import type { PruneResult } from '../../api/retention.ts';
 
@@ -144,6 +144,32 @@ describe('prune in a pool of replicas (issue 10)', () => {
     expect(pruned.stdout).toMatch(/[1-9]\d* repacked into [1-9]\d*/);
     const out = tempDir('cairn-ppd-out-');
     const restored = await runCli(['restore', snapshotId, '--to', out], cli);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+  });
+  it("another machine that reads first a member which lost the prune's new index files still follows the prune", async () => {
+    const { cli, dirs, src, snapshotId } = await forgottenHalf('ppm');
+    const b: CliOptions = {
+      env: {
+        CAIRN_HOME: path.join(tempDir('cairn-ppm-b-'), 'home'),
+        CAIRN_PASSPHRASE: PASSPHRASE,
+        CAIRN_TEST_WEAK_KDF: '1',
+      },
+    };
+    expect((await runCli(['connect', 'd1', '--dir', dirs[0]!], b)).code).toBe(0);
+    expect((await runCli(['check'], b)).code).toBe(0); // B has loaded the index files before the prune
+    const indexFiles = (d: string) => fs.readdirSync(path.join(d, 'index'));
+    const before = new Set(indexFiles(dirs[0]!));
+    const pruned = await runCli(['prune'], cli);
+    expect(pruned.stdout).toMatch(/repacked into [1-9]/);
+    // The first member loses the index files the prune wrote (the others hold them): damage there.
+    const written = indexFiles(dirs[0]!).filter((f) => !before.has(f));
+    expect(written.length).toBeGreaterThan(0);
+    for (const f of written) fs.rmSync(path.join(dirs[0]!, 'index', f));
+    const check = await runCli(['check'], b);
+    expect(check.code, check.stdout + check.stderr).toBe(0);
+    const out = tempDir('cairn-ppm-out-');
+    const restored = await runCli(['restore', snapshotId, '--to', out], b);
     expect(restored.code, restored.stderr).toBe(0);
     expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
   });

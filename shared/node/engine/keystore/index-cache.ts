@@ -1,7 +1,7 @@
 import type { BlobKind } from '../../../format/constants.ts';
 import type { PackEntry } from '../../format/pack.ts';
 import { distinctShards } from '../../format/shard-codec.ts';
-import { CopyTable } from './copy-table.ts';
+import { IndexBookkeeping } from './index-bookkeeping.ts';
 import type { Db } from './db.ts';
 
 /** Whether an index file in the bucket describes the pack yet (`stored`: only this machine knows it). */
@@ -68,7 +68,7 @@ const DAMAGED_HERE = (b: string) =>
  * copies is stored (each absent from its bucket's listing) no longer counts: its blobs are stored again
  * by the next backup that has them.
  */
-export class IndexCache extends CopyTable {
+export class IndexCache extends IndexBookkeeping {
   private readonly hasStmt;
   /** has() when some blob is marked damaged (one more lookup per blob, so only then). */
   private readonly hasUndamagedStmt;
@@ -319,7 +319,11 @@ export class IndexCache extends CopyTable {
       (p) => p.created_at >= listedSince || keepStored(p.id.toString('hex'), p.size),
     );
     this.db.transaction(() => {
-      this.db.prepare('DELETE FROM index_files').run();
+      // Dropping rows can take a blob's only row: every target's index files are then read again. Marking
+      // copies missing drops nothing, and the other targets keep what they loaded: a file that vanished
+      // there must still be seen as vanished (and a prune's replacement followed), whichever is read first.
+      if (opts.drop) this.db.prepare('DELETE FROM index_files').run();
+      else this.db.prepare('DELETE FROM index_files WHERE target_id = ?').run(targetId);
       this.db.exec('CREATE TEMP TABLE IF NOT EXISTS keep_packs (id BLOB PRIMARY KEY)');
       this.db.exec('DELETE FROM keep_packs');
       const ins = this.db.prepare('INSERT INTO keep_packs (id) VALUES (?)');
@@ -376,41 +380,6 @@ export class IndexCache extends CopyTable {
       .get(packId, targetId);
     if (wasDamaged) this.setCopyStates(targetId, [{ id: packId, state: 'stored' }]);
     this.blobsAuthenticated(packId, blobs);
-  }
-
-  /** Index files some present index file supersedes: their contents are stale wherever a copy turns up. */
-  supersededIndexFiles(): Set<string> {
-    return new Set(this.db.prepare('SELECT id FROM superseded_index').pluck().all() as string[]);
-  }
-
-  addSuperseded(ids: readonly string[]): void {
-    const st = this.db.prepare('INSERT OR IGNORE INTO superseded_index (id) VALUES (?)');
-    this.db.transaction(() => {
-      for (const id of ids) st.run(id);
-    })();
-  }
-
-  loadedIndexFiles(targetId: number): Set<string> {
-    const rows = this.db.prepare('SELECT id FROM index_files WHERE target_id = ?').all(targetId) as {
-      id: string;
-    }[];
-    return new Set(rows.map((r) => r.id));
-  }
-
-  addIndexFile(id: string, targetId: number): void {
-    this.db
-      .prepare('INSERT OR IGNORE INTO index_files (id, target_id, loaded_at) VALUES (?, ?, ?)')
-      .run(id, targetId, Date.now());
-  }
-
-  getTree(id: Uint8Array): Buffer | undefined {
-    return (
-      this.db.prepare('SELECT plain FROM tree_cache WHERE id = ?').get(id) as { plain: Buffer } | undefined
-    )?.plain;
-  }
-
-  putTree(id: Uint8Array, plain: Uint8Array): void {
-    this.db.prepare('INSERT OR IGNORE INTO tree_cache (id, plain) VALUES (?, ?)').run(id, plain);
   }
 
   counts(): { packs: number; blobs: number; missingPacks: number } {
