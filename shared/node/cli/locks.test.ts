@@ -30,8 +30,9 @@ async function setup() {
 describe('locks in the bucket', () => {
   it('a stale lock (old by the storage\'s clock, or of a dead process of this keystore on this host) is ignored, and "cairn unlock" removes it', async () => {
     const { bucket, cli: base, src, engine, t } = await setup();
-    // A stale age of 3 s (the storage's clock, in seconds on S3): locks written now are old in 4 s.
-    const ages = { CAIRN_LOCK_STALE_MS: '3000', CAIRN_LOCK_REFRESH_MS: '300' };
+    // A stale age of 5 s (the storage's clock, in seconds on S3): locks written now are old in 6 s. Not
+    // shorter: a CLI run on a loaded machine takes seconds, and the young lock must stay young through it.
+    const ages = { CAIRN_LOCK_STALE_MS: '5000', CAIRN_LOCK_REFRESH_MS: '300' };
     const cli = { env: { ...base.env, ...ages } };
     Object.assign(process.env, ages);
     try {
@@ -69,10 +70,10 @@ describe('locks in the bucket', () => {
       expect(young.stderr).toMatch(/exclusive lock for prune on host gone-machine/);
       // The refused backup removed the dead process's lock it passed over; the young one stays, live.
       expect((await engine.locks()).map((l) => [l.id, l.stale])).toEqual([['00000000000000aa', false]]);
-      await new Promise((r) => setTimeout(r, 4500));
+      await new Promise((r) => setTimeout(r, 6500));
       expect((await engine.locks()).map((l) => [l.id, l.stale])).toEqual([['00000000000000aa', true]]);
       for (const [id, doc] of stale) await ctx.storage.put(ObjectKey.lock(id), sealLock(ctx, id, doc));
-      await new Promise((r) => setTimeout(r, 4500));
+      await new Promise((r) => setTimeout(r, 6500));
       const b = await runCli(['backup', src, '--lock-wait', '0'], cli);
       expect(b.stderr).not.toMatch(/Waiting/);
       expect(b.code).toBe(0);
@@ -81,7 +82,7 @@ describe('locks in the bucket', () => {
       // A live lock (refreshed every 0.3 s), and the stale pair again, old once more.
       const held = await engine.repo.lock(t, { kind: 'shared', operation: 'backup' });
       for (const [id, doc] of stale) await ctx.storage.put(ObjectKey.lock(id), sealLock(ctx, id, doc));
-      await new Promise((r) => setTimeout(r, 4500));
+      await new Promise((r) => setTimeout(r, 6500));
       const unlocked = await runCli(['unlock'], cli);
       expect(unlocked.stderr).toMatch(/Removed stale .* lock of .* from target "s3"\./);
       // The live lock stays, and the CLI says why and what removes it.
