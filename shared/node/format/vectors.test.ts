@@ -199,6 +199,19 @@ describe.each(['sodium-native', 'libsodium-wasm'] as const)('format v2 vectors w
       'a.txt',
       'link',
     ]);
+    const kinds = JSON.parse(v.treeKinds.plaintext).nodes as Record<string, unknown>[];
+    const common = 'name,type,mode,mtimeMs,ctimeMs,size,inode,device,uid,gid';
+    expect(kinds.map((n) => Object.keys(n).join(','))).toEqual([
+      `${common},subtree`,
+      `${common},content`,
+      `${common},linkTarget`,
+    ]);
+    expect(kinds.map((n) => n.type)).toEqual(['dir', 'file', 'symlink']);
+    expect(kinds[0]!.subtree).toBe(v.tree.id);
+    expect(kinds[1]!.content).toEqual([]);
+    expect(
+      s.blake3Keyed(Buffer.from(v.treeKinds.plaintext, 'utf8'), H(v.subkeys.blobId)).toString('hex'),
+    ).toBe(v.treeKinds.id);
 
     expect(JSON.parse(open(s, 'CRNG', Buffer.from('config'), H(v.config.object), meta).toString())).toEqual(
       v.config.value,

@@ -134,6 +134,48 @@ export function makeVectors(sodium: SodiumProvider) {
       linkTarget: rawName('r\xe9sum\xe9.txt'),
     },
   ]);
+  // A folder (its subtree the tree above), an empty file and a symbolic link: each type's fields.
+  const kindsTree = encodeTree([
+    {
+      name: 'docs',
+      type: 'dir',
+      mode: 0o755,
+      mtimeMs: 1767225600000,
+      ctimeMs: 1767225600000,
+      size: 4096,
+      inode: 46,
+      device: 2049,
+      uid: 1000,
+      gid: 1000,
+      subtree: hex(treeId),
+    },
+    {
+      name: 'empty',
+      type: 'file',
+      mode: 0o644,
+      mtimeMs: 1767225600000,
+      ctimeMs: 1767225600000,
+      size: 0,
+      inode: 47,
+      device: 2049,
+      uid: 1000,
+      gid: 1000,
+      content: [],
+    },
+    {
+      name: 'up',
+      type: 'symlink',
+      mode: 0o777,
+      mtimeMs: 1767225600000,
+      ctimeMs: 1767225600000,
+      size: 2,
+      inode: 48,
+      device: 2049,
+      uid: 1000,
+      gid: 1000,
+      linkTarget: '..',
+    },
+  ]);
   const config: RepoConfig = {
     version: 2,
     id: repoId,
@@ -318,6 +360,7 @@ export function makeVectors(sodium: SodiumProvider) {
     poolIndexEc: { id: hex(poolIndexEcId), nonce: hex(fill(24, 0x78)), object: hex(poolIndexEc) },
     pool: { key: poolKey, self: 1, nonce: hex(fill(24, 0x88)), object: hex(poolObject) },
     tree: { plaintext: tree.toString('utf8'), id: hex(treeId) },
+    treeKinds: { plaintext: kindsTree.toString('utf8'), id: hex(blobId(sodium, keys.blobId, kindsTree)) },
     treeRawNames: {
       plaintext: rawTree.toString('utf8'),
       names: ['72e973756de92e747874', '746f2d6c6174696e31'],
