@@ -35,14 +35,15 @@ export function s3TargetArgs(
 /** A fresh CAIRN_HOME with an initialised keystore and one S3 target on the given server and bucket. */
 export async function initHomeWithTarget(
   s3: S3Server,
-  opts: { bucket: string; endpoint?: string; target?: string; extra?: string[] },
+  /** `init`: arguments for `cairn init` (e.g. --pack-size); `extra`: for `cairn target add`. */
+  opts: { bucket: string; endpoint?: string; target?: string; extra?: string[]; init?: string[] },
 ): Promise<{ home: string; cli: CliOptions }> {
   const home = path.join(tempDir('cairn-home-'), 'home');
   // Argon2id at libsodium's INTERACTIVE cost: each CLI call unlocks, and the real cost is 0.6 s / 256 MiB.
   const cli: CliOptions = {
     env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE, CAIRN_TEST_WEAK_KDF: '1' },
   };
-  await cliJson(['init'], cli);
+  await cliJson(['init', ...(opts.init ?? [])], cli);
   const r = await runCli(
     [
       'target',

@@ -7,11 +7,9 @@ import { cliJson, runCli } from '../../../test/support/cli.ts';
 import {
   fullestTarget,
   initFolderPool,
-  initHome,
   initHomeWithTarget,
   listKeys,
   packFilesIn,
-  s3TargetArgs,
 } from '../../../test/support/cairn-env.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { backupAndRecord, expectRestores, type Expected } from '../../../test/support/retention.ts';
@@ -31,17 +29,11 @@ describe('check --read-data', () => {
     const proxy = await startProxy(s3.endpoint);
     try {
       const bucket = await s3.createBucket();
-      const { cli } = await initHome({}, ['--pack-size', '1MiB']);
-      const added = await runCli(
-        [
-          'target',
-          'add',
-          's3',
-          ...s3TargetArgs(s3, bucket, { endpoint: proxy.endpoint, secret: s3.secretAccessKey }),
-        ],
-        cli,
-      );
-      expect(added.code, added.stderr).toBe(0);
+      const { cli } = await initHomeWithTarget(s3, {
+        bucket,
+        endpoint: proxy.endpoint,
+        init: ['--pack-size', '1MiB'],
+      });
       const src = path.join(tempDir(), 'glitch');
       for (let i = 0; i < 8; i++) writeRandomFile(path.join(src, `f${i}.bin`), 300_000);
       const expected: Expected = new Map();

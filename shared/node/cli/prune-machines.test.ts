@@ -4,13 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PruneResult } from '../../api/retention.ts';
 import { cliJson, runCli, spawnCli, type CliOptions } from '../../../test/support/cli.ts';
-import {
-  PASSPHRASE,
-  initHome,
-  initHomeWithTarget,
-  listKeys,
-  s3TargetArgs,
-} from '../../../test/support/cairn-env.ts';
+import { PASSPHRASE, initHomeWithTarget, listKeys, s3TargetArgs } from '../../../test/support/cairn-env.ts';
 import { Engine } from '../engine/engine.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startProxy, type Proxy } from '../../../test/support/proxy.ts';
@@ -289,17 +283,11 @@ describe('locks between machines whose clocks disagree, and locks of dead proces
 
   it('a backup proves its packs are still there before writing its snapshot: one deleted meanwhile stops it, resumably', async () => {
     const bucket = await s3.createBucket();
-    const { cli } = await initHome({}, ['--pack-size', '1MiB']);
-    const added = await runCli(
-      [
-        'target',
-        'add',
-        's3',
-        ...s3TargetArgs(s3, bucket, { endpoint: proxy.endpoint, secret: s3.secretAccessKey }),
-      ],
-      cli,
-    );
-    expect(added.code, added.stderr).toBe(0);
+    const { cli } = await initHomeWithTarget(s3, {
+      bucket,
+      endpoint: proxy.endpoint,
+      init: ['--pack-size', '1MiB'],
+    });
     const src = path.join(tempDir(), 'proven');
     for (let i = 0; i < 12; i++) writeRandomFile(path.join(src, `f${i}.bin`), 1 << 20);
     proxy.setDelay(150);

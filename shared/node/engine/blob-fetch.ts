@@ -4,7 +4,7 @@ import { shardLengthFor } from '../format/shard-codec.ts';
 import type { PipelineSettings } from '../../settings.ts';
 import type { FromWorker, RestoreTask } from '../../../workers/protocol.ts';
 import type { JobControl } from './job-control.ts';
-import type { BlobLocation } from './keystore/index-cache.ts';
+import type { BlobLocation, IndexCache } from './keystore/index-cache.ts';
 import type { Keystore } from './keystore/keystore.ts';
 import type { WholeFile } from './restore-dest.ts';
 import type { StatsCollector } from './stats-collector.ts';
@@ -77,6 +77,19 @@ export function startFetchPool(ks: Keystore, settings: PipelineSettings): Promis
  * need's abstract writes into (fd, position), or `resolveCreate` into a file the worker writes whole;
  * `onOutcome` gets each task's result with the needs it carried, in the task's order.
  */
+/**
+ * What a restore or verify passes as `authenticated`: blobs read back whole lose a damage mark a glitch
+ * left (nothing, when no blob is marked).
+ */
+export function clearDamageMarks(index: IndexCache): ((packId: Buffer, ids: string[]) => void) | undefined {
+  if (!index.anyDamagedBlobs()) return undefined;
+  return (packId, ids) =>
+    index.blobsAuthenticated(
+      packId,
+      ids.map((h) => Buffer.from(h, 'hex')),
+    );
+}
+
 export async function runFetches(o: {
   pool: WorkerPool;
   plan: { pack: BlobLocation; blobs: BlobNeed[] }[][];

@@ -3,7 +3,7 @@ import { decodeName, fsPath } from '../fs-names.ts';
 import type { PipelineSettings } from '../../settings.ts';
 import { blobId } from '../format/blob-codec.ts';
 import type { Repository } from '../repository/repository.ts';
-import { runFetches, planFetches, startFetchPool, type BlobNeed } from './blob-fetch.ts';
+import { runFetches, planFetches, startFetchPool, type BlobNeed, clearDamageMarks } from './blob-fetch.ts';
 import { TargetSpeeds } from './target-speeds.ts';
 import type { JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
@@ -302,13 +302,7 @@ async function restorePlanned(
       down: repo.unreachable(),
       speeds,
       retryDamaged: true,
-      authenticated: ks.index.anyDamagedBlobs()
-        ? (packId, ids) =>
-            ks.index.blobsAuthenticated(
-              packId,
-              ids.map((h) => Buffer.from(h, 'hex')),
-            )
-        : undefined,
+      authenticated: clearDamageMarks(ks.index),
       targetName: (id) => ks.targetById(id).name,
       plan: planFetches(needs),
       stats,

@@ -1,6 +1,6 @@
 import type { PipelineSettings } from '../../settings.ts';
 import type { Repository } from '../repository/repository.ts';
-import { planFetches, runFetches, startFetchPool, type BlobNeed } from './blob-fetch.ts';
+import { planFetches, runFetches, startFetchPool, type BlobNeed, clearDamageMarks } from './blob-fetch.ts';
 import type { JobControl } from './job-control.ts';
 import type { JobListener } from './job-events.ts';
 import type { TreeNode } from '../format/tree.ts';
@@ -79,13 +79,7 @@ export async function runVerifyJob(
       down: repo.unreachable(),
       plan: planFetches(needs),
       stats,
-      authenticated: ks.index.anyDamagedBlobs()
-        ? (packId, ids) =>
-            ks.index.blobsAuthenticated(
-              packId,
-              ids.map((h) => Buffer.from(h, 'hex')),
-            )
-        : undefined,
+      authenticated: clearDamageMarks(ks.index),
       resolveWrites: () => [],
       onOutcome: (m, carried) => {
         if (m.t === 'restored') stats.add(m.timing, true);
