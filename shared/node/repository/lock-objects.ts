@@ -192,16 +192,28 @@ async function readLock(ctx: LockContext, id: string, size: number): Promise<Loc
   return null;
 }
 
-/** Removes stale locks, or every lock with `all`; returns those removed. */
+/**
+ * Removes stale locks, or every lock with `all`; returns those removed. With `all` it lists again while
+ * lock objects are left (at most five rounds): a holder that refreshed meanwhile wrote its lock under a
+ * new name, and the name first listed was gone by the time it was read.
+ */
 export async function removeLocks(ctx: LockContext, opts: { all?: boolean } = {}): Promise<LockInfo[]> {
   const removed: LockInfo[] = [];
-  for (const l of await listLocks(ctx)) {
-    if (!opts.all && !l.stale) continue;
-    await ctx.storage.delete(ObjectKey.lock(l.id));
-    ctx.journal?.dropped(l.id);
-    removed.push(l);
+  for (let round = 0; round < (opts.all ? 5 : 1); round++) {
+    for (const l of await listLocks(ctx)) {
+      if (!opts.all && !l.stale) continue;
+      await ctx.storage.delete(ObjectKey.lock(l.id));
+      ctx.journal?.dropped(l.id);
+      removed.push(l);
+    }
+    if (opts.all && !(await anyLockObject(ctx.storage))) break;
   }
   return removed;
+}
+
+async function anyLockObject(s: Storage): Promise<boolean> {
+  for await (const o of s.list(Prefix.locks)) if (LOCK_ID.test(o.key.slice(Prefix.locks.length))) return true;
+  return false;
 }
 
 /**

@@ -14,6 +14,7 @@ import {
   isProcessAlive,
   isStale,
   listLocks,
+  removeLocks,
   sealLock,
   type LockContext,
   type LockDoc,
@@ -180,5 +181,42 @@ describe('a process killed but not yet reaped by its parent (a zombie)', () => {
     } finally {
       child.kill('SIGKILL');
     }
+  });
+});
+
+describe('unlock --all', () => {
+  it('removes a lock its holder refreshed under a new name while it was being listed', async () => {
+    const ctx = await context();
+    const doc: LockDoc = {
+      host: 'elsewhere',
+      pid: 7,
+      kind: 'shared',
+      operation: 'backup',
+      createdAt: new Date().toISOString(),
+      refreshedAt: new Date().toISOString(),
+    };
+    const [first, second] = ['00000000000000a1', '00000000000000a2'];
+    await ctx.storage.put(ObjectKey.lock(first), sealLock(ctx, first, doc));
+    // The holder refreshes between the listing and the read: a new name written, the old one deleted.
+    const base = ctx.storage;
+    let refreshed = false;
+    const racing: LockContext = {
+      ...ctx,
+      storage: {
+        ...base,
+        get: async (key, range) => {
+          if (key === ObjectKey.lock(first) && !refreshed) {
+            refreshed = true;
+            await base.put(ObjectKey.lock(second), sealLock(ctx, second, doc));
+            await base.delete(key);
+          }
+          return base.get(key, range);
+        },
+      },
+    };
+    const removed = await removeLocks(racing, { all: true });
+    expect(refreshed).toBe(true);
+    expect(removed.map((l) => l.id)).toEqual([second]);
+    expect(await listLocks(ctx)).toEqual([]);
   });
 });
