@@ -32,6 +32,20 @@ export function s3TargetArgs(
   ];
 }
 
+/**
+ * The CLI options of another machine: its own CAIRN_HOME (nothing in it yet: `connect` comes next),
+ * the same passphrase.
+ */
+export function otherMachine(tag: string): CliOptions {
+  return {
+    env: {
+      CAIRN_HOME: path.join(tempDir(`cairn-${tag}-`), 'home'),
+      CAIRN_PASSPHRASE: PASSPHRASE,
+      CAIRN_TEST_WEAK_KDF: '1',
+    },
+  };
+}
+
 /** A fresh CAIRN_HOME with an initialised keystore and one S3 target on the given server and bucket. */
 export async function initHomeWithTarget(
   s3: S3Server,

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliJson, runCli, type CliOptions } from '../../../test/support/cli.ts';
-import { PASSPHRASE, initFolderPool } from '../../../test/support/cairn-env.ts';
+import { cliJson, runCli } from '../../../test/support/cli.ts';
+import { initFolderPool, otherMachine } from '../../../test/support/cairn-env.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 
 // Two machines on one pool of folders: a change made on one is what the other's rebalance plans with.
@@ -20,13 +20,7 @@ describe('a pool changed on another machine (issue 10)', () => {
     );
     expect((await cliJson<Plan>(['rebalance', '--dry-run'], a)).copied).toBe(0);
 
-    const b: CliOptions = {
-      env: {
-        CAIRN_HOME: path.join(tempDir('cairn-pm-b-'), 'home'),
-        CAIRN_PASSPHRASE: PASSPHRASE,
-        CAIRN_TEST_WEAK_KDF: '1',
-      },
-    };
+    const b = otherMachine('pm-b');
     const connected = await runCli(['connect', 'd1', '--dir', dirs[0]!], b);
     expect(connected.code, connected.stderr).toBe(0);
     const set = await runCli(['target', 'set', 'd3', '--weight', '400'], b);
@@ -84,13 +78,7 @@ describe('a pool changed on another machine (issue 10)', () => {
     const src = tempDir('cairn-pr-src-');
     for (let i = 0; i < 4; i++) writeRandomFile(path.join(src, `f${i}.bin`), 1 << 20);
     await cliJson(['backup', src], a);
-    const b: CliOptions = {
-      env: {
-        CAIRN_HOME: path.join(tempDir('cairn-pr-b-'), 'home'),
-        CAIRN_PASSPHRASE: PASSPHRASE,
-        CAIRN_TEST_WEAK_KDF: '1',
-      },
-    };
+    const b = otherMachine('pr-b');
     expect((await runCli(['connect', 'd1', '--dir', dirs[0]!], b)).code).toBe(0);
     for (const step of [['target', 'drain', 'd1'], ['rebalance'], ['target', 'rm', 'd1']]) {
       const r = await runCli(step, a);

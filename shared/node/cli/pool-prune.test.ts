@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cliJson, runCli, type CliOptions } from '../../../test/support/cli.ts';
-import { PASSPHRASE, initFolderPool } from '../../../test/support/cairn-env.ts';
+import { cliJson, runCli } from '../../../test/support/cli.ts';
+import { initFolderPool, otherMachine } from '../../../test/support/cairn-env.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import type { PruneResult } from '../../api/retention.ts';
 
@@ -149,13 +149,7 @@ describe('prune in a pool of replicas (issue 10)', () => {
   });
   it("another machine that reads first a member which lost the prune's new index files still follows the prune", async () => {
     const { cli, dirs, src, snapshotId } = await forgottenHalf('ppm');
-    const b: CliOptions = {
-      env: {
-        CAIRN_HOME: path.join(tempDir('cairn-ppm-b-'), 'home'),
-        CAIRN_PASSPHRASE: PASSPHRASE,
-        CAIRN_TEST_WEAK_KDF: '1',
-      },
-    };
+    const b = otherMachine('ppm-b');
     expect((await runCli(['connect', 'd1', '--dir', dirs[0]!], b)).code).toBe(0);
     expect((await runCli(['check'], b)).code).toBe(0); // B has loaded the index files before the prune
     const indexFiles = (d: string) => fs.readdirSync(path.join(d, 'index'));
@@ -172,5 +166,37 @@ describe('prune in a pool of replicas (issue 10)', () => {
     const restored = await runCli(['restore', snapshotId, '--to', out], b);
     expect(restored.code, restored.stderr).toBe(0);
     expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+  });
+  it('a snapshot one member lost, which the others hold, keeps its data through a prune on a machine that read it from that member', async () => {
+    const { cli, dirs, src, snapshotId } = await forgottenHalf('pps');
+    const b = otherMachine('pps-b');
+    // B first reads the pool through its last member: the snapshot's row names that member, which a
+    // refresh reads after the others (which it therefore passes over: it knows the snapshot already).
+    expect((await runCli(['connect', 'd3', '--dir', dirs[2]!], b)).code).toBe(0);
+    expect((await runCli(['check'], b)).code).toBe(0);
+    // The member B's keystore tied the snapshot to (the one it read it from) loses it: damage there.
+    const db = new Database(path.join(b.env!.CAIRN_HOME!, 'keystore.db'), { readonly: true });
+    const row = db
+      .prepare('SELECT t.name FROM snapshots s JOIN targets t ON t.id = s.target_id WHERE s.id = ?')
+      .get(snapshotId) as { name: string };
+    db.close();
+    expect(row.name).toBe('d3');
+    const member = dirs[Number(row.name.slice(1)) - 1]!;
+    fs.rmSync(path.join(member, 'snapshots', snapshotId));
+    expect(dirs.filter((d) => fs.existsSync(path.join(d, 'snapshots', snapshotId))).length).toBe(2);
+
+    const pruned = await runCli(['prune', '--max-unused', '0%'], b);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(await cliJson<{ id: string }[]>(['ls'], b)).toContainEqual(
+      expect.objectContaining({ id: snapshotId }),
+    );
+    for (const machine of [b, cli]) {
+      const out = tempDir('cairn-pps-out-');
+      const restored = await runCli(['restore', snapshotId, '--to', out], machine);
+      expect(restored.code, restored.stderr).toBe(0);
+      expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+    }
+    const check = await runCli(['check', '--read-data'], cli);
+    expect(check.code, check.stdout + check.stderr).toBe(0);
   });
 });

@@ -23,7 +23,7 @@ export interface RefreshResult {
 
 /**
  * Brings the local caches up to date with a target: snapshots and index files written by any machine
- * are loaded; snapshots that vanished from the bucket are dropped. Cheap when nothing changed (two
+ * are loaded; snapshots that vanished from the bucket (from every member of a pool) are dropped. Cheap when nothing changed (two
  * listings).
  */
 export async function refreshTarget(repo: Repository, t: TargetRow): Promise<RefreshResult> {
@@ -147,7 +147,7 @@ export async function refreshTarget(repo: Repository, t: TargetRow): Promise<Ref
     repo.ks.snapshots.put(t.id, doc);
     snapshots++;
   }
-  const removed = (
+  const gone = (
     await stillThere(
       s,
       [...known].filter((x) => !seen.has(x)),
@@ -156,8 +156,38 @@ export async function refreshTarget(repo: Repository, t: TargetRow): Promise<Ref
   )
     .filter((x) => !x.there)
     .map((x) => x.id);
+  const removed = await goneFromPool(repo, t, gone);
   repo.ks.snapshots.remove(removed);
   return { snapshots, removedSnapshots: removed.length, indexFiles, rebuilt, learnt };
+}
+
+/**
+ * Of the snapshots gone from `t`, those no other member of its pool holds: a snapshot one member lost
+ * is damage there, not a forget (which deletes it from every member). Its row moves to a member that
+ * holds it, so that prune still counts what it uses. A member that cannot be asked keeps the row.
+ */
+async function goneFromPool(repo: Repository, t: TargetRow, gone: string[]): Promise<string[]> {
+  if (gone.length === 0 || t.poolId === null || !repo.ks.pool.state()) return gone;
+  const others = repo.ks.listTargets().filter((x) => x.id !== t.id && x.poolId !== null && x.state !== 'gone');
+  const removed: string[] = [];
+  for (const id of gone) {
+    let holder: TargetRow | undefined;
+    let unsure = false;
+    for (const x of others) {
+      try {
+        await repo.attach(x);
+        if ((await repo.storage(x).head(ObjectKey.snapshot(id))) !== null) {
+          holder = x;
+          break;
+        }
+      } catch {
+        unsure = true;
+      }
+    }
+    if (holder) repo.ks.snapshots.moveTo(id, holder.id);
+    else if (!unsure) removed.push(id);
+  }
+  return removed;
 }
 
 /**

@@ -68,6 +68,11 @@ export class SnapshotCache {
       .run(doc.id, targetId, Date.parse(doc.time), doc.host, JSON.stringify(doc));
   }
 
+  /** The snapshot is read from another target from now on (the one it was read from lost it). */
+  moveTo(id: string, targetId: number): void {
+    this.db.prepare('UPDATE snapshots SET target_id = ? WHERE id = ?').run(targetId, id);
+  }
+
   remove(ids: readonly string[]): void {
     const st = this.db.prepare('DELETE FROM snapshots WHERE id = ?');
     this.db.transaction(() => {
