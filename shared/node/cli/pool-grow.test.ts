@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initPoolHome, s3TargetArgs } from '../../../test/support/cairn-env.ts';
+import { initHome, initPoolHome, s3TargetArgs } from '../../../test/support/cairn-env.ts';
+import { startProxy } from '../../../test/support/proxy.ts';
 import { cliJson, runCli, spawnCli } from '../../../test/support/cli.ts';
 import { describeTree, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
@@ -119,4 +120,60 @@ describe('a 4th target joins a pool of three, 2 copies (issue 10)', () => {
     expect(full.code, full.stdout).toBe(0);
     await restoresWhole('after the rebalance');
   }, 240_000);
+});
+
+describe('rebalance and the lock it holds (issue 29)', () => {
+  it('deletes nothing once its lock was removed by someone else (found when about to delete), and a rerun finishes', async () => {
+    const proxies = await Promise.all(servers.slice(0, 3).map((s) => startProxy(s.endpoint)));
+    try {
+      const { cli } = await initHome({}, ['--pack-size', '1MiB']);
+      for (const [i, s] of servers.slice(0, 3).entries()) {
+        const r = await runCli(
+          [
+            'target',
+            'add',
+            `l${i + 1}`,
+            ...s3TargetArgs(s, await s.createBucket(), {
+              endpoint: proxies[i]!.endpoint,
+              secret: s.secretAccessKey,
+            }),
+          ],
+          cli,
+        );
+        expect(r.code, r.stderr).toBe(0);
+      }
+      const src = tempDir('cairn-rblock-src-');
+      for (let i = 0; i < 6; i++) writeRandomFile(path.join(src, `f${i}.bin`), 1 << 20);
+      const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], cli);
+      // The member holding the most packs is drained (a rebalance): there are copies to move, then delete.
+      const packPuts = proxies.map(
+        (p) => p.stats.requests.filter((r) => r.method === 'PUT' && r.path.includes('/data/')).length,
+      );
+      const fullest = packPuts.indexOf(Math.max(...packPuts));
+      // Another machine's "cairn unlock --all" (or its judging the lock stale): every lock reads as gone.
+      for (const p of proxies) {
+        p.failNext(1e9, 404, (m, at) => m === 'HEAD' && at.includes('/locks/'));
+        p.reset();
+      }
+      const stopped = await runCli(['target', 'drain', `l${fullest + 1}`], cli);
+      expect(stopped.code).not.toBe(0);
+      expect(stopped.stderr).toMatch(/removed by someone else/);
+      const deletes = proxies.flatMap((p) =>
+        p.stats.requests.filter((r) => r.method === 'DELETE' && /\/(data|index)\//.test(r.path)),
+      );
+      expect(deletes).toEqual([]);
+
+      for (const p of proxies) p.clearFaults();
+      const again = await runCli(['rebalance'], cli);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toMatch(/removed|where placement puts them/);
+      const out = tempDir('cairn-rblock-out-');
+      const restored = await runCli(['restore', snapshotId, '--to', out], cli);
+      expect(restored.code, restored.stderr).toBe(0);
+      expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+      expect((await runCli(['check', '--read-data'], cli)).code).toBe(0);
+    } finally {
+      for (const p of proxies) await p.close();
+    }
+  });
 });

@@ -215,6 +215,8 @@ export async function runRebalance(
     const supersedes = [...new Set([...oldIndex.values()].flat())].map((id) => Buffer.from(id, 'hex'));
     await writeIndexFiles(repo, members, indexed, supersedes, true, () => undefined);
     killPoint('rebalance-indexed');
+    // Nothing is deleted unless every lock is still in its bucket (as prune proves before it deletes).
+    for (const l of locks) await l.check();
     for (const t of members)
       for (const id of oldIndex.get(t.id)!) await repo.storage(t).delete(ObjectKey.index(id));
     for (const d of deletes) {
