@@ -119,4 +119,25 @@ describe('a pool changed on another machine (issue 10)', () => {
     const back = await runCli(['policy'], cli);
     expect(back.stderr).not.toMatch(/Warning/);
   });
+
+  it('an index file damaged on one member is passed over there (the others hold it): nothing fails elsewhere', async () => {
+    const { cli: a, dirs } = await initFolderPool(3, 'pdi');
+    const src = tempDir('cairn-pdi-src-');
+    for (let i = 0; i < 4; i++) writeRandomFile(path.join(src, `f${i}.bin`), 200_000);
+    const { snapshotId } = await cliJson<{ snapshotId: string }>(['backup', src], a);
+    // Every index file of the first member has a byte changed: every read of it fails to authenticate.
+    for (const f of fs.readdirSync(path.join(dirs[0]!, 'index'))) {
+      const file = path.join(dirs[0]!, 'index', f);
+      const body = fs.readFileSync(file);
+      body[body.length - 5]! ^= 0x40;
+      fs.writeFileSync(file, body);
+    }
+    const b = otherMachine('pdi-b');
+    expect((await runCli(['connect', 'd2', '--dir', dirs[1]!], b)).code).toBe(0);
+    const out = tempDir('cairn-pdi-out-');
+    const restored = await runCli(['restore', snapshotId, '--to', out], b);
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(restored.stderr).toMatch(/target "d1" was passed over/);
+    expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
+  });
 });

@@ -4,6 +4,7 @@ import { RepositoryError } from '../repository/repository.ts';
 import { PoolError } from '../repository/pool-sync.ts';
 import { unreachableMembers } from '../repository/reachability.ts';
 import { StorageError } from '../storage/storage.ts';
+import { ObjectFormatError } from '../format/sealed-object.ts';
 import type { Keystore, TargetRow } from './keystore/keystore.ts';
 import { poolMembers } from './pool-admin.ts';
 
@@ -51,7 +52,12 @@ export class MemberReads {
       try {
         r = await this.repo.refresh(t);
       } catch (err) {
-        if (!skip || !(err instanceof StorageError || err instanceof RepositoryError)) throw err;
+        // An object there that fails to authenticate on every read is damage on that member alone.
+        if (
+          !skip ||
+          !(err instanceof StorageError || err instanceof RepositoryError || err instanceof ObjectFormatError)
+        )
+          throw err;
         skip(t, err);
         return;
       }
