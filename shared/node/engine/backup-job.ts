@@ -123,6 +123,7 @@ async function backupJob(
   const sources = resolveSources(job.sources);
   const timed = stepTimer('backup');
   await repo.refresh(target);
+  ks.index.reloadDamageMarks();
   timed('refresh');
   const indexFilesAtStart = ks.index.loadedIndexFiles(target.id);
   const host = os.hostname();

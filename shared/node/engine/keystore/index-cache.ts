@@ -368,6 +368,14 @@ export class IndexCache extends IndexBookkeeping {
     this.damagedAny = this.anyDamagedBlobs();
   }
 
+  /**
+   * Reads again whether any blob is marked damaged: another process on this keystore (a check beside a
+   * long-running web mode) may have marked some since. A backup calls it before it deduplicates.
+   */
+  reloadDamageMarks(): void {
+    this.damagedAny = this.anyDamagedBlobs();
+  }
+
   /** Whether any blob is marked damaged (restores skip the bookkeeping when none is). */
   anyDamagedBlobs(): boolean {
     return this.db.prepare('SELECT 1 FROM damaged_blobs LIMIT 1').get() !== undefined;
