@@ -24,6 +24,12 @@ export class KeyAdmin {
   }
 
   async remove(id: string): Promise<void> {
+    // The buckets first: another machine may have removed slots since this session read them, and the
+    // last passphrase is counted on what they hold now.
+    for (const t of this.ks.listTargets()) {
+      await this.repo.attach(t);
+      await this.repo.keySlots.sync(this.repo.storage(t));
+    }
     const slots = this.ks.keySlots();
     const slot = slots.find((s) => s.id === id);
     if (!slot) throw new SettingsError(`No key slot ${id}: "cairn key ls" lists them.`);

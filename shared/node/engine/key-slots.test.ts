@@ -132,6 +132,38 @@ describe('key slots across targets and machines', () => {
     );
   });
 
+  it('a session open since before another machine removed a slot cannot remove the last passphrase left', async () => {
+    const [t1, t2] = [tempDir('cairn-t1-'), tempDir('cairn-t2-')];
+    const home = path.join(tempDir(), 'home');
+    const a = await Engine.init(home, PASS);
+    await a.addTarget('one', { kind: 'dir', path: t1 });
+    await a.addTarget('two', { kind: 'dir', path: t2 });
+    const second = await a.keys.add({ passphrase: 'a second passphrase' });
+    const first = a.keys.list().find((k) => k.current)!;
+    // Machine B (web mode, say) is unlocked with the second passphrase and stays open.
+    const b = await Engine.connect(
+      path.join(tempDir(), 'other'),
+      'two',
+      { kind: 'dir', path: t2 },
+      undefined,
+      {
+        passphrase: 'a second passphrase',
+      },
+    );
+    try {
+      await a.keys.remove(second.id); // A: B's slot goes; A's own is the last passphrase slot.
+      expect(b.keys.list().map((k) => k.id)).toContain(second.id); // B has not read the buckets since
+      await expect(b.keys.remove(first.id)).rejects.toThrow(/last passphrase slot/);
+      expect(slotsIn(t1)).toEqual([first.id]);
+      expect(slotsIn(t2)).toEqual([first.id]);
+    } finally {
+      b.close();
+      a.close();
+    }
+    const again = await Engine.unlock(home, { passphrase: PASS });
+    again.close();
+  });
+
   it('a revocation record that does not authenticate revokes nothing', async () => {
     const { t1, t2, home } = await twoTargetsWithBackup();
     const victim = slotsIn(t1)[0]!;
