@@ -164,7 +164,7 @@ export const ops: Record<OpName, (ctx: OpContext, m: Machine) => Promise<OpResul
 
   async resume(ctx, m) {
     const tree = treeOf(m);
-    const args = ['--json', 'resume'];
+    const args = ['--json', 'resume', '--lock-wait', '1'];
     const r = await run(ctx, m, args);
     if (r.code === 0 && !r.killed) {
       for (const x of JSON.parse(r.stdout) as { snapshotId: string }[])

@@ -340,9 +340,18 @@ program
       'how long to pause when targets cannot be reached, as for backup (default: as the backup was started)',
     ).argParser(intOption('Minutes')),
   )
-  .action(async (opts: { pauseLimit?: number }) => {
+  .addOption(
+    new Option(
+      '--lock-wait <minutes>',
+      'wait this long for a running prune to finish (default 10)',
+    ).argParser(intOption('Minutes')),
+  )
+  .action(async (opts: { pauseLimit?: number; lockWait?: number }) => {
     const o = out();
-    const run = opts.pauseLimit === undefined ? {} : { pauseLimitMs: opts.pauseLimit * 60_000 };
+    const run = {
+      ...(opts.pauseLimit === undefined ? {} : { pauseLimitMs: opts.pauseLimit * 60_000 }),
+      ...(opts.lockWait === undefined ? {} : { lockWaitMs: opts.lockWait * 60_000 }),
+    };
     const uninterrupt = onInterrupt('Stopped. What the backup stored is kept: "cairn resume" continues it.');
     const rs = await withEngine((e) => e.resume(o.listener(), run), { workers: true });
     uninterrupt();

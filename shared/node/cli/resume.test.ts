@@ -3,7 +3,8 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliJson, runCli, spawnCli } from '../../../test/support/cli.ts';
-import { initHomeWithTarget, listKeys } from '../../../test/support/cairn-env.ts';
+import { initHomeWithTarget, listKeys, PASSPHRASE } from '../../../test/support/cairn-env.ts';
+import { Engine } from '../engine/engine.ts';
 import { sha256File, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startProxy, type Proxy } from '../../../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
@@ -169,5 +170,35 @@ describe('kill -9 mid-backup, then cairn resume', () => {
       `snapshots/${(JSON.parse(r.stdout) as { snapshotId: string }[])[0]!.snapshotId}`,
     );
     expect(await cliJson<unknown[]>(['ls'], cli)).toHaveLength(1);
+  });
+
+  it('resume --lock-wait 0 is refused at once while a prune holds the lock, naming it; then it completes', async () => {
+    const bucket = await s3.createBucket();
+    const { home, cli } = await initHomeWithTarget(s3, { bucket, endpoint: proxy.endpoint });
+    const src = path.join(tempDir(), 'locked-src');
+    writeRandomFile(path.join(src, 'a.bin'), 24 * MiB);
+    await killMidBackup(['backup', src, '--chunk-size', '1MiB', '--workers', '1'], cli, 2);
+    process.env.CAIRN_TEST_WEAK_KDF = '1';
+    const engine = await Engine.unlock(home, { passphrase: PASSPHRASE });
+    try {
+      const lock = await engine.repo.lock(engine.ks.listTargets()[0]!, {
+        kind: 'exclusive',
+        operation: 'prune',
+      });
+      const started = Date.now();
+      const refused = await runCli(['resume', '--lock-wait', '0'], cli);
+      await lock.release();
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/is locked \(exclusive lock for prune on host .+ \(process \d+\)/);
+      expect(Date.now() - started).toBeLessThan(20_000);
+    } finally {
+      engine.close();
+    }
+    const r = await runCli(['--json', 'resume'], cli);
+    expect(r.code, r.stderr).toBe(0);
+    const [done] = JSON.parse(r.stdout) as { snapshotId: string }[];
+    const dest = tempDir();
+    expect((await runCli(['restore', done!.snapshotId, '--to', dest], cli)).code).toBe(0);
+    expect(sha256File(path.join(dest, 'locked-src', 'a.bin'))).toBe(sha256File(path.join(src, 'a.bin')));
   });
 });

@@ -18,6 +18,14 @@ import type { Keystore, TargetRow } from './keystore/keystore.ts';
  * (a resume adds to what the earlier runs did), a failure is recorded with how to continue, and stopped
  * jobs are resumed or discarded.
  */
+
+/** What one resume run may set for itself (not saved with the job). */
+export interface ResumeRun {
+  pauseLimitMs?: PipelineSettings['pauseLimitMs'];
+  /** How long to wait for a prune's exclusive lock (ms; default 10 minutes, as for a backup). */
+  lockWaitMs?: number;
+}
+
 export class BackupJobs {
   constructor(
     private readonly ks: Keystore,
@@ -73,8 +81,8 @@ export class BackupJobs {
     jobId: string,
     listener: JobListener,
     control?: JobControl,
-    /** Per run (not saved): how long this run pauses for targets below the write quorum. */
-    run: Pick<PipelineSettings, 'pauseLimitMs'> = {},
+    /** Per run (not saved): how long it pauses for targets below the write quorum, waits for a prune. */
+    run: ResumeRun = {},
   ): Promise<BackupResult> {
     const job = this.ks.jobs.get(jobId);
     if (!job || job.state === 'done') throw new SettingsError(`No interrupted job ${jobId}.`);
@@ -86,20 +94,21 @@ export class BackupJobs {
         jobId: job.id,
         target: this.ks.targetById(job.targetId),
         sources: job.sources,
-        settings: { ...(JSON.parse(job.settings) as PipelineSettings), ...run },
+        settings: {
+          ...(JSON.parse(job.settings) as PipelineSettings),
+          ...(run.pauseLimitMs === undefined ? {} : { pauseLimitMs: run.pauseLimitMs }),
+        },
         forceRead: false,
         exclude: job.exclude,
         control,
       },
       listener,
       () => true,
+      run.lockWaitMs,
     );
   }
 
-  async resumeAll(
-    listener: JobListener,
-    run: Pick<PipelineSettings, 'pauseLimitMs'> = {},
-  ): Promise<BackupResult[]> {
+  async resumeAll(listener: JobListener, run: ResumeRun = {}): Promise<BackupResult[]> {
     const results: BackupResult[] = [];
     for (const job of this.ks.jobs.unfinished()) {
       if (job.pid && job.pid !== process.pid && isProcessAlive(job.pid)) {

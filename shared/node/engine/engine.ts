@@ -31,7 +31,7 @@ import { PoolAdmin } from './pool-admin.ts';
 import { MemberReads } from './member-reads.ts';
 import { SettingsError, check, defaultHome, keystorePath } from './engine-settings.ts';
 import { BackupFailedError, type BackupResult } from './backup-job.ts';
-import { BackupJobs, isProcessAlive } from './backup-jobs.ts';
+import { BackupJobs, isProcessAlive, type ResumeRun } from './backup-jobs.ts';
 import type { JobRunStats } from './job-accounting.ts';
 import type { JobListener } from './job-events.ts';
 import type { JobControl } from './job-control.ts';
@@ -306,10 +306,7 @@ export class Engine {
   }
 
   /** Continues every interrupted backup job; a job still running in another live process is left alone. */
-  resume(
-    listener: JobListener = {},
-    run: Pick<PipelineSettings, 'pauseLimitMs'> = {},
-  ): Promise<BackupResult[]> {
+  resume(listener: JobListener = {}, run: ResumeRun = {}): Promise<BackupResult[]> {
     return this.backups.resumeAll(listener, run);
   }
 
