@@ -296,9 +296,9 @@ export class IndexCache extends IndexBookkeeping {
   }
 
   /**
-   * Before a target's index is read again from the bucket: every target's loaded index files are
-   * forgotten (a blob stored in two packs has one row, which may be the one dropped here), and the
-   * target's copies are dropped (`drop`: a prune replaced the index; packs left with no copy go with
+   * Before a target's index is read again from the bucket: loaded index files are forgotten (every
+   * target's when `drop`: a blob stored in two packs has one row, which may be the one dropped here; only
+   * this target's otherwise), and the target's copies are dropped (`drop`: a prune replaced the index; packs left with no copy go with
    * their blobs) or marked missing (the bucket lost index files: reported, and stored again). Copies of
    * packs this machine stored and no index file describes yet stay when `keepStored` says so or when
    * recorded since `listedSince`.
