@@ -78,6 +78,30 @@ describe('the index cache: packs with copies', () => {
     }
   });
 
+  it('a damage mark lasts while the blob is there; stored again elsewhere, or its pack gone, the mark goes', () => {
+    const { db, index } = fresh();
+    try {
+      index.addPack(pack(1, [1]), [blob(1), blob(2, 60)]);
+      index.markBlobsDamaged(id(1), [id(101)]);
+      expect(index.has(id(101))).toBe(false);
+      expect(index.has(id(102))).toBe(true);
+      index.reloadDamageMarks();
+      expect(index.anyDamagedBlobs()).toBe(true);
+      // Stored again: the blob's row moves to the new pack, and the old mark names nothing.
+      index.addPack(pack(2, [1]), [blob(1)]);
+      expect(index.has(id(101))).toBe(true);
+      index.reloadDamageMarks();
+      expect(index.anyDamagedBlobs()).toBe(false);
+      // A mark whose pack a rebuild dropped goes with it.
+      index.markBlobsDamaged(id(1), [id(102)]);
+      index.resetTarget(1, () => false, Date.now() + 1000, { drop: true });
+      index.reloadDamageMarks();
+      expect(index.anyDamagedBlobs()).toBe(false);
+    } finally {
+      db.close();
+    }
+  });
+
   it("a target's index is rebuilt without losing packs that have a copy elsewhere", () => {
     const { db, index } = fresh();
     try {

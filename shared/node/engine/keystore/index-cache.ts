@@ -370,9 +370,16 @@ export class IndexCache extends IndexBookkeeping {
 
   /**
    * Reads again whether any blob is marked damaged: another process on this keystore (a check beside a
-   * long-running web mode) may have marked some since. A backup calls it before it deduplicates.
+   * long-running web mode) may have marked some since. A backup calls it before it deduplicates; marks
+   * that name nothing any more go.
    */
   reloadDamageMarks(): void {
+    // A mark counts only where the blob's row points: one left on a pack the blob moved from (stored
+    // again) or that is gone names nothing, and would keep every lookup on the slower path.
+    this.db.exec(
+      `DELETE FROM damaged_blobs WHERE NOT EXISTS
+         (SELECT 1 FROM blobs b WHERE b.id = damaged_blobs.blob_id AND b.pack_id = damaged_blobs.pack_id)`,
+    );
     this.damagedAny = this.anyDamagedBlobs();
   }
 
