@@ -78,7 +78,7 @@ export async function webShell(env: Record<string, string>): Promise<Shell> {
   const page = await context.newPage();
   await page.goto(web.launchUrl);
   const stop = async (signal: NodeJS.Signals) => {
-    if (web.proc.exitCode !== null) return;
+    if (web.proc.exitCode !== null || web.proc.signalCode !== null) return; // already ended
     const exited = new Promise((r) => web.proc.once('exit', r));
     web.proc.kill(signal);
     await exited;
@@ -87,6 +87,7 @@ export async function webShell(env: Record<string, string>): Promise<Shell> {
     page,
     kill9: () => stop('SIGKILL'),
     async restart() {
+      await stop('SIGTERM'); // a restart of a running server (not after kill9) must not leave it running
       web = await startWebProcess(env);
       await page.goto(web.launchUrl);
       return page;
