@@ -13,12 +13,6 @@ import type { JobRow } from './keystore/job-table.ts';
 import { describeDbError } from './keystore/db.ts';
 import type { Keystore, TargetRow } from './keystore/keystore.ts';
 
-/**
- * The life of backup jobs: a new one is recorded once its sources are proven readable, runs are accounted
- * (a resume adds to what the earlier runs did), a failure is recorded with how to continue, and stopped
- * jobs are resumed or discarded.
- */
-
 /** What one resume run may set for itself (not saved with the job). */
 export interface ResumeRun {
   pauseLimitMs?: PipelineSettings['pauseLimitMs'];
@@ -26,6 +20,11 @@ export interface ResumeRun {
   lockWaitMs?: number;
 }
 
+/**
+ * The life of backup jobs: a new one is recorded once its sources are proven readable, runs are accounted
+ * (a resume adds to what the earlier runs did), a failure is recorded with how to continue, and stopped
+ * jobs are resumed or discarded.
+ */
 export class BackupJobs {
   constructor(
     private readonly ks: Keystore,

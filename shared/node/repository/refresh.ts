@@ -23,8 +23,8 @@ export interface RefreshResult {
 
 /**
  * Brings the local caches up to date with a target: snapshots and index files written by any machine
- * are loaded; snapshots that vanished from the bucket (from every member of a pool) are dropped. Cheap when nothing changed (two
- * listings).
+ * are loaded; snapshots that vanished from the bucket (from every member, in a pool) are dropped. Cheap
+ * when nothing changed (two listings).
  */
 export async function refreshTarget(repo: Repository, t: TargetRow): Promise<RefreshResult> {
   await repo.attach(t);
@@ -168,7 +168,9 @@ export async function refreshTarget(repo: Repository, t: TargetRow): Promise<Ref
  */
 async function goneFromPool(repo: Repository, t: TargetRow, gone: string[]): Promise<string[]> {
   if (gone.length === 0 || t.poolId === null || !repo.ks.pool.state()) return gone;
-  const others = repo.ks.listTargets().filter((x) => x.id !== t.id && x.poolId !== null && x.state !== 'gone');
+  const others = repo.ks
+    .listTargets()
+    .filter((x) => x.id !== t.id && x.poolId !== null && x.state !== 'gone');
   const removed: string[] = [];
   for (const id of gone) {
     let holder: TargetRow | undefined;
