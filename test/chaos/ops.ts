@@ -22,7 +22,8 @@ export type OpName =
   | 'key'
   | 'weight'
   | 'policy'
-  | 'drain';
+  | 'drain'
+  | 'unlock';
 
 /** Operations that take the exclusive lock or move packs: a restore beside one may fail (not lie). */
 export const EXCLUSIVE: ReadonlySet<OpName> = new Set(['prune', 'rebalance', 'weight', 'policy', 'drain']);
@@ -212,6 +213,12 @@ export const ops: Record<OpName, (ctx: OpContext, m: Machine) => Promise<OpResul
       r,
       damage ? { violation: `check on ${m.name} (clean network): ${damage}` } : {},
     );
+  },
+
+  /** What a person does after a crash before anything else: `cairn unlock` (stale and own dead locks). */
+  async unlock(ctx, m) {
+    const args = ['unlock'];
+    return result('unlock', m, args, await run(ctx, m, args));
   },
 
   async repair(ctx, m) {
