@@ -11,8 +11,7 @@ Lists snapshots, verifies them and restores them from folder targets or S3 bucke
 
 Every member of a pool that is at hand is given (--dir, --s3, repeatable); members may be missing
 while the pool's policy allows it. S3 credentials come from the usual AWS variables.
-Erasure-coded packs are rebuilt when one shard is missing (m = 1, where parity is an XOR); a code
-with m > 1 needs Reed–Solomon, which this reader does not implement.
+Erasure-coded packs are rebuilt from any k of their k + m shards (cairn_erasure.py).
 """
 
 import argparse
@@ -22,6 +21,7 @@ import os
 import sys
 
 import cairn_format as f
+from cairn_erasure import rebuild
 from cairn_restore import RestoreError, restore_snapshot
 from cairn_stores import open_store
 
@@ -185,7 +185,7 @@ class Repository:
         raise ReadError(f"blob {blob_id.hex()[:12]}…: no copy gives it ({'; '.join(problems) or 'no copy at hand'})")
 
     def _ec_pack(self, pid, pack):
-        """A whole erasure-coded pack from k shards whose MACs hold (XOR rebuild for m = 1)."""
+        """A whole erasure-coded pack from any k shards whose MACs hold."""
         if pid in self._rebuilt:
             return self._rebuilt[pid]
         ec = pack["ec"]
@@ -203,15 +203,10 @@ class Repository:
                 shards[i] = got[3]
         if len(shards) < k:
             raise ReadError(f"pack {pid[:12]}…: {len(shards)} of the {k} shards it needs are at hand")
-        missing = [i for i in range(k) if i not in shards]
-        if missing:
-            if m != 1 or len(missing) != 1:
-                raise ReadError(f"pack {pid[:12]}…: rebuilding needs Reed–Solomon with m = {m}, not in this reader")
-            acc = bytearray(shards[k])
-            for i in range(k):
-                if i != missing[0]:
-                    acc = bytearray(x ^ y for x, y in zip(acc, shards[i]))
-            shards[missing[0]] = bytes(acc)
+        if any(i not in shards for i in range(k)):
+            given = [shards.get(i) for i in range(k + m)]
+            for i, s in enumerate(rebuild(given, k, m, parity=False)):
+                shards[i] = s
         whole = b"".join(shards[i] for i in range(k))[:n]
         self._rebuilt = {pid: whole}
         return whole

@@ -1,13 +1,15 @@
-"""Checks cairn_format.py against docs/vectors/format-v2.json: `python3 docs/reader/check_vectors.py`."""
+"""Checks cairn_format.py and cairn_erasure.py against docs/vectors: `python3 docs/reader/check_vectors.py`."""
 
 import json
 import os
 import sys
 
+import cairn_erasure
 import cairn_format as f
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 V = json.load(open(os.path.join(HERE, "..", "vectors", "format-v2.json")))
+E = json.load(open(os.path.join(HERE, "..", "vectors", "erasure-parity.json")))
 hx = bytes.fromhex
 
 
@@ -41,6 +43,17 @@ def main():
         obj = hx(x["object"])
         k, m, n, body = f.open_shard(obj, obj[5:37], x["index"], keys, name)
         assert (k, m) == (x["k"], x["m"]), name
+    pack = hx(E["pack"])
+    for code in E["codes"]:
+        k, m, L = code["k"], code["m"], code["shardLength"]
+        assert L == f.shard_length(len(pack), k), f"shard length {k}+{m}"
+        cut = pack + bytes(k * L - len(pack))
+        data = [cut[i * L:(i + 1) * L] for i in range(k)]
+        parity = [hx(p) for p in code["parity"]]
+        assert cairn_erasure.encode(data, k, m) == parity, f"parity {k}+{m}"
+        lost = list(range(k - 1, k - 1 + m))  # the last data shard and the first m - 1 parity shards
+        given = [None if i in lost else s for i, s in enumerate(data + parity)]
+        assert cairn_erasure.rebuild(given, k, m) == data + parity, f"rebuild {k}+{m}"
     for tree in ("tree", "treeKinds", "treeRawNames"):
         t = V[tree]
         plain_tree = t["plaintext"].encode()

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import { cliJson, runCli } from '../support/cli.ts';
 import { initFolderPool, initHome, initHomeWithTarget, PASSPHRASE } from '../support/cairn-env.ts';
 import { tempDir, writeRandomFile } from '../support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../support/versitygw.ts';
+import { EC_MAX_K, EC_MAX_M, encodeShards } from '../../shared/node/format/erasure.ts';
 
 const READER = path.join(import.meta.dirname, '..', '..', 'docs', 'reader', 'cairn_reader.py');
 
@@ -85,6 +86,35 @@ describe('the reference reader (docs/reader, Python) restores what Cairn wrote, 
     expect(r.status, r.stderr).toBe(0);
   });
 
+  it('computes the parity of every code the library has from FORMAT.md alone, byte for byte', async () => {
+    // Two pack sizes: one where a shard is a single segment, one large enough that packets are halved.
+    const cases = [];
+    for (let k = 1; k <= EC_MAX_K; k++)
+      for (let m = 1; m <= EC_MAX_M; m++)
+        for (const size of k % 5 === 0 || m === 6 ? [1_000, 1_500_000] : [1_000]) {
+          const pack = randomBytes(size);
+          const parity = (await encodeShards(pack, k, m)).slice(k);
+          cases.push({ k, m, pack: pack.toString('hex'), parity: parity.map((p) => p.toString('hex')) });
+        }
+    const file = path.join(tempDir('cairn-reader-rs-'), 'cases.json');
+    fs.writeFileSync(file, JSON.stringify(cases));
+    const check = [
+      'import json, sys, cairn_erasure as e, cairn_format as f',
+      'bad = []',
+      'for c in json.load(open(sys.argv[1])):',
+      '    k, m, pack = c["k"], c["m"], bytes.fromhex(c["pack"])',
+      '    L = f.shard_length(len(pack), k)',
+      '    cut = pack + bytes(k * L - len(pack))',
+      '    if e.encode([cut[i * L:(i + 1) * L] for i in range(k)], k, m) != [bytes.fromhex(p) for p in c["parity"]]:',
+      '        bad.append(f"{k}+{m} ({len(pack)} bytes)")',
+      'print(len(json.load(open(sys.argv[1]))), "codes;", "differ:", bad or "none")',
+      'sys.exit(1 if bad else 0)',
+    ].join('\n');
+    const r = spawnSync('python3', ['-c', check, file], { cwd: path.dirname(READER), encoding: 'utf8' });
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain(`${cases.length} codes; differ: none`);
+  });
+
   it('a folder target: lists, verifies, and restores with the passphrase or the recovery key; damage is named', async () => {
     const { cli } = await initHome();
     const dir = tempDir('cairn-reader-folder-');
@@ -127,6 +157,22 @@ describe('the reference reader (docs/reader, Python) restores what Cairn wrote, 
     const e = await cliJson<{ snapshotId: string }>(['backup', src, '--chunk-size', '256KiB'], ec.cli);
     for (const gone of [0, 1, 2]) {
       const left = ec.dirs.filter((_, i) => i !== gone).flatMap((d) => ['--dir', d]);
+      restoresWhole(left, e.snapshotId, src);
+    }
+  });
+
+  it('a 3+2 erasure-coded pool with any two members gone', async () => {
+    const src = awkwardTree();
+    const ec = await initFolderPool(5, 'rd5', ['--pack-size', '1MiB']);
+    expect((await runCli(['policy', '--ec', '3+2'], ec.cli)).code).toBe(0);
+    const e = await cliJson<{ snapshotId: string }>(['backup', src, '--chunk-size', '256KiB'], ec.cli);
+    // Placement picks which member holds which shard of each pack: each pair loses data and parity alike.
+    for (const gone of [
+      [0, 1],
+      [2, 4],
+      [1, 3],
+    ]) {
+      const left = ec.dirs.filter((_, i) => !gone.includes(i)).flatMap((d) => ['--dir', d]);
       restoresWhole(left, e.snapshotId, src);
     }
   });

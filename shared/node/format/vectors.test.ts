@@ -277,6 +277,14 @@ describe('the format code', () => {
     expect(JSON.parse(JSON.stringify(makeVectors(s)))).toEqual(v);
   });
 
+  it('reproduces the erasure parity vectors exactly (the pinned library is the format)', async () => {
+    const { makeErasureVectors } = await import('./erasure-vectors.ts');
+    const file = JSON.parse(
+      fs.readFileSync(new URL('../../../docs/vectors/erasure-parity.json', import.meta.url), 'utf8'),
+    );
+    expect(await makeErasureVectors()).toEqual(file);
+  });
+
   it('tells a replaced index file from a lost one as the indexSync cases say', async () => {
     const { vanishedIndexReplaced } = await import('./index-file.ts');
     type Case = {
