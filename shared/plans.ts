@@ -24,7 +24,7 @@ export const planDraftSchema = z.object({
   target: z.string().min(1).optional(),
   chunkSize: chunkSizeSchema.optional(),
   workers: workersSchema.optional(),
-  /** Exclude patterns (README, "Exclude patterns"); checked by the engine. */
+  /** Exclude patterns (docs/guide/backups-and-plans.md, "Exclude patterns"); checked by the engine. */
   exclude: z.array(z.string().max(1024, 'An exclude pattern is longer than 1024 characters.')).max(200),
   schedule: scheduleSchema,
   /** Applied (forget, this machine's backups of these sources) after each successful run; absent: keep all. */

@@ -92,7 +92,7 @@ export const requests = {
   'backup.start': z.object({
     sources: z.array(z.string().min(1)).min(1, 'Add at least one file or folder.'),
     target: z.string().optional(),
-    /** Exclude patterns (README, "Exclude patterns"); checked by the engine. */
+    /** Exclude patterns (docs/guide/backups-and-plans.md, "Exclude patterns"); checked by the engine. */
     exclude: z
       .array(z.string().max(1024, 'An exclude pattern is longer than 1024 characters.'))
       .max(200)

@@ -1,5 +1,5 @@
 /**
- * Exclude patterns, gitignore-like (README, "Exclude patterns"):
+ * Exclude patterns, gitignore-like (docs/guide/backups-and-plans.md, "Exclude patterns"):
  *
  * - `name` (no slash): a file or folder of that name at any depth; `*`, `?` and `[a-z]` work in it.
  * - a trailing `/` (`node_modules/`): folders only.
