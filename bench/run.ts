@@ -1,4 +1,4 @@
-import '../shared/node/storage/quiet-sdk.ts';
+import '../shared/node/quiet-sdk.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -2,13 +2,11 @@
  * A pool's redundancy in plain words, for the CLI and the app alike. Browser-safe: plain data in,
  * sentences out.
  */
-import type { SnapshotRedundancyView } from './api/views.ts';
+import type { PoolPolicy } from './pool-policy.ts';
 import { formatSize } from './settings.ts';
 
-/** The redundancy policy (the engine's `PoolPolicy` has this shape). */
-export type PolicyView =
-  | { scheme: 'replicas'; copies: number; writeQuorum: number }
-  | { scheme: 'ec'; k: number; m: number; writeQuorum: number };
+/** The redundancy policy (shared/pool-policy.ts). */
+export type PolicyView = PoolPolicy;
 
 /**
  * A repository's redundancy from what the keystore records (no listing): `full` only when every pack
@@ -35,6 +33,25 @@ export interface RedundancyView {
   /** Targets queued copies wait for. */
   waitingOn: string[];
   state: 'full' | 'completing' | 'short';
+}
+
+/** One backup's redundancy in a pool, from the packs it uses (History). */
+export interface SnapshotRedundancyView {
+  /**
+   * full: every pack it uses has its copies; completing: the missing ones are queued; short: Repair
+   * writes them; unconverted: every pack is whole, but some are stored as an earlier policy had them
+   * (Rebalance rewrites them); lost: a pack it uses has no readable copy left (it cannot be restored
+   * whole); unknown: a folder listing of it could not be read (`problem` says why).
+   */
+  state: 'full' | 'completing' | 'short' | 'unconverted' | 'lost' | 'unknown';
+  problem?: string;
+  /** The fewest copies (or shards) left of a pack it uses, in the policy's units; `copies` when full. */
+  leastStored: number;
+  /** Copies (or shards) the policy asks for each pack. */
+  copies: number;
+  scheme: 'replicas' | 'ec';
+  /** Packs it uses that are not full. */
+  packs: number;
 }
 
 /** "1 pack", "2 packs": a count with its noun (as the CLI writes counts). */

@@ -1,17 +1,17 @@
 import '../shared/node/test-clock.ts';
-import '../shared/node/storage/quiet-sdk.ts';
+import '../shared/node/quiet-sdk.ts';
 import { performance } from 'node:perf_hooks';
 import { parentPort } from 'node:worker_threads';
 import { loadSodium, type SodiumProvider, type SodiumProviderName } from '../shared/node/crypto/provider.ts';
 import { blobId, maybeCompress, openBlob } from '../shared/node/format/blob-codec.ts';
 import { ObjectFormatError, sealedLength } from '../shared/node/format/sealed-object.ts';
-import { describeWriteError, writeSparse, writeWholeFile } from '../shared/node/engine/restore-dest.ts';
+import { describeWriteError, writeSparse, writeWholeFile } from '../shared/node/pipeline/restore-dest.ts';
 import { openTarget } from '../shared/node/storage/open-target.ts';
 import { loadS3Sdk } from '../shared/node/storage/s3.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../shared/node/storage/retrying.ts';
 import { StorageError } from '../shared/node/storage/storage.ts';
 import { RANGE_MAX } from '../shared/limits.ts';
-import { storePackWaiting } from '../shared/node/repository/quorum-wait.ts';
+import { storePackWaiting } from '../shared/node/pool/quorum-wait.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
 import { ecRangeReader } from './ec-range.ts';
 import { hedgedGet, type HedgedRead } from './hedged-get.ts';
@@ -27,7 +27,7 @@ import type {
   ToWorker,
   WorkerFailure,
   WorkerInit,
-} from './protocol.ts';
+} from '../shared/node/pipeline/worker-protocol.ts';
 
 const port = parentPort!;
 // The SDK loads now, while the coordinator is still deriving the key, not with the first task.

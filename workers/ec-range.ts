@@ -1,12 +1,7 @@
 import type { SodiumProvider } from '../shared/node/crypto/provider.ts';
-import {
-  readDataShards,
-  rebuildPack,
-  type EcPack,
-  type ShardGet,
-} from '../shared/node/repository/shard-reads.ts';
+import { readDataShards, rebuildPack, type EcPack, type ShardGet } from '../shared/node/pool/shard-reads.ts';
 import type { Storage } from '../shared/node/storage/storage.ts';
-import type { RestoreTask } from './protocol.ts';
+import type { RestoreTask } from '../shared/node/pipeline/worker-protocol.ts';
 
 export interface EcRange {
   body: Buffer;

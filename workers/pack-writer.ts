@@ -5,7 +5,7 @@ import { sealBlobInto } from '../shared/node/format/blob-codec.ts';
 import { packTrailerLength, sealPackTrailer } from '../shared/node/format/pack.ts';
 import { sealedLength } from '../shared/node/format/sealed-object.ts';
 import { SpooledBody, nativeCrc32 } from '../shared/node/storage/put-body.ts';
-import type { PackedBlob } from './protocol.ts';
+import type { PackedBlob } from '../shared/node/pipeline/worker-protocol.ts';
 
 /** Sealed blobs are gathered in memory up to this much before one write to the pack's spool file. */
 const STAGE_FLUSH_BYTES = 1 << 20;

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Engine } from '../../shared/node/engine/engine.ts';
 import type { PipelineSettings } from '../../shared/settings.ts';
 import type { ChunkTiming } from '../../shared/stats.ts';
-import type { TransferSummary } from '../../shared/node/engine/stats-collector.ts';
+import type { TransferSummary } from '../../shared/node/jobs/stats-collector.ts';
 import { tempDir, warmPageCache, writeRandomFile } from '../../test/support/fixtures.ts';
 import { s3TargetConfig } from '../../test/support/engine-env.ts';
 import type { S3Server } from '../../test/support/versitygw.ts';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { loadSodium } from '../../shared/node/crypto/provider.ts';
-import { defaultWorkerCount } from '../../shared/node/engine/worker-pool.ts';
+import { defaultWorkerCount } from '../../shared/node/pipeline/worker-pool.ts';
 import { benchEngine, dataFile, freshDiscardTarget, timedBackup } from '../lib/env.ts';
 import { fmt, fmtSpread, mbps, repeat, spread } from '../lib/measure.ts';
 import type { SuiteResult } from '../lib/report.ts';

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import type { AppStatus } from '../../shared/api/views.ts';
 import { getApi } from './api/bridge.ts';
-import { messageOf } from './format.ts';
+import { messageOf } from './api/format.ts';
 import { BackupScreen } from './screens/BackupScreen.tsx';
 import { HistoryScreen } from './screens/HistoryScreen.tsx';
 import { PlansScreen } from './screens/plans/PlansScreen.tsx';

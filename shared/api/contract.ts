@@ -4,6 +4,7 @@
  * validates every request with these schemas. Browser-safe.
  */
 import { z } from 'zod';
+import { EC_MAX_K, EC_MAX_M, quorumFits, REPLICAS_MAX } from '../pool-policy.ts';
 import { planDraftSchema } from '../plans.ts';
 import { maintenanceSchema } from '../retention.ts';
 import { targetConfigSchema } from '../settings.ts';
@@ -43,7 +44,7 @@ const copies = (what: string) =>
     .number({ error: `${what} must be a number.` })
     .int(`${what} must be a whole number.`)
     .min(1, `${what} must be 1, 2 or 3.`)
-    .max(3, `${what} must be 1, 2 or 3.`);
+    .max(REPLICAS_MAX, `${what} must be 1, 2 or 3.`);
 
 export const requests = {
   'app.status': z.object({}),
@@ -168,8 +169,10 @@ export const requests = {
   'pool.setPolicy': z
     .object({
       replicas: copies('Copies').optional(),
-      ec: z.object({ k: count('k (data shards)', 32), m: count('m (parity shards)', 32) }).optional(),
-      writeQuorum: count('The write quorum', 64),
+      ec: z
+        .object({ k: count('k (data shards)', EC_MAX_K), m: count('m (parity shards)', EC_MAX_M) })
+        .optional(),
+      writeQuorum: count('The write quorum', EC_MAX_K + EC_MAX_M),
     })
     .superRefine((r, ctx) => {
       if ((r.replicas === undefined) === (r.ec === undefined))
@@ -178,13 +181,16 @@ export const requests = {
           path: ['replicas'],
           message: 'Choose whole copies (replicas) or erasure coding (ec), one of them.',
         });
-      else if (r.replicas !== undefined && r.writeQuorum > r.replicas)
+      else if (
+        r.replicas !== undefined &&
+        !quorumFits({ scheme: 'replicas', copies: r.replicas, writeQuorum: r.writeQuorum })
+      )
         ctx.addIssue({
           code: 'custom',
           path: ['writeQuorum'],
           message: 'A backup cannot wait for more copies than the policy keeps.',
         });
-      else if (r.ec && (r.writeQuorum < r.ec.k || r.writeQuorum > r.ec.k + r.ec.m))
+      else if (r.ec && !quorumFits({ scheme: 'ec', ...r.ec, writeQuorum: r.writeQuorum }))
         ctx.addIssue({
           code: 'custom',
           path: ['writeQuorum'],

@@ -117,24 +117,7 @@ export interface BackupView {
   resumed?: boolean;
 }
 
-/** One backup's redundancy in a pool, from the packs it uses (History). */
-export interface SnapshotRedundancyView {
-  /**
-   * full: every pack it uses has its copies; completing: the missing ones are queued; short: Repair
-   * writes them; unconverted: every pack is whole, but some are stored as an earlier policy had them
-   * (Rebalance rewrites them); lost: a pack it uses has no readable copy left (it cannot be restored
-   * whole); unknown: a folder listing of it could not be read (`problem` says why).
-   */
-  state: 'full' | 'completing' | 'short' | 'unconverted' | 'lost' | 'unknown';
-  problem?: string;
-  /** The fewest copies (or shards) left of a pack it uses, in the policy's units; `copies` when full. */
-  leastStored: number;
-  /** Copies (or shards) the policy asks for each pack. */
-  copies: number;
-  scheme: 'replicas' | 'ec';
-  /** Packs it uses that are not full. */
-  packs: number;
-}
+export type { SnapshotRedundancyView } from '../pool-text.ts';
 
 export interface EntryView {
   path: string;

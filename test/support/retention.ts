@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { Engine } from '../../shared/node/engine/engine.ts';
-import { walkSnapshot } from '../../shared/node/engine/snapshot-tree.ts';
+import { walkSnapshot } from '../../shared/node/repository/snapshot-tree.ts';
 import { openIndexFile } from '../../shared/node/format/index-file.ts';
 import { cliJson, runCli, type CliOptions } from './cli.ts';
 import { PASSPHRASE, listKeys } from './cairn-env.ts';

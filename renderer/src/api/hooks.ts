@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { Method, Request, Responses } from '../../../shared/api/contract.ts';
 import type { JobStatsView, JobView } from '../../../shared/api/views.ts';
-import { messageOf } from '../format.ts';
+import { messageOf } from './format.ts';
 import { getApi } from './bridge.ts';
 
 /**

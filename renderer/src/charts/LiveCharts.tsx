@@ -1,6 +1,6 @@
 import type { JobKind } from '../../../shared/api/views.ts';
 import { useJobStats } from '../api/hooks.ts';
-import { formatDuration, formatRate, formatSize } from '../format.ts';
+import { formatDuration, formatRate, formatSize } from '../api/format.ts';
 import { GapChart } from './GapChart.tsx';
 import { uploadedAnything } from './chart-data.ts';
 import { SlotTimeline } from './SlotTimeline.tsx';

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { pathsFromDrop } from '../api/bridge.ts';
-import { messageOf } from '../format.ts';
+import { messageOf } from '../api/format.ts';
 import { FilePicker } from './FilePicker.tsx';
 import { nativeOpenDialog } from './native-dialog.ts';
 

@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import type { DirListing } from '../../../shared/api/views.ts';
 import { getApi } from '../api/bridge.ts';
-import { formatSize, messageOf } from '../format.ts';
+import { formatSize, messageOf } from '../api/format.ts';
 import { EntryIcon } from './Icons.tsx';
 import { useDialogFocus } from './useDialogFocus.ts';
 

@@ -2,7 +2,7 @@ import { POOL_JOB_TARGET, type JobView } from '../../../shared/api/views.ts';
 import { redundancyText } from '../../../shared/pool-text.ts';
 import { PRUNE_PHASE_LABELS } from '../../../shared/retention.ts';
 import { getApi } from '../api/bridge.ts';
-import { formatCount, formatDuration, formatRate, formatSize, messageOf, percent } from '../format.ts';
+import { formatCount, formatDuration, formatRate, formatSize, messageOf, percent } from '../api/format.ts';
 
 const STATE_LABEL: Record<JobView['state'], string> = {
   running: 'Running',

@@ -6,7 +6,7 @@ import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
 import { DropZone } from '../components/DropZone.tsx';
 import { JobCard } from '../components/JobCard.tsx';
-import { messageOf } from '../format.ts';
+import { messageOf } from '../api/format.ts';
 import { LastBackupLine } from './plans/LastBackupLine.tsx';
 
 export function BackupScreen({

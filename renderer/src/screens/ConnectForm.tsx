@@ -2,7 +2,7 @@ import { useState } from 'react';
 import type { AppStatus } from '../../../shared/api/views.ts';
 import { getApi } from '../api/bridge.ts';
 import { Field } from '../components/Field.tsx';
-import { messageOf } from '../format.ts';
+import { messageOf } from '../api/format.ts';
 import { emptyFields, validateTarget, type FieldErrors, type TargetFields } from './settings/target-form.ts';
 
 /**

@@ -2,7 +2,7 @@ import { useCallback, useEffect, useState, type ReactNode } from 'react';
 import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
 import { JobCard } from '../components/JobCard.tsx';
-import { formatDate, formatDuration, formatSize } from '../format.ts';
+import { formatDate, formatDuration, formatSize } from '../api/format.ts';
 import type { BackupView, SnapshotRedundancyView } from '../../../shared/api/views.ts';
 import { snapshotRedundancyText } from '../../../shared/pool-text.ts';
 import { DeleteBackupDialog } from './browse/DeleteBackupDialog.tsx';

@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import type { AppStatus } from '../../../shared/api/views.ts';
 import { getApi } from '../api/bridge.ts';
-import { messageOf } from '../format.ts';
+import { messageOf } from '../api/format.ts';
 import { ConnectForm } from './ConnectForm.tsx';
 
 const DERIVING = 'Deriving the key from your passphrase (Argon2id, 128 MiB: about half a second)…';

@@ -1,6 +1,6 @@
+import { StorageError } from '../engine/exports.ts';
 import { ApiCallError } from '../../api/contract.ts';
-import { SettingsError } from '../engine/engine-settings.ts';
-import { StorageError } from '../storage/storage.ts';
+import { SettingsError } from '../home-and-settings.ts';
 
 /** Any failure as the API answers it: a sentence for people, and the field when an input was wrong. */
 export function toApiError(err: unknown): ApiCallError {

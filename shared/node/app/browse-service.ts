@@ -1,10 +1,8 @@
+import { SearchPatternError, BrowseError, SnapshotBrowser, searchSnapshots } from '../engine/exports.ts';
 import { ApiCallError, type Request, type Responses } from '../../api/contract.ts';
 import type { JobView, VerificationView } from '../../api/views.ts';
 import type { Engine } from '../engine/engine.ts';
 import { OriginalLocationError, originalPlaces, restoreToOriginal } from '../engine/restore-original.ts';
-import { SearchPatternError } from '../engine/search-pattern.ts';
-import { BrowseError, SnapshotBrowser } from '../engine/snapshot-browse.ts';
-import { searchSnapshots } from '../engine/snapshot-search.ts';
 import { VerifyHistory } from '../engine/verify-history.ts';
 import type { LiveJob, LiveJobs } from './live-jobs.ts';
 

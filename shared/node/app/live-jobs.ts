@@ -1,9 +1,8 @@
+import { JobControl, type JobListener } from '../engine/exports.ts';
 import { EventEmitter } from 'node:events';
 import type { Events, EventName } from '../../api/contract.ts';
 import type { JobKind, JobStatsView, JobView } from '../../api/views.ts';
 import type { ChunkTiming, StatsFrame } from '../../stats.ts';
-import { JobControl } from '../engine/job-control.ts';
-import type { JobListener } from '../engine/job-events.ts';
 
 const MAX_FRAMES = 4 * 60 * 60 * 4; // four hours at 4 Hz
 const MAX_CHUNKS = 4000; // the slot timeline shows the most recent chunks

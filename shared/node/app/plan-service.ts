@@ -1,8 +1,7 @@
+import { JobCancelledError, type JobControl, type JobListener } from '../engine/exports.ts';
 import type { JobView, PlanView } from '../../api/views.ts';
 import type { PlanDraft } from '../../plans.ts';
 import { PlanBusyError, type BackupResult, type Engine, type PlanInfo } from '../engine/engine.ts';
-import { JobCancelledError, type JobControl } from '../engine/job-control.ts';
-import type { JobListener } from '../engine/job-events.ts';
 import type { LiveJobs } from './live-jobs.ts';
 import { Scheduler, type Clock } from './scheduler.ts';
 

@@ -1,10 +1,9 @@
+import { poolStatus, StorageError } from '../engine/exports.ts';
 import { ApiCallError, type Request, type Responses } from '../../api/contract.ts';
 import type { PoolOperationView, PoolTargetView, PoolView } from '../../api/views.ts';
 import { pendingMovesText, rebalanceText, repairText, type RedundancyView } from '../../pool-text.ts';
 import { targetWhere } from '../../settings.ts';
 import type { Engine } from '../engine/engine.ts';
-import { poolStatus } from '../engine/pool-status.ts';
-import { StorageError } from '../storage/storage.ts';
 
 type PoolMethod =
   | 'pool.status'

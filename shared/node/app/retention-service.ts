@@ -1,3 +1,4 @@
+import { LockConflictError } from '../engine/exports.ts';
 import os from 'node:os';
 import type { Request, Responses } from '../../api/contract.ts';
 import { ApiCallError } from '../../api/contract.ts';
@@ -10,7 +11,6 @@ import {
   type MaintenanceSettings,
 } from '../../retention.ts';
 import type { Engine } from '../engine/engine.ts';
-import { LockConflictError } from '../repository/locks.ts';
 import type { LiveJob, LiveJobs } from './live-jobs.ts';
 import { Scheduler, type Clock } from './scheduler.ts';
 

@@ -1,12 +1,10 @@
+import { JobCancelledError, JobControl, type JobListener, defaultWorkerCount } from '../engine/exports.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { ApiCallError, type Method, type Request, type Responses } from '../../api/contract.ts';
 import { POOL_JOB_TARGET, type AppStatus, type BackupView, type JobView } from '../../api/views.ts';
 import { Engine, defaultHome, keystorePath, type BackupResult } from '../engine/engine.ts';
-import { JobCancelledError, JobControl } from '../engine/job-control.ts';
-import type { JobListener } from '../engine/job-events.ts';
-import { defaultWorkerCount } from '../engine/worker-pool.ts';
 import { toApiError } from './api-error.ts';
 import { backupView, titleFor } from './backup-view.ts';
 import { browseHandlers } from './browse-service.ts';

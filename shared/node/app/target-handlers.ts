@@ -1,7 +1,7 @@
+import { StorageError } from '../engine/exports.ts';
 import type { Request, Responses } from '../../api/contract.ts';
 import type { TargetView } from '../../api/views.ts';
 import type { Engine } from '../engine/engine.ts';
-import { StorageError } from '../storage/storage.ts';
 
 type TargetMethod = 'targets.list' | 'targets.test' | 'targets.save' | 'targets.remove';
 type TargetHandlers = { [M in TargetMethod]: (req: Request<M>) => Promise<Responses[M]> | Responses[M] };

@@ -1,6 +1,6 @@
+import { searchSnapshots } from '../engine/exports.ts';
 import type { Command } from 'commander';
 import { formatSize } from '../../settings.ts';
-import { searchSnapshots } from '../engine/snapshot-search.ts';
 import { table, type Output } from './output.ts';
 import { withEngine } from './session.ts';
 

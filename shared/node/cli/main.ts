@@ -1,12 +1,12 @@
+import { selectWhileLocked, type RestoreSelection, PACK_SIZE_MAX, PACK_SIZE_MIN } from '../engine/exports.ts';
 import '../test-clock.ts';
 import { setSecretEnvAside } from '../secret-env.ts';
 import '../small-heap.ts';
-import '../storage/quiet-sdk.ts';
+import '../quiet-sdk.ts';
 import { Command, CommanderError, Option } from 'commander';
 import { formatSize, parseSize, type PipelineSettings } from '../../settings.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
 import { restoreToOriginal } from '../engine/restore-original.ts';
-import { selectWhileLocked, type RestoreSelection } from '../engine/restore-selection.ts';
 import { VerifyHistory } from '../engine/verify-history.ts';
 import {
   UsageError,
@@ -25,7 +25,6 @@ import { registerPoolCommands } from './pool-commands.ts';
 import { registerPlanCommands } from './plan-commands.ts';
 import { registerRetentionCommands } from './retention-commands.ts';
 import { registerTargetCommands } from './target-commands.ts';
-import { PACK_SIZE_MAX, PACK_SIZE_MIN } from '../repository/config.ts';
 import pkg from '../../../package.json' with { type: 'json' };
 
 // Secrets in the environment are taken out at once: no child inherits them, /proc shows them no more.

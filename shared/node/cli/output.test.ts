@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { StatsFrame } from '../../stats.ts';
-import { waitingPacks } from '../engine/job-events.ts';
+import { waitingPacks } from '../jobs/job-events.ts';
 import { createOutput, progressLine } from './output.ts';
 
 const frame: StatsFrame = {

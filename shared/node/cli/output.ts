@@ -1,7 +1,6 @@
+import { type BackupResult, type JobListener } from '../engine/exports.ts';
 import { formatSize } from '../../settings.ts';
 import type { StatsFrame } from '../../stats.ts';
-import type { BackupResult } from '../engine/backup-job.ts';
-import type { JobListener } from '../engine/job-events.ts';
 
 export interface Output {
   json: boolean;

@@ -1,8 +1,8 @@
+import { type RedundancyReport } from '../engine/exports.ts';
 import { Option, type Command } from 'commander';
-import { SettingsError } from '../engine/engine-settings.ts';
-import { checkErasure, checkReplicas, type RedundancyReport } from '../engine/pool-admin.ts';
+import { SettingsError } from '../home-and-settings.ts';
 import type { Engine } from '../engine/engine.ts';
-import type { PoolPolicy } from '../repository/pool.ts';
+import { checkErasure, checkReplicas, parseErasure, type PoolPolicy } from '../../pool-policy.ts';
 import { describePolicy, rebalanceText, repairText } from '../../pool-text.ts';
 import { UsageError, plural, table, type Output } from './output.ts';
 import { withEngine } from './session.ts';
@@ -80,20 +80,20 @@ export function registerPoolCommands(
         throw new UsageError('Give --replicas or --ec, not both.');
       if (o.writeQuorum !== undefined && o.replicas === undefined && o.ec === undefined)
         throw new UsageError('--write-quorum goes with --replicas or --ec.');
-      const ec = o.ec === undefined ? undefined : /^(\d{1,2})\+(\d{1,2})$/.exec(o.ec);
+      const ec = o.ec === undefined ? undefined : parseErasure(o.ec);
       if (o.ec !== undefined && !ec)
         throw new UsageError(`--ec takes k+m, data and parity shards (for example 4+2), not "${o.ec}".`);
       const setting = o.replicas !== undefined || ec;
       // A value no pool could take is a usage error (exit 2), as a malformed one is.
       try {
-        if (ec) checkErasure(Number(ec[1]), Number(ec[2]), o.writeQuorum);
+        if (ec) checkErasure(ec.k, ec.m, o.writeQuorum);
         else if (o.replicas !== undefined) checkReplicas(o.replicas, o.writeQuorum);
       } catch (err) {
         throw err instanceof SettingsError ? new UsageError(err.message) : err;
       }
       const policy = await withEngine(async (e) =>
         ec
-          ? await e.pool.setErasure(Number(ec[1]), Number(ec[2]), o.writeQuorum)
+          ? await e.pool.setErasure(ec.k, ec.m, o.writeQuorum)
           : o.replicas !== undefined
             ? await e.pool.setReplicas(o.replicas, o.writeQuorum)
             : await currentPolicy(e, output),

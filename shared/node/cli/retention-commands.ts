@@ -1,14 +1,13 @@
+import { type KeepPolicy, lockTiming } from '../engine/exports.ts';
 import { Option, type Command } from 'commander';
 import type { PruneProgress } from '../../api/retention.ts';
 import { KEEP_RULE_NAMES, type KeepRuleName } from '../../retention.ts';
 import { parseSize } from '../../settings.ts';
-import type { KeepPolicy } from '../engine/retention-policy.ts';
 import { plural, type Output } from './output.ts';
 import { reportRedundancy } from './pool-commands.ts';
 import { withEngine } from './session.ts';
 import { pruneText } from './prune-text.ts';
 import { checkText } from './check-text.ts';
-import { lockTiming } from '../repository/locks.ts';
 
 type Parsers = {
   int: (name: string) => (v: string) => number;

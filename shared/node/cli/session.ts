@@ -1,7 +1,11 @@
-import type { Unlocker } from '../crypto/keys.ts';
+import {
+  type Unlocker,
+  type LockedKeystore,
+  WorkerPool,
+  defaultWorkerCount,
+  workersBesideKeyDerivation,
+} from '../engine/exports.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
-import type { LockedKeystore } from '../engine/keystore/keystore.ts';
-import { WorkerPool, defaultWorkerCount, workersBesideKeyDerivation } from '../engine/worker-pool.ts';
 import { readPassphrase } from './passphrase.ts';
 import { takeSecretEnv } from '../secret-env.ts';
 

@@ -7,10 +7,10 @@ import { listKeys } from '../../../test/support/cairn-env.ts';
 import { sha256File, tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import { Engine } from './engine.ts';
-import { JobControl } from './job-control.ts';
-import { openDb } from './keystore/db.ts';
-import { migrations } from './keystore/schema.ts';
-import { VerifyTable } from './keystore/verify-table.ts';
+import { JobControl } from '../jobs/job-control.ts';
+import { openDb } from '../db/db.ts';
+import { migrations } from '../db/schema.ts';
+import { VerifyTable } from '../db/verify-table.ts';
 import { originalPlaces, restoreToOriginal } from './restore-original.ts';
 import { VerifyHistory } from './verify-history.ts';
 

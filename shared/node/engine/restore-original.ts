@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Engine, RestoreResult } from './engine.ts';
-import type { JobControl } from './job-control.ts';
-import type { JobListener } from './job-events.ts';
+import type { JobControl } from '../jobs/job-control.ts';
+import type { JobListener } from '../jobs/job-events.ts';
 
 export class OriginalLocationError extends Error {
   constructor(message: string) {

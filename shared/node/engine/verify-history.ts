@@ -1,8 +1,8 @@
 import { isProcessAlive } from '../repository/locks.ts';
 import type { Engine, VerifyResult } from './engine.ts';
-import { JobCancelledError, type JobControl } from './job-control.ts';
-import type { JobListener } from './job-events.ts';
-import { VerifyTable, type VerificationRow } from './keystore/verify-table.ts';
+import { JobCancelledError, type JobControl } from '../jobs/job-control.ts';
+import type { JobListener } from '../jobs/job-events.ts';
+import { VerifyTable, type VerificationRow } from '../db/verify-table.ts';
 
 export type { VerificationRow };
 

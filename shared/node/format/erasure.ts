@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type * as ReedSolomon from '@ronomon/reed-solomon';
 import { shardLengthFor } from './shard-codec.ts';
+import { EC_MAX_K, EC_MAX_M } from '../../pool-policy.ts';
 
 // A native addon (N-API): loaded through require so bundles keep it external, and only when a pack is
 // cut or rebuilt: every chunk worker imports this module, and a worker torn down while the addon's init
@@ -10,9 +11,8 @@ function lib(): typeof ReedSolomon {
   return (loaded ??= createRequire(import.meta.url)('@ronomon/reed-solomon') as typeof ReedSolomon);
 }
 
-/** The largest k and m the library supports (its MAX_K and MAX_M). */
-export const EC_MAX_K = 24;
-export const EC_MAX_M = 6;
+/** The largest k and m the library supports (its MAX_K and MAX_M): the codes FORMAT.md defines. */
+export { EC_MAX_K, EC_MAX_M };
 
 const contexts = new Map<string, ReedSolomon.Context>();
 function context(k: number, m: number): ReedSolomon.Context {

@@ -1,9 +1,9 @@
 import { ObjectKey } from '../../format/constants.ts';
 import { sealShard } from '../format/shard-codec.ts';
 import { StorageError } from '../storage/storage.ts';
-import { rebuildPack, type ShardGet } from './shard-reads.ts';
-import type { TargetRow } from '../engine/keystore/keystore.ts';
-import { RepositoryError } from './errors.ts';
+import { rebuildPack, type ShardGet } from '../pool/shard-reads.ts';
+import type { TargetRow } from '../db/keystore.ts';
+import { RepositoryError } from '../pool/errors.ts';
 import { readWholePack } from './pack-rewrite.ts';
 import type { Repository } from './repository.ts';
 

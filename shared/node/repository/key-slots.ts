@@ -5,7 +5,7 @@ import { KEY_SLOT_MAX_BYTES, keySlotProblem, type KeySlot } from '../crypto/keys
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { openJson, sealJson } from '../format/json-object.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
-import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
+import type { Keystore, TargetRow } from '../db/keystore.ts';
 
 /**
  * Key slots in the buckets (docs/FORMAT.md, "Key slots"). Every target holds every slot. A slot is

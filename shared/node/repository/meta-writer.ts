@@ -3,9 +3,9 @@ import { sealIndexFile, type IndexedPack } from '../format/index-file.ts';
 import { sealJson } from '../format/json-object.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../storage/retrying.ts';
 import { StorageError } from '../storage/storage.ts';
-import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
-import { RepositoryError } from './errors.ts';
-import type { SnapshotDoc } from './snapshot.ts';
+import type { Keystore, TargetRow } from '../db/keystore.ts';
+import { RepositoryError } from '../pool/errors.ts';
+import type { SnapshotDoc } from '../format/snapshot.ts';
 
 /** What the metadata writer needs of the repository. */
 export interface MetaHost {

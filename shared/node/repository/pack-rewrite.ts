@@ -4,11 +4,11 @@ import { openShard } from '../format/shard-codec.ts';
 import { openPackEntry } from '../format/blob-codec.ts';
 import { ObjectFormatError } from '../format/sealed-object.ts';
 import { StorageError } from '../storage/storage.ts';
-import type { PackPlacement } from '../../../workers/protocol.ts';
+import type { PackPlacement } from '../pool/pack-placement.ts';
 import type { IndexedPack } from '../format/index-file.ts';
-import { storePack } from './pack-placement.ts';
+import { storePack } from '../pool/pack-placement.ts';
 import type { Repository } from './repository.ts';
-import { rebuildPack, type ShardGet } from './shard-reads.ts';
+import { rebuildPack, type ShardGet } from '../pool/shard-reads.ts';
 
 /**
  * Reading a pack whole, or one shard object of it, to write it elsewhere (rebalance, a policy change):

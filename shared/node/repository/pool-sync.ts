@@ -1,9 +1,9 @@
 import type { TargetHandle } from '../storage/open-target.ts';
 import { readSealed } from './read-sealed.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
-import { KeystoreError } from '../engine/keystore/db.ts';
-import type { Keystore, TargetRow } from '../engine/keystore/keystore.ts';
-import type { PoolState } from '../engine/keystore/pool-table.ts';
+import { KeystoreError } from '../db/db.ts';
+import type { Keystore, TargetRow } from '../db/keystore.ts';
+import type { PoolState } from '../db/pool-table.ts';
 import type { RepoLock } from './locks.ts';
 import {
   inLockOrder,
@@ -16,7 +16,7 @@ import {
   sealPool,
   type PoolDoc,
   type PoolPolicy,
-} from './pool.ts';
+} from '../pool/pool-object.ts';
 
 /** What the pool sync needs of the repository: a metadata connection per target and its locks. */
 export interface PoolHost {

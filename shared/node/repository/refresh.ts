@@ -7,10 +7,10 @@ import {
 } from '../format/index-file.ts';
 import { openJson } from '../format/json-object.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
-import type { TargetRow } from '../engine/keystore/keystore.ts';
+import type { TargetRow } from '../db/keystore.ts';
 import { readSealed } from './read-sealed.ts';
 import type { Repository } from './repository.ts';
-import { parseSnapshotDoc, type SnapshotDoc } from './snapshot.ts';
+import { parseSnapshotDoc, type SnapshotDoc } from '../format/snapshot.ts';
 
 export interface RefreshResult {
   snapshots: number;

@@ -2,9 +2,9 @@ import { ObjectKey } from '../../format/constants.ts';
 import { readSealed } from './read-sealed.ts';
 import { openPackEntry } from '../format/blob-codec.ts';
 import { FAILOVER_WINDOW_MS } from '../storage/retrying.ts';
-import { RepositoryError } from './errors.ts';
+import { RepositoryError } from '../pool/errors.ts';
 import type { Repository } from './repository.ts';
-import { readEcBlob } from './shard-reads.ts';
+import { readEcBlob } from '../pool/shard-reads.ts';
 
 /**
  * A tree blob's plaintext from the bucket, authenticated: from each whole copy of its pack in turn (one
@@ -44,7 +44,5 @@ export async function readTreeBlob(repo: Repository, id: Buffer): Promise<Buffer
       failures.push((err as Error).message); // names the object and target
     }
   }
-  throw new RepositoryError(
-    `Folder listing ${idHex.slice(0, 12)}…: ${failures.join('; ')}`,
-  );
+  throw new RepositoryError(`Folder listing ${idHex.slice(0, 12)}…: ${failures.join('; ')}`);
 }

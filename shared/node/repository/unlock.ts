@@ -12,8 +12,8 @@ import type { SodiumProvider } from '../crypto/provider.ts';
 import { openTarget, type TargetHandle } from '../storage/open-target.ts';
 import type { RetryingStorage } from '../storage/retrying.ts';
 import { StorageError } from '../storage/storage.ts';
-import { openConfig, type RepoConfig } from './config.ts';
-import { RepositoryError } from './errors.ts';
+import { openConfig, type RepoConfig } from '../format/config.ts';
+import { RepositoryError } from '../pool/errors.ts';
 import { listKeyObjects, openRevocation, readKeySlot } from './key-slots.ts';
 
 /** The coordinator's own connection to a target: config, keys, index, snapshots, trees; never data packs. */

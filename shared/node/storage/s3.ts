@@ -1,4 +1,4 @@
-import './quiet-sdk.ts';
+import '../quiet-sdk.ts';
 import http from 'node:http';
 import https from 'node:https';
 import { createRequire } from 'node:module';

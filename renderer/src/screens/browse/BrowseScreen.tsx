@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import type { BrowsePageView } from '../../../../shared/api/views.ts';
 import { useQuery } from '../../api/hooks.ts';
-import { formatDate, formatSize } from '../../format.ts';
+import { formatDate, formatSize } from '../../api/format.ts';
 import { EntryIcon } from './EntryIcon.tsx';
 import { RestoreDialog, type RestoreRequest } from './RestoreDialog.tsx';
 import './browse.css';

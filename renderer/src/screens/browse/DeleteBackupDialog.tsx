@@ -2,7 +2,7 @@ import { useEffect, useState } from 'react';
 import type { BackupView, ForgetEstimateView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useDialogFocus } from '../../components/useDialogFocus.ts';
-import { formatCount, formatDate, formatSize, messageOf } from '../../format.ts';
+import { formatCount, formatDate, formatSize, messageOf } from '../../api/format.ts';
 
 /**
  * Confirms deleting one backup, with the space that would come back once prune runs: the stored bytes

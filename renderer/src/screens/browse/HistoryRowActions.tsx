@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { JobView, VerificationView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useJobs, useQuery } from '../../api/hooks.ts';
-import { formatDate, messageOf, percent } from '../../format.ts';
+import { formatDate, messageOf, percent } from '../../api/format.ts';
 import './browse.css';
 
 export interface VerifyState {

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import { getApi } from '../../api/bridge.ts';
 import { useJobs } from '../../api/hooks.ts';
 import { FilePicker } from '../../components/FilePicker.tsx';
-import { formatSize, messageOf, percent } from '../../format.ts';
+import { formatSize, messageOf, percent } from '../../api/format.ts';
 import { originalPath } from './restore-target.ts';
 import { ExistingPolicy } from '../../components/ExistingPolicy.tsx';
 

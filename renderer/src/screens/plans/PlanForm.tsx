@@ -9,7 +9,7 @@ import { getApi } from '../../api/bridge.ts';
 import { useQuery } from '../../api/hooks.ts';
 import { Field } from '../../components/Field.tsx';
 import { FilePicker } from '../../components/FilePicker.tsx';
-import { formatSize, messageOf } from '../../format.ts';
+import { formatSize, messageOf } from '../../api/format.ts';
 import { retentionLine } from './plan-status.ts';
 import { RetentionFields, retentionFromText, retentionText } from './RetentionFields.tsx';
 

@@ -3,7 +3,7 @@ import type { PlanView } from '../../../../shared/api/views.ts';
 import { describeSchedule } from '../../../../shared/schedule.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useQuery } from '../../api/hooks.ts';
-import { messageOf } from '../../format.ts';
+import { messageOf } from '../../api/format.ts';
 import { PlanForm } from './PlanForm.tsx';
 import './plans.css';
 import { planStatus, retentionLine, statusText, until } from './plan-status.ts';

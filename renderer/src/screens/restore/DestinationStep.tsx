@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { FilePicker } from '../../components/FilePicker.tsx';
 import { nativeOpenDialog } from '../../components/native-dialog.ts';
-import { messageOf } from '../../format.ts';
+import { messageOf } from '../../api/format.ts';
 import type { WizardAction, WizardState } from './wizard-state.ts';
 import { ExistingPolicy } from '../../components/ExistingPolicy.tsx';
 

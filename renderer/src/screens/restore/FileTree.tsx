@@ -1,6 +1,6 @@
 import { useMemo, useState } from 'react';
 import { EntryIcon } from '../../components/Icons.tsx';
-import { formatSize } from '../../format.ts';
+import { formatSize } from '../../api/format.ts';
 import { tickStates, visibleLeaves, visiblePaths, type TreeIndex } from './selection.ts';
 
 /**

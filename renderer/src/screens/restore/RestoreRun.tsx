@@ -1,7 +1,7 @@
 import type { JobView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { LiveCharts } from '../../charts/LiveCharts.tsx';
-import { formatCount, formatDuration, formatRate, formatSize, messageOf, percent } from '../../format.ts';
+import { formatCount, formatDuration, formatRate, formatSize, messageOf, percent } from '../../api/format.ts';
 
 /** Step 4: progress of the running restore, with files done / total, elapsed time, ETA and Cancel. */
 export function RestoreProgress(props: { job: JobView; onError: (m: string) => void }) {

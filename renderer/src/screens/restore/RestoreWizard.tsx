@@ -2,7 +2,7 @@ import { useEffect, useMemo, useReducer, useState } from 'react';
 import type { EntryView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useJobs, useQuery } from '../../api/hooks.ts';
-import { messageOf } from '../../format.ts';
+import { messageOf } from '../../api/format.ts';
 import { DestinationStep } from './DestinationStep.tsx';
 import { RestoreProgress, RestoreResult } from './RestoreRun.tsx';
 import { buildIndex, effectiveSelection, restorePaths } from './selection.ts';

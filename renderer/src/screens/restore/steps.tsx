@@ -1,5 +1,5 @@
 import type { BackupView } from '../../../../shared/api/views.ts';
-import { formatCount, formatDate, formatSize } from '../../format.ts';
+import { formatCount, formatDate, formatSize } from '../../api/format.ts';
 import { FileTree } from './FileTree.tsx';
 import { selectionSize, visibleLeaves, type TreeIndex } from './selection.ts';
 import type { WizardAction, WizardState } from './wizard-state.ts';

@@ -2,7 +2,7 @@ import { useState } from 'react';
 import type { BackupView, SearchView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useQuery } from '../../api/hooks.ts';
-import { formatDate, formatSize, messageOf } from '../../format.ts';
+import { formatDate, formatSize, messageOf } from '../../api/format.ts';
 import { EntryIcon } from '../browse/EntryIcon.tsx';
 import { RestoreDialog, type RestoreRequest } from '../browse/RestoreDialog.tsx';
 import '../browse/browse.css';

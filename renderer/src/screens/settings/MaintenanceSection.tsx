@@ -5,7 +5,7 @@ import { RetentionFields, retentionFromText, retentionText } from '../plans/Rete
 import { getApi } from '../../api/bridge.ts';
 import { useJobs, useQuery } from '../../api/hooks.ts';
 import { JobCard } from '../../components/JobCard.tsx';
-import { formatCount, formatDate, formatDuration, formatSize, messageOf } from '../../format.ts';
+import { formatCount, formatDate, formatDuration, formatSize, messageOf } from '../../api/format.ts';
 
 /**
  * Settings → Maintenance: when prune runs by itself, the unused space it tolerates, its latest result,

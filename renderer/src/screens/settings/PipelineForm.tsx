@@ -9,7 +9,7 @@ import {
 import type { SettingsView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { Field } from '../../components/Field.tsx';
-import { formatSize, formatSizeExact, messageOf } from '../../format.ts';
+import { formatSize, formatSizeExact, messageOf } from '../../api/format.ts';
 
 type Errors = Partial<Record<'chunkSize' | 'workers' | 'uploadsPerWorker', string>>;
 

@@ -3,7 +3,7 @@ import type { TargetView } from '../../../../shared/api/views.ts';
 import { targetWhere } from '../../../../shared/settings.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useQuery } from '../../api/hooks.ts';
-import { messageOf } from '../../format.ts';
+import { messageOf } from '../../api/format.ts';
 import { MaintenanceSection } from './MaintenanceSection.tsx';
 import { PipelineForm } from './PipelineForm.tsx';
 import { TargetForm } from './TargetForm.tsx';

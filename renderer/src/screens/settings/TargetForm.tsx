@@ -2,7 +2,7 @@ import { useState } from 'react';
 import type { TargetView, TestResult } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { Field } from '../../components/Field.tsx';
-import { messageOf } from '../../format.ts';
+import { messageOf } from '../../api/format.ts';
 import {
   emptyFields,
   fieldsFrom,

@@ -2,7 +2,7 @@ import { useState } from 'react';
 import type { PoolView } from '../../../../shared/api/views.ts';
 import { describePolicy, policyChangeText, type PolicyView } from '../../../../shared/pool-text.ts';
 import { getApi } from '../../api/bridge.ts';
-import { messageOf } from '../../format.ts';
+import { messageOf } from '../../api/format.ts';
 
 const sentence = (s: string) => s.charAt(0).toUpperCase() + s.slice(1) + '.';
 

@@ -3,7 +3,7 @@ import type { PoolOperationView, PoolView } from '../../../../shared/api/views.t
 import { redundancyText } from '../../../../shared/pool-text.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useJobs, useQuery } from '../../api/hooks.ts';
-import { formatCount, formatSize, messageOf } from '../../format.ts';
+import { formatCount, formatSize, messageOf } from '../../api/format.ts';
 import { PolicyForm } from './PolicyForm.tsx';
 import { TargetTable, type TargetChange } from './TargetTable.tsx';
 

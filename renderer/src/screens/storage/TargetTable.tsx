@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import type { CopyCountView, PoolTargetView } from '../../../../shared/api/views.ts';
-import { formatCount, formatDate, formatSize } from '../../format.ts';
+import { formatCount, formatDate, formatSize } from '../../api/format.ts';
 
 const KIND: Record<PoolTargetView['kind'], string> = { s3: 'S3', dir: 'folder', discard: 'discard' };
 const STATE_BADGE: Record<PoolTargetView['state'], string> = {

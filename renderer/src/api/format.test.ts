@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { parseSize } from '../../../shared/settings.ts';
+import { formatCount, formatDuration, formatRate, formatSize, formatSizeExact } from './format.ts';
+
+describe('formatSize', () => {
+  it('picks the unit by magnitude: never "30144 KiB" or "5000000 KiB"', () => {
+    expect(formatSize(30144 * 1024)).toBe('29.4 MiB');
+    expect(formatSize(5_000_000 * 1024)).toBe('4.77 GiB');
+    expect(formatSize(200 * 1024 * 1024)).toBe('200 MiB');
+    expect(formatSize(8 * 1024 * 1024)).toBe('8 MiB');
+    expect(formatSize(1536)).toBe('1.5 KiB');
+    expect(formatSize(1023)).toBe('1023 B');
+    expect(formatSize(10)).toBe('10 B');
+    expect(formatSize(0)).toBe('0 B');
+    expect(formatSize(3 * 1024 ** 4)).toBe('3 TiB');
+    expect(formatSize(NaN)).toBe('—');
+  });
+
+  it('keeps three significant digits whatever the unit', () => {
+    expect(formatSize(123.456 * 1024 * 1024)).toBe('123 MiB');
+    expect(formatSize(12.345 * 1024 * 1024)).toBe('12.3 MiB');
+    expect(formatSize(1.2345 * 1024 * 1024)).toBe('1.23 MiB');
+  });
+
+  it('formats a chunk size exactly, so that the settings field parses back to the same bytes', () => {
+    for (const bytes of [64 * 1024, 8 * 1024 * 1024, 1024 ** 3, 1536 * 1024, 100_000])
+      expect(parseSize(formatSizeExact(bytes))).toBe(bytes);
+    expect(formatSizeExact(8 * 1024 * 1024)).toBe('8MiB');
+    expect(formatSizeExact(1536 * 1024)).toBe('1536KiB');
+  });
+});
+
+describe('counts and durations', () => {
+  it('groups thousands and shows durations in their largest units', () => {
+    expect(formatCount(2000)).toBe('2,000');
+    expect(formatCount(7)).toBe('7');
+    expect(formatDuration(59)).toBe('59s');
+    expect(formatDuration(0.2)).toBe('under 1s');
+    expect(formatDuration(61)).toBe('1m 01s');
+    expect(formatDuration(3700)).toBe('1h 01m');
+    expect(formatDuration(null)).toBe('—');
+    expect(formatRate(250)).toBe('250 MB/s');
+    expect(formatRate(12.34)).toBe('12.3 MB/s');
+    expect(formatRate(0.05)).toBe('50 kB/s');
+    expect(formatRate(0.002)).toBe('2.0 kB/s');
+    expect(formatRate(0)).toBe('0.0 MB/s');
+  });
+});

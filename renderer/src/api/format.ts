@@ -1,0 +1,37 @@
+import { formatSize, formatSizeExact } from '../../../shared/settings.ts';
+
+/** Sizes: one formatter for the whole UI, the unit picked by magnitude (see shared/settings.ts). */
+export { formatSize, formatSizeExact };
+
+/** A count with thousands separators: "2,000". */
+export function formatCount(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+/** MB/s (10^6 bytes), or kB/s below 0.1 MB/s: never "0.0 MB/s" for something that moved. */
+export function formatRate(mbps: number): string {
+  if (mbps > 0 && mbps < 0.1) return `${(mbps * 1000).toFixed(mbps < 0.01 ? 1 : 0)} kB/s`;
+  return `${mbps >= 100 ? mbps.toFixed(0) : mbps.toFixed(1)} MB/s`;
+}
+
+export function formatDuration(seconds: number | null): string {
+  if (seconds === null || !Number.isFinite(seconds)) return '—';
+  if (seconds < 0.5) return 'under 1s';
+  const s = Math.round(seconds);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, '0')}m`;
+}
+
+export function formatDate(ms: number): string {
+  return new Date(ms).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+export function percent(done: number, total: number): number {
+  return total > 0 ? Math.min(100, (done / total) * 100) : 0;
+}
+
+export function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,294 @@
+import { createHash, randomBytes } from 'node:crypto';
+import os from 'node:os';
+import type { PipelineSettings } from '../../settings.ts';
+import type { Repository } from '../repository/repository.ts';
+import type { SnapshotDoc, SnapshotSummary } from '../format/snapshot.ts';
+import { TreeWriter } from '../repository/tree-writer.ts';
+import { decodeTree } from '../format/tree.ts';
+import { storeFiles } from './backup-reads.ts';
+import { compileExcludes } from './exclude.ts';
+import { JobCancelledError, type JobControl } from '../jobs/job-control.ts';
+import { waitingPacks, type JobListener } from '../jobs/job-events.ts';
+import type { TargetRow } from '../db/keystore.ts';
+import type { TransferSummary } from '../jobs/stats-collector.ts';
+import { resolveSources, unreadableError, walkForBackup } from './walk.ts';
+import { completeCopies } from '../repository/copy-completion.ts';
+import { poolStatus } from '../pool/pool-status.ts';
+import { killPoint } from '../retention/prune-packs.ts';
+import { StorageError } from '../storage/storage.ts';
+import { proveStored } from './backup-proof.ts';
+import { stepTimer } from '../debug-timing.ts';
+
+export interface BackupResult {
+  snapshotId: string;
+  /** The same id, under the name the app and older scripts use. */
+  backupId: string;
+  jobId: string;
+  parent: string | null;
+  files: { new: number; changed: number; unchanged: number };
+  /** Files and folders the exclude patterns left out (a folder counts once, with all it holds). */
+  excluded: number;
+  totalBytes: number;
+  bytesRead: number;
+  bytesUploaded: number;
+  blobsNew: number;
+  packsWritten: number;
+  warnings: string[];
+  transfer: TransferSummary;
+  /**
+   * In a pool: the policy's copies per pack, how many copies of the repository's packs are still
+   * queued (this backup met its write quorum without them), and how many packs are short of the policy
+   * with nothing queued (an older policy, a lost copy: repair or rebalance). Full only when neither.
+   */
+  redundancy: {
+    /** Objects each pack is stored as: copies, or k + m shards. */
+    copies: number;
+    /** Erasure coding: k and m. */
+    ec?: { k: number; m: number };
+    queued: number;
+    /** Packs short of the policy with nothing queued for them, or stored as an earlier policy had them. */
+    short: number;
+    state: 'full' | 'completing' | 'short';
+    waitingOn: string[];
+  };
+}
+
+export class BackupFailedError extends Error {
+  constructor(
+    message: string,
+    readonly jobId: string,
+    readonly resumable: boolean,
+  ) {
+    super(message);
+    this.name = 'BackupFailedError';
+  }
+}
+
+export function newId(): string {
+  return randomBytes(6).toString('hex');
+}
+
+/** The id of the snapshot a backup job writes (12 hex digits, as any snapshot id). */
+export function snapshotIdOf(jobId: string): string {
+  return createHash('sha256').update(`cairn snapshot of job ${jobId}`).digest('hex').slice(0, 12);
+}
+
+/**
+ * Runs (or resumes) a backup job: walks the sources, reuses the content of files unchanged since the
+ * parent snapshot (or since the interrupted run), reads the rest through the worker pool into packs,
+ * then writes trees, the index and the snapshot.
+ */
+export async function runBackupJob(
+  repo: Repository,
+  job: BackupJobSpec,
+  listener: JobListener,
+): Promise<BackupResult> {
+  // Packs below the write quorum (one copy, outside a pool) pause for their targets until this job is
+  // cancelled or the pause limit passes. However the job ends, nothing of it keeps waiting (a tree pack's
+  // timer would keep the process alive after the backup failed).
+  const stopWaiting = new AbortController();
+  const unwake = job.control?.onWake(() => void (job.control!.cancelled && stopWaiting.abort()));
+  try {
+    return await backupJob(repo, job, listener, stopWaiting.signal);
+  } finally {
+    stopWaiting.abort();
+    unwake?.();
+  }
+}
+
+type BackupJobSpec = {
+  jobId: string;
+  target: TargetRow;
+  sources: string[];
+  settings: PipelineSettings;
+  forceRead: boolean;
+  /** Exclude patterns (exclude.ts); what they match is not walked or stored. */
+  exclude?: readonly string[];
+  control?: JobControl;
+  /** Records the job: called once the sources are proven readable, before anything is written. */
+  begin?: () => void;
+  /** Called before the index and snapshot are written: throws when the job's lock was lost. */
+  beforeCommit?: () => Promise<void>;
+};
+
+async function backupJob(
+  repo: Repository,
+  job: BackupJobSpec,
+  listener: JobListener,
+  stopWaiting: AbortSignal,
+): Promise<BackupResult> {
+  const ks = repo.ks;
+  const { target, settings, jobId } = job;
+  const started = Date.now();
+  const sources = resolveSources(job.sources);
+  const timed = stepTimer('backup');
+  await repo.refresh(target);
+  ks.index.reloadDamageMarks();
+  timed('refresh');
+  const indexFilesAtStart = ks.index.loadedIndexFiles(target.id);
+  const host = os.hostname();
+  const parent = job.forceRead ? undefined : ks.snapshots.latestFor(host, job.sources);
+  // The bucket wins: packs it lost are not trusted for deduplication (their blobs are stored again). In a
+  // pool the packs are on every member: each one in reach is listed (one out of reach keeps its states).
+  const lost = await repo.reconcilePacks(target, { markListed: false });
+  if (ks.pool.state() && target.poolId !== null)
+    for (const m of ks.listTargets())
+      if (m.id !== target.id && m.poolId !== null)
+        await repo.reconcilePacks(m, { markListed: false, impatient: true }).catch((err: unknown) => {
+          if (!(err instanceof StorageError)) throw err;
+        });
+  timed('listing');
+  const waiting = waitingPacks(listener, { pool: !!ks.pool.state() && target.poolId !== null });
+  const trees = new TreeWriter(repo, target, jobId, (packId) => ({
+    limitMs: settings.pauseLimitMs ?? Infinity,
+    signal: stopWaiting,
+    waiting: (reason) => waiting(packId, reason),
+  }));
+  const seal = (nodes: Parameters<TreeWriter['add']>[0]) => trees.add(nodes);
+  const resumed = ks.jobs.files(jobId);
+  const walk = await walkForBackup(sources, {
+    parentRoot: parent?.doc.tree ?? null,
+    loadTree: async (id) => decodeTree(await repo.loadTree(id), `tree ${id}`),
+    resumed: (rel) => {
+      const r = resumed.get(rel);
+      return r && { ...r, content: r.content.map((b) => b.toString('hex')) };
+    },
+    stored: (content) => content.every((h) => ks.index.has(Buffer.from(h, 'hex'))),
+    seal,
+    exclude: compileExcludes(job.exclude ?? []),
+  });
+  resumed.clear();
+  timed('walk');
+  if (walk.unreadable.length) throw unreadableError(walk.unreadable);
+  job.begin?.();
+  ks.markListed(target.id, lost.listedAt);
+  trees.start();
+  const warnings: string[] = walk.skipped.map((s) => `Skipped ${s}.`);
+  if (lost.missing > 0)
+    warnings.push(
+      `${lost.missing} pack${lost.missing === 1 ? ' is' : 's are'} missing from target "${target.name}"; their blobs are stored again where the files still exist.`,
+    );
+  for (const w of warnings) listener.notice?.(w);
+  const filesTotal = walk.files.new + walk.files.changed + walk.files.unchanged;
+  let filesDone = filesTotal - walk.reads.length; // matched without reading
+  listener.files?.(filesDone, filesTotal);
+
+  const stored = await storeFiles(repo, {
+    target,
+    jobId,
+    settings,
+    reads: walk.reads,
+    seal,
+    control: job.control,
+    listener,
+    waiting,
+    stopWaiting,
+    warnings,
+    fileStored: () => listener.files?.(++filesDone, filesTotal),
+  });
+  timed('store');
+  const { bytesRead, blobsNew, transfer } = stored;
+  let { bytesUploaded, packsWritten } = stored;
+  const blobsTotal = walk.blobsReused + stored.blobsStored;
+  if (job.control?.cancelled) {
+    await repo.writePendingIndex(target);
+    ks.jobs.cancel(jobId);
+    throw new JobCancelledError('The backup');
+  }
+  if (stored.failure)
+    throw new BackupFailedError(
+      `Backup stopped: ${/[.!?]$/.test(stored.failure) ? stored.failure : `${stored.failure}.`} Fix the cause and run "cairn resume" to continue.`,
+      jobId,
+      true,
+    );
+
+  const root = seal(walk.top.nodes);
+  const saved = await trees.finish();
+  timed('trees');
+  await job.beforeCommit?.();
+  timed('lock check');
+  try {
+    await proveStored(repo, { target, jobId, indexFilesAtStart });
+  } catch (err) {
+    throw new BackupFailedError(
+      `Backup stopped: ${(err as Error).message} Run "cairn resume": it stores again what is gone.`,
+      jobId,
+      true,
+    );
+  }
+  timed('proof');
+  bytesUploaded += saved.bytes;
+  packsWritten += saved.packs;
+  bytesUploaded += await repo.writePendingIndex(target);
+
+  // The job's snapshot has one id whatever run writes it: a run killed after writing it and resumed
+  // writes it again under the same name, not a second snapshot of the same backup.
+  const snapshotId = snapshotIdOf(jobId);
+  const summary: SnapshotSummary = {
+    files: walk.files,
+    dirs: walk.dirs,
+    symlinks: walk.symlinks,
+    totalBytes: walk.totalBytes,
+    bytesRead,
+    bytesUploaded,
+    blobsNew,
+    blobsTotal,
+    packsWritten,
+    durationMs: Date.now() - started,
+    warnings,
+    ...(job.exclude?.length ? { excluded: walk.excluded } : {}),
+  };
+  const doc: SnapshotDoc = {
+    version: 2,
+    id: snapshotId,
+    time: new Date(started).toISOString(),
+    host,
+    user: os.userInfo().username,
+    sources: job.sources,
+    tags: [],
+    parent: parent?.id ?? null,
+    tree: root,
+    chunkSize: settings.chunkSize,
+    summary,
+  };
+  timed('index');
+  summary.bytesUploaded += await repo.writeSnapshot(target, doc);
+  timed('snapshot');
+  killPoint('snapshot-written');
+  ks.snapshots.put(target.id, doc);
+  ks.jobs.finish(jobId, snapshotId);
+  // Copies queued by earlier runs are completed now when every target took this backup's copies;
+  // otherwise a target is still out of reach, and `cairn repair` completes them once it is back.
+  if (stored.copiesQueued + saved.copiesQueued === 0 && ks.index.queuedCopies().length > 0)
+    await completeCopies(repo).catch((err: unknown) =>
+      listener.notice?.(`Completing copies: ${(err as Error).message}`),
+    );
+  timed('completion');
+  // The repository's redundancy, not only this backup's packs: it may reuse older packs still short.
+  const status = poolStatus(ks);
+  const r = status.redundancy;
+  const policy = ks.pool.state()?.policy;
+  return {
+    snapshotId,
+    backupId: snapshotId,
+    jobId,
+    parent: doc.parent,
+    files: walk.files,
+    excluded: walk.excluded,
+    totalBytes: walk.totalBytes,
+    bytesRead,
+    bytesUploaded: summary.bytesUploaded,
+    blobsNew,
+    packsWritten,
+    warnings,
+    transfer,
+    redundancy: {
+      copies: r.copies,
+      ...(policy?.scheme === 'ec' ? { ec: { k: policy.k, m: policy.m } } : {}),
+      queued: r.queued,
+      short: r.short + r.unconverted + r.lost,
+      state: r.state,
+      waitingOn: r.waitingOn,
+    },
+  };
+}

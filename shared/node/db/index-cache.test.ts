@@ -1,0 +1,205 @@
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../../../test/support/fixtures.ts';
+import { openDb, type Db } from './db.ts';
+import { IndexCache, type NewPack } from './index-cache.ts';
+import { FIRST_V2_VERSION, migrations } from './schema.ts';
+import { SnapshotCache } from './snapshot-cache.ts';
+import type { SnapshotDoc } from '../format/snapshot.ts';
+
+const id = (n: number) => Buffer.alloc(32, n);
+
+function withTargets(db: Db, ...ids: number[]): void {
+  for (const t of ids)
+    db.prepare(
+      `INSERT INTO targets (id, name, config, created_at) VALUES (?, ?, '{"kind":"dir","path":"/x"}', 0)`,
+    ).run(t, `t${t}`);
+}
+
+const pack = (n: number, copies: number[], state: NewPack['state'] = 'indexed'): NewPack => ({
+  id: id(n),
+  kind: 'data',
+  size: 1000 + n,
+  state,
+  jobId: null,
+  copies,
+});
+const blob = (n: number, offset = 0) => ({
+  id: id(100 + n),
+  kind: 'data' as const,
+  offset,
+  storedLength: 60,
+  plainLength: 20,
+});
+
+function fresh(): { db: Db; index: IndexCache } {
+  const db = openDb(path.join(tempDir(), 'keystore.db'), { create: true });
+  withTargets(db, 1, 2);
+  return { db, index: new IndexCache(db) };
+}
+
+describe('the index cache: packs with copies', () => {
+  it('a blob is found while any copy of its pack is stored, and then only there', () => {
+    const { db, index } = fresh();
+    try {
+      index.addPack(pack(1, [1, 2]), [blob(1), blob(2, 60)]);
+      expect(index.lookup(id(101))).toMatchObject({ copies: [1, 2], offset: 0, packSize: 1001 });
+      expect(index.lookup(id(102))!.copies).toBe(index.lookup(id(101))!.copies);
+
+      index.setCopyStates(1, [{ id: id(1), state: 'missing' }]);
+      expect(index.lookup(id(101))!.copies).toEqual([2]);
+      expect(index.has(id(101))).toBe(true);
+      expect(index.packsOnTarget(1).get(id(1).toString('hex'))).toEqual({
+        size: 1001,
+        state: 'missing',
+        shard: null,
+      });
+      expect(index.counts().missingPacks).toBe(0);
+
+      index.setCopyStates(2, [{ id: id(1), state: 'queued' }]);
+      expect(index.lookup(id(101))).toBeUndefined();
+      expect(index.has(id(101))).toBe(false);
+      expect(index.counts().missingPacks).toBe(1);
+
+      // Stored again in a new pack, the blob moves there; a blob whose pack still has a copy stays put.
+      index.addPack(pack(2, [2]), [blob(1)]);
+      index.addPack(pack(3, [1, 2]), [blob(9)]);
+      index.addPack(pack(4, [1]), [blob(9, 500)]);
+      expect(index.lookup(id(101))).toMatchObject({ copies: [2] });
+      expect(index.lookup(id(101))!.packId.equals(id(2))).toBe(true);
+      expect(index.lookup(id(109))!.packId.equals(id(3))).toBe(true);
+
+      // A copy that comes back counts again.
+      index.setCopyStates(1, [{ id: id(1), state: 'stored' }]);
+      expect(index.lookup(id(102))!.copies).toEqual([1]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('a damage mark lasts while the blob is there; stored again elsewhere, or its pack gone, the mark goes', () => {
+    const { db, index } = fresh();
+    try {
+      index.addPack(pack(1, [1]), [blob(1), blob(2, 60)]);
+      index.markBlobsDamaged(id(1), [id(101)]);
+      expect(index.has(id(101))).toBe(false);
+      expect(index.has(id(102))).toBe(true);
+      index.reloadDamageMarks();
+      expect(index.anyDamagedBlobs()).toBe(true);
+      // Stored again: the blob's row moves to the new pack, and the old mark names nothing.
+      index.addPack(pack(2, [1]), [blob(1)]);
+      expect(index.has(id(101))).toBe(true);
+      index.reloadDamageMarks();
+      expect(index.anyDamagedBlobs()).toBe(false);
+      // A mark whose pack a rebuild dropped goes with it.
+      index.markBlobsDamaged(id(1), [id(102)]);
+      index.resetTarget(1, () => false, Date.now() + 1000, { drop: true });
+      index.reloadDamageMarks();
+      expect(index.anyDamagedBlobs()).toBe(false);
+    } finally {
+      db.close();
+    }
+  });
+
+  it("a target's index is rebuilt without losing packs that have a copy elsewhere", () => {
+    const { db, index } = fresh();
+    try {
+      index.addPack(pack(1, [1, 2]), [blob(1)]);
+      index.addPack(pack(2, [1]), [blob(2)]);
+      index.addPack(pack(3, [1], 'stored'), [blob(3)]);
+      index.addIndexFile('aa', 1);
+      index.addIndexFile('bb', 2);
+      index.resetTarget(1, (hex) => hex === id(3).toString('hex'), Date.now() + 1000, { drop: true });
+      expect(index.lookup(id(101))!.copies).toEqual([2]);
+      expect(index.lookup(id(102))).toBeUndefined();
+      expect(index.blobsOfPack(id(2))).toEqual([]);
+      expect(index.lookup(id(103))!.copies).toEqual([1]);
+      expect(index.loadedIndexFiles(2).size).toBe(0);
+      expect(index.counts()).toMatchObject({ packs: 2, blobs: 2 });
+
+      index.resetTarget(2, () => false, Date.now() + 1000, { drop: false });
+      expect(index.lookup(id(101))).toBeUndefined();
+      expect(index.packsOnTarget(2).get(id(1).toString('hex'))!.state).toBe('missing');
+    } finally {
+      db.close();
+    }
+  });
+
+  it('knows which packs only one target holds, and forgets a target with its copies', () => {
+    const { db, index } = fresh();
+    try {
+      index.addPack(pack(1, [1, 2]), [blob(1)]);
+      index.addPack(pack(2, [2]), [blob(2)]);
+      index.addIndexFile('aa', 2);
+      expect(index.packsOnlyOn(1)).toBe(0);
+      expect(index.packsOnlyOn(2)).toBe(1);
+      index.forgetTarget(2);
+      expect(index.lookup(id(101))!.copies).toEqual([1]);
+      expect(index.lookup(id(102))).toBeUndefined();
+      expect(index.counts()).toMatchObject({ packs: 1, blobs: 1 });
+      expect(index.loadedIndexFiles(2).size).toBe(0);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe('keystore migration 7 (pack copies)', () => {
+  it("each pack's target becomes its one copy; no blob is lost to the table's rebuild", () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const old = new Database(file);
+    // Every migration before the one that makes pack_copies (later ones add erasure coding, and more).
+    const before = migrations.findIndex((m) => m.includes('CREATE TABLE pack_copies'));
+    for (const m of migrations.slice(0, before)) old.exec(m);
+    old.pragma(`user_version = ${FIRST_V2_VERSION - 1 + before}`);
+    withTargets(old, 1, 2);
+    const ins = old.prepare(
+      `INSERT INTO packs (id, target_id, kind, size, state, job_id, created_at) VALUES (?, ?, 'data', 100, ?, ?, 5)`,
+    );
+    ins.run(id(1), 1, 'stored', 'job1');
+    ins.run(id(2), 2, 'indexed', null);
+    ins.run(id(3), 1, 'missing', null);
+    const b = old.prepare(
+      `INSERT INTO blobs (id, kind, pack_id, offset, stored_length, plain_length) VALUES (?, 'data', ?, 0, 60, 20)`,
+    );
+    for (const n of [1, 2, 3]) b.run(id(100 + n), id(n));
+    old.close();
+
+    const db = openDb(file, { create: false });
+    try {
+      expect(db.pragma('user_version', { simple: true })).toBe(FIRST_V2_VERSION - 1 + migrations.length);
+      expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+      const index = new IndexCache(db);
+      expect(index.counts()).toEqual({ packs: 3, blobs: 3, missingPacks: 1 });
+      expect(index.lookup(id(101))!.copies).toEqual([1]);
+      expect(index.lookup(id(102))!.copies).toEqual([2]);
+      expect(index.lookup(id(103))).toBeUndefined();
+      expect(index.unindexedPacks(1).map((p) => p.jobId)).toEqual(['job1']);
+      expect(index.packsOnTarget(1).get(id(3).toString('hex'))!.state).toBe('missing');
+      // The blobs still belong to their packs: deleting a pack cascades to them.
+      db.prepare('DELETE FROM packs WHERE id = ?').run(id(2));
+      expect(index.counts()).toMatchObject({ packs: 2, blobs: 2 });
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe('snapshot ids from a prefix', () => {
+  it('resolves a unique prefix of 4 or more, and says why a short or shared one names none', () => {
+    const { db } = fresh();
+    const snapshots = new SnapshotCache(db);
+    const doc = (id: string) => ({ id, time: '2026-11-24T00:00:00Z', host: 'h' }) as unknown as SnapshotDoc;
+    for (const id of ['abcd1111', 'abcd2222', 'ef012345']) snapshots.put(1, doc(id));
+    expect(snapshots.resolveId('ef01')).toBe('ef012345');
+    expect(snapshots.resolveId('abcd')).toBe('abcd');
+    expect(snapshots.notFound('abcd')).toBe(
+      '"abcd" begins more than one snapshot id (abcd1111, abcd2222): give more characters.',
+    );
+    expect(snapshots.notFound('ef')).toBe(
+      'No snapshot is named by "ef": give at least 4 characters of its id ("cairn ls" lists them).',
+    );
+    expect(snapshots.notFound('9999')).toBe('No snapshot with id 9999: "cairn ls" lists them.');
+  });
+});

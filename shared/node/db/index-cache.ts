@@ -1,0 +1,439 @@
+import type { BlobKind } from '../../format/constants.ts';
+import type { PackEntry } from '../format/pack.ts';
+import { distinctShards } from '../format/shard-codec.ts';
+import { IndexBookkeeping } from './index-bookkeeping.ts';
+import type { Db } from './db.ts';
+
+/** Whether an index file in the bucket describes the pack yet (`stored`: only this machine knows it). */
+export type PackState = 'stored' | 'indexed';
+/** One copy of a pack on one target: present, still to be written there, or absent from its listing. */
+export type CopyState = 'stored' | 'queued' | 'missing';
+
+export interface PackRow {
+  id: Buffer;
+  kind: BlobKind;
+  size: number;
+  state: PackState;
+  jobId: string | null;
+  /** An erasure-coded pack: k data and m parity shards, one per target. */
+  ec?: { k: number; m: number };
+}
+
+/**
+ * A pack to record, with the targets that hold a copy of it; for an erasure-coded pack, `shards[i]` is
+ * the shard `copies[i]` holds.
+ */
+export type NewPack = PackRow & { copies: readonly number[]; shards?: readonly number[] };
+
+/** Where one shard of an erasure-coded pack is stored. */
+export interface ShardCopy {
+  shard: number;
+  targetId: number;
+}
+
+export interface BlobLocation {
+  id: Buffer;
+  kind: BlobKind;
+  packId: Buffer;
+  /**
+   * The targets holding a stored copy of the pack, at least one; shared by every blob of the pack. When
+   * no copy is stored but some were found damaged (check --read-data), those: their other blobs are intact.
+   */
+  copies: readonly number[];
+  /**
+   * Whole copies found damaged, read only once every stored copy failed (a restore's last resort: the
+   * blobs check did not flag are intact there). Never counted as stored: backups store such blobs again.
+   */
+  lastResort?: readonly number[];
+  /** An erasure-coded pack: its stored shards (at least k), shared by every blob of the pack. */
+  ec?: { k: number; m: number; shards: readonly ShardCopy[] };
+  packSize: number;
+  offset: number;
+  storedLength: number;
+  plainLength: number;
+}
+
+/** SQL: the pack `pack` can be read (a whole copy, or k shards of an erasure-coded pack, are stored). */
+export const readable = (pack: string) =>
+  `(SELECT count(*) FROM pack_copies c WHERE c.pack_id = ${pack} AND c.state = 'stored') >=
+   (SELECT coalesce(rp.ec_k, 1) FROM packs rp WHERE rp.id = ${pack})`;
+const STORED_COPY = readable('b.pack_id');
+/** SQL: blob row `b` is marked damaged where it points (check --read-data). */
+const DAMAGED_HERE = (b: string) =>
+  `EXISTS (SELECT 1 FROM damaged_blobs d WHERE d.blob_id = ${b}.id AND d.pack_id = ${b}.pack_id)`;
+
+/**
+ * The local copy of the repository index: which blob is in which pack, which targets hold a copy of each
+ * pack, and which packs are already described by an index file in the bucket. A pack none of whose
+ * copies is stored (each absent from its bucket's listing) no longer counts: its blobs are stored again
+ * by the next backup that has them.
+ */
+export class IndexCache extends IndexBookkeeping {
+  private readonly hasStmt;
+  /** has() when some blob is marked damaged (one more lookup per blob, so only then). */
+  private readonly hasUndamagedStmt;
+  private damagedAny: boolean;
+  private readonly lookupStmt;
+  private readonly insertBlob;
+  private readonly insertPack;
+  private readonly insertCopy;
+  /** Per pack, one id Buffer and one copies array, shared by the locations of its blobs. */
+  private readonly packs = new Map<
+    string,
+    { id: Buffer; copies: readonly number[]; lastResort?: readonly number[]; ec?: BlobLocation['ec'] }
+  >();
+  private readonly damagedCopiesStmt;
+
+  constructor(db: Db) {
+    super(db);
+    this.hasStmt = db.prepare(`SELECT 1 FROM blobs b WHERE b.id = ? AND ${STORED_COPY}`);
+    this.hasUndamagedStmt = db.prepare(
+      `SELECT 1 FROM blobs b WHERE b.id = ? AND ${STORED_COPY} AND NOT ${DAMAGED_HERE('b')}`,
+    );
+    this.damagedAny = this.anyDamagedBlobs();
+    this.lookupStmt = db.prepare(
+      `SELECT b.id, b.kind, b.pack_id, p.size AS pack_size, p.ec_k, p.ec_m, b.offset, b.stored_length, b.plain_length
+       FROM blobs b JOIN packs p ON p.id = b.pack_id WHERE b.id = ?`,
+    );
+    this.damagedCopiesStmt = db.prepare(
+      `SELECT d.target_id FROM damaged_copies d JOIN pack_copies c
+         ON c.pack_id = d.pack_id AND c.target_id = d.target_id AND c.shard IS NULL
+       WHERE d.pack_id = ? AND c.state != 'stored' ORDER BY d.target_id`,
+    );
+    this.insertPack = db.prepare(
+      `INSERT INTO packs (id, kind, size, state, job_id, created_at, ec_k, ec_m) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT(id) DO UPDATE SET state = CASE WHEN excluded.state = 'indexed' THEN 'indexed' ELSE packs.state END`,
+    );
+    // An index file says a copy exists; a listing that found it missing outranks that until a listing
+    // finds it again (reconcile). A queued copy another machine completed is stored.
+    this.insertCopy = db.prepare(
+      `INSERT INTO pack_copies (pack_id, target_id, state, shard) VALUES (?, ?, 'stored', ?)
+       ON CONFLICT(pack_id, target_id) DO UPDATE SET state = 'stored', shard = excluded.shard WHERE state = 'queued'`,
+    );
+    // A blob already known in a pack with no stored copy left, or found damaged there, moves to the new pack.
+    this.insertBlob = db.prepare(
+      `INSERT INTO blobs (id, kind, pack_id, offset, stored_length, plain_length) VALUES (?, ?, ?, ?, ?, ?)
+       ON CONFLICT(id) DO UPDATE SET pack_id = excluded.pack_id, offset = excluded.offset,
+         stored_length = excluded.stored_length, plain_length = excluded.plain_length
+       WHERE NOT ${readable('blobs.pack_id')} OR ${DAMAGED_HERE('blobs')}`,
+    );
+  }
+
+  protected invalidate(): void {
+    this.packs.clear();
+  }
+
+  has(id: Uint8Array): boolean {
+    return (this.damagedAny ? this.hasUndamagedStmt : this.hasStmt).get(id) !== undefined;
+  }
+
+  /**
+   * Where a blob is, or undefined when no copy of its pack is stored. A restore holds one location per
+   * blob of the snapshot, so the location reuses the caller's id and one Buffer and copies array per
+   * pack: a Buffer from SQLite costs ~250 bytes, two per blob were half a restore's heap.
+   */
+  lookup(id: Uint8Array): BlobLocation | undefined {
+    const r = this.lookupStmt.get(id) as RawLocation | undefined;
+    if (!r) return undefined;
+    const hex = r.pack_id.toString('hex');
+    let pack = this.packs.get(hex);
+    if (!pack) {
+      const rows = this.copiesStmt.all(r.pack_id) as { target_id: number; shard: number | null }[];
+      const copies = rows.map((c) => c.target_id);
+      const ec =
+        r.ec_k === null
+          ? undefined
+          : {
+              k: r.ec_k,
+              m: r.ec_m!,
+              shards: rows
+                .filter((c) => c.shard !== null)
+                .map((c) => ({ shard: c.shard!, targetId: c.target_id }))
+                .sort((a, b) => a.shard - b.shard),
+            };
+      // An erasure-coded shard found damaged failed its MAC as a whole: nothing in it can be trusted.
+      const damaged = ec
+        ? []
+        : (this.damagedCopiesStmt.all(r.pack_id) as { target_id: number }[]).map((c) => c.target_id);
+      pack = copies.length
+        ? { id: r.pack_id, copies, ...(damaged.length ? { lastResort: damaged } : {}) }
+        : { id: r.pack_id, copies: damaged };
+      if (ec) pack.ec = ec;
+      this.packs.set(hex, pack);
+    }
+    if (pack.ec ? distinctShards(pack.ec.shards.map((s) => s.shard)) < pack.ec.k : pack.copies.length === 0)
+      return undefined;
+    return {
+      id: Buffer.isBuffer(id) ? id : r.id,
+      kind: r.kind,
+      packId: pack.id,
+      copies: pack.copies,
+      ...(pack.lastResort ? { lastResort: pack.lastResort } : {}),
+      ...(pack.ec ? { ec: pack.ec } : {}),
+      packSize: r.pack_size,
+      offset: r.offset,
+      storedLength: r.stored_length,
+      plainLength: r.plain_length,
+    };
+  }
+
+  /** The pack the index places a blob in, stored or not (undefined when no row names the blob). */
+  packOf(id: Uint8Array): Buffer | undefined {
+    return (
+      this.db.prepare('SELECT pack_id FROM blobs WHERE id = ?').get(id) as { pack_id: Buffer } | undefined
+    )?.pack_id;
+  }
+
+  /** Records a pack, its copies and its blobs in one transaction (a stored pack, or one read from an index file). */
+  addPack(p: NewPack, blobs: readonly PackEntry[]): void {
+    this.addPacks([{ pack: p, blobs }]);
+  }
+
+  addPacks(list: { pack: NewPack; blobs: readonly PackEntry[] }[]): void {
+    const now = Date.now();
+    this.db.transaction(() => {
+      for (const { pack: p, blobs } of list) {
+        this.insertPack.run(p.id, p.kind, p.size, p.state, p.jobId, now, p.ec?.k ?? null, p.ec?.m ?? null);
+        p.copies.forEach((t, i) => this.insertCopy.run(p.id, t, p.shards?.[i] ?? null));
+        for (const b of blobs)
+          this.insertBlob.run(b.id, b.kind, p.id, b.offset, b.storedLength, b.plainLength);
+      }
+    })();
+    this.packs.clear();
+  }
+
+  packSize(packId: Uint8Array): number {
+    return (this.db.prepare('SELECT size FROM packs WHERE id = ?').get(packId) as { size: number }).size;
+  }
+
+  /** Every indexed pack with at least one stored copy (what a target joining a pool is told). */
+  indexedPacks(): PackRow[] {
+    return (
+      this.db
+        .prepare(
+          `SELECT p.* FROM packs p WHERE p.state = 'indexed' AND ${readable('p.id')} ORDER BY p.created_at`,
+        )
+        .all() as RawPack[]
+    ).map(toPack);
+  }
+
+  /**
+   * Packs written by this machine that no index file in the bucket describes yet, with a stored copy on
+   * `targetId` (on any target when it is undefined).
+   */
+  unindexedPacks(targetId?: number): PackRow[] {
+    return (
+      this.db
+        .prepare(
+          `SELECT p.* FROM packs p WHERE p.state = 'stored' AND EXISTS (SELECT 1 FROM pack_copies c
+             WHERE c.pack_id = p.id AND c.state = 'stored' AND (? IS NULL OR c.target_id = ?))
+           ORDER BY p.created_at`,
+        )
+        .all(targetId ?? null, targetId ?? null) as RawPack[]
+    ).map(toPack);
+  }
+
+  /** The packs a backup job stored, with their stored copies (or shards). */
+  packsOfJob(
+    jobId: string,
+  ): { id: Buffer; size: number; copies: { targetId: number; shard: number | null }[] }[] {
+    const rows = this.db
+      .prepare(
+        `SELECT p.id, p.size, c.target_id, c.shard FROM packs p JOIN pack_copies c ON c.pack_id = p.id
+         WHERE p.job_id = ? AND c.state = 'stored' ORDER BY p.id`,
+      )
+      .all(jobId) as { id: Buffer; size: number; target_id: number; shard: number | null }[];
+    const out = new Map<
+      string,
+      { id: Buffer; size: number; copies: { targetId: number; shard: number | null }[] }
+    >();
+    for (const r of rows) {
+      const hex = r.id.toString('hex');
+      let p = out.get(hex);
+      if (!p) out.set(hex, (p = { id: r.id, size: r.size, copies: [] }));
+      p.copies.push({ targetId: r.target_id, shard: r.shard });
+    }
+    return [...out.values()];
+  }
+
+  blobsOfPack(packId: Uint8Array): PackEntry[] {
+    return (
+      this.db
+        .prepare(
+          'SELECT id, kind, offset, stored_length, plain_length FROM blobs WHERE pack_id = ? ORDER BY offset',
+        )
+        .all(packId) as {
+        id: Buffer;
+        kind: BlobKind;
+        offset: number;
+        stored_length: number;
+        plain_length: number;
+      }[]
+    ).map((b) => ({
+      id: b.id,
+      kind: b.kind,
+      offset: b.offset,
+      storedLength: b.stored_length,
+      plainLength: b.plain_length,
+    }));
+  }
+
+  markIndexed(packIds: readonly Uint8Array[]): void {
+    const st = this.db.prepare(`UPDATE packs SET state = 'indexed' WHERE id = ? AND state = 'stored'`);
+    this.db.transaction(() => {
+      for (const id of packIds) st.run(id);
+    })();
+  }
+
+  /** A target leaves the keystore: its copies and loaded index files go, and packs left with no copy. */
+  forgetTarget(targetId: number): void {
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM index_files WHERE target_id = ?').run(targetId);
+      this.db.prepare('DELETE FROM pack_copies WHERE target_id = ?').run(targetId);
+      this.db.exec('DELETE FROM packs WHERE id NOT IN (SELECT pack_id FROM pack_copies)');
+    })();
+    this.packs.clear();
+  }
+
+  /**
+   * Before a target's index is read again from the bucket: loaded index files are forgotten (every
+   * target's when `drop`: a blob stored in two packs has one row, which may be the one dropped here; only
+   * this target's otherwise), and the target's copies are dropped (`drop`: a prune replaced the index; packs left with no copy go with
+   * their blobs) or marked missing (the bucket lost index files: reported, and stored again). Copies of
+   * packs this machine stored and no index file describes yet stay when `keepStored` says so or when
+   * recorded since `listedSince`.
+   */
+  resetTarget(
+    targetId: number,
+    keepStored: (packHex: string, size: number) => boolean,
+    listedSince: number,
+    opts: { drop: boolean },
+  ): void {
+    const stored = this.db
+      .prepare(
+        `SELECT p.id, p.size, p.created_at FROM packs p JOIN pack_copies c ON c.pack_id = p.id
+         WHERE c.target_id = ? AND p.state = 'stored'`,
+      )
+      .all(targetId) as { id: Buffer; size: number; created_at: number }[];
+    const keep = stored.filter(
+      (p) => p.created_at >= listedSince || keepStored(p.id.toString('hex'), p.size),
+    );
+    this.db.transaction(() => {
+      // Dropping rows can take a blob's only row: every target's index files are then read again. Marking
+      // copies missing drops nothing, and the other targets keep what they loaded: a file that vanished
+      // there must still be seen as vanished (and a prune's replacement followed), whichever is read first.
+      if (opts.drop) this.db.prepare('DELETE FROM index_files').run();
+      else this.db.prepare('DELETE FROM index_files WHERE target_id = ?').run(targetId);
+      this.db.exec('CREATE TEMP TABLE IF NOT EXISTS keep_packs (id BLOB PRIMARY KEY)');
+      this.db.exec('DELETE FROM keep_packs');
+      const ins = this.db.prepare('INSERT INTO keep_packs (id) VALUES (?)');
+      for (const p of keep) ins.run(p.id);
+      const others = 'target_id = ? AND pack_id NOT IN (SELECT id FROM keep_packs)';
+      if (opts.drop) {
+        this.db.prepare(`DELETE FROM pack_copies WHERE ${others}`).run(targetId);
+        const orphans = 'SELECT id FROM packs WHERE id NOT IN (SELECT pack_id FROM pack_copies)';
+        this.db.exec(`DELETE FROM blobs WHERE pack_id IN (${orphans})`);
+        this.db.exec(`DELETE FROM packs WHERE id IN (${orphans})`);
+      } else {
+        this.db.prepare(`UPDATE pack_copies SET state = 'missing' WHERE ${others}`).run(targetId);
+      }
+      this.db.exec('DELETE FROM keep_packs');
+    })();
+    this.packs.clear();
+  }
+
+  /**
+   * Blobs check --read-data found damaged in `packId` (every read failed): they no longer count as stored
+   * (the next backup that has them stores them again, and their rows move there) but stay where the index
+   * has them, so a restore still tries them. Only blobs whose row names this pack are marked.
+   */
+  markBlobsDamaged(packId: Uint8Array, ids: readonly Uint8Array[]): void {
+    const st = this.db.prepare(
+      `INSERT OR IGNORE INTO damaged_blobs (blob_id, pack_id)
+       SELECT id, pack_id FROM blobs WHERE id = ? AND pack_id = ?`,
+    );
+    this.db.transaction(() => {
+      for (const id of ids) st.run(id, packId);
+    })();
+    this.damagedAny = this.anyDamagedBlobs();
+  }
+
+  /** Blobs read back whole from `packId` (a restore, verify or check): any damage mark they had was a glitch. */
+  blobsAuthenticated(packId: Uint8Array, ids: readonly Uint8Array[]): void {
+    if (!this.anyDamagedBlobs()) return;
+    const st = this.db.prepare('DELETE FROM damaged_blobs WHERE blob_id = ? AND pack_id = ?');
+    this.db.transaction(() => {
+      for (const id of ids) st.run(id, packId);
+    })();
+    this.damagedAny = this.anyDamagedBlobs();
+  }
+
+  /**
+   * Reads again whether any blob is marked damaged: another process on this keystore (a check beside a
+   * long-running web mode) may have marked some since. A backup calls it before it deduplicates; marks
+   * that name nothing any more go.
+   */
+  reloadDamageMarks(): void {
+    // A mark counts only where the blob's row points: one left on a pack the blob moved from (stored
+    // again) or that is gone names nothing, and would keep every lookup on the slower path.
+    this.db.exec(
+      `DELETE FROM damaged_blobs WHERE NOT EXISTS
+         (SELECT 1 FROM blobs b WHERE b.id = damaged_blobs.blob_id AND b.pack_id = damaged_blobs.pack_id)`,
+    );
+    this.damagedAny = this.anyDamagedBlobs();
+  }
+
+  /** Whether any blob is marked damaged (restores skip the bookkeeping when none is). */
+  anyDamagedBlobs(): boolean {
+    return this.db.prepare('SELECT 1 FROM damaged_blobs LIMIT 1').get() !== undefined;
+  }
+
+  /** The copy of `packId` on `targetId` was read whole (check --read-data): it, and `blobs` in it, are sound. */
+  copyWhole(packId: Uint8Array, targetId: number, blobs: readonly Uint8Array[]): void {
+    const wasDamaged = this.db
+      .prepare('SELECT 1 FROM damaged_copies WHERE pack_id = ? AND target_id = ?')
+      .get(packId, targetId);
+    if (wasDamaged) this.setCopyStates(targetId, [{ id: packId, state: 'stored' }]);
+    this.blobsAuthenticated(packId, blobs);
+  }
+
+  counts(): { packs: number; blobs: number; missingPacks: number } {
+    const q = (sql: string) => (this.db.prepare(sql).get() as { n: number }).n;
+    return {
+      packs: q('SELECT count(*) AS n FROM packs'),
+      blobs: q('SELECT count(*) AS n FROM blobs'),
+      missingPacks: q(`SELECT count(*) AS n FROM packs p WHERE NOT ${readable('p.id')}`),
+    };
+  }
+}
+
+interface RawPack {
+  id: Buffer;
+  kind: BlobKind;
+  size: number;
+  state: PackState;
+  job_id: string | null;
+  ec_k: number | null;
+  ec_m: number | null;
+}
+
+const toPack = (r: RawPack): PackRow => ({
+  id: r.id,
+  kind: r.kind,
+  size: r.size,
+  state: r.state,
+  jobId: r.job_id,
+  ...(r.ec_k !== null ? { ec: { k: r.ec_k, m: r.ec_m! } } : {}),
+});
+
+interface RawLocation {
+  id: Buffer;
+  kind: BlobKind;
+  pack_id: Buffer;
+  pack_size: number;
+  ec_k: number | null;
+  ec_m: number | null;
+  offset: number;
+  stored_length: number;
+  plain_length: number;
+}

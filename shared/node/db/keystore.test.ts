@@ -1,0 +1,102 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { makeKeySlot } from '../crypto/keys.ts';
+import { loadSodium } from '../crypto/provider.ts';
+import { newRepoConfig } from '../format/config.ts';
+import { tempDir } from '../../../test/support/fixtures.ts';
+import { KeystoreError } from './db.ts';
+import { Keystore } from './keystore.ts';
+import { FIRST_V2_VERSION, migrations } from './schema.ts';
+
+const sodium = await loadSodium();
+process.env.CAIRN_TEST_WEAK_KDF = '1';
+
+function create(file: string, passphrase = 'a good passphrase'): Keystore {
+  const master = sodium.randomBytes(32);
+  const config = newRepoConfig(sodium);
+  const slot = makeKeySlot(sodium, master, config.id, { passphrase });
+  return Keystore.create(file, sodium, { master, repoId: config.id, config, slots: [slot], slotId: slot.id });
+}
+
+describe('keystore', () => {
+  it('keeps only wrapped keys: the right passphrase unlocks the same subkeys, a wrong one nothing', async () => {
+    const file = path.join(tempDir(), 'ks', 'keystore.db');
+    const a = create(file);
+    const seal = Buffer.from(a.keys.blobSeal);
+    const master = Buffer.from(a.masterKey());
+    a.close();
+    const b = await Keystore.open(file, { passphrase: 'a good passphrase' }, sodium);
+    expect(b.keys.blobSeal.equals(seal)).toBe(true);
+    b.close();
+    await expect(Keystore.open(file, { passphrase: 'a bad passphrase' }, sodium)).rejects.toThrow(
+      /Wrong passphrase/,
+    );
+    expect(() => create(file)).toThrow(/already exists/);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    const raw = Buffer.concat([file, file + '-wal'].filter(fs.existsSync).map((f) => fs.readFileSync(f)));
+    expect(raw.includes(master)).toBe(false);
+  });
+
+  it('keeps S3 secrets encrypted at rest and returns them when unlocked', async () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const ks = create(file);
+    const secret = 'S3CRET-' + 'x'.repeat(30);
+    const t = ks.addTarget(
+      'aws',
+      {
+        kind: 's3',
+        endpoint: 'https://s3.example.test',
+        bucket: 'bkt',
+        region: 'eu-west-1',
+        accessKeyId: 'AKIA1',
+        pathStyle: false,
+        checksums: 'when-supported',
+      },
+      secret,
+    );
+    expect(ks.targetHandle(t).secret).toBe(secret);
+    ks.db.pragma('wal_checkpoint(TRUNCATE)');
+    ks.close();
+    for (const f of [file, file + '-wal']) {
+      if (fs.existsSync(f)) expect(fs.readFileSync(f).includes(Buffer.from('S3CRET-'))).toBe(false);
+    }
+    const again = await Keystore.open(file, { passphrase: 'a good passphrase' }, sodium);
+    expect(again.targetHandle(again.findTarget('aws')!).secret).toBe(secret);
+    again.close();
+  });
+
+  it('records its schema version, refuses a newer one and a format-1 keystore by name', async () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    create(file).close();
+    const latest = FIRST_V2_VERSION - 1 + migrations.length;
+    const db = new Database(file);
+    expect(db.pragma('user_version', { simple: true })).toBe(latest);
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    db.pragma(`user_version = ${latest + 1}`);
+    db.close();
+    await expect(Keystore.open(file, { passphrase: 'a good passphrase' }, sodium)).rejects.toThrow(
+      /newer than this Cairn understands/,
+    );
+    const v1 = path.join(tempDir(), 'keystore.db');
+    const old = new Database(v1);
+    old.pragma('user_version = 1');
+    old.close();
+    await expect(Keystore.open(v1, { passphrase: 'x' }, sodium)).rejects.toThrow(/repository format 1/);
+  });
+
+  it('names a damaged keystore file as such, not as a wrong passphrase', async () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    fs.writeFileSync(file, Buffer.alloc(8192, 0x5a));
+    let err: unknown;
+    try {
+      await Keystore.open(file, { passphrase: 'a good passphrase' }, sodium);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(KeystoreError);
+    expect((err as Error).message).toContain(file);
+    expect((err as Error).message).toMatch(/damaged/);
+  });
+});

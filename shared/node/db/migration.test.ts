@@ -1,0 +1,98 @@
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { tempDir } from '../../../test/support/fixtures.ts';
+import { openDb } from './db.ts';
+import { JobTable } from './job-table.ts';
+import { PlanTable } from './plan-table.ts';
+import { FIRST_V2_VERSION, migrations } from './schema.ts';
+
+describe('keystore migrations', () => {
+  it('a keystore of the previous schema gains plans and job excludes, keeping its jobs', () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const old = new Database(file);
+    old.exec(migrations[0]!);
+    old.pragma('user_version = 2');
+    old.exec(
+      `INSERT INTO targets (id, name, config, created_at) VALUES (1, 't', '{"kind":"dir","path":"/x"}', 0)`,
+    );
+    old
+      .prepare(
+        `INSERT INTO jobs (id, kind, target_id, state, sources, settings, created_at, updated_at)
+         VALUES ('0123456789ab', 'backup', 1, 'failed', '["/a"]', '{}', 1, 1)`,
+      )
+      .run();
+    old.close();
+
+    const db = openDb(file, { create: false });
+    try {
+      expect(db.pragma('user_version', { simple: true })).toBe(FIRST_V2_VERSION - 1 + migrations.length);
+      const jobs = new JobTable(db);
+      expect(jobs.get('0123456789ab')).toMatchObject({ state: 'failed', sources: ['/a'], exclude: [] });
+      const plans = new PlanTable(db);
+      plans.insert('p', 1, { sources: ['/a'], exclude: ['*.tmp'], schedule: { every: 'manual' } }, 5);
+      expect(plans.get('p')).toMatchObject({
+        targetId: 1,
+        lastStartedAt: null,
+        spec: { exclude: ['*.tmp'] },
+      });
+      expect(plans.usingTarget(1)).toEqual(['p']);
+    } finally {
+      db.close();
+    }
+    // Opening again runs nothing more.
+    openDb(file, { create: false }).close();
+  });
+});
+
+describe('keystore migration 5 (plan retention)', () => {
+  it("a keystore with plans gains the retention outcome columns; the plans' runs stay", () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const old = new Database(file);
+    for (const m of migrations.slice(0, 3)) old.exec(m);
+    old.pragma(`user_version = ${FIRST_V2_VERSION - 1 + 3}`);
+    old.exec(
+      `INSERT INTO targets (id, name, config, created_at) VALUES (1, 't', '{"kind":"dir","path":"/x"}', 0)`,
+    );
+    old.exec(
+      `INSERT INTO plans (name, target_id, spec, created_at, updated_at, last_started_at, last_finished_at, last_ok, last_snapshot)
+       VALUES ('docs', 1, '{"sources":["/a"],"exclude":[],"schedule":{"every":"manual"}}', 1, 1, 10, 20, 1, 'aaaaaaaaaaaa')`,
+    );
+    old.close();
+
+    const db = openDb(file, { create: false });
+    try {
+      expect(db.pragma('user_version', { simple: true })).toBe(FIRST_V2_VERSION - 1 + migrations.length);
+      const plans = new PlanTable(db);
+      const p = plans.get('docs')!;
+      expect(p).toMatchObject({ lastOk: true, lastSnapshot: 'aaaaaaaaaaaa', retention: null });
+      expect(p.spec.retention).toBeUndefined();
+      plans.recordRetention(p.id, { at: 30, removed: 2, error: null });
+      expect(plans.get('docs')!.retention).toEqual({ at: 30, removed: 2, error: null });
+      plans.recordRetention(p.id, { at: 40, removed: 0, error: 'bucket said no' });
+      expect(plans.get('docs')!.retention).toEqual({ at: 40, removed: 0, error: 'bucket said no' });
+    } finally {
+      db.close();
+    }
+    openDb(file, { create: false }).close();
+  });
+});
+
+describe('keystore migration 10 (revocation records)', () => {
+  it('revocations made before records existed stay here, local only: never learnt again, never sent', () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const old = new Database(file);
+    const before = migrations.length - 2; // the revocation migration and the damaged-blob one are newer
+    for (const m of migrations.slice(0, before)) old.exec(m);
+    old.pragma(`user_version = ${FIRST_V2_VERSION - 1 + before}`);
+    old.exec(`INSERT INTO revoked_key_slots (id, revoked_at) VALUES ('00112233445566aa', 5)`);
+    old.close();
+    const db = openDb(file, { create: false });
+    try {
+      const rows = db.prepare('SELECT id, proven FROM revoked_key_slots').all();
+      expect(rows).toEqual([{ id: '00112233445566aa', proven: 0 }]);
+    } finally {
+      db.close();
+    }
+  });
+});

@@ -1,0 +1,45 @@
+import os from 'node:os';
+/** Where Cairn keeps its data, and the error and check used for every user-given setting. */
+import path from 'node:path';
+import { SettingsError } from '../settings-error.ts';
+
+/** CAIRN_HOME, else the OS's per-user application data folder. */
+export function defaultHome(): string {
+  if (process.env.CAIRN_HOME) return path.resolve(process.env.CAIRN_HOME);
+  const home = os.homedir();
+  if (process.platform === 'darwin') return path.join(home, 'Library', 'Application Support', 'Cairn');
+  if (process.platform === 'win32')
+    return path.join(process.env.APPDATA ?? path.join(home, 'AppData', 'Roaming'), 'Cairn');
+  return path.join(process.env.XDG_DATA_HOME ?? path.join(home, '.local', 'share'), 'cairn');
+}
+
+export function keystorePath(home: string): string {
+  return path.join(home, 'keystore.db');
+}
+
+export { SettingsError };
+
+export function check<T>(
+  schema: {
+    safeParse(
+      v: unknown,
+    ):
+      | { success: true; data: T }
+      | { success: false; error: { issues: { message: string; path: PropertyKey[] }[] } };
+  },
+  v: unknown,
+): T {
+  const r = schema.safeParse(v);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    throw new SettingsError(issue?.message ?? 'Invalid value.', issue?.path.join('.') || undefined);
+  }
+  return r.data;
+}
+
+/** A pool member's weight, its share of new copies: a whole number from 1 to 1,000,000. */
+export function checkWeight(weight: number): number {
+  if (!Number.isInteger(weight) || weight < 1 || weight > 1_000_000)
+    throw new SettingsError('The weight is a whole number from 1 to 1000000.', 'weight');
+  return weight;
+}

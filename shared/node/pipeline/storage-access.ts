@@ -1,0 +1,34 @@
+import type { PipelineSettings } from '../../settings.ts';
+import type { PackPlacement } from './worker-protocol.ts';
+import type { TargetHandle } from '../storage/open-target.ts';
+import type { Keystore } from '../db/keystore.ts';
+import { WorkerPool } from './worker-pool.ts';
+
+export function startPool(
+  ks: Keystore,
+  targets: TargetHandle[],
+  settings: PipelineSettings,
+  targetId = 0,
+  spoolFilesPerWorker = 0,
+  placement?: PackPlacement,
+): Promise<WorkerPool> {
+  return WorkerPool.start(
+    {
+      slots: settings.uploadsPerWorker,
+      chunkSize: settings.chunkSize,
+      packSize: ks.config.packSize,
+      crypto: ks.sodium.name,
+      idKey: ks.keys.blobId,
+      sealKey: ks.keys.blobSeal,
+      metaKey: ks.keys.metaSeal,
+      shardKey: ks.keys.shardMac,
+      targets,
+      targetId,
+      ...(placement ? { placement } : {}),
+      // Backups: how long a pack below its write quorum pauses for its targets (restores store nothing).
+      pauseLimitMs: settings.pauseLimitMs ?? Infinity,
+    },
+    settings.workers,
+    spoolFilesPerWorker,
+  );
+}

@@ -1,0 +1,235 @@
+import os from 'node:os';
+import { Worker } from 'node:worker_threads';
+import type { FromWorker, ToWorker, WorkerInit } from './worker-protocol.ts';
+import type { JobControl } from '../jobs/job-control.ts';
+import { PackSpool } from './pack-spool.ts';
+import { workerEntry } from './worker-bundle.ts';
+
+/**
+ * A worker's data lives in Buffers outside the JS heap; its young generation only sees small, short-lived
+ * objects. V8's default lets it grow to ~48 MB per worker; 8 MB costs no measurable throughput.
+ */
+const WORKER_YOUNG_GENERATION_MB = 8;
+
+/** Workers started by `prewarm`, waiting for a job. */
+const warm: { worker: Worker; gone: () => void }[] = [];
+
+export function defaultWorkerCount(): number {
+  return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+}
+
+/**
+ * How many of a command's `count` workers to start while Argon2id derives the key: as many as the cores
+ * it leaves free, at least one. On two cores, starting both beside it added 20 MB to peak RSS (the
+ * derivation's 128 MiB is the peak) and saved no time: 1 GiB backups and restores were as fast or faster
+ * with one (docs/PERFORMANCE.md, session 26). The others start with the job.
+ */
+export function workersBesideKeyDerivation(count: number, cores = defaultWorkerCount()): number {
+  return Math.max(0, Math.min(count, Math.max(1, cores - 1)));
+}
+
+interface Slot {
+  worker: Worker;
+  outstanding: number;
+}
+
+/**
+ * A pool of chunk workers. `run` keeps every worker at `credits` outstanding tasks, pulling tasks lazily
+ * from an iterator, so planning, memory and backpressure follow the pipeline rather than the file size.
+ */
+export class WorkerPool {
+  private readonly slots: Slot[] = [];
+  private crashed: Error | null = null;
+  private closing = false;
+  private onCrash: ((err: Error) => void) | null = null;
+  private spool: PackSpool | null = null;
+
+  private constructor(
+    /** Transfers each worker runs at once (its upload/download slots). */
+    readonly slotsPerWorker: number,
+  ) {}
+
+  /**
+   * Starts `count` workers ahead of any job: they load their modules (the AWS SDK, sodium, BLAKE3: ~0.2 s
+   * of a short command) while the caller derives the key, and the next `start` adopts them. Unadopted
+   * ones never keep the process alive.
+   */
+  static prewarm(count: number): void {
+    const entry = workerEntry();
+    while (warm.length < count) {
+      const worker = new Worker(entry, {
+        resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB },
+      });
+      const gone = () => {
+        const i = warm.findIndex((w) => w.worker === worker);
+        if (i >= 0) warm.splice(i, 1);
+      };
+      worker.on('error', gone); // a fresh worker, started by `start`, will report it
+      worker.on('exit', gone);
+      worker.unref();
+      warm.push({ worker, gone });
+    }
+  }
+
+  /** `spoolFilesPerWorker`: backups, the packs each worker may have filling or uploading at once. */
+  static async start(
+    inits: Omit<WorkerInit, 'index' | 'spoolFds' | 'spoolDir'>,
+    count: number,
+    spoolFilesPerWorker = 0,
+  ): Promise<WorkerPool> {
+    const pool = new WorkerPool(inits.slots);
+    const spool = spoolFilesPerWorker > 0 ? PackSpool.open(count * spoolFilesPerWorker) : null;
+    pool.spool = spool;
+    const spoolFds = spool?.groups(spoolFilesPerWorker);
+    const entry = workerEntry();
+    const started = Promise.all(
+      Array.from({ length: count }, (_, index) => {
+        const adopted = warm.shift();
+        if (adopted) {
+          adopted.worker.off('error', adopted.gone);
+          adopted.worker.off('exit', adopted.gone);
+          adopted.worker.ref();
+        }
+        const worker =
+          adopted?.worker ??
+          new Worker(entry, { resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
+        const slot: Slot = { worker, outstanding: 0 };
+        pool.slots.push(slot);
+        worker.on('error', (err) => pool.crash(err as Error));
+        worker.on('exit', (code) => {
+          if (code !== 0) pool.crash(new Error(`a chunk worker exited with code ${code}`));
+        });
+        const ready = new Promise<void>((resolve, reject) => {
+          const onReady = (m: { t: string }) => {
+            if (m.t === 'ready') {
+              worker.off('message', onReady);
+              resolve();
+            }
+          };
+          worker.on('message', onReady);
+          worker.once('error', reject);
+          worker.once('exit', (code) => reject(new Error(`a chunk worker exited with code ${code}`)));
+        });
+        const init: WorkerInit = { ...inits, index, spoolFds: spoolFds?.[index], spoolDir: spool?.dir };
+        worker.postMessage({ t: 'init', init } satisfies ToWorker);
+        return ready;
+      }),
+    );
+    try {
+      await started;
+    } catch (err) {
+      await pool.close();
+      throw err;
+    }
+    return pool;
+  }
+
+  private crash(err: Error): void {
+    if (this.closing) return;
+    this.crashed ??= err;
+    this.onCrash?.(err);
+  }
+
+  /**
+   * Feeds tasks until the iterator is done and every task has answered. `handle` receives each worker
+   * message with a reply function and returns true when the message ends its task. While `control` is
+   * paused no new task is sent; once it is cancelled, or `stop()` says so, feeding ends (tasks already
+   * sent always finish).
+   */
+  run<T extends { tid: number }>(o: {
+    kind: 'backup' | 'restore';
+    tasks: Iterator<T>;
+    credits: number;
+    handle: (m: FromWorker, reply: (msg: ToWorker) => void) => boolean;
+    stop?: () => boolean;
+    control?: JobControl;
+    /** Backups: once every task has answered, have each worker close and upload its open pack. */
+    flushAtEnd?: boolean;
+  }): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (this.crashed) return reject(this.crashed);
+      let exhausted = false;
+      let settled = false;
+      let flushing = false;
+      let flushed = 0;
+      const listeners: [Worker, (m: FromWorker) => void][] = [];
+      const unwake = o.control?.onWake(() => feedAll());
+      const finish = (err?: Error) => {
+        if (settled) return;
+        settled = true;
+        for (const [w, l] of listeners) w.off('message', l);
+        this.onCrash = null;
+        unwake?.();
+        if (err) reject(err);
+        else resolve();
+      };
+      this.onCrash = (err) => finish(err);
+      const total = () => this.slots.reduce((s, x) => s + x.outstanding, 0);
+      const feed = (slot: Slot) => {
+        while (!exhausted && slot.outstanding < o.credits) {
+          if (o.stop?.() || o.control?.cancelled) {
+            exhausted = true;
+            break;
+          }
+          if (o.control?.paused) break;
+          const next = o.tasks.next();
+          if (next.done) {
+            exhausted = true;
+            break;
+          }
+          slot.outstanding++;
+          slot.worker.postMessage(
+            o.kind === 'backup' ? { t: 'backup', task: next.value } : { t: 'restore', task: next.value },
+          );
+        }
+        if (exhausted && total() === 0) drain();
+      };
+      const drain = () => {
+        if (!o.flushAtEnd) return finish();
+        if (flushing) return;
+        flushing = true;
+        for (const s of this.slots) s.worker.postMessage({ t: 'flush' } satisfies ToWorker);
+      };
+      const feedAll = () => {
+        try {
+          for (const slot of this.slots) feed(slot);
+        } catch (err) {
+          finish(err as Error);
+        }
+      };
+      for (const slot of this.slots) {
+        const listener = (m: FromWorker) => {
+          if (m.t === 'flushed') {
+            if (++flushed === this.slots.length) finish();
+            return;
+          }
+          try {
+            if (o.handle(m, (msg) => slot.worker.postMessage(msg))) {
+              slot.outstanding--;
+              feed(slot);
+            }
+          } catch (err) {
+            finish(err as Error);
+          }
+        };
+        listeners.push([slot.worker, listener]);
+        slot.worker.on('message', listener);
+      }
+      feedAll();
+    });
+  }
+
+  /** Sends a message to every worker. */
+  broadcast(msg: ToWorker): void {
+    for (const s of this.slots) s.worker.postMessage(msg);
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    try {
+      await Promise.all(this.slots.map((s) => s.worker.terminate()));
+    } finally {
+      this.spool?.close();
+    }
+  }
+}

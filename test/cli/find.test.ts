@@ -1,0 +1,53 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliJson, runCli } from '../support/cli.ts';
+import { initHomeWithTarget } from '../support/cairn-env.ts';
+import { tempDir, writeRandomFile } from '../support/fixtures.ts';
+import { startVersitygw, type S3Server } from '../support/versitygw.ts';
+import type { SearchResult } from '../../shared/node/browse/snapshot-search.ts';
+
+let s3: S3Server;
+beforeAll(async () => {
+  s3 = await startVersitygw();
+});
+afterAll(async () => {
+  await s3?.stop();
+});
+
+describe('cairn find', () => {
+  it('lists every version of a file across snapshots, with snapshot, time and size', async () => {
+    const { cli } = await initHomeWithTarget(s3, { bucket: await s3.createBucket() });
+    const src = path.join(tempDir(), 'papers');
+    writeRandomFile(path.join(src, 'report.docx'), 1000);
+    writeRandomFile(path.join(src, '2024', 'invoice-1.pdf'), 10);
+    writeRandomFile(path.join(src, '2024', 'invoice-2.pdf'), 10);
+    const ids: string[] = [];
+    ids.push((await cliJson<{ snapshotId: string }>(['backup', src], cli)).snapshotId);
+    writeRandomFile(path.join(src, 'report.docx'), 2000);
+    ids.push((await cliJson<{ snapshotId: string }>(['backup', src], cli)).snapshotId);
+
+    const found = await cliJson<SearchResult>(['find', 'REPORT.docx'], cli);
+    expect(found.files).toHaveLength(1);
+    expect(found.files[0]!.path).toBe(path.join(src, 'report.docx'));
+    expect(found.files[0]!.versions.map((v) => [v.size, v.foundIn.map((f) => f.snapshotId)])).toEqual([
+      [2000, [ids[1]]],
+      [1000, [ids[0]]],
+    ]);
+
+    const text = await runCli(['find', '2024/*.pdf'], cli);
+    expect(text.code).toBe(0);
+    const lines = text.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^TIME\s+SNAPSHOT\s+HOST\s+SIZE\s+VERSION\s+PATH$/);
+    // Two files, each unchanged in both snapshots: four rows.
+    expect(lines.slice(1)).toHaveLength(4);
+    expect(lines[1]).toContain(path.join(src, '2024', 'invoice-1.pdf'));
+    expect(lines[1]).toMatch(new RegExp(`${ids[1]}.*10 B`));
+    expect(text.stderr).toContain('2 file(s), 2 version(s) in 2 snapshot(s).');
+
+    const capped = await runCli(['find', '*', '--limit', '2'], cli);
+    expect(capped.stderr).toContain('More than 2 matches: showing the first 2. Refine the pattern');
+    const bad = await runCli(['find', 'a[b'], cli);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/The search "a\[b": a "\[" has no closing "\]"/);
+  });
+});
