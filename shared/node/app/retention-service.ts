@@ -20,7 +20,7 @@ type RetentionHandlers = {
   [M in RetentionMethod]: (req: Request<M>) => Promise<Responses[M]> | Responses[M];
 };
 
-/** Keystore settings keys (times on the scheduler's clock). */
+/** LocalDb settings keys (times on the scheduler's clock). */
 const SETTINGS_KEY = 'maintenance';
 const LAST_KEY = 'maintenance.lastPrune';
 const ESTIMATE_KEY = 'maintenance.lastEstimate';

@@ -9,7 +9,7 @@ import { storeFiles } from './backup-reads.ts';
 import { compileExcludes } from './exclude.ts';
 import { JobCancelledError, type JobControl } from '../jobs/job-control.ts';
 import { waitingPacks, type JobListener } from '../jobs/job-events.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 import type { TransferSummary } from '../jobs/stats-collector.ts';
 import { resolveSources, unreadableError, walkForBackup } from './walk.ts';
 import { completeCopies } from '../repository/copy-completion.ts';

@@ -2,7 +2,7 @@ import { ObjectKey, Prefix } from '../../format/constants.ts';
 import type { Repository } from '../repository/repository.ts';
 import { FAILOVER_WINDOW_MS } from '../storage/retrying.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 
 /**
  * Up to this many objects per target are proven with HEAD requests (16 at a time: a few seconds even at

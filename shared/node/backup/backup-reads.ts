@@ -8,7 +8,7 @@ import type { Repository } from '../repository/repository.ts';
 import type { JobControl } from '../jobs/job-control.ts';
 import type { JobListener } from '../jobs/job-events.ts';
 import type { JobFile } from '../db/job-table.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 import { StatsCollector, type TransferSummary } from '../jobs/stats-collector.ts';
 import { packSpoolFiles } from '../pipeline/pack-spool.ts';
 import { packPlacement } from '../pool/pack-placement.ts';

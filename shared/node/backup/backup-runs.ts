@@ -11,7 +11,7 @@ import { JobCancelledError, type JobControl } from '../jobs/job-control.ts';
 import type { JobListener } from '../jobs/job-events.ts';
 import type { JobRow } from '../db/job-table.ts';
 import { describeDbError } from '../db/db.ts';
-import type { Keystore, TargetRow } from '../db/keystore.ts';
+import type { LocalDb, TargetRow } from '../db/local-db.ts';
 
 /** What one resume run may set for itself (not saved with the job). */
 export interface ResumeRun {
@@ -27,7 +27,7 @@ export interface ResumeRun {
  */
 export class BackupJobs {
   constructor(
-    private readonly ks: Keystore,
+    private readonly ks: LocalDb,
     private readonly repo: Repository,
   ) {}
 

@@ -6,7 +6,7 @@ import { openPackTrailer, type PackEntry } from '../format/pack.ts';
 import { openShard } from '../format/shard-codec.ts';
 import type { Repository } from '../repository/repository.ts';
 import { StorageError } from '../storage/storage.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 
 // The reads of `check --read-data` (check-job.ts): whole copies, and erasure-coded packs with their shards.
 

@@ -1,5 +1,5 @@
 /**
- * Keystore migrations (format v2), applied in order; PRAGMA user_version records 1 + how many ran.
+ * LocalDb migrations (format v2), applied in order; PRAGMA user_version records 1 + how many ran.
  * user_version 1 was the format-v1 keystore, which this version refuses (see db.ts). Never edit a
  * shipped migration: append a new one.
  *

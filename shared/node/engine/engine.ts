@@ -37,7 +37,7 @@ import type { JobListener } from '../jobs/job-events.ts';
 import type { JobControl } from '../jobs/job-control.ts';
 import type { JobRow } from '../db/job-table.ts';
 import { KeystoreError } from '../db/db.ts';
-import { Keystore, type LockedKeystore, type TargetRow } from '../db/keystore.ts';
+import { LocalDb, type LockedKeystore, type TargetRow } from '../db/local-db.ts';
 import { runRestoreJob, type RestoreResult } from '../restore/restore-job.ts';
 import type { RestoreSelection } from '../restore/restore-selection.ts';
 import { snapshotChildren, snapshotEntries } from '../repository/snapshot-tree.ts';
@@ -93,7 +93,7 @@ export class Engine {
   private readonly backups: BackupJobs;
   private readonly members: MemberReads;
 
-  private constructor(readonly ks: Keystore) {
+  private constructor(readonly ks: LocalDb) {
     this.repo = new Repository(ks);
     this.repo.notice = (m) => this.notice?.(m);
     this.backups = new BackupJobs(ks, this.repo);
@@ -110,7 +110,7 @@ export class Engine {
     );
   }
 
-  private static async ready(ks: Keystore): Promise<Engine> {
+  private static async ready(ks: LocalDb): Promise<Engine> {
     await ks.sodium.prepareKeyedHash(ks.keys.blobId);
     return new Engine(ks);
   }
@@ -122,7 +122,7 @@ export class Engine {
     const config = newRepoConfig(sodium, opts);
     const master = sodium.randomBytes(KEY_BYTES);
     const slot = makeKeySlot(sodium, master, config.id, { passphrase });
-    const ks = Keystore.create(keystorePath(home), sodium, {
+    const ks = LocalDb.create(keystorePath(home), sodium, {
       master,
       repoId: config.id,
       config,
@@ -147,7 +147,7 @@ export class Engine {
     secret: Unlocker,
     meanwhile: (locked: LockedKeystore) => Promise<T>,
   ): Promise<{ engine: Engine; early: T }> {
-    const locked = Keystore.openLocked(keystorePath(home), await loadSodium());
+    const locked = LocalDb.openLocked(keystorePath(home), await loadSodium());
     // `meanwhile` starts first, and whatever it throws becomes its rejection: an unlock that fails at once
     // closes the keystore under it, and a throw while building the array left that failure unhandled.
     const early = (async () => meanwhile(locked))();
@@ -180,7 +180,7 @@ export class Engine {
     const sodium = await loadSodium();
     const handle: TargetHandle = { id: 0, name, config: parsed, secret };
     const found = await unlockFromTarget(sodium, handle, unlocker);
-    const ks = Keystore.create(keystorePath(home), sodium, { ...found, repoId: found.config.id });
+    const ks = LocalDb.create(keystorePath(home), sodium, { ...found, repoId: found.config.id });
     found.master.fill(0);
     const engine = await Engine.ready(ks);
     try {

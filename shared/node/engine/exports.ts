@@ -7,7 +7,7 @@ export { SearchPatternError } from '../browse/search-pattern.ts';
 export { BrowseError, SnapshotBrowser } from '../browse/snapshot-browse.ts';
 export { searchSnapshots } from '../browse/snapshot-search.ts';
 export type { Unlocker } from '../crypto/keys.ts';
-export type { LockedKeystore } from '../db/keystore.ts';
+export type { LockedKeystore } from '../db/local-db.ts';
 export { PACK_SIZE_MAX, PACK_SIZE_MIN } from '../format/config.ts';
 export { JobCancelledError, JobControl } from '../jobs/job-control.ts';
 export type { JobListener } from '../jobs/job-events.ts';

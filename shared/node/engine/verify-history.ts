@@ -2,7 +2,7 @@ import { isProcessAlive } from '../repository/locks.ts';
 import type { Engine, VerifyResult } from './engine.ts';
 import { JobCancelledError, type JobControl } from '../jobs/job-control.ts';
 import type { JobListener } from '../jobs/job-events.ts';
-import { VerifyTable, type VerificationRow } from '../db/verify-table.ts';
+import type { VerifyTable, VerificationRow } from '../db/verify-table.ts';
 
 export type { VerificationRow };
 
@@ -11,7 +11,7 @@ export class VerifyHistory {
   private readonly table: VerifyTable;
 
   constructor(private readonly engine: Engine) {
-    this.table = new VerifyTable(engine.ks.db);
+    this.table = engine.ks.verifications;
   }
 
   /**

@@ -2,12 +2,12 @@ import { encodeRecoveryKey, makeKeySlot, type KeySlot, type Unlocker } from '../
 import { KEY_BYTES } from '../crypto/provider.ts';
 import type { Repository } from '../repository/repository.ts';
 import { SettingsError } from '../home-and-settings.ts';
-import type { Keystore } from '../db/keystore.ts';
+import type { LocalDb } from '../db/local-db.ts';
 
 /** The key slots that open the repository, kept alike in every target and in the keystore. */
 export class KeyAdmin {
   constructor(
-    private readonly ks: Keystore,
+    private readonly ks: LocalDb,
     private readonly repo: Repository,
   ) {}
 

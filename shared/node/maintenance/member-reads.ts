@@ -5,7 +5,7 @@ import { PoolError } from '../repository/pool-sync.ts';
 import { unreachableMembers } from '../pool/reachability.ts';
 import { StorageError } from '../storage/storage.ts';
 import { ObjectFormatError } from '../format/sealed-object.ts';
-import type { Keystore, TargetRow } from '../db/keystore.ts';
+import type { LocalDb, TargetRow } from '../db/local-db.ts';
 import { poolMembers } from './pool-admin.ts';
 
 /**
@@ -15,7 +15,7 @@ import { poolMembers } from './pool-admin.ts';
  */
 export class MemberReads {
   constructor(
-    private readonly ks: Keystore,
+    private readonly ks: LocalDb,
     private readonly repo: Repository,
     private readonly notice: (message: string) => void,
   ) {}

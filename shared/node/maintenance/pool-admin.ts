@@ -11,7 +11,7 @@ import { checkErasure, checkReplicas } from '../../pool-policy.ts';
 import { SettingsError, checkWeight } from '../home-and-settings.ts';
 import { copiesNeeded, poolStatus, storedAsPolicy } from '../pool/pool-status.ts';
 import { runRebalance, type RebalanceResult } from './rebalance-job.ts';
-import type { Keystore, TargetRow } from '../db/keystore.ts';
+import type { LocalDb, TargetRow } from '../db/local-db.ts';
 
 export interface RedundancyReport {
   policy: PoolPolicy;
@@ -61,14 +61,14 @@ function lockedOnly(members: TargetRow[], locks: RepoLock[]): Map<number, string
 }
 
 /** The pool's members (targets with a place in the pool object). */
-export function poolMembers(ks: Keystore): TargetRow[] {
+export function poolMembers(ks: LocalDb): TargetRow[] {
   return ks.pool.state() ? ks.listTargets().filter((t) => t.poolId !== null) : [];
 }
 
 /** The repository's redundancy policy and its changes (docs/FORMAT.md, "Pools"). */
 export class PoolAdmin {
   constructor(
-    private readonly ks: Keystore,
+    private readonly ks: LocalDb,
     private readonly repo: Repository,
     /**
      * Reads every member's index files and snapshots (MemberReads.refresh), members out of reach passed

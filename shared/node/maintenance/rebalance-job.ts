@@ -11,7 +11,7 @@ import type { RepoLock } from '../repository/locks.ts';
 import { inLockOrder, refreshLocked } from '../pool/pool-object.ts';
 import type { Repository } from '../repository/repository.ts';
 import { SettingsError } from '../home-and-settings.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 import { blobsInIndexFiles, writeIndexFiles } from '../retention/index-files.ts';
 import { killPoint } from '../retention/prune-packs.ts';
 

@@ -5,7 +5,7 @@ import { SameStorageError } from '../repository/locks.ts';
 import { Repository } from '../repository/repository.ts';
 import { openTarget, type TargetHandle } from '../storage/open-target.ts';
 import { SettingsError, check, checkWeight } from '../home-and-settings.ts';
-import type { Keystore, TargetRow } from '../db/keystore.ts';
+import type { LocalDb, TargetRow } from '../db/local-db.ts';
 
 /** Whether two targets' settings name the same folder, or the same bucket of the same endpoint. */
 function sameStore(a: TargetConfig, b: TargetConfig): boolean {
@@ -18,7 +18,7 @@ function sameStore(a: TargetConfig, b: TargetConfig): boolean {
 /** The repository's targets: added and edited only after proving what they hold. */
 export class TargetAdmin {
   constructor(
-    private readonly ks: Keystore,
+    private readonly ks: LocalDb,
     private readonly repo: Repository,
   ) {}
 

@@ -5,7 +5,7 @@ import type { PipelineSettings } from '../../settings.ts';
 import type { FromWorker, RestoreTask } from './worker-protocol.ts';
 import type { JobControl } from '../jobs/job-control.ts';
 import type { BlobLocation, IndexCache } from '../db/index-cache.ts';
-import type { Keystore } from '../db/keystore.ts';
+import type { LocalDb } from '../db/local-db.ts';
 import type { WholeFile } from './restore-dest.ts';
 import type { StatsCollector } from '../jobs/stats-collector.ts';
 import { startPool } from './storage-access.ts';
@@ -63,7 +63,7 @@ export function planFetches(needs: BlobNeed[]): { pack: BlobLocation; blobs: Blo
 }
 
 /** A worker pool that can read from every target (a snapshot's blobs may be on any of them). */
-export function startFetchPool(ks: Keystore, settings: PipelineSettings): Promise<WorkerPool> {
+export function startFetchPool(ks: LocalDb, settings: PipelineSettings): Promise<WorkerPool> {
   return startPool(
     ks,
     ks.listTargets().map((t) => ks.targetHandle(t)),

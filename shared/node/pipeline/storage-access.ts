@@ -1,11 +1,11 @@
 import type { PipelineSettings } from '../../settings.ts';
 import type { PackPlacement } from './worker-protocol.ts';
 import type { TargetHandle } from '../storage/open-target.ts';
-import type { Keystore } from '../db/keystore.ts';
+import type { LocalDb } from '../db/local-db.ts';
 import { WorkerPool } from './worker-pool.ts';
 
 export function startPool(
-  ks: Keystore,
+  ks: LocalDb,
   targets: TargetHandle[],
   settings: PipelineSettings,
   targetId = 0,

@@ -8,12 +8,12 @@ import type { JobControl } from '../jobs/job-control.ts';
 import type { JobListener } from '../jobs/job-events.ts';
 import type { JobRow } from '../db/job-table.ts';
 import type { PlanView } from '../../api/views.ts';
-import type { Keystore } from '../db/keystore.ts';
+import type { LocalDb } from '../db/local-db.ts';
 import type { PlanRow, PlanSpec } from '../db/plan-table.ts';
 import { applyPlanRetention, type Forget } from './plan-retention.ts';
 import { keepPolicyIsEmpty, keepPolicySchema, type KeepPolicyDraft } from '../../retention.ts';
 
-/** Keystore setting: the keep policy of plans without one of their own. */
+/** LocalDb setting: the keep policy of plans without one of their own. */
 const DEFAULT_RETENTION_KEY = 'retention.default';
 
 /** A plan with its run state, as the CLI and the app show it (the app's view, on the engine's clock). */
@@ -33,7 +33,7 @@ type RunBackup = (
 /** Backup plans: stored in the keystore, run as ordinary backups, one run of a plan at a time. */
 export class PlanAdmin {
   constructor(
-    private readonly ks: Keystore,
+    private readonly ks: LocalDb,
     private readonly backup: RunBackup,
     private readonly jobs: { resume: ResumeJob; interrupted: () => JobRow[] },
     private readonly isAlive: (pid: number) => boolean,

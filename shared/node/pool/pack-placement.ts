@@ -3,7 +3,7 @@ import type { SodiumProvider } from '../crypto/provider.ts';
 import { giveScratch, takeScratch, withEncodedShards } from '../format/erasure.ts';
 import { sealShard, shardObjectLength } from '../format/shard-codec.ts';
 import type { PutBody } from '../storage/put-body.ts';
-import type { Keystore, TargetRow } from '../db/keystore.ts';
+import type { LocalDb, TargetRow } from '../db/local-db.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../storage/retrying.ts';
 import { StorageError } from '../storage/storage.ts';
 import { RepositoryError } from './errors.ts';
@@ -25,7 +25,7 @@ export interface PackPlacement {
  * Where the copies of a pack written through `home` go: in a pool, the targets its rendezvous placement
  * ranks first (placement.ts) among the members, as many as the policy's copies; outside one, `home`.
  */
-export function packPlacement(ks: Keystore, home: TargetRow): PackPlacement | undefined {
+export function packPlacement(ks: LocalDb, home: TargetRow): PackPlacement | undefined {
   const state = ks.pool.state();
   if (!state || home.poolId === null) return undefined;
   const members = ks

@@ -1,7 +1,7 @@
 import type { RedundancyView } from '../../pool-text.ts';
 import { SINGLE_COPY, type PoolPolicy } from './pool-object.ts';
-import { copyUsageByTarget, packsByCopies, type TargetCopyUsage } from '../db/copy-stats.ts';
-import type { Keystore, TargetRow } from '../db/keystore.ts';
+import type { TargetCopyUsage } from '../db/copy-stats.ts';
+import type { LocalDb, TargetRow } from '../db/local-db.ts';
 
 /** Copies (or shards) a policy asks of each pack. */
 export function wantedCopies(p: PoolPolicy): number {
@@ -43,10 +43,10 @@ const NO_COPIES: TargetCopyUsage = {
  * redundancy. Nothing is listed or fetched (cheap enough to ask whenever a screen opens); the buckets'
  * own account is `PoolAdmin.redundancy` (`check --redundancy`).
  */
-export function poolStatus(ks: Keystore): PoolStatus {
+export function poolStatus(ks: LocalDb): PoolStatus {
   const state = ks.pool.state();
   const policy = state?.policy ?? SINGLE_COPY;
-  const usage = copyUsageByTarget(ks.db);
+  const usage = ks.copyUsageByTarget();
   const rows = ks.listTargets();
   const targets = rows.map((row) => ({
     row,
@@ -68,7 +68,7 @@ export function poolStatus(ks: Keystore): PoolStatus {
     state: 'full',
   };
   let storedBytes = 0;
-  for (const g of packsByCopies(ks.db)) {
+  for (const g of ks.packsByCopies()) {
     r.packs += g.packs;
     r.queued += g.queued * g.packs;
     if (g.stored < (g.ec?.k ?? 1)) {

@@ -1,5 +1,5 @@
 import { ObjectKey } from '../../format/constants.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../storage/retrying.ts';
 import { StorageError } from '../storage/storage.ts';
 

@@ -2,7 +2,7 @@ import { ObjectKey } from '../../format/constants.ts';
 import { sealShard } from '../format/shard-codec.ts';
 import { StorageError } from '../storage/storage.ts';
 import { rebuildPack, type ShardGet } from '../pool/shard-reads.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 import { RepositoryError } from '../pool/errors.ts';
 import { readWholePack } from './pack-rewrite.ts';
 import type { Repository } from './repository.ts';

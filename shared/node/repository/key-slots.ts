@@ -5,7 +5,7 @@ import { KEY_SLOT_MAX_BYTES, keySlotProblem, type KeySlot } from '../crypto/keys
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { openJson, sealJson } from '../format/json-object.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
-import type { Keystore, TargetRow } from '../db/keystore.ts';
+import type { LocalDb, TargetRow } from '../db/local-db.ts';
 
 /**
  * Key slots in the buckets (docs/FORMAT.md, "Key slots"). Every target holds every slot. A slot is
@@ -90,7 +90,7 @@ export async function readKeySlot(
 
 /** What key-slot upkeep needs of the repository. */
 export interface KeySlotHost {
-  readonly ks: Keystore;
+  readonly ks: LocalDb;
   storage(t: TargetRow): Storage;
   attach(t: TargetRow): Promise<unknown>;
   /** Damage seen and passed over (a planted or broken slot, a record that does not open). */

@@ -4,7 +4,7 @@ import type { SodiumProvider } from '../crypto/provider.ts';
 import { openJson, sealJson } from '../format/json-object.ts';
 import { isProcessAlive } from '../process-alive.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 
 /**
  * Locks in the bucket (docs/FORMAT.md, "Locks"): `locks/<16 hex>`, a sealed JSON object per holder.

@@ -3,13 +3,13 @@ import { sealIndexFile, type IndexedPack } from '../format/index-file.ts';
 import { sealJson } from '../format/json-object.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../storage/retrying.ts';
 import { StorageError } from '../storage/storage.ts';
-import type { Keystore, TargetRow } from '../db/keystore.ts';
+import type { LocalDb, TargetRow } from '../db/local-db.ts';
 import { RepositoryError } from '../pool/errors.ts';
 import type { SnapshotDoc } from '../format/snapshot.ts';
 
 /** What the metadata writer needs of the repository. */
 export interface MetaHost {
-  readonly ks: Keystore;
+  readonly ks: LocalDb;
   storage(t: TargetRow): RetryingStorage;
   attach(t: TargetRow, opts?: { impatient?: boolean }): Promise<unknown>;
 }
@@ -29,7 +29,7 @@ export class MetaWriter {
 
   constructor(private readonly host: MetaHost) {}
 
-  private get ks(): Keystore {
+  private get ks(): LocalDb {
     return this.host.ks;
   }
 

@@ -1,5 +1,5 @@
 import { ObjectKey, Prefix, packIdOfKey, shardOfKey } from '../../format/constants.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 import { storedObjectLength } from '../format/shard-codec.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../storage/retrying.ts';
 import type { Repository } from './repository.ts';

@@ -2,7 +2,7 @@ import type { TargetHandle } from '../storage/open-target.ts';
 import { readSealed } from './read-sealed.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
 import { KeystoreError } from '../db/db.ts';
-import type { Keystore, TargetRow } from '../db/keystore.ts';
+import type { LocalDb, TargetRow } from '../db/local-db.ts';
 import type { PoolState } from '../db/pool-table.ts';
 import type { RepoLock } from './locks.ts';
 import {
@@ -20,7 +20,7 @@ import {
 
 /** What the pool sync needs of the repository: a metadata connection per target and its locks. */
 export interface PoolHost {
-  readonly ks: Keystore;
+  readonly ks: LocalDb;
   storage(t: TargetRow, handle?: TargetHandle): Storage;
   lock(
     t: TargetRow,
@@ -44,7 +44,7 @@ export class PoolError extends Error {
 export class PoolSync {
   constructor(private readonly host: PoolHost) {}
 
-  private get ks(): Keystore {
+  private get ks(): LocalDb {
     return this.host.ks;
   }
 
@@ -112,7 +112,7 @@ export class PoolSync {
         `Target "${t.name}" is target ${self} of the pool, which this machine already knows as "${this.ks.targetById(holder).name}".`,
       );
     const learnt: TargetRow[] = [];
-    this.ks.db.transaction(() => {
+    this.ks.transaction(() => {
       this.ks.pool.setPlace(t.id, { poolId: self, weight: entry.weight, state: entry.state });
       // A target removed from the pool elsewhere goes here too, unless this keystore still needs it
       // (a plan names it, or it holds the only copy of packs): then it stays until removed by hand.
@@ -158,7 +158,7 @@ export class PoolSync {
         nextId: doc.nextId,
         policy: doc.policy,
       });
-    })();
+    });
     return learnt;
   }
 
@@ -214,13 +214,13 @@ export class PoolSync {
       const prev = this.ks.pool.state();
       let nextId = prev?.nextId ?? 1;
       const joined: number[] = [];
-      this.ks.db.transaction(() => {
+      this.ks.transaction(() => {
         for (const t of this.ks.listTargets())
           if (t.poolId === null) {
             this.ks.pool.setPlace(t.id, { poolId: nextId++, weight: t.weight, state: t.state });
             joined.push(t.id);
           }
-      })();
+      });
       const generation = (prev?.generation ?? 0) + 1;
       const random = this.ks.sodium.randomBytes(4).toString('hex');
       const state: PoolState = {
@@ -239,10 +239,10 @@ export class PoolSync {
         // The members are the record: until every one took the new generation, this keystore keeps the
         // old one (the pool ids it gave could otherwise be given again, elsewhere, to other targets).
         // A member that did take it is read again later, and its generation adopted then.
-        this.ks.db.transaction(() => {
+        this.ks.transaction(() => {
           for (const id of joined) this.ks.pool.clearPlace(id);
           this.ks.pool.setState(prev);
-        })();
+        });
         throw err;
       }
       for (const t of members)

@@ -7,7 +7,7 @@ import {
 } from '../format/index-file.ts';
 import { openJson } from '../format/json-object.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 import { readSealed } from './read-sealed.ts';
 import type { Repository } from './repository.ts';
 import { parseSnapshotDoc, type SnapshotDoc } from '../format/snapshot.ts';

@@ -10,7 +10,7 @@ import { ObjectFormatError } from '../format/sealed-object.ts';
 import type { TargetHandle } from '../storage/open-target.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../storage/retrying.ts';
 import { StorageError, type Storage } from '../storage/storage.ts';
-import type { Keystore, TargetRow } from '../db/keystore.ts';
+import type { LocalDb, TargetRow } from '../db/local-db.ts';
 import { targetWhere } from '../../settings.ts';
 import { openConfig, sealConfig, type RepoConfig } from '../format/config.ts';
 import { RepoLock, type LockContext, type LockKind } from './locks.ts';
@@ -41,7 +41,7 @@ export class Repository {
   /** Where damage seen and passed over is said (the engine's notice). */
   notice?: (message: string) => void;
 
-  constructor(readonly ks: Keystore) {
+  constructor(readonly ks: LocalDb) {
     this.keySlots = new KeySlots({
       ks,
       storage: (t) => this.storage(t),

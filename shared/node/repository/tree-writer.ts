@@ -2,7 +2,7 @@ import { maybeCompress, sealBlobInto } from '../format/blob-codec.ts';
 import { sealPackTrailer, type PackEntry } from '../format/pack.ts';
 import { sealedLength } from '../format/sealed-object.ts';
 import { encodeTree, type TreeNode } from '../format/tree.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 import { packPlacement } from '../pool/pack-placement.ts';
 import { storePackWaiting, type QuorumWait } from '../pool/quorum-wait.ts';
 import type { Repository } from './repository.ts';

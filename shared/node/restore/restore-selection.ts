@@ -1,6 +1,6 @@
 import type { TreeNode } from '../format/tree.ts';
 import type { BlobLocation, IndexCache } from '../db/index-cache.ts';
-import type { LockedKeystore } from '../db/keystore.ts';
+import type { LockedKeystore } from '../db/local-db.ts';
 import { loadS3Sdk } from '../storage/s3.ts';
 import { entrySelector, snapshotPaths } from './select-entries.ts';
 import { walkSnapshot, type TreeSource } from '../repository/snapshot-tree.ts';

@@ -7,7 +7,7 @@ import { withBlobs, type PlanPack } from './prune-plan.ts';
 import type { PackEntry } from '../format/pack.ts';
 import { StorageError } from '../storage/storage.ts';
 import type { Repository } from '../repository/repository.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 import { killPoint } from './prune-packs.ts';
 
 /** Packs per new index file (each also lists every index file it supersedes). */

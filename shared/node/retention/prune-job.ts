@@ -6,7 +6,7 @@ import type { RepoLock } from '../repository/locks.ts';
 import { inLockOrder, refreshLocked, type PoolPolicy } from '../pool/pool-object.ts';
 import type { Repository } from '../repository/repository.ts';
 import type { JobListener } from '../jobs/job-events.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 import { planPrune, type PlanOptions, type PlanPack, type PrunePlan } from './prune-plan.ts';
 import { deletePacks, goodCopies, killPoint, repack, targetIo } from './prune-packs.ts';
 import { countEc, ecIo, planEc, remainingEc, usedInNoPack, type EcClaim } from './prune-ec.ts';

@@ -5,7 +5,7 @@ import type { IndexedPack } from '../format/index-file.ts';
 import { sealPackTrailer, type PackEntry } from '../format/pack.ts';
 import type { Repository } from '../repository/repository.ts';
 import { StorageError } from '../storage/storage.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 import type { PlanPack, PrunePlan } from './prune-plan.ts';
 
 /** Prune's work on the packs of one target: choosing good copies, repacking, deleting. */

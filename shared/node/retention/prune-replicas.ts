@@ -6,7 +6,7 @@ import { storedObjectLength } from '../format/shard-codec.ts';
 import { storeWhole } from '../repository/pack-rewrite.ts';
 import type { Repository } from '../repository/repository.ts';
 import { StorageError } from '../storage/storage.ts';
-import type { TargetRow } from '../db/keystore.ts';
+import type { TargetRow } from '../db/local-db.ts';
 import { goodCopies, type RepackIo } from './prune-packs.ts';
 import { planPrune, type PlanOptions, type PlanPack, type PrunePlan } from './prune-plan.ts';
 

@@ -7,17 +7,17 @@ import { loadSodium } from '../crypto/provider.ts';
 import { newRepoConfig } from '../format/config.ts';
 import { tempDir } from '../../../test/support/fixtures.ts';
 import { KeystoreError } from './db.ts';
-import { Keystore } from './keystore.ts';
+import { LocalDb } from './local-db.ts';
 import { FIRST_V2_VERSION, migrations } from './schema.ts';
 
 const sodium = await loadSodium();
 process.env.CAIRN_TEST_WEAK_KDF = '1';
 
-function create(file: string, passphrase = 'a good passphrase'): Keystore {
+function create(file: string, passphrase = 'a good passphrase'): LocalDb {
   const master = sodium.randomBytes(32);
   const config = newRepoConfig(sodium);
   const slot = makeKeySlot(sodium, master, config.id, { passphrase });
-  return Keystore.create(file, sodium, { master, repoId: config.id, config, slots: [slot], slotId: slot.id });
+  return LocalDb.create(file, sodium, { master, repoId: config.id, config, slots: [slot], slotId: slot.id });
 }
 
 describe('keystore', () => {
@@ -27,10 +27,10 @@ describe('keystore', () => {
     const seal = Buffer.from(a.keys.blobSeal);
     const master = Buffer.from(a.masterKey());
     a.close();
-    const b = await Keystore.open(file, { passphrase: 'a good passphrase' }, sodium);
+    const b = await LocalDb.open(file, { passphrase: 'a good passphrase' }, sodium);
     expect(b.keys.blobSeal.equals(seal)).toBe(true);
     b.close();
-    await expect(Keystore.open(file, { passphrase: 'a bad passphrase' }, sodium)).rejects.toThrow(
+    await expect(LocalDb.open(file, { passphrase: 'a bad passphrase' }, sodium)).rejects.toThrow(
       /Wrong passphrase/,
     );
     expect(() => create(file)).toThrow(/already exists/);
@@ -62,7 +62,7 @@ describe('keystore', () => {
     for (const f of [file, file + '-wal']) {
       if (fs.existsSync(f)) expect(fs.readFileSync(f).includes(Buffer.from('S3CRET-'))).toBe(false);
     }
-    const again = await Keystore.open(file, { passphrase: 'a good passphrase' }, sodium);
+    const again = await LocalDb.open(file, { passphrase: 'a good passphrase' }, sodium);
     expect(again.targetHandle(again.findTarget('aws')!).secret).toBe(secret);
     again.close();
   });
@@ -76,14 +76,14 @@ describe('keystore', () => {
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     db.pragma(`user_version = ${latest + 1}`);
     db.close();
-    await expect(Keystore.open(file, { passphrase: 'a good passphrase' }, sodium)).rejects.toThrow(
+    await expect(LocalDb.open(file, { passphrase: 'a good passphrase' }, sodium)).rejects.toThrow(
       /newer than this Cairn understands/,
     );
     const v1 = path.join(tempDir(), 'keystore.db');
     const old = new Database(v1);
     old.pragma('user_version = 1');
     old.close();
-    await expect(Keystore.open(v1, { passphrase: 'x' }, sodium)).rejects.toThrow(/repository format 1/);
+    await expect(LocalDb.open(v1, { passphrase: 'x' }, sodium)).rejects.toThrow(/repository format 1/);
   });
 
   it('names a damaged keystore file as such, not as a wrong passphrase', async () => {
@@ -91,7 +91,7 @@ describe('keystore', () => {
     fs.writeFileSync(file, Buffer.alloc(8192, 0x5a));
     let err: unknown;
     try {
-      await Keystore.open(file, { passphrase: 'a good passphrase' }, sodium);
+      await LocalDb.open(file, { passphrase: 'a good passphrase' }, sodium);
     } catch (e) {
       err = e;
     }

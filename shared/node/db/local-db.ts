@@ -1,3 +1,4 @@
+/** The local database (keystore.db): its opening, unlocking and tables. */
 import { randomBytes } from 'node:crypto';
 import {
   deriveSubkeys,
@@ -16,6 +17,8 @@ import type { TargetHandle } from '../storage/open-target.ts';
 import { targetConfigSchema, type TargetConfig } from '../../settings.ts';
 import type { RepoConfig } from '../format/config.ts';
 import { KeystoreError, describeDbError, openDb, type Db } from './db.ts';
+import { copyUsageByTarget, packsByCopies, type TargetCopyUsage } from './copy-stats.ts';
+import { VerifyTable } from './verify-table.ts';
 import { IndexCache } from './index-cache.ts';
 import { JobTable } from './job-table.ts';
 import { PlanTable } from './plan-table.ts';
@@ -32,7 +35,7 @@ export interface LockedKeystore {
   readonly index: IndexCache;
   readonly snapshots: SnapshotCache;
   listTargets(): TargetRow[];
-  unlock(secret: Unlocker): Promise<Keystore>;
+  unlock(secret: Unlocker): Promise<LocalDb>;
   close(): void;
 }
 
@@ -50,10 +53,12 @@ export interface TargetRow {
 }
 
 /**
- * The unlocked local keystore: the repository's id, config and key slots, the targets (secrets sealed),
- * settings, and caches of what the bucket holds (index, snapshots, trees) plus job state.
+ * The local database, unlocked (the file `keystore.db` in the data folder): the repository's id, config
+ * and key slots, the targets (secrets sealed), settings, caches of what the bucket holds (index,
+ * snapshots, trees), job state, plans and queues. The only code that holds the SQLite handle is in this
+ * folder, one module per table.
  */
-export class Keystore {
+export class LocalDb {
   readonly index: IndexCache;
   readonly snapshots: SnapshotCache;
   readonly jobs: JobTable;
@@ -61,6 +66,7 @@ export class Keystore {
   readonly pool: PoolTable;
   readonly outbox: MetaOutbox;
   readonly ownLocks: OwnLocks;
+  readonly verifications: VerifyTable;
 
   private constructor(
     readonly db: Db,
@@ -80,6 +86,7 @@ export class Keystore {
     this.plans = new PlanTable(db);
     this.pool = new PoolTable(db);
     this.outbox = new MetaOutbox(db);
+    this.verifications = new VerifyTable(db);
     this.ownLocks = new OwnLocks(
       file,
       { pid: process.pid, started: processStart(process.pid) },
@@ -87,12 +94,27 @@ export class Keystore {
     );
   }
 
+  /** Runs `fn` in one SQLite transaction: all of its writes land, or none. */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+
+  /** Copies (or shards) recorded per target, by state. */
+  copyUsageByTarget(): Map<number, TargetCopyUsage> {
+    return copyUsageByTarget(this.db);
+  }
+
+  /** Packs grouped by their stored and queued copies. */
+  packsByCopies(): ReturnType<typeof packsByCopies> {
+    return packsByCopies(this.db);
+  }
+
   /** Creates a keystore for a repository whose master key is already known (init or connect). */
   static create(
     file: string,
     sodium: SodiumProvider,
     repo: { master: Buffer; repoId: string; config: RepoConfig; slots: KeySlot[]; slotId: string },
-  ): Keystore {
+  ): LocalDb {
     const db = openDb(file, { create: true });
     try {
       if (db.prepare('SELECT 1 FROM repository').get()) {
@@ -110,7 +132,7 @@ export class Keystore {
           JSON.stringify(randomBytes(8).toString('hex')),
         );
       })();
-      return Keystore.unlocked(db, file, sodium, Buffer.from(repo.master), repo);
+      return LocalDb.unlocked(db, file, sodium, Buffer.from(repo.master), repo);
     } catch (err) {
       db.close();
       throw describeDbError(err, file);
@@ -149,7 +171,7 @@ export class Keystore {
             const master = await openKeySlot(sodium, slot, secret);
             if (!master) continue;
             if (slot.id !== getSetting<string>(db, 'lastSlot')) setSetting(db, 'lastSlot', slot.id);
-            return Keystore.unlocked(db, file, sodium, master, {
+            return LocalDb.unlocked(db, file, sodium, master, {
               repoId,
               config: JSON.parse(config) as RepoConfig,
               slotId: slot.id,
@@ -178,13 +200,13 @@ export class Keystore {
     sodium: SodiumProvider,
     master: Buffer,
     repo: { repoId: string; config: RepoConfig; slotId: string },
-  ): Keystore {
+  ): LocalDb {
     const keys = deriveSubkeys(sodium, master);
-    return new Keystore(db, file, sodium, keys, master, repo.repoId, repo.config, repo.slotId);
+    return new LocalDb(db, file, sodium, keys, master, repo.repoId, repo.config, repo.slotId);
   }
 
-  static async open(file: string, secret: Unlocker, sodium: SodiumProvider): Promise<Keystore> {
-    return await Keystore.openLocked(file, sodium).unlock(secret);
+  static async open(file: string, secret: Unlocker, sodium: SodiumProvider): Promise<LocalDb> {
+    return await LocalDb.openLocked(file, sodium).unlock(secret);
   }
 
   close(): void {
