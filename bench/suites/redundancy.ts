@@ -83,8 +83,8 @@ export async function redundancySuite(o: BenchOptions): Promise<SuiteResult> {
           try {
             const names: string[] = [];
             for (const s of servers) names.push(await freshS3Target(engine, s));
-            if (policy.ec) await engine.pool.setErasure(policy.ec.k, policy.ec.m);
-            else await engine.pool.setReplicas(policy.copies, policy.copies);
+            if (policy.ec) await engine.poolAdmin.setErasure(policy.ec.k, policy.ec.m);
+            else await engine.poolAdmin.setReplicas(policy.copies, policy.copies);
             const cpu0 = process.cpuUsage();
             const b = await timedBackup(engine, file, names[0]!, { chunkSize: CHUNK });
             const cpu = process.cpuUsage(cpu0);

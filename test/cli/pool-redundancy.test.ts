@@ -72,7 +72,7 @@ describe('a pool of three S3 targets, 2 copies, write quorum 1 (issue 10)', () =
     const app = new AppService('web', cli.env.CAIRN_HOME!);
     try {
       await app.call('app.unlock', { passphrase: cli.env.CAIRN_PASSPHRASE! });
-      expect(await app.pool.completeQueued()).toBe(true);
+      expect(await app.poolService.completeQueued()).toBe(true);
     } finally {
       app.close();
     }

@@ -160,13 +160,13 @@ describe('the Storage screen API over a pool of three folders (real keystore, re
   it('in the background, queued copies wait while their target is away, and are written once it is back', async () => {
     const packs = packFiles(dirs[1]!);
     // The app looks every minute (CAIRN_COMPLETE_EVERY_MS in tests); one look is called here.
-    expect(await app.pool.completeQueued()).toBe(false);
+    expect(await app.poolService.completeQueued()).toBe(false);
     expect((await app.call('pool.status', {})).redundancy).toMatchObject({
       state: 'completing',
       queued: packs,
     });
     fs.renameSync(`${dirs[0]}.away`, dirs[0]!);
-    expect(await app.pool.completeQueued()).toBe(true);
+    expect(await app.poolService.completeQueued()).toBe(true);
     expect(packFiles(dirs[0]!)).toBe(packs);
     expect((await app.call('pool.status', {})).redundancy).toMatchObject({ state: 'full', queued: 0 });
     // The card of the backup that said "completing" says so no longer.
@@ -174,7 +174,7 @@ describe('the Storage screen API over a pool of three folders (real keystore, re
     expect(cards.length).toBeGreaterThan(0);
     for (const j of cards) expect(j.redundancy).toMatchObject({ state: 'full', queued: 0 });
     // Nothing queued: the next look does nothing.
-    expect(await app.pool.completeQueued()).toBe(false);
+    expect(await app.poolService.completeQueued()).toBe(false);
   });
 
   it('Repair then has nothing left to write: the pool is fully redundant', async () => {
@@ -242,7 +242,7 @@ describe('copies queued in the keystore (issue 10)', () => {
         queued: packs,
       });
       fs.renameSync(`${dirs[1]}.away`, dirs[1]!);
-      expect(await app.pool.completeQueued()).toBe(true);
+      expect(await app.poolService.completeQueued()).toBe(true);
       expect(packFiles(dirs[1]!)).toBe(before.size + packs);
       expect((await app.call('pool.status', {})).redundancy).toMatchObject({ state: 'full', queued: 0 });
       const full = await app.call('backups.redundancy', {});
@@ -255,7 +255,7 @@ describe('copies queued in the keystore (issue 10)', () => {
       fs.rmSync(path.join(dirs[1]!, 'data', lost.slice(0, 2), lost));
       const e = await Engine.unlock(home, { passphrase: PASSPHRASE });
       try {
-        expect((await e.pool.redundancy()).degraded).toHaveLength(1);
+        expect((await e.poolAdmin.redundancy()).degraded).toHaveLength(1);
         const after = await e.snapshotRedundancy();
         expect(after.get(first.backupId!)).toMatchObject({ state: 'full' });
         expect(after.get(second.backupId!)).toEqual({
@@ -270,11 +270,11 @@ describe('copies queued in the keystore (issue 10)', () => {
         const d3 = path.join(root, 'd3');
         fs.mkdirSync(d3);
         await e.addTarget('d3', { kind: 'dir', path: d3 });
-        await e.pool.setErasure(2, 1);
+        await e.poolAdmin.setErasure(2, 1);
         const mixed = await e.snapshotRedundancy();
         expect(mixed.get(first.backupId!)).toMatchObject({ state: 'unconverted', scheme: 'ec', copies: 3 });
         expect(mixed.get(second.backupId!)).toMatchObject({ state: 'short' });
-        await e.pool.rebalance();
+        await e.poolAdmin.rebalance();
         const converted = await e.snapshotRedundancy();
         expect([...converted.values()].map((v) => v.state)).toEqual(['full', 'full']);
       } finally {

@@ -50,13 +50,13 @@ export class PoolService {
       'backups.redundancy': async () => Object.fromEntries(await this.deps.engine().snapshotRedundancy()),
       'pool.setPolicy': async ({ replicas, ec, writeQuorum }) => {
         const e = await this.exclusive('policy', async (e) => {
-          if (!e.ks.pool.state())
+          if (!e.ks.poolTable.state())
             throw new ApiCallError(
               'This repository has one target: add a second one (Settings) before choosing copies.',
               'replicas',
             );
-          if (ec) await e.pool.setErasure(ec.k, ec.m, writeQuorum);
-          else await e.pool.setReplicas(replicas!, writeQuorum);
+          if (ec) await e.poolAdmin.setErasure(ec.k, ec.m, writeQuorum);
+          else await e.poolAdmin.setReplicas(replicas!, writeQuorum);
           return e;
         });
         return this.view(e);
@@ -66,14 +66,14 @@ export class PoolService {
           // Every member read first (one out of reach is passed over): what they missed while away is
           // delivered, and copies are planned against the current index.
           await e.refresh();
-          return { e, r: await e.pool.repair() };
+          return { e, r: await e.poolAdmin.repair() };
         });
         if (r.completed) this.deps.copiesWritten?.(e);
         const health = this.healthOf(e);
         for (const p of r.problems) health.set(p.target, { ok: false, message: p.message, at: Date.now() });
         return {
           ok: r.queued === 0 && r.problems.length === 0,
-          message: repairText(r, e.pool.policy().scheme),
+          message: repairText(r, e.poolAdmin.policy().scheme),
           problems: r.problems.map((p) => `Target “${p.target}”: ${p.message}`),
           pool: this.view(e),
         };
@@ -81,7 +81,7 @@ export class PoolService {
       'pool.rebalance': async ({ dryRun }): Promise<PoolOperationView> => {
         const { e, r } = await this.exclusive('rebalance', async (e) => ({
           e,
-          r: await e.pool.rebalance({ dryRun: dryRun ?? false }),
+          r: await e.poolAdmin.rebalance({ dryRun: dryRun ?? false }),
         }));
         const unreadable = r.unreadable.length;
         return {
@@ -98,7 +98,7 @@ export class PoolService {
       'pool.setTarget': async ({ name, weight, active, drain }): Promise<PoolOperationView> => {
         const { e, r } = await this.exclusive(drain ? 'rebalance' : 'policy', async (e) => ({
           e,
-          r: drain ? await e.pool.drain(name) : await e.pool.setTarget(name, { weight, active }),
+          r: drain ? await e.poolAdmin.drain(name) : await e.poolAdmin.setTarget(name, { weight, active }),
         }));
         return {
           ok: r.unreadable.length === 0,
@@ -171,7 +171,7 @@ export class PoolService {
     if (!back.some(Boolean) || this.busy || this.deps.backingUp()) return false;
     this.busy = 'repair';
     try {
-      const r = await e.pool.completeQueued();
+      const r = await e.poolAdmin.completeQueued();
       if (r.completed) this.deps.copiesWritten?.(e);
       return true;
     } catch {
@@ -184,7 +184,7 @@ export class PoolService {
 
   /** The repository's redundancy after a backup (for its job card), or undefined outside a pool. */
   redundancy(e: Engine): RedundancyView | undefined {
-    return e.ks.pool.state() ? poolStatus(e.ks).redundancy : undefined;
+    return e.ks.poolTable.state() ? poolStatus(e.ks).redundancy : undefined;
   }
 
   private healthOf(e: Engine): Map<string, Health> {

@@ -174,7 +174,7 @@ describe('the plan scheduler, against a real engine and S3 server', () => {
     engine.plans.remove('manual');
     // The pool keeps two copies: one target alone cannot.
     await expect(engine.removeTarget('drive')).rejects.toThrow(/the policy \(2 copies\) needs 2/);
-    await engine.pool.setReplicas(1);
+    await engine.poolAdmin.setReplicas(1);
     await engine.removeTarget('drive');
     expect(engine.listTargets().map((t) => t.name)).toEqual(['s3']);
   });

@@ -33,7 +33,7 @@ export class AppService {
   /** Prune on its schedule and by hand; deleting backups. */
   readonly retention: RetentionService;
   /** The Storage screen: the pool, its policy, Repair and Rebalance. */
-  readonly pool: PoolService;
+  readonly poolService: PoolService;
 
   constructor(
     readonly shell: 'electron' | 'web',
@@ -57,7 +57,7 @@ export class AppService {
       clock,
       describeError: (err) => toApiError(err).message,
     });
-    this.pool = new PoolService({
+    this.poolService = new PoolService({
       engine: () => this.e(),
       unlocked: () => this.engine !== null,
       completeEveryMs: Number(process.env.CAIRN_COMPLETE_EVERY_MS) || undefined,
@@ -66,7 +66,7 @@ export class AppService {
       copiesWritten: (e) => {
         const stale = this.jobs.list().filter((v) => v.redundancy && v.redundancy.state !== 'full');
         if (!stale.length) return;
-        const redundancy = this.pool.redundancy(e);
+        const redundancy = this.poolService.redundancy(e);
         for (const v of stale) this.jobs.update(this.jobs.get(v.id), { redundancy });
       },
     });
@@ -137,14 +137,14 @@ export class AppService {
         title: titleFor,
       }),
       ...this.retention.handlers(),
-      ...this.pool.handlers(),
+      ...this.poolService.handlers(),
     };
   }
 
   private startSchedulers(): void {
     this.plans.startScheduler();
     this.retention.startScheduler();
-    this.pool.startCompletion();
+    this.poolService.startCompletion();
   }
 
   async call<M extends Method>(method: M, req: Request<M>): Promise<Responses[M]> {
@@ -158,7 +158,7 @@ export class AppService {
   close(): void {
     this.plans.stopScheduler();
     this.retention.stopScheduler();
-    this.pool.stopCompletion();
+    this.poolService.stopCompletion();
     for (const j of this.jobs.list())
       if (j.state === 'running' || j.state === 'paused') this.jobs.get(j.id).control.cancel();
     this.engine?.close();
@@ -226,7 +226,7 @@ export class AppService {
   private async startBackup(sources: string[], target?: string, exclude?: string[]): Promise<JobView> {
     const e = this.e();
     // In a pool a backup names no target: the engine takes the first member that answers (backupHome).
-    const pinned = target ?? (e.ks.pool.state() ? undefined : e.defaultTarget().name);
+    const pinned = target ?? (e.ks.poolTable.state() ? undefined : e.defaultTarget().name);
     const started = this.startBackupJob(titleFor(sources), pinned ?? null, (listener, control) =>
       e.backup(sources, { target: pinned, exclude }, listener, control),
     );
@@ -279,7 +279,7 @@ export class AppService {
     return (r) =>
       this.jobs.update(job, {
         backupId: r.snapshotId,
-        redundancy: this.engine ? this.pool.redundancy(this.engine) : undefined,
+        redundancy: this.engine ? this.poolService.redundancy(this.engine) : undefined,
       });
   }
 
@@ -380,7 +380,7 @@ export class AppService {
 
 /** Where a backup job stores: its target, or in a pool "the pool" (placement spreads its packs). */
 function jobTarget(e: Engine, targetId: number): string {
-  return e.ks.pool.state() && e.ks.targetById(targetId).poolId !== null
+  return e.ks.poolTable.state() && e.ks.targetById(targetId).poolId !== null
     ? POOL_JOB_TARGET
     : e.ks.targetById(targetId).name;
 }

@@ -131,14 +131,14 @@ async function backupJob(
   // The bucket wins: packs it lost are not trusted for deduplication (their blobs are stored again). In a
   // pool the packs are on every member: each one in reach is listed (one out of reach keeps its states).
   const lost = await repo.reconcilePacks(target, { markListed: false });
-  if (ks.pool.state() && target.poolId !== null)
+  if (ks.poolTable.state() && target.poolId !== null)
     for (const m of ks.listTargets())
       if (m.id !== target.id && m.poolId !== null)
         await repo.reconcilePacks(m, { markListed: false, impatient: true }).catch((err: unknown) => {
           if (!(err instanceof StorageError)) throw err;
         });
   timed('listing');
-  const waiting = waitingPacks(listener, { pool: !!ks.pool.state() && target.poolId !== null });
+  const waiting = waitingPacks(listener, { pool: !!ks.poolTable.state() && target.poolId !== null });
   const trees = new TreeWriter(repo, target, jobId, (packId) => ({
     limitMs: settings.pauseLimitMs ?? Infinity,
     signal: stopWaiting,
@@ -267,7 +267,7 @@ async function backupJob(
   // The repository's redundancy, not only this backup's packs: it may reuse older packs still short.
   const status = poolStatus(ks);
   const r = status.redundancy;
-  const policy = ks.pool.state()?.policy;
+  const policy = ks.poolTable.state()?.policy;
   return {
     snapshotId,
     backupId: snapshotId,

@@ -31,7 +31,7 @@ const NONE: Weak = new Map();
  */
 export async function snapshotRedundancy(repo: Repository): Promise<Map<string, SnapshotRedundancyView>> {
   const { ks } = repo;
-  const pool = ks.pool.state();
+  const pool = ks.poolTable.state();
   const out = new Map<string, SnapshotRedundancyView>();
   if (!pool) return out;
   const policy = pool.policy;

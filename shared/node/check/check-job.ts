@@ -49,7 +49,7 @@ export async function runCheck(
   const damagedCopies: DamagedCopies = new Map();
   const reach = new CheckReach(result);
   const targets = ks.listTargets();
-  const pool = ks.pool.state() !== null && targets.length > 1;
+  const pool = ks.poolTable.state() !== null && targets.length > 1;
   // Members down now are passed over in seconds, not after the retry window of each request.
   const down = pool ? await unreachableMembers(repo, targets) : new Map<number, StorageError>();
   const passedOver: Error[] = [];

@@ -57,7 +57,7 @@ describe('a damaged copy when another copy is intact (issue 10)', () => {
       const dirs = [tempDir('cairn-rep-1-'), tempDir('cairn-rep-2-'), tempDir('cairn-rep-3-')];
       for (const [i, d] of dirs.entries()) await e.addTarget(`d${i + 1}`, { kind: 'dir', path: d });
       // Two copies of each of about 24 packs over three targets: some on d1 and d3.
-      await e.pool.setReplicas(2);
+      await e.poolAdmin.setReplicas(2);
       const src = tempDir('cairn-rep-src-');
       writeRandomFile(path.join(src, 'big.bin'), 24 << 20);
       const { snapshotId } = await e.backup([src], { settings: { chunkSize: 256 << 10 } });
@@ -72,8 +72,8 @@ describe('a damaged copy when another copy is intact (issue 10)', () => {
         fs.writeFileSync(file, bytes);
       }
       // Three copies: repair writes each pack's third, reading the copies in target order (d1 first).
-      await e.pool.setReplicas(3);
-      const r = await e.pool.repair();
+      await e.poolAdmin.setReplicas(3);
+      const r = await e.poolAdmin.repair();
       expect(r.problems).toEqual([]);
       for (const f of both)
         expect(fs.readFileSync(path.join(dirs[1]!, f)).equals(fs.readFileSync(path.join(dirs[2]!, f)))).toBe(

@@ -93,9 +93,9 @@ export function registerPoolCommands(
       }
       const policy = await withEngine(async (e) =>
         ec
-          ? await e.pool.setErasure(ec.k, ec.m, o.writeQuorum)
+          ? await e.poolAdmin.setErasure(ec.k, ec.m, o.writeQuorum)
           : o.replicas !== undefined
-            ? await e.pool.setReplicas(o.replicas, o.writeQuorum)
+            ? await e.poolAdmin.setReplicas(o.replicas, o.writeQuorum)
             : await currentPolicy(e, output),
       );
       output.result(
@@ -113,7 +113,7 @@ export function registerPoolCommands(
     .action(async (o: { dryRun?: boolean }) => {
       const output = out();
       const r = await withEngine((e) =>
-        e.pool.rebalance({ dryRun: Boolean(o.dryRun), notice: (m) => output.info(m) }),
+        e.poolAdmin.rebalance({ dryRun: Boolean(o.dryRun), notice: (m) => output.info(m) }),
       );
       output.result(r, rebalanceText(r, Boolean(o.dryRun), r.scheme));
       if (r.unreadable.length)
@@ -128,8 +128,8 @@ export function registerPoolCommands(
     .action(async () => {
       const output = out();
       const { r, scheme } = await withEngine(async (e) => ({
-        r: await e.pool.repair(undefined, { notice: (m) => output.info(m) }),
-        scheme: e.pool.policy().scheme,
+        r: await e.poolAdmin.repair(undefined, { notice: (m) => output.info(m) }),
+        scheme: e.poolAdmin.policy().scheme,
       }));
       for (const pr of r.problems) output.info(`Problem: target "${pr.target}": ${pr.message}`);
       output.result(r, repairText(r, scheme));
@@ -141,7 +141,7 @@ export function registerPoolCommands(
 
 /** `cairn check --redundancy`: per pack and per target; exit status 0 only with full redundancy. */
 export async function reportRedundancy(output: Output, partial: (m: string) => Error): Promise<void> {
-  const r = await withEngine((e) => e.pool.redundancy());
+  const r = await withEngine((e) => e.poolAdmin.redundancy());
   output.result(r, redundancyText(r));
   if (r.unreachable.length) throw partial('Some targets could not be listed.');
   if (r.full < r.packs) throw partial('Some packs lack copies, or are stored as an earlier policy had them.');
@@ -150,7 +150,7 @@ export async function reportRedundancy(output: Output, partial: (m: string) => E
 /** The policy as the targets have it now (another machine may have set it), else as last read here. */
 async function currentPolicy(e: Engine, output: Output): Promise<PoolPolicy> {
   warnUnread(output, await e.readPool(), e.listTargets().filter((t) => t.poolId !== null).length);
-  return e.pool.policy();
+  return e.poolAdmin.policy();
 }
 
 /** Says which members `Engine.readPool` could not read, and so whose word what follows is. */

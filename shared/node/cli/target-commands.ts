@@ -97,8 +97,8 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
         // Joining a pool that holds packs: say what placement would now move there.
         // The target is added whatever this finds: a member out of reach or a lock only leaves it unsaid.
         const plan =
-          members.length > 2 && packs > 0 ? await e.pool.rebalance({ dryRun: true }).catch(() => null) : null;
-        return { t: row, members, policy: e.pool.policy(), packs, plan };
+          members.length > 2 && packs > 0 ? await e.poolAdmin.rebalance({ dryRun: true }).catch(() => null) : null;
+        return { t: row, members, policy: e.poolAdmin.policy(), packs, plan };
       });
       const lines = [`Added target "${t.name}".`];
       if (members.length === 2)
@@ -159,7 +159,7 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
     .argument('<name>')
     .action(async (name: string) => {
       const output = out();
-      const r = await withEngine((e) => e.pool.drain(name, { notice: (m) => output.info(m) }));
+      const r = await withEngine((e) => e.poolAdmin.drain(name, { notice: (m) => output.info(m) }));
       output.result(
         r,
         `Target "${name}" is draining: ${rebalanceText(r, false, r.scheme)} "cairn target rm ${name}" removes it.`,
@@ -179,7 +179,7 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
       if (o.weight === undefined && !o.active)
         throw new UsageError('Say what to change: --weight <n> or --active.');
       const { r, t } = await withEngine(async (e) => {
-        const r = await e.pool.setTarget(name, o);
+        const r = await e.poolAdmin.setTarget(name, o);
         return { r, t: e.ks.findTarget(name)! };
       });
       output.result(

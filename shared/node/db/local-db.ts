@@ -63,7 +63,7 @@ export class LocalDb {
   readonly snapshots: SnapshotCache;
   readonly jobs: JobTable;
   readonly plans: PlanTable;
-  readonly pool: PoolTable;
+  readonly poolTable: PoolTable;
   readonly outbox: MetaOutbox;
   readonly ownLocks: OwnLocks;
   readonly verifications: VerifyTable;
@@ -84,7 +84,7 @@ export class LocalDb {
     this.snapshots = new SnapshotCache(db);
     this.jobs = new JobTable(db);
     this.plans = new PlanTable(db);
-    this.pool = new PoolTable(db);
+    this.poolTable = new PoolTable(db);
     this.outbox = new MetaOutbox(db);
     this.verifications = new VerifyTable(db);
     this.ownLocks = new OwnLocks(
@@ -325,7 +325,7 @@ export class LocalDb {
     const name = this.targetById(id).name;
     // In a pool every member holds every snapshot: they are read from another member from now on.
     const heir =
-      this.pool.state() && this.targetById(id).poolId !== null
+      this.poolTable.state() && this.targetById(id).poolId !== null
         ? this.listTargets().find((t) => t.id !== id && t.poolId !== null && t.state !== 'gone')
         : undefined;
     const snapshots = heir ? 0 : this.snapshots.idsOnTarget(id).size;

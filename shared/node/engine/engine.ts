@@ -84,7 +84,7 @@ export class Engine {
   /** Key slots: passphrases and recovery keys. */
   readonly keys: KeyAdmin;
   readonly targets: TargetAdmin;
-  readonly pool: PoolAdmin;
+  readonly poolAdmin: PoolAdmin;
   /** Where the engine says what it passed over (a pool member out of reach); the CLI prints it. */
   notice?: (message: string) => void;
   /** Backup plans: stored sources, target, excludes and schedule, run as ordinary backups. */
@@ -100,7 +100,7 @@ export class Engine {
     this.keys = new KeyAdmin(ks, this.repo);
     this.targets = new TargetAdmin(ks, this.repo);
     this.members = new MemberReads(ks, this.repo, (m) => this.notice?.(m));
-    this.pool = new PoolAdmin(ks, this.repo, (skip) => this.members.refresh(skip));
+    this.poolAdmin = new PoolAdmin(ks, this.repo, (skip) => this.members.refresh(skip));
     this.plans = new PlanAdmin(
       ks,
       (sources, opts, l, c) => this.backup(sources, opts, l, c),

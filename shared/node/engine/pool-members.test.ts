@@ -142,7 +142,7 @@ describe('a pool of targets: prune, weights, locks and what a member is', () => 
       await expect(
         a.addTarget('bad', { kind: 'dir', path: tempDir() }, undefined, { weight: 0 }),
       ).rejects.toThrow(/The weight is a whole number from 1 to 1000000\./);
-      await a.pool.setReplicas(1);
+      await a.poolAdmin.setReplicas(1);
       const placement = packPlacement(a.ks, a.ks.findTarget('small')!)!;
       const share = new Map<number, number>();
       for (let i = 0; i < 3000; i++) {
@@ -179,16 +179,16 @@ describe('a pool of targets: prune, weights, locks and what a member is', () => 
       await a.backup([smallTextTree()], {});
       const held = await a.repo.lock(a.listTargets()[1]!, { kind: 'exclusive', operation: 'prune' });
       try {
-        await expect(a.pool.repair()).rejects.toThrow(/exclusive lock for prune/);
+        await expect(a.poolAdmin.repair()).rejects.toThrow(/exclusive lock for prune/);
       } finally {
         await held.release();
       }
-      await expect(a.pool.repair()).resolves.toMatchObject({ queued: 0, problems: [] });
+      await expect(a.poolAdmin.repair()).resolves.toMatchObject({ queued: 0, problems: [] });
       // Its own locks are gone once it is done.
       for (const d of [d1, d2]) expect(fs.readdirSync(path.join(d, 'locks'))).toEqual([]);
       // A member that cannot be listed is named in the redundancy report, which still comes.
       fs.renameSync(d2, `${d2}.away`);
-      const r = await a.pool.redundancy();
+      const r = await a.poolAdmin.redundancy();
       expect(r.unreachable).toEqual([{ target: 'two', message: expect.stringMatching(/does not exist/) }]);
       expect(r.packs).toBeGreaterThan(0);
       fs.renameSync(`${d2}.away`, d2);

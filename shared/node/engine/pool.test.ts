@@ -53,7 +53,7 @@ describe('a pool of targets: every target knows the others', () => {
         { name: 'cloud', poolId: 2, kind: 's3' },
       ]);
       // Who adds a second bucket expects a second copy: that is a new pool's policy.
-      expect(a.pool.policy()).toEqual({ scheme: 'replicas', copies: 2, writeQuorum: 1 });
+      expect(a.poolAdmin.policy()).toEqual({ scheme: 'replicas', copies: 2, writeQuorum: 1 });
       const inDir = poolsInDir(dir);
       expect(inDir).toHaveLength(1);
       expect(inDir[0]).toMatch(/^0{15}1-[0-9a-f]{8}$/);
@@ -177,23 +177,23 @@ describe('a pool of targets: every target knows the others', () => {
       await a.addTarget('one', { kind: 'dir', path: d1 });
       before = (await a.backup([src0], {})).snapshotId;
       await a.addTarget('two', { kind: 'dir', path: d2 });
-      await expect(a.pool.setReplicas(3)).rejects.toThrow(
+      await expect(a.poolAdmin.setReplicas(3)).rejects.toThrow(
         /3 copies need 3 targets, and this repository has 2/,
       );
-      expect(await a.pool.setReplicas(2)).toEqual({ scheme: 'replicas', copies: 2, writeQuorum: 2 });
+      expect(await a.poolAdmin.setReplicas(2)).toEqual({ scheme: 'replicas', copies: 2, writeQuorum: 2 });
       const r = await a.backup([src1], {});
       after = r.snapshotId;
       // Its own packs have both copies, but the repository's are not all full: the packs from before the
       // policy have one copy (they may hold blobs this backup reuses). Reported, then repaired.
       expect(r.redundancy).toMatchObject({ copies: 2, queued: 0, state: 'short', waitingOn: [] });
-      const report = await a.pool.redundancy();
+      const report = await a.poolAdmin.redundancy();
       expect(report.degraded.length).toBeGreaterThan(0);
       expect(r.redundancy.short).toBe(report.degraded.length);
       expect(report.full + report.degraded.length).toBe(report.packs);
-      const fixed = await a.pool.repair();
+      const fixed = await a.poolAdmin.repair();
       expect(fixed).toMatchObject({ queued: 0, problems: [] });
       expect(fixed.completed).toBe(report.degraded.length);
-      const again = await a.pool.redundancy();
+      const again = await a.poolAdmin.redundancy();
       expect(again.full).toBe(again.packs);
       expect(fs.readdirSync(path.join(d1, 'data')).sort()).toEqual(
         fs.readdirSync(path.join(d2, 'data')).sort(),
@@ -246,14 +246,14 @@ describe('a pool of targets: every target knows the others', () => {
     try {
       await a.addTarget('one', { kind: 'dir', path: d1 });
       await a.addTarget('two', { kind: 'dir', path: d2 });
-      await a.pool.setReplicas(2, 2);
+      await a.poolAdmin.setReplicas(2, 2);
       fs.renameSync(d2, `${d2}.away`);
       await expect(a.backup([src], { settings: { pauseLimitMs: 0 } })).rejects.toThrow(
         /only 1 of the 2 copies could be stored, and 2 must be \(the write quorum.*\): .*"two"/,
       );
-      await a.pool.setReplicas(2, 1).catch(() => undefined); // two is away: the pool object cannot reach it
+      await a.poolAdmin.setReplicas(2, 1).catch(() => undefined); // two is away: the pool object cannot reach it
       fs.renameSync(`${d2}.away`, d2);
-      await a.pool.setReplicas(2, 1);
+      await a.poolAdmin.setReplicas(2, 1);
       fs.renameSync(d2, `${d2}.away`);
       const r = await a.backup([src], {});
       expect(r.redundancy).toMatchObject({ state: 'completing', waitingOn: ['two'] });
@@ -264,9 +264,9 @@ describe('a pool of targets: every target knows the others', () => {
       await a.refresh();
       expect(a.ks.outbox.count(a.ks.findTarget('two')!.id)).toBe(0);
       expect(fs.readdirSync(path.join(d2, 'snapshots'))).toEqual([r.snapshotId]);
-      expect((await a.pool.redundancy()).full).toBeLessThan((await a.pool.redundancy()).packs);
-      expect(await a.pool.repair()).toMatchObject({ queued: 0, problems: [] });
-      expect((await a.pool.redundancy()).degraded).toEqual([]);
+      expect((await a.poolAdmin.redundancy()).full).toBeLessThan((await a.poolAdmin.redundancy()).packs);
+      expect(await a.poolAdmin.repair()).toMatchObject({ queued: 0, problems: [] });
+      expect((await a.poolAdmin.redundancy()).degraded).toEqual([]);
     } finally {
       a.close();
     }
@@ -293,7 +293,7 @@ describe('a pool of targets: every target knows the others', () => {
       expect(a.listTargets()).toHaveLength(16);
       expect(fs.readdirSync(extra)).toEqual([]);
       // Nor can a policy ask for more shards than a pool may have targets.
-      await expect(a.pool.setErasure(14, 3)).rejects.toThrow(
+      await expect(a.poolAdmin.setErasure(14, 3)).rejects.toThrow(
         /14\+3 shards need 17 targets, and a pool has at most 16/,
       );
     } finally {

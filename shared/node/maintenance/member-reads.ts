@@ -32,7 +32,7 @@ export class MemberReads {
     let firstSkipped: Error | undefined;
     const skip =
       onUnreachable ??
-      (this.ks.pool.state()
+      (this.ks.poolTable.state()
         ? (t: TargetRow, err: Error) => {
             firstSkipped ??= err;
             this.notice(
@@ -44,7 +44,7 @@ export class MemberReads {
     const reached = new Set<number>();
     // In a pool, members that do not answer within seconds are read last, and only if no other was.
     const down =
-      skip && this.ks.listTargets().length > 1 && this.ks.pool.state()
+      skip && this.ks.listTargets().length > 1 && this.ks.poolTable.state()
         ? await unreachableMembers(this.repo, this.ks.listTargets())
         : new Map<number, StorageError>();
     const readOne = async (t: TargetRow) => {
@@ -106,7 +106,7 @@ export class MemberReads {
    * member that answers: one out of reach is passed over (its copies are queued like any other).
    */
   async backupHome(first: TargetRow): Promise<TargetRow> {
-    if (!this.ks.pool.state()) return first;
+    if (!this.ks.poolTable.state()) return first;
     await this.syncPool();
     const members = poolMembers(this.ks)
       .filter((t) => t.state === 'active')
@@ -145,7 +145,7 @@ export class MemberReads {
         if (down) return void unread.push({ target: t.name, message: down.message });
         try {
           await this.repo.attach(t, { impatient: true });
-          await this.repo.pool.sync(t);
+          await this.repo.poolSync.sync(t);
         } catch (err) {
           // Out of reach, or its pool object unreadable: what the others say stands, and the member is
           // passed over or named where it is read.

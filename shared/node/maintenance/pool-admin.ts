@@ -62,7 +62,7 @@ function lockedOnly(members: TargetRow[], locks: RepoLock[]): Map<number, string
 
 /** The pool's members (targets with a place in the pool object). */
 export function poolMembers(ks: LocalDb): TargetRow[] {
-  return ks.pool.state() ? ks.listTargets().filter((t) => t.poolId !== null) : [];
+  return ks.poolTable.state() ? ks.listTargets().filter((t) => t.poolId !== null) : [];
 }
 
 /** The repository's redundancy policy and its changes (docs/FORMAT.md, "Pools"). */
@@ -78,7 +78,7 @@ export class PoolAdmin {
   ) {}
 
   policy(): PoolPolicy {
-    return this.ks.pool.state()?.policy ?? SINGLE_COPY;
+    return this.ks.poolTable.state()?.policy ?? SINGLE_COPY;
   }
 
   /**
@@ -315,11 +315,11 @@ export class PoolAdmin {
     t: TargetRow & { poolId: number },
     place: { weight: number; state: TargetRow['state'] },
   ): Promise<void> {
-    this.ks.pool.setPlace(t.id, { poolId: t.poolId, ...place });
+    this.ks.poolTable.setPlace(t.id, { poolId: t.poolId, ...place });
     try {
       await this.repo.publishPool({ waitMs: 30_000 });
     } catch (err) {
-      this.ks.pool.setPlace(t.id, { poolId: t.poolId, weight: t.weight, state: t.state });
+      this.ks.poolTable.setPlace(t.id, { poolId: t.poolId, weight: t.weight, state: t.state });
       throw err;
     }
   }

@@ -26,7 +26,7 @@ async function twoFoldersOneAway(
   const a = await Engine.init(path.join(tempDir(), 'home'), PASS, opts);
   await a.addTarget('one', { kind: 'dir', path: d1 });
   await a.addTarget('two', { kind: 'dir', path: d2 });
-  await a.pool.setReplicas(2, 2);
+  await a.poolAdmin.setReplicas(2, 2);
   fs.renameSync(d2, `${d2}.away`);
   return { a, d2, src: smallTextTree() };
 }
@@ -53,7 +53,7 @@ describe('a pool backup below its write quorum', () => {
       expect(said.at(-1)).toBeNull();
       expect(r.redundancy.state).toBe('full');
       expect(Date.now() - t0).toBeLessThan(40_000);
-      expect((await a.pool.redundancy()).degraded).toEqual([]);
+      expect((await a.poolAdmin.redundancy()).degraded).toEqual([]);
       const out = tempDir('cairn-pool-out-');
       expect((await a.restore(r.snapshotId, { to: out })).failed).toEqual([]);
       expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));

@@ -62,7 +62,7 @@ export async function runRebalance(
   opts: { dryRun?: boolean; lockWaitMs?: number; notice?: (m: string) => void } = {},
 ): Promise<RebalanceResult> {
   const { ks } = repo;
-  const atStart = ks.pool.state();
+  const atStart = ks.poolTable.state();
   if (!atStart) throw new SettingsError('Only a pool is rebalanced: this repository has one target.');
   let members = inLockOrder(ks.listTargets().filter((t) => t.poolId !== null));
   const locks: RepoLock[] = [];
@@ -93,7 +93,7 @@ export async function runRebalance(
       operation: opts.dryRun ? 'rebalance --dry-run' : 'rebalance',
     });
     // The policy as the refresh left it: another machine may have changed it.
-    const { policy } = ks.pool.state()!;
+    const { policy } = ks.poolTable.state()!;
     result.scheme = policy.scheme;
     for (const t of members) await repo.reconcilePacks(t);
     const ranking = members.map((t) => ({

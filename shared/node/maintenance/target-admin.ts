@@ -47,7 +47,7 @@ export class TargetAdmin {
     if (parsed.kind === 's3' && !secret) throw new SettingsError('An S3 target needs a secret access key.');
     if (opts.test !== false) await this.testHandle({ id: 0, name, config: parsed, secret });
     const t = this.ks.addTarget(name, parsed, secret);
-    this.ks.pool.setWeight(t.id, weight);
+    this.ks.poolTable.setWeight(t.id, weight);
     if (opts.test === false) return this.ks.targetById(t.id);
     try {
       await this.repo.attach(t);
@@ -78,7 +78,7 @@ export class TargetAdmin {
    * writes the pool where it is missing.
    */
   private async publishPool(done: string, next = ''): Promise<void> {
-    if (this.ks.listTargets().length < 2 && !this.ks.pool.state()) return;
+    if (this.ks.listTargets().length < 2 && !this.ks.poolTable.state()) return;
     try {
       await this.repo.publishPool({ waitMs: 30_000 });
     } catch (err) {
@@ -124,7 +124,7 @@ export class TargetAdmin {
     const targets = this.ks.listTargets();
     if (targets.length === 0) throw new SettingsError('No target yet: add one with "cairn target add".');
     // In a pool a backup writes where placement says; the target it names only takes metadata first.
-    const member = this.ks.pool.state()
+    const member = this.ks.poolTable.state()
       ? targets
           .filter((t) => t.poolId !== null && t.state === 'active')
           .sort((a, b) => a.poolId! - b.poolId!)[0]
@@ -196,7 +196,7 @@ export class TargetAdmin {
       throw new SettingsError(
         `Plan${plans.length === 1 ? '' : 's'} ${plans.map((p) => `"${p}"`).join(', ')} back${plans.length === 1 ? 's' : ''} up to this target: change or remove ${plans.length === 1 ? 'it' : 'them'} first.`,
       );
-    const policy = this.ks.pool.state()?.policy;
+    const policy = this.ks.poolTable.state()?.policy;
     if (policy && t.poolId !== null && !opts.force) {
       let copies = 0;
       let shards = 0;

@@ -64,7 +64,7 @@ export class PlanAdmin {
         'target',
       );
     // In a pool a plan names no target: its backups go to the pool, as `cairn backup` does.
-    if (targetId === null && targets > 1 && !this.ks.pool.state())
+    if (targetId === null && targets > 1 && !this.ks.poolTable.state())
       throw new SettingsError(`There are ${targets} targets: choose the one this plan stores on.`, 'target');
     const sources = checkSources(d.sources);
     try {
@@ -204,7 +204,7 @@ export class PlanAdmin {
   private defaultTargetId(): number | 'pool' | undefined {
     const all = this.ks.listTargets();
     if (all.length === 1) return all[0]!.id;
-    return this.ks.pool.state() ? 'pool' : undefined;
+    return this.ks.poolTable.state() ? 'pool' : undefined;
   }
 
   private row(name: string): PlanRow {

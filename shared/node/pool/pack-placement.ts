@@ -26,7 +26,7 @@ export interface PackPlacement {
  * ranks first (placement.ts) among the members, as many as the policy's copies; outside one, `home`.
  */
 export function packPlacement(ks: LocalDb, home: TargetRow): PackPlacement | undefined {
-  const state = ks.pool.state();
+  const state = ks.poolTable.state();
   if (!state || home.poolId === null) return undefined;
   const members = ks
     .listTargets()

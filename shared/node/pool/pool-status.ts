@@ -44,7 +44,7 @@ const NO_COPIES: TargetCopyUsage = {
  * own account is `PoolAdmin.redundancy` (`check --redundancy`).
  */
 export function poolStatus(ks: LocalDb): PoolStatus {
-  const state = ks.pool.state();
+  const state = ks.poolTable.state();
   const policy = state?.policy ?? SINGLE_COPY;
   const usage = ks.copyUsageByTarget();
   const rows = ks.listTargets();

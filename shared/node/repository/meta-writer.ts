@@ -35,7 +35,7 @@ export class MetaWriter {
 
   /** In a pool whose member `home` is, every member not gone; otherwise `home` alone. */
   targets(home: TargetRow): TargetRow[] {
-    if (!this.ks.pool.state() || home.poolId === null) return [home];
+    if (!this.ks.poolTable.state() || home.poolId === null) return [home];
     const members = this.ks.listTargets().filter((t) => t.poolId !== null && t.state !== 'gone');
     return [home, ...members.filter((t) => t.id !== home.id)];
   }
@@ -68,7 +68,7 @@ export class MetaWriter {
    * targets without a place in it yet is left for a later index file.
    */
   async writeIndex(home: TargetRow, packs: IndexedPack[]): Promise<{ bytes: number; packs: IndexedPack[] }> {
-    const pool = this.ks.pool.state() !== null && home.poolId !== null;
+    const pool = this.ks.poolTable.state() !== null && home.poolId !== null;
     const described = pool
       ? packs
           .map((p) => (p.copies || p.ec ? p : { ...p, ...this.poolPlacement(p.id) }))

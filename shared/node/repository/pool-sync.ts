@@ -63,7 +63,7 @@ export class PoolSync {
   async sync(t: TargetRow): Promise<TargetRow[]> {
     // Names order as generations do (fixed-width hex); of two writers of one generation the greater wins.
     const keys = await this.listed(t);
-    const mine = this.ks.pool.state();
+    const mine = this.ks.poolTable.state();
     if (mine && (keys[0] ?? '') <= mine.key) {
       // Not to a target that left the pool (another machine removed it; this one kept it for its packs).
       const now = this.ks.listTargets().find((x) => x.id === t.id);
@@ -102,7 +102,7 @@ export class PoolSync {
       throw new PoolError(
         `The pool object ${key} in bucket "${t.config.bucket}" (target "${t.name}") says it is the pool's bucket "${entry.config.bucket}": it was copied from another bucket, or the bucket is not this pool's.`,
       );
-    const holder = this.ks.pool.localId(self);
+    const holder = this.ks.poolTable.localId(self);
     if (t.poolId !== null && t.poolId !== self)
       throw new PoolError(
         `Target "${t.name}" is target ${self} of the pool in its bucket, but this machine knows it as target ${t.poolId}: is it pointed at another bucket?`,
@@ -113,7 +113,7 @@ export class PoolSync {
       );
     const learnt: TargetRow[] = [];
     this.ks.transaction(() => {
-      this.ks.pool.setPlace(t.id, { poolId: self, weight: entry.weight, state: entry.state });
+      this.ks.poolTable.setPlace(t.id, { poolId: self, weight: entry.weight, state: entry.state });
       // A target removed from the pool elsewhere goes here too, unless this keystore still needs it
       // (a plan names it, or it holds the only copy of packs): then it stays until removed by hand.
       const named = new Set(doc.targets.map((e) => e.id));
@@ -124,14 +124,14 @@ export class PoolSync {
           } catch (err) {
             if (!(err instanceof KeystoreError)) throw err;
             // Kept, but out of the pool's placement and metadata, as the pool object says.
-            this.ks.pool.setPlace(local.id, { poolId: local.poolId, weight: local.weight, state: 'gone' });
+            this.ks.poolTable.setPlace(local.id, { poolId: local.poolId, weight: local.weight, state: 'gone' });
           }
         }
       for (const e of doc.targets) {
         if (e.id === self) continue;
-        const local = this.ks.pool.localId(e.id);
+        const local = this.ks.poolTable.localId(e.id);
         if (local !== undefined) {
-          this.ks.pool.setPlace(local, { poolId: e.id, weight: e.weight, state: e.state });
+          this.ks.poolTable.setPlace(local, { poolId: e.id, weight: e.weight, state: e.state });
           continue;
         }
         if (e.state === 'gone') continue;
@@ -144,14 +144,14 @@ export class PoolSync {
               x.poolId === null && x.name === e.name && JSON.stringify(x.config) === JSON.stringify(e.config),
           );
         if (mine) {
-          this.ks.pool.setPlace(mine.id, { poolId: e.id, weight: e.weight, state: e.state });
+          this.ks.poolTable.setPlace(mine.id, { poolId: e.id, weight: e.weight, state: e.state });
           continue;
         }
         const row = this.ks.addTarget(this.freeName(e.name, e.id), e.config, e.secret ?? undefined);
-        this.ks.pool.setPlace(row.id, { poolId: e.id, weight: e.weight, state: e.state });
+        this.ks.poolTable.setPlace(row.id, { poolId: e.id, weight: e.weight, state: e.state });
         learnt.push(this.ks.targetById(row.id));
       }
-      this.ks.pool.setState({
+      this.ks.poolTable.setState({
         key,
         generation: doc.generation,
         createdAt: doc.createdAt,
@@ -211,13 +211,13 @@ export class PoolSync {
       for (const t of targets)
         locks.push(await this.host.lock(t, { kind: 'exclusive', operation: 'pool change', ...opts }));
       for (const t of targets) if (t.poolId !== null) await this.sync(t);
-      const prev = this.ks.pool.state();
+      const prev = this.ks.poolTable.state();
       let nextId = prev?.nextId ?? 1;
       const joined: number[] = [];
       this.ks.transaction(() => {
         for (const t of this.ks.listTargets())
           if (t.poolId === null) {
-            this.ks.pool.setPlace(t.id, { poolId: nextId++, weight: t.weight, state: t.state });
+            this.ks.poolTable.setPlace(t.id, { poolId: nextId++, weight: t.weight, state: t.state });
             joined.push(t.id);
           }
       });
@@ -230,7 +230,7 @@ export class PoolSync {
         nextId,
         policy: opts.policy ?? prev?.policy ?? (targets.length >= 2 ? NEW_POOL_POLICY : SINGLE_COPY),
       };
-      this.ks.pool.setState(state);
+      this.ks.poolTable.setState(state);
       const doc = this.doc(state);
       const members = this.ks.listTargets();
       try {
@@ -240,8 +240,8 @@ export class PoolSync {
         // old one (the pool ids it gave could otherwise be given again, elsewhere, to other targets).
         // A member that did take it is read again later, and its generation adopted then.
         this.ks.transaction(() => {
-          for (const id of joined) this.ks.pool.clearPlace(id);
-          this.ks.pool.setState(prev);
+          for (const id of joined) this.ks.poolTable.clearPlace(id);
+          this.ks.poolTable.setState(prev);
         });
         throw err;
       }

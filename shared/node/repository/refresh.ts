@@ -38,7 +38,7 @@ export async function refreshTarget(repo: Repository, t: TargetRow): Promise<Ref
     }
   };
   // The pool's one listing costs no extra round trip: it runs beside the index listing.
-  const [learnt] = await Promise.all([repo.pool.sync(t), listIndex()]);
+  const [learnt] = await Promise.all([repo.poolSync.sync(t), listIndex()]);
   // An index file this machine loaded is gone. When the bucket's index files supersede it (or a
   // generation this machine missed), a prune or rebalance (here or elsewhere) replaced it and may have
   // deleted packs: the target's index is rebuilt from the bucket, dropping what no index file names.
@@ -87,7 +87,7 @@ export async function refreshTarget(repo: Repository, t: TargetRow): Promise<Ref
     // In a pool the index on `t` is the whole pool's: a prune that replaced it replaced every member's
     // and may have deleted packs on any of them. Their copies go too (this machine's unindexed uploads
     // there included: unlisted, they are safer stored again); each member's index files are read again.
-    if (drop && repo.ks.pool.state() && t.poolId !== null)
+    if (drop && repo.ks.poolTable.state() && t.poolId !== null)
       for (const x of repo.ks.listTargets())
         if (x.id !== t.id && x.poolId !== null) repo.ks.index.resetTarget(x.id, () => false, since, { drop });
     loaded = new Set();
@@ -167,7 +167,7 @@ export async function refreshTarget(repo: Repository, t: TargetRow): Promise<Ref
  * holds it, so that prune still counts what it uses. A member that cannot be asked keeps the row.
  */
 async function goneFromPool(repo: Repository, t: TargetRow, gone: string[]): Promise<string[]> {
-  if (gone.length === 0 || t.poolId === null || !repo.ks.pool.state()) return gone;
+  if (gone.length === 0 || t.poolId === null || !repo.ks.poolTable.state()) return gone;
   const others = repo.ks
     .listTargets()
     .filter((x) => x.id !== t.id && x.poolId !== null && x.state !== 'gone');
@@ -202,7 +202,7 @@ function copiesOf(
   t: TargetRow,
   p: IndexedPack,
 ): { copies: number[]; shards?: number[]; ec?: { k: number; m: number } } {
-  const local = (id: number) => repo.ks.pool.localId(id);
+  const local = (id: number) => repo.ks.poolTable.localId(id);
   if (p.ec) {
     const held = p.ec.shards.flatMap((id, shard) => {
       const targetId = id === null ? undefined : local(id);

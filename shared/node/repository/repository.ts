@@ -35,7 +35,7 @@ export { RepositoryError, unlockFromTarget };
 export class Repository {
   private readonly storages = new Map<number, RetryingStorage>();
   private readonly verified = new Set<number>();
-  readonly pool: PoolSync = new PoolSync(this);
+  readonly poolSync: PoolSync = new PoolSync(this);
   readonly meta: MetaWriter = new MetaWriter(this);
   readonly keySlots: KeySlots;
   /** Where damage seen and passed over is said (the engine's notice). */
@@ -233,7 +233,7 @@ export class Repository {
    * for every such pack of any member (placement spreads a backup's packs over them).
    */
   async writePendingIndex(t: TargetRow): Promise<number> {
-    const inPool = this.ks.pool.state() !== null && t.poolId !== null;
+    const inPool = this.ks.poolTable.state() !== null && t.poolId !== null;
     const packs = this.ks.index
       .unindexedPacks(inPool ? undefined : t.id)
       .map((p) => ({ id: p.id, size: p.size, blobs: this.ks.index.blobsOfPack(p.id) }));
@@ -258,7 +258,7 @@ export class Repository {
       (e) => e.problem === 'unreachable',
     );
     if (down.length) throw down[0];
-    await this.pool.publish(opts, async ({ first, joined }) => {
+    await this.poolSync.publish(opts, async ({ first, joined }) => {
       // Under the exclusive locks, from what every member holds now: a keystore behind a prune done
       // elsewhere must not seed a joining target with packs that are gone.
       const members = this.ks.listTargets().filter((t) => t.poolId !== null);

@@ -37,7 +37,7 @@ describe('restoring from a pool with one slow target (issue 10)', () => {
       // The slow one first: copies listed in target order would all be read from it.
       await addServer(e, 'slow', 1, true);
       await addServer(e, 'fast', 0);
-      expect(e.pool.policy()).toMatchObject({ scheme: 'replicas', copies: 2 });
+      expect(e.poolAdmin.policy()).toMatchObject({ scheme: 'replicas', copies: 2 });
       const src = tempDir('cairn-hedge-src-');
       writeRandomFile(path.join(src, 'data.bin'), 48 << 20);
       const { snapshotId, redundancy } = await e.backup([src], { settings: { chunkSize: 256 << 10 } });
@@ -69,7 +69,7 @@ describe('restoring from a pool with one slow target (issue 10)', () => {
     try {
       await addServer(e, 'slow', 1, true);
       for (const i of [0, 2]) await addServer(e, `fast${i}`, i);
-      await e.pool.setErasure(2, 1);
+      await e.poolAdmin.setErasure(2, 1);
       const src = tempDir('cairn-hedge-ec-src-');
       writeRandomFile(path.join(src, 'data.bin'), 48 << 20);
       const { snapshotId, redundancy } = await e.backup([src], { settings: { chunkSize: 256 << 10 } });

@@ -119,10 +119,10 @@ export async function readIndexes(
       );
       for (const p of file.packs) {
         if (p.ec) {
-          claimEc(ecClaims, p, (poolId) => ks.pool.localId(poolId));
+          claimEc(ecClaims, p, (poolId) => ks.poolTable.localId(poolId));
           continue;
         }
-        const on = p.copies ? p.copies.map((c) => ks.pool.localId(c)) : [t.id];
+        const on = p.copies ? p.copies.map((c) => ks.poolTable.localId(c)) : [t.id];
         for (const targetId of on) {
           const packs = targetId === undefined ? undefined : claims.get(targetId)?.packs;
           const hex = p.id.toString('hex');

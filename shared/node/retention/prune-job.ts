@@ -100,11 +100,11 @@ export async function runPrune(
     const outside = targets.filter((t) => t.poolId === null);
     // Each target's own index would be written over the pool's, whose copies elsewhere still name
     // what this prune deletes: refused until every target has its place (any refresh publishes it).
-    if (ks.pool.state() && outside.length)
+    if (ks.poolTable.state() && outside.length)
       throw new SettingsError(
         `Target${outside.length === 1 ? '' : 's'} ${outside.map((t) => `"${t.name}"`).join(', ')} ${outside.length === 1 ? 'has' : 'have'} no place in the pool yet (the pool object could not be written when ${outside.length === 1 ? 'it was' : 'they were'} added): prune waits until it is. Run "cairn ls" (which writes it) once every target is in reach, then prune again.`,
       );
-    const pool = ks.pool.state() !== null;
+    const pool = ks.poolTable.state() !== null;
     const ecClaims = new Map<string, EcClaim>();
     const claims = await readIndexes(repo, targets, pool, ecClaims, progress);
     const listings = new Map<number, Awaited<ReturnType<typeof listDataObjects>>>();
@@ -167,7 +167,7 @@ export async function runPrune(
         w.result.bytesFreed -= w.plan!.repackBytes;
       }
     if (dryRun && replicas)
-      planned = storedBytes(replicas.plan.repackBytes + ec.plan.repackBytes, ks.pool.state()!.policy);
+      planned = storedBytes(replicas.plan.repackBytes + ec.plan.repackBytes, ks.poolTable.state()!.policy);
     if (!dryRun && (work.some(rewrite) || ecDoomed.length > 0 || adopting)) {
       for (const w of replicas ? [] : work.filter(rewrite)) {
         locks.get(w.t.id)!.assertHeld();
