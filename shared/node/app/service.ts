@@ -1,3 +1,4 @@
+// app/: the app service behind both bridges (Electron IPC, web mode): validates, runs jobs, answers views.
 import { JobCancelledError, JobControl, type JobListener, defaultWorkerCount } from '../engine/exports.ts';
 import fs from 'node:fs';
 import os from 'node:os';

@@ -1,3 +1,4 @@
+// backup/: backup runs and resume: walk beside the parent snapshot, read, pack, prove, write the snapshot.
 import path from 'node:path';
 import type { PipelineSettings } from '../../settings.ts';
 import { isProcessAlive, type RepoLock } from '../repository/locks.ts';

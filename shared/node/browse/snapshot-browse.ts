@@ -1,3 +1,4 @@
+// browse/: one folder of a snapshot at a time, search across snapshots, a snapshot's redundancy.
 import type { BrowsePageView } from '../../api/views.ts';
 import { decodeTree, type TreeNode } from '../format/tree.ts';
 import type { Repository } from '../repository/repository.ts';

@@ -1,3 +1,4 @@
+// check/: check (listings and --read-data) and verify of one snapshot.
 import type { CheckResult } from '../../api/retention.ts';
 import { CheckReach, readEcPack, readPack, settleDamagedCopies, type DamagedCopies } from './check-packs.ts';
 import type { RepoLock } from '../repository/locks.ts';

@@ -1,4 +1,4 @@
-import { selectWhileLocked, type RestoreSelection, PACK_SIZE_MAX, PACK_SIZE_MIN } from '../engine/exports.ts';
+// cli/: the command line: parse, call the engine, print (text or --json).
 import '../test-clock.ts';
 import { setSecretEnvAside } from '../secret-env.ts';
 import '../small-heap.ts';
@@ -6,6 +6,7 @@ import '../quiet-sdk.ts';
 import { Command, CommanderError, Option } from 'commander';
 import { formatSize, parseSize, type PipelineSettings } from '../../settings.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
+import { selectWhileLocked, type RestoreSelection, PACK_SIZE_MAX, PACK_SIZE_MIN } from '../engine/exports.ts';
 import { restoreToOriginal } from '../engine/restore-original.ts';
 import { VerifyHistory } from '../engine/verify-history.ts';
 import {

@@ -1,3 +1,4 @@
+// crypto/: libsodium and keyed BLAKE3 behind one provider, subkeys, key slots, recovery keys.
 /**
  * The libsodium primitives Cairn uses, behind one interface so that the fast native binding and the
  * portable WASM build are interchangeable (and provably byte-identical: see provider.test.ts).

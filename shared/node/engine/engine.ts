@@ -1,3 +1,4 @@
+// engine/: the facade the faces (app, cli, web) drive; exports.ts is all else they may import.
 import fs from 'node:fs';
 import { makeKeySlot, type Unlocker } from '../crypto/keys.ts';
 import { KEY_BYTES } from '../crypto/provider.ts';

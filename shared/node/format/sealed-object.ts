@@ -1,3 +1,4 @@
+// format/: pure byte codecs of the repository format (docs/FORMAT.md): no I/O, no state.
 import {
   COMPRESSION_MASK,
   Compression,

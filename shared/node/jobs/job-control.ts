@@ -1,3 +1,4 @@
+// jobs/: what every job shares: control (pause, cancel), listeners, accounting, live statistics.
 /**
  * Pause, resume and cancel for a running job. Pausing stops new chunks from being handed to the workers
  * (those in flight finish); cancelling stops for good and leaves what was stored recorded.

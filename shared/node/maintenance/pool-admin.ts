@@ -1,3 +1,4 @@
+// maintenance/: pool and key administration: policy, repair, rebalance, drain, targets, key slots.
 export { checkErasure, checkReplicas };
 import { completeCopies, type CompletionResult } from '../repository/copy-completion.ts';
 import { rankTargets } from '../pool/placement.ts';

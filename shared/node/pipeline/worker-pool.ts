@@ -1,3 +1,4 @@
+// pipeline/: the worker pool and its protocol, spool files, storage handles, blob fetching, destinations.
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { FromWorker, ToWorker, WorkerInit } from './worker-protocol.ts';

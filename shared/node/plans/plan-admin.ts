@@ -1,3 +1,4 @@
+// plans/: backup plans (sources, schedule, overrides) and the retention they apply after a run.
 import path from 'node:path';
 import { planDraftSchema, type PlanDraft } from '../../plans.ts';
 import { nextDue } from '../../schedule.ts';

@@ -1,3 +1,4 @@
+// pool/: the pool object, placement of copies and shards, the write quorum, shard reads, reachability.
 import { z } from 'zod';
 import { Magic } from '../../format/constants.ts';
 import { targetConfigSchema, type TargetConfig } from '../../settings.ts';

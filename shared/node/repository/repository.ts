@@ -1,3 +1,4 @@
+// repository/: one repository across its targets: unlock, key slots, locks, index sync, snapshots, trees.
 import { ObjectKey, type BlobKind } from '../../format/constants.ts';
 import { readTreeBlob } from './tree-reads.ts';
 import { listPacks, reconcilePacks } from './pack-listing.ts';

@@ -1,3 +1,4 @@
+// restore/: select paths, plan batches, fetch, write and link; restores to a folder or the original place.
 import fsSync from 'node:fs';
 import { decodeName, fsPath } from '../fs-names.ts';
 import type { PipelineSettings } from '../../settings.ts';

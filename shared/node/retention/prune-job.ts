@@ -1,3 +1,4 @@
+// retention/: forget and prune: keep policies, marking used blobs, repacking, superseding index files.
 import { ObjectKey } from '../../format/constants.ts';
 import type { PruneProgress, PruneResult, PruneTargetResult } from '../../api/retention.ts';
 import type { IndexedPack } from '../format/index-file.ts';

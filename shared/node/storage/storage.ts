@@ -1,3 +1,4 @@
+// storage/: S3 and folder backends behind one Storage interface, and the retry decorator.
 import type { PutBody } from './put-body.ts';
 
 /**

@@ -1,3 +1,4 @@
+// web/: web mode: the app service over HTTP and WebSocket on 127.0.0.1, with a per-run token.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
