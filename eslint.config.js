@@ -48,7 +48,23 @@ const forbiddenFor = (folder) =>
     if (FACES.includes(folder)) return g !== 'engine' && !(FACES.includes(g) && layerOf(g) < layerOf(folder));
     return layerOf(g) >= layerOf(folder);
   });
+/** A face reaches nothing below the facade through it either: no `engine.ks`, no `engine.repo`. */
+const facadeOnly = {
+  files: FACES.map((f) => `shared/node/${f}/**/*.ts`),
+  ignores: ['**/*.test.ts'],
+  rules: {
+    'no-restricted-syntax': [
+      'error',
+      {
+        selector: 'MemberExpression[property.name=/^(ks|repo)$/]',
+        message:
+          'Faces use the facade (engine.local, engine methods), not the database or repository behind it.',
+      },
+    ],
+  },
+};
 const boundaries = [
+  facadeOnly,
   ...LAYERS.flat()
     .filter((f) => f !== '.')
     .map((f) =>

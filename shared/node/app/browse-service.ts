@@ -1,4 +1,4 @@
-import { SearchPatternError, BrowseError, SnapshotBrowser, searchSnapshots } from '../engine/exports.ts';
+import { SearchPatternError, BrowseError, type SnapshotBrowser } from '../engine/exports.ts';
 import { ApiCallError, type Request, type Responses } from '../../api/contract.ts';
 import type { JobView, VerificationView } from '../../api/views.ts';
 import type { Engine } from '../engine/engine.ts';
@@ -26,7 +26,7 @@ export function browseHandlers(deps: {
   // Per unlocked engine: the browser keeps the last folders' sorted trees for paging.
   const browsers = new WeakMap<Engine, SnapshotBrowser>();
   const histories = new WeakMap<Engine, VerifyHistory>();
-  const browserOf = (e: Engine) => browsers.get(e) ?? set(browsers, e, new SnapshotBrowser(e.repo));
+  const browserOf = (e: Engine) => browsers.get(e) ?? set(browsers, e, e.browser());
   const historyOf = (e: Engine) => histories.get(e) ?? set(histories, e, new VerifyHistory(e));
 
   return {
@@ -43,7 +43,7 @@ export function browseHandlers(deps: {
       const e = deps.engine();
       const snapshots = e.listSnapshots().map((s) => ({ doc: s, target: s.target }));
       try {
-        return await searchSnapshots(e.repo, snapshots, query, limit ?? SEARCH_LIMIT_DEFAULT);
+        return await e.search(snapshots, query, limit ?? SEARCH_LIMIT_DEFAULT);
       } catch (err) {
         if (err instanceof SearchPatternError) throw new ApiCallError(err.message, 'query');
         throw err;

@@ -1,4 +1,4 @@
-import { poolStatus, StorageError } from '../engine/exports.ts';
+import { StorageError } from '../engine/exports.ts';
 import { ApiCallError, type Request, type Responses } from '../../api/contract.ts';
 import type { PoolOperationView, PoolTargetView, PoolView } from '../../api/views.ts';
 import { pendingMovesText, rebalanceText, repairText, type RedundancyView } from '../../pool-text.ts';
@@ -50,7 +50,7 @@ export class PoolService {
       'backups.redundancy': async () => Object.fromEntries(await this.deps.engine().snapshotRedundancy()),
       'pool.setPolicy': async ({ replicas, ec, writeQuorum }) => {
         const e = await this.exclusive('policy', async (e) => {
-          if (!e.ks.poolTable.state())
+          if (!e.local.inPool())
             throw new ApiCallError(
               'This repository has one target: add a second one (Settings) before choosing copies.',
               'replicas',
@@ -152,14 +152,14 @@ export class PoolService {
   async completeQueued(): Promise<boolean> {
     if (this.busy || this.deps.backingUp() || this.deps.unlocked?.() === false) return false;
     const e = this.deps.engine();
-    const queued = e.ks.index.queuedCopies();
+    const queued = e.local.queuedCopies();
     if (queued.length === 0) {
       // Another process (the CLI's repair or backup) may have written them: cards follow.
       this.deps.copiesWritten?.(e);
       return false;
     }
     // A quick connection test of each target the copies wait for: nothing to do while all are away.
-    const waiting = [...new Set(queued.map((q) => q.targetId))].map((id) => e.ks.targetById(id));
+    const waiting = [...new Set(queued.map((q) => q.targetId))].map((id) => e.local.targetById(id));
     const back = await Promise.all(
       waiting.map((t) =>
         e.testTarget(t.name).then(
@@ -184,7 +184,7 @@ export class PoolService {
 
   /** The repository's redundancy after a backup (for its job card), or undefined outside a pool. */
   redundancy(e: Engine): RedundancyView | undefined {
-    return e.ks.poolTable.state() ? poolStatus(e.ks).redundancy : undefined;
+    return e.local.inPool() ? e.local.poolStatus().redundancy : undefined;
   }
 
   private healthOf(e: Engine): Map<string, Health> {
@@ -209,7 +209,7 @@ export class PoolService {
   }
 
   private view(e: Engine): PoolView {
-    const s = poolStatus(e.ks);
+    const s = e.local.poolStatus();
     const health = this.healthOf(e);
     const active = s.targets.filter((t) => t.row.state === 'active');
     const perPack = s.policy.scheme === 'ec' ? s.policy.k + s.policy.m : s.policy.copies;

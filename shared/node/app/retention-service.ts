@@ -104,7 +104,7 @@ export class RetentionService {
   }
 
   view(): MaintenanceView {
-    const ks = this.deps.engine().ks;
+    const local = this.deps.engine().local;
     const s = this.settings();
     const sys = (o: PruneOutcomeView | undefined) =>
       o ? { ...o, at: Math.round(this.deps.clock.toSystem(o.at)) } : null;
@@ -115,8 +115,8 @@ export class RetentionService {
       defaultRetention: this.deps.engine().plans.defaultRetention() ?? null,
       nextDueAt: next === null ? null : Math.round(this.deps.clock.toSystem(next)),
       running: this.running !== null,
-      last: sys(ks.getSetting<PruneOutcomeView>(LAST_KEY)),
-      lastEstimate: sys(ks.getSetting<PruneOutcomeView>(ESTIMATE_KEY)),
+      last: sys(local.getSetting<PruneOutcomeView>(LAST_KEY)),
+      lastEstimate: sys(local.getSetting<PruneOutcomeView>(ESTIMATE_KEY)),
     };
   }
 
@@ -129,7 +129,7 @@ export class RetentionService {
     }
     // A changed schedule counts from now; a changed percentage alone keeps the due time.
     const since = prev.prune === s.prune ? prev.since : this.deps.clock.now();
-    this.deps.engine().ks.setSetting(SETTINGS_KEY, {
+    this.deps.engine().local.setSetting(SETTINGS_KEY, {
       prune: s.prune,
       maxUnusedPercent: s.maxUnusedPercent,
       since,
@@ -139,13 +139,13 @@ export class RetentionService {
   }
 
   private settings(): StoredSettings {
-    const saved = this.deps.engine().ks.getSetting<StoredSettings>(SETTINGS_KEY);
+    const saved = this.deps.engine().local.getSetting<StoredSettings>(SETTINGS_KEY);
     return saved ?? { ...MAINTENANCE_DEFAULT, since: this.deps.clock.now() };
   }
 
   private nextDueAt(): number | null {
     const s = this.settings();
-    const last = this.deps.engine().ks.getSetting<PruneOutcomeView>(LAST_KEY);
+    const last = this.deps.engine().local.getSetting<PruneOutcomeView>(LAST_KEY);
     const since = last?.ok ? Math.max(s.since, last.at) : s.since;
     return nextPruneDue(s, since, last && !last.ok ? last.at : null);
   }
@@ -207,7 +207,7 @@ export class RetentionService {
         error,
         willRetry: r === null && !dryRun && this.settings().prune !== 'manual',
       };
-      this.deps.engine().ks.setSetting(dryRun ? ESTIMATE_KEY : LAST_KEY, outcome);
+      this.deps.engine().local.setSetting(dryRun ? ESTIMATE_KEY : LAST_KEY, outcome);
       this.changed();
     } catch (e) {
       // The keystore closed meanwhile (the app quit): the job's own state still tells.

@@ -211,7 +211,7 @@ export class AppService {
         bytesTotal: 0,
         bytesDone: 0,
         error: state === 'cancelled' ? null : j.error,
-        stored: e.ks.jobs.stored(j.id),
+        stored: e.local.jobStored(j.id),
       });
     }
   }
@@ -227,7 +227,7 @@ export class AppService {
   private async startBackup(sources: string[], target?: string, exclude?: string[]): Promise<JobView> {
     const e = this.e();
     // In a pool a backup names no target: the engine takes the first member that answers (backupHome).
-    const pinned = target ?? (e.ks.poolTable.state() ? undefined : e.defaultTarget().name);
+    const pinned = target ?? (e.local.inPool() ? undefined : e.defaultTarget().name);
     const started = this.startBackupJob(titleFor(sources), pinned ?? null, (listener, control) =>
       e.backup(sources, { target: pinned, exclude }, listener, control),
     );
@@ -256,7 +256,7 @@ export class AppService {
       const listener = {
         ...this.jobs.listenerFor(job, 'backup'),
         started: (ids: { backupId: string; jobId: string }) => {
-          const row = this.engine?.ks.jobs.get(ids.jobId);
+          const row = this.engine?.local.job(ids.jobId);
           const target = row ? jobTarget(this.engine!, row.targetId) : targetName;
           Object.assign(job.view, { id: ids.jobId, backupId: ids.backupId, target });
           this.jobs.register(job);
@@ -353,7 +353,7 @@ export class AppService {
         this.jobs.update(job, {
           state: cancelled ? 'cancelled' : resumable ? 'interrupted' : 'failed',
           error: cancelled ? null : toApiError(err).message,
-          ...(started && this.engine ? { stored: this.engine.ks.jobs.stored(job.view.id) } : {}),
+          ...(started && this.engine ? { stored: this.engine.local.jobStored(job.view.id) } : {}),
         });
       },
     );
@@ -363,7 +363,7 @@ export class AppService {
     const job = this.jobs.get(jobId);
     if (job.view.state !== 'running' && job.view.state !== 'paused') {
       if (action === 'cancel' && job.view.state === 'interrupted') {
-        this.e().ks.jobs.cancel(job.view.id);
+        this.e().local.cancelJob(job.view.id);
         this.jobs.update(job, { state: 'cancelled', error: null });
         return job.view;
       }
@@ -381,7 +381,7 @@ export class AppService {
 
 /** Where a backup job stores: its target, or in a pool "the pool" (placement spreads its packs). */
 function jobTarget(e: Engine, targetId: number): string {
-  return e.ks.poolTable.state() && e.ks.targetById(targetId).poolId !== null
+  return e.local.inPool() && e.local.targetById(targetId).poolId !== null
     ? POOL_JOB_TARGET
-    : e.ks.targetById(targetId).name;
+    : e.local.targetById(targetId).name;
 }

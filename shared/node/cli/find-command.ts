@@ -1,4 +1,3 @@
-import { searchSnapshots } from '../engine/exports.ts';
 import type { Command } from 'commander';
 import { formatSize } from '../../settings.ts';
 import { table, type Output } from './output.ts';
@@ -26,7 +25,7 @@ export function registerFindCommand(
       const r = await withEngine(async (e) => {
         await e.refresh();
         const snaps = e.listSnapshots().map((s) => ({ doc: s, target: s.target }));
-        return searchSnapshots(e.repo, snaps, pattern, limit);
+        return e.search(snaps, pattern, limit);
       });
       const rows: string[][] = [['TIME', 'SNAPSHOT', 'HOST', 'SIZE', 'VERSION', 'PATH']];
       for (const f of r.files)

@@ -115,7 +115,7 @@ program
     const engine = await Engine.init(home, await readPassphrase({ confirm: true }), {
       packSize: opts.packSize,
     });
-    const repository = engine.ks.repoId;
+    const repository = engine.local.repoId;
     const chunkSize = engine.settings().chunkSize;
     engine.close();
     if (opts.packSize !== undefined && opts.packSize < chunkSize)

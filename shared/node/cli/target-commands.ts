@@ -57,7 +57,7 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
         unreachable.push({ target: t.name, message: err.message }),
       );
       const snapshots = engine.listSnapshots().length;
-      const repository = engine.ks.repoId;
+      const repository = engine.local.repoId;
       const targets = engine.listTargets().map((t) => t.name);
       engine.close();
       const others = targets.filter((t) => t !== name);
@@ -92,12 +92,14 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
       const { config, secret } = await targetFromOptions(o);
       const { t, members, policy, packs, plan } = await withEngine(async (e) => {
         const row = await e.addTarget(name, config, secret, { test: o.test, weight: o.weight });
-        const packs = e.ks.index.counts().packs;
+        const packs = e.local.packCount();
         const members = e.listTargets().map((x) => x.name);
         // Joining a pool that holds packs: say what placement would now move there.
         // The target is added whatever this finds: a member out of reach or a lock only leaves it unsaid.
         const plan =
-          members.length > 2 && packs > 0 ? await e.poolAdmin.rebalance({ dryRun: true }).catch(() => null) : null;
+          members.length > 2 && packs > 0
+            ? await e.poolAdmin.rebalance({ dryRun: true }).catch(() => null)
+            : null;
         return { t: row, members, policy: e.poolAdmin.policy(), packs, plan };
       });
       const lines = [`Added target "${t.name}".`];
@@ -180,7 +182,7 @@ export function registerTargetCommands(program: Command, out: () => Output): voi
         throw new UsageError('Say what to change: --weight <n> or --active.');
       const { r, t } = await withEngine(async (e) => {
         const r = await e.poolAdmin.setTarget(name, o);
-        return { r, t: e.ks.findTarget(name)! };
+        return { r, t: e.local.findTarget(name)! };
       });
       output.result(
         { name: t.name, weight: t.weight, state: t.state, rebalance: r },

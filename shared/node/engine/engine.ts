@@ -78,6 +78,9 @@ export interface SnapshotInfo extends SnapshotDoc {
   earlierRuns?: JobRunStats['prior'];
 }
 
+import { LocalView } from './local-view.ts';
+import { SnapshotBrowser } from '../browse/snapshot-browse.ts';
+import { searchSnapshots } from '../browse/snapshot-search.ts';
 /** The headless engine: one unlocked keystore, its repository, and the jobs that run against it. */
 export class Engine {
   readonly repo: Repository;
@@ -90,12 +93,15 @@ export class Engine {
   notice?: (message: string) => void;
   /** Backup plans: stored sources, target, excludes and schedule, run as ordinary backups. */
   readonly plans: PlanAdmin;
+  /** What the faces read and change locally (targets, settings, job rows, the pool's state). */
+  readonly local: LocalView;
 
   private readonly backups: BackupJobs;
   private readonly members: MemberReads;
 
   private constructor(readonly ks: LocalDb) {
     this.repo = new Repository(ks);
+    this.local = new LocalView(ks);
     this.repo.notice = (m) => this.notice?.(m);
     this.backups = new BackupJobs(ks, this.repo);
     this.keys = new KeyAdmin(ks, this.repo);
@@ -195,6 +201,20 @@ export class Engine {
       for (const suffix of ['', '-wal', '-shm']) fs.rmSync(keystorePath(home) + suffix, { force: true });
       throw err;
     }
+  }
+
+  /** A browser of snapshots' folders, one page at a time (it keeps the last folders it sorted). */
+  browser(): SnapshotBrowser {
+    return new SnapshotBrowser(this.repo);
+  }
+
+  /** Files matching `query` across `snapshots`, grouped into versions (browse/snapshot-search.ts). */
+  search(
+    snapshots: Parameters<typeof searchSnapshots>[1],
+    query: string,
+    limit: number,
+  ): ReturnType<typeof searchSnapshots> {
+    return searchSnapshots(this.repo, snapshots, query, limit);
   }
 
   close(): void {

@@ -4,8 +4,7 @@
  */
 export type { BackupResult } from '../backup/backup-job.ts';
 export { SearchPatternError } from '../browse/search-pattern.ts';
-export { BrowseError, SnapshotBrowser } from '../browse/snapshot-browse.ts';
-export { searchSnapshots } from '../browse/snapshot-search.ts';
+export { BrowseError, type SnapshotBrowser } from '../browse/snapshot-browse.ts';
 export type { Unlocker } from '../crypto/keys.ts';
 export type { LockedKeystore } from '../db/local-db.ts';
 export { PACK_SIZE_MAX, PACK_SIZE_MIN } from '../format/config.ts';
@@ -13,7 +12,6 @@ export { JobCancelledError, JobControl } from '../jobs/job-control.ts';
 export type { JobListener } from '../jobs/job-events.ts';
 export type { RedundancyReport } from '../maintenance/pool-admin.ts';
 export { defaultWorkerCount, WorkerPool, workersBesideKeyDerivation } from '../pipeline/worker-pool.ts';
-export { poolStatus } from '../pool/pool-status.ts';
 export { LockConflictError, lockTiming } from '../repository/locks.ts';
 export { selectWhileLocked, type RestoreSelection } from '../restore/restore-selection.ts';
 export type { KeepPolicy } from '../retention/retention-policy.ts';
