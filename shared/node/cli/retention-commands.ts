@@ -178,7 +178,7 @@ export function registerRetentionCommands(program: Command, out: () => Output, p
           'Warning: removing every lock. A backup or prune still running elsewhere is no longer protected; it stops when it notices.',
         );
       const { removed, kept } = await withEngine(async (e) => {
-        const removed = await e.unlock({ all: Boolean(opts.all) });
+        const removed = await e.removeLocks({ all: Boolean(opts.all) });
         return { removed, kept: opts.all ? [] : await e.locks() };
       });
       for (const l of removed)

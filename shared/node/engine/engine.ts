@@ -1,8 +1,7 @@
 // engine/: the facade the faces (app, cli, web) drive; exports.ts is all else they may import.
 import fs from 'node:fs';
 import { makeKeySlot, type Unlocker } from '../crypto/keys.ts';
-import { KEY_BYTES } from '../crypto/provider.ts';
-import { loadSodium } from '../crypto/provider.ts';
+import { KEY_BYTES, loadSodium } from '../crypto/provider.ts';
 import {
   CHUNK_SIZE_DEFAULT,
   UPLOADS_PER_WORKER_DEFAULT,
@@ -17,7 +16,6 @@ import {
 import type { TargetHandle } from '../storage/open-target.ts';
 import { newRepoConfig } from '../format/config.ts';
 import { Repository, unlockFromTarget } from '../repository/repository.ts';
-import type { SnapshotDoc } from '../format/snapshot.ts';
 import { runCheck, type CheckOptions, type CheckResult } from '../check/check-job.ts';
 import { runForget, type ForgetOptions } from '../retention/forget-job.ts';
 import { estimateForget } from '../retention/forget-estimate.ts';
@@ -60,24 +58,8 @@ export type {
 export { PlanBusyError };
 export type { BackupResult, RestoreResult, VerifyResult, TargetRow, JobRow };
 
-export interface EntryInfo {
-  path: string;
-  kind: 'file' | 'dir' | 'symlink';
-  size: number;
-  mode: number;
-  mtimeMs: number;
-  linkTarget: string | null;
-}
-
-export interface SnapshotInfo extends SnapshotDoc {
-  target: string;
-  /**
-   * For a snapshot this keystore's job wrote after a cancel or a crash: what the runs before the last did
-   * (the summary describes the last run only).
-   */
-  earlierRuns?: JobRunStats['prior'];
-}
-
+export type { EntryInfo, SnapshotInfo } from './engine-types.ts';
+import type { EntryInfo, SnapshotInfo } from './engine-types.ts';
 import { LocalView } from './local-view.ts';
 import { SnapshotBrowser } from '../browse/snapshot-browse.ts';
 import { searchSnapshots } from '../browse/snapshot-search.ts';
@@ -441,7 +423,10 @@ export class Engine {
   /** The locks in every target's locks/ (stale ones marked). */
   locks = (): Promise<LockView[]> => locksOnTargets(this.repo, this.ks.listTargets());
 
-  /** Removes stale locks, or every lock with `all` (only when no process holding one is still running). */
-  unlock = (opts: { all?: boolean } = {}): Promise<LockView[]> =>
+  /**
+   * `cairn unlock`: removes stale locks from the targets, or every lock with `all` (only when no process
+   * holding one is still running). Not to be confused with `Engine.unlock`, which opens the database.
+   */
+  removeLocks = (opts: { all?: boolean } = {}): Promise<LockView[]> =>
     locksOnTargets(this.repo, this.ks.listTargets(), opts);
 }
