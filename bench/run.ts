@@ -26,6 +26,9 @@ export interface BenchOptions {
   /** chaos suite: how long (minutes) and with which seed. */
   minutes?: number;
   seed?: number;
+  /** chaos suite: machines, and the chances of further operations at once (driver.ts). */
+  machines?: number;
+  together?: number[];
 }
 
 const suites: Record<string, (o: BenchOptions) => Promise<SuiteResult>> = {
@@ -54,12 +57,14 @@ const { positionals, values } = parseArgs({
     files: { type: 'string' },
     minutes: { type: 'string' },
     seed: { type: 'string' },
+    machines: { type: 'string' },
+    together: { type: 'string' },
   },
 });
 const wanted = positionals[0] === 'all' ? Object.keys(suites) : positionals;
 if (wanted.length === 0 || wanted.some((s) => !byName[s])) {
   process.stderr.write(
-    `Usage: npm run bench -- <all|${Object.keys(byName).join('|')}>... [--quick] [--runs N] [--out DIR] [--files N] [--minutes N --seed S]\n`,
+    `Usage: npm run bench -- <all|${Object.keys(byName).join('|')}>... [--quick] [--runs N] [--out DIR] [--files N] [--minutes N --seed S [--machines N --together 0.8,0.5]]\n`,
   );
   process.exit(2);
 }
@@ -70,6 +75,8 @@ const opts: BenchOptions = {
   ...(values.files ? { files: Number(values.files) } : {}),
   ...(values.minutes ? { minutes: Number(values.minutes) } : {}),
   ...(values.seed ? { seed: Number(values.seed) } : {}),
+  ...(values.machines ? { machines: Number(values.machines) } : {}),
+  ...(values.together ? { together: values.together.split(',').map(Number) } : {}),
 };
 const outDir = path.resolve(values.out ?? new URL('./results/', import.meta.url).pathname);
 fs.mkdirSync(outDir, { recursive: true });
@@ -79,7 +86,7 @@ const machine = `${os.availableParallelism()} cores (${cpu}), ${Math.round(os.to
 for (const name of wanted) {
   const started = Date.now();
   const date = new Date().toISOString();
-  const command = `npm run bench -- ${name}${quick ? ' --quick' : ''}${values.runs ? ` --runs ${values.runs}` : ''}${values.files ? ` --files ${values.files}` : ''}${values.minutes ? ` --minutes ${values.minutes}` : ''}${values.seed ? ` --seed ${values.seed}` : ''}`;
+  const command = `npm run bench -- ${name}${quick ? ' --quick' : ''}${values.runs ? ` --runs ${values.runs}` : ''}${values.files ? ` --files ${values.files}` : ''}${values.minutes ? ` --minutes ${values.minutes}` : ''}${values.seed ? ` --seed ${values.seed}` : ''}${values.machines ? ` --machines ${values.machines}` : ''}${values.together ? ` --together ${values.together}` : ''}`;
   const r = await byName[name]!(opts);
   const header = `Machine: ${machine}. Date: ${date.slice(0, 10)}. Command: \`${command}\`. Runs per case: ${opts.runs}${quick ? ' (quick sizes)' : ''}.`;
   const base = path.join(outDir, `${name}${values.files ? `-${values.files}` : ''}-${date.slice(0, 10)}`);

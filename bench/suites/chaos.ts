@@ -15,6 +15,8 @@ export async function chaosSuite(o: BenchOptions): Promise<SuiteResult> {
     seed,
     minutes,
     keep: true,
+    ...(o.machines ? { machines: o.machines } : {}),
+    ...(o.together ? { together: o.together } : {}),
     log: (line) => process.stderr.write(line + '\n'),
   });
   const min = Math.min(...FAULT_KINDS.map((k) => r.faults[k]));
@@ -55,7 +57,7 @@ export async function chaosSuite(o: BenchOptions): Promise<SuiteResult> {
       },
     ],
     notes: [
-      `Replay: npm run bench -- chaos --minutes ${minutes} --seed ${seed}. Step list: ${r.logFile}.`,
+      `Replay: npm run bench -- chaos --minutes ${minutes} --seed ${seed}${o.machines ? ` --machines ${o.machines}` : ''}${o.together ? ` --together ${o.together.join(',')}` : ''}. Step list: ${r.logFile}.`,
       ...r.violations,
     ],
     data: { ...r },

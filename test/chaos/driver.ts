@@ -47,6 +47,13 @@ export interface ChaosOptions {
   logFile?: string;
   /** Keep the world's folder when a violation is found. */
   keep?: boolean;
+  /** Machines (data folders with their own sources and clocks): 3 unless said (at most 6). */
+  machines?: number;
+  /**
+   * After the step's first operation, the chance of each further one on another machine at once:
+   * [0.6, 0.3] unless said (a second one 60 % of the time, a third 30 % of those).
+   */
+  together?: number[];
 }
 
 export interface ChaosReport {
@@ -97,7 +104,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     durationMs: 0,
     logFile,
   };
-  const world = await World.build(rng.fork());
+  const world = await World.build(rng.fork(), o.machines ?? 3);
   const oracle = new Oracle();
   const sources = new Map(world.machines.map((m) => [m.name, treeOf(m)]));
   const context = (step: number, extra: Partial<OpContext> = {}): OpContext => ({
@@ -125,12 +132,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       const between: string[] = [];
       if (rng.chance(0.07)) between.push(skewClock(rng, world, report.faults));
       if (rng.chance(0.07)) between.push(await deleteWithinTolerance(rng, world, report.faults));
-      // One operation, or two or three on different machines at once (a backup beside a prune, say).
+      // One operation, or several on different machines at once (a backup beside a prune, say).
       const chosen: [Machine, OpName][] = (rerun.length ? rerun : [rng.pick(world.machines)]).map((m) => [
         m,
         pickOp(rng, m),
       ]);
-      for (const p of [0.6, 0.3]) {
+      for (const p of o.together ?? [0.6, 0.3]) {
         const others = world.machines.filter((m) => !chosen.some(([c]) => c === m));
         if (!others.length || !rng.chance(p)) break;
         const next = rng.pick(others);
@@ -171,8 +178,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   } finally {
     report.durationMs = Date.now() - started;
     log({ report });
-    if (report.violations.length && o.keep) o.log?.(`World kept in ${world.root}`);
-    else await world.close();
+    // The servers stop either way, or a run that found a violation would never exit.
+    const kept = await world.close(Boolean(report.violations.length && o.keep));
+    if (kept.length) o.log?.(`World kept in ${kept.join(', ')}`);
   }
   return report;
 

@@ -56,6 +56,11 @@ export class Oracle {
   ids(): string[] {
     return [...this.expected.keys()];
   }
+
+  /** A machine's snapshots, oldest first (in the order their backups reported them done). */
+  idsOf(machine: string): string[] {
+    return [...this.expected].filter(([, e]) => e.machine === machine).map(([id]) => id);
+  }
 }
 
 export interface OpContext {
@@ -182,12 +187,21 @@ export const ops: Record<OpName, (ctx: OpContext, m: Machine) => Promise<OpResul
     return restoreAndCompare(ctx, m, id);
   },
 
+  /**
+   * One snapshot by id, or, half the time, what a keep-last policy would drop of this machine's
+   * snapshots (as a person's schedule does; it keeps a long run's repository from growing without
+   * bound). The ids are the driver's choice, given by id, so the oracle knows exactly what goes even
+   * when the command is killed.
+   */
   async forget(ctx, m) {
     const ids = ctx.oracle.ids();
     if (ids.length < 4) return ops.backup(ctx, m);
-    const id = ctx.rng.pick(ids);
-    ctx.oracle.forget(id);
-    const args = ['--json', 'forget', id];
+    const mine = ctx.oracle.idsOf(m.name);
+    const keep = ctx.rng.int(2, 5);
+    const gone =
+      ctx.rng.chance(0.5) && mine.length > keep ? mine.slice(0, mine.length - keep) : [ctx.rng.pick(ids)];
+    for (const id of gone) ctx.oracle.forget(id);
+    const args = ['--json', 'forget', ...gone];
     return result('forget', m, args, await run(ctx, m, args));
   },
 

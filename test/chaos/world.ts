@@ -60,6 +60,7 @@ export class World {
 
   static async build(
     rng: Rng,
+    machines = 3,
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-chaos-')),
   ): Promise<World> {
     const w = new World(root);
@@ -72,7 +73,7 @@ export class World {
     const dir = path.join(root, 'folder-target');
     fs.mkdirSync(dir);
     w.members.push({ name: 'd3', dir });
-    for (const name of ['A', 'B', 'C']) {
+    for (const name of 'ABCDEF'.slice(0, machines)) {
       const src = path.join(root, 'sources', name);
       fs.mkdirSync(src, { recursive: true });
       w.machines.push({
@@ -213,7 +214,12 @@ export class World {
     }
   }
 
-  async close(): Promise<void> {
+  /**
+   * Stops the servers and proxies. `keep`: their data and the world's folders stay for a look (the
+   * servers are killed, not stopped, and S3 clients destroyed), and the folders are returned.
+   */
+  async close(keep = false): Promise<string[]> {
+    const kept = [this.root];
     for (const m of this.members) {
       await m.proxy?.close();
       if (m.server) {
@@ -222,10 +228,15 @@ export class World {
         } catch {
           // gone already
         }
-        await m.server.stop();
+        if (keep) {
+          m.server.client.destroy();
+          await m.server.kill();
+          kept.push(m.server.dataDir);
+        } else await m.server.stop();
       }
     }
-    fs.rmSync(this.root, { recursive: true, force: true });
+    if (!keep) fs.rmSync(this.root, { recursive: true, force: true });
+    return keep ? kept : [];
   }
 }
 
@@ -262,9 +273,13 @@ export function mutateTree(rng: Rng, m: Machine, grow = false): void {
     const link = path.join(m.src, `link${m.made++}`);
     fs.symlinkSync(files.length ? path.relative(m.src, rng.pick(files)) : 'nowhere', link);
   }
-  // Big files come and go, so the tree stays small enough for thousands of steps.
-  const big = listFiles(m.src).filter((f) => fs.statSync(f).size > 1 << 20);
+  // Big files come and go, and small ones beyond 60, so the tree stays small enough for thousands of
+  // steps (a growing tree made every backup and restore slower as a run went on).
+  const now = listFiles(m.src);
+  const big = now.filter((f) => fs.statSync(f).size > 1 << 20);
   while (big.length > 3) fs.rmSync(big.shift()!);
+  if (!grow)
+    while (now.length > 60) fs.rmSync(now.splice(rng.int(0, now.length - 1), 1)[0]!, { force: true });
 }
 
 function contents(rng: Rng, size: number, text: boolean): Buffer {
