@@ -29,6 +29,7 @@ export interface BenchOptions {
   /** chaos suite: machines, and the chances of further operations at once (driver.ts). */
   machines?: number;
   together?: number[];
+  between?: number;
 }
 
 const suites: Record<string, (o: BenchOptions) => Promise<SuiteResult>> = {
@@ -59,12 +60,13 @@ const { positionals, values } = parseArgs({
     seed: { type: 'string' },
     machines: { type: 'string' },
     together: { type: 'string' },
+    between: { type: 'string' },
   },
 });
 const wanted = positionals[0] === 'all' ? Object.keys(suites) : positionals;
 if (wanted.length === 0 || wanted.some((s) => !byName[s])) {
   process.stderr.write(
-    `Usage: npm run bench -- <all|${Object.keys(byName).join('|')}>... [--quick] [--runs N] [--out DIR] [--files N] [--minutes N --seed S [--machines N --together 0.8,0.5]]\n`,
+    `Usage: npm run bench -- <all|${Object.keys(byName).join('|')}>... [--quick] [--runs N] [--out DIR] [--files N] [--minutes N --seed S [--machines N --together 0.8,0.5 --between 0.1]]\n`,
   );
   process.exit(2);
 }
@@ -77,6 +79,7 @@ const opts: BenchOptions = {
   ...(values.seed ? { seed: Number(values.seed) } : {}),
   ...(values.machines ? { machines: Number(values.machines) } : {}),
   ...(values.together ? { together: values.together.split(',').map(Number) } : {}),
+  ...(values.between ? { between: Number(values.between) } : {}),
 };
 const outDir = path.resolve(values.out ?? new URL('./results/', import.meta.url).pathname);
 fs.mkdirSync(outDir, { recursive: true });
@@ -86,7 +89,7 @@ const machine = `${os.availableParallelism()} cores (${cpu}), ${Math.round(os.to
 for (const name of wanted) {
   const started = Date.now();
   const date = new Date().toISOString();
-  const command = `npm run bench -- ${name}${quick ? ' --quick' : ''}${values.runs ? ` --runs ${values.runs}` : ''}${values.files ? ` --files ${values.files}` : ''}${values.minutes ? ` --minutes ${values.minutes}` : ''}${values.seed ? ` --seed ${values.seed}` : ''}${values.machines ? ` --machines ${values.machines}` : ''}${values.together ? ` --together ${values.together}` : ''}`;
+  const command = `npm run bench -- ${name}${quick ? ' --quick' : ''}${values.runs ? ` --runs ${values.runs}` : ''}${values.files ? ` --files ${values.files}` : ''}${values.minutes ? ` --minutes ${values.minutes}` : ''}${values.seed ? ` --seed ${values.seed}` : ''}${values.machines ? ` --machines ${values.machines}` : ''}${values.together ? ` --together ${values.together}` : ''}${values.between ? ` --between ${values.between}` : ''}`;
   const r = await byName[name]!(opts);
   const header = `Machine: ${machine}. Date: ${date.slice(0, 10)}. Command: \`${command}\`. Runs per case: ${opts.runs}${quick ? ' (quick sizes)' : ''}.`;
   const base = path.join(outDir, `${name}${values.files ? `-${values.files}` : ''}-${date.slice(0, 10)}`);

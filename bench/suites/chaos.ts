@@ -17,6 +17,7 @@ export async function chaosSuite(o: BenchOptions): Promise<SuiteResult> {
     keep: true,
     ...(o.machines ? { machines: o.machines } : {}),
     ...(o.together ? { together: o.together } : {}),
+    ...(o.between ? { between: o.between } : {}),
     log: (line) => process.stderr.write(line + '\n'),
   });
   const min = Math.min(...FAULT_KINDS.map((k) => r.faults[k]));
@@ -57,7 +58,7 @@ export async function chaosSuite(o: BenchOptions): Promise<SuiteResult> {
       },
     ],
     notes: [
-      `Replay: npm run bench -- chaos --minutes ${minutes} --seed ${seed}${o.machines ? ` --machines ${o.machines}` : ''}${o.together ? ` --together ${o.together.join(',')}` : ''}. Step list: ${r.logFile}.`,
+      `Replay: npm run bench -- chaos --minutes ${minutes} --seed ${seed}${o.machines ? ` --machines ${o.machines}` : ''}${o.together ? ` --together ${o.together.join(',')}` : ''}${o.between ? ` --between ${o.between}` : ''}. Step list: ${r.logFile}.`,
       ...r.violations,
     ],
     data: { ...r },

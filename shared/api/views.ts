@@ -27,7 +27,8 @@ export interface SettingsView extends PipelineSettings {
 }
 
 export type JobKind = 'backup' | 'restore' | 'verify' | 'prune';
-export type JobState = 'running' | 'paused' | 'interrupted' | 'done' | 'failed' | 'cancelled';
+export type { JobState } from '../job-state.ts';
+import type { JobState } from '../job-state.ts';
 
 /** A backup job's `target` when it stores into the pool (placement spreads its packs over the members). */
 export const POOL_JOB_TARGET = 'the pool';

@@ -54,6 +54,8 @@ export interface ChaosOptions {
    * [0.6, 0.3] unless said (a second one 60 % of the time, a third 30 % of those).
    */
   together?: number[];
+  /** The chance, before each step, of a clock set off and of objects deleted from a member: 0.07 unless said. */
+  between?: number;
 }
 
 export interface ChaosReport {
@@ -130,8 +132,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     for (let step = 1; step <= maxSteps && Date.now() < deadline && !report.violations.length; step++) {
       report.steps = step;
       const between: string[] = [];
-      if (rng.chance(0.07)) between.push(skewClock(rng, world, report.faults));
-      if (rng.chance(0.07)) between.push(await deleteWithinTolerance(rng, world, report.faults));
+      if (rng.chance(o.between ?? 0.07)) between.push(skewClock(rng, world, report.faults));
+      if (rng.chance(o.between ?? 0.07)) between.push(await deleteWithinTolerance(rng, world, report.faults));
       // One operation, or several on different machines at once (a backup beside a prune, say).
       const chosen: [Machine, OpName][] = (rerun.length ? rerun : [rng.pick(world.machines)]).map((m) => [
         m,

@@ -1,6 +1,7 @@
 // app/: the app service behind both bridges (Electron IPC, web mode): validates, runs jobs, answers views.
 import { JobCancelledError, JobControl, type JobListener, defaultWorkerCount } from '../engine/exports.ts';
 import fs from 'node:fs';
+import { afterControl, endOfRun, resumable } from '../../job-state.ts';
 import os from 'node:os';
 import path from 'node:path';
 import { ApiCallError, type Method, type Request, type Responses } from '../../api/contract.ts';
@@ -287,8 +288,7 @@ export class AppService {
   private async resumeJob(jobId: string): Promise<JobView> {
     const job = this.jobs.get(jobId);
     if (job.view.state === 'paused') return this.control(jobId, 'resume');
-    const stopped = job.view.state === 'interrupted' || job.view.state === 'cancelled';
-    if (job.view.kind !== 'backup' || !stopped)
+    if (job.view.kind !== 'backup' || !resumable(job.view.state))
       throw new ApiCallError(
         `Job ${jobId} is ${job.view.state}; only paused, interrupted or cancelled backups resume.`,
       );
@@ -344,14 +344,19 @@ export class AppService {
 
   private track(job: LiveJob, run: Promise<unknown>, onEarlyError?: (err: Error) => void): void {
     run.then(
-      () => this.jobs.update(job, { state: job.control.cancelled ? 'cancelled' : 'done', etaSeconds: 0 }),
+      () =>
+        this.jobs.update(job, {
+          state: endOfRun({ threw: false, cancelled: job.control.cancelled, resumable: false }),
+          etaSeconds: 0,
+        }),
       (err: Error) => {
         onEarlyError?.(toApiError(err));
         const cancelled = err instanceof JobCancelledError || job.control.cancelled;
-        const resumable = job.view.kind === 'backup' && !cancelled && job.view.backupId !== '';
+        // A backup whose job was recorded can be resumed; anything else that threw failed.
+        const recorded = job.view.kind === 'backup' && job.view.backupId !== '';
         const started = job.view.kind === 'backup' && this.jobs.has(job.view.id);
         this.jobs.update(job, {
-          state: cancelled ? 'cancelled' : resumable ? 'interrupted' : 'failed',
+          state: endOfRun({ threw: true, cancelled, resumable: recorded }),
           error: cancelled ? null : toApiError(err).message,
           ...(started && this.engine ? { stored: this.engine.local.jobStored(job.view.id) } : {}),
         });
@@ -361,16 +366,17 @@ export class AppService {
 
   private control(jobId: string, action: 'pause' | 'resume' | 'cancel'): JobView {
     const job = this.jobs.get(jobId);
-    if (job.view.state !== 'running' && job.view.state !== 'paused') {
-      if (action === 'cancel' && job.view.state === 'interrupted') {
-        this.e().local.cancelJob(job.view.id);
-        this.jobs.update(job, { state: 'cancelled', error: null });
-        return job.view;
-      }
-      throw new ApiCallError(`Job ${jobId} is ${job.view.state}.`);
+    const next = afterControl(job.view.state, action);
+    if (next === null) throw new ApiCallError(`Job ${jobId} is ${job.view.state}.`);
+    if (job.view.state === 'interrupted') {
+      // Not running: cancelling it is a change of its record only.
+      this.e().local.cancelJob(job.view.id);
+      this.jobs.update(job, { state: next, error: null });
+      return job.view;
     }
     job.control[action]();
-    if (action !== 'cancel') this.jobs.update(job, { state: action === 'pause' ? 'paused' : 'running' });
+    // A cancel shows once the run has stopped (track); pause and resume at once.
+    if (action !== 'cancel') this.jobs.update(job, { state: next });
     return job.view;
   }
 

@@ -1,13 +1,14 @@
 import os from 'node:os';
 import type { Db } from './db.ts';
 
-export type JobState = 'running' | 'done' | 'failed' | 'cancelled';
+/** A job's record: what a kill -9 leaves (a dead 'running' job is an interrupted one; shared/job-state.ts). */
+export type JobRecordState = 'running' | 'done' | 'failed' | 'cancelled';
 
 export interface JobRow {
   id: string;
   kind: 'backup';
   targetId: number;
-  state: JobState;
+  state: JobRecordState;
   sources: string[];
   settings: string;
   /** Exclude patterns, so that a resume walks exactly what the first run walked. */
@@ -193,7 +194,7 @@ interface Raw {
   id: string;
   kind: 'backup';
   target_id: number;
-  state: JobState;
+  state: JobRecordState;
   sources: string;
   settings: string;
   exclude: string | null;
