@@ -18,3 +18,7 @@ export const RANGE_MAX = 4 * MiB;
 
 /** Targets one repository's pool may span (issue 10: 2 … 16). */
 export const POOL_MAX_TARGETS = 16;
+
+/** Erasure coding k+m: the codes docs/FORMAT.md ("Parity bytes") defines, k 1–24 and m 1–6. */
+export const EC_MAX_K = 24;
+export const EC_MAX_M = 6;

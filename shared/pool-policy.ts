@@ -4,7 +4,7 @@
  * (pool-text.ts). Browser-safe.
  */
 import { z } from 'zod';
-import { POOL_MAX_TARGETS } from './limits.ts';
+import { EC_MAX_K, EC_MAX_M, POOL_MAX_TARGETS } from './limits.ts';
 import { SettingsError } from './settings-error.ts';
 
 /** A pool member: taking new copies, giving its copies away (drain), or lost. */
@@ -12,10 +12,7 @@ export type TargetState = 'active' | 'draining' | 'gone';
 
 /** Whole copies of each pack: 1 to 3. */
 export const REPLICAS_MAX = 3;
-/** Erasure coding k+m: the codes docs/FORMAT.md ("Parity bytes") defines, k 1–24 and m 1–6. */
-export const EC_MAX_K = 24;
-export const EC_MAX_M = 6;
-export { POOL_MAX_TARGETS };
+export { EC_MAX_K, EC_MAX_M, POOL_MAX_TARGETS };
 
 export const policySchema = z.discriminatedUnion('scheme', [
   z.object({

@@ -1,7 +1,8 @@
 import { createRequire } from 'node:module';
 import type * as ReedSolomon from '@ronomon/reed-solomon';
 import { shardLengthFor } from './shard-codec.ts';
-import { EC_MAX_K, EC_MAX_M } from '../../pool-policy.ts';
+// From limits.ts, not pool-policy.ts: the chunk worker imports this module, and zod has no place there.
+import { EC_MAX_K, EC_MAX_M } from '../../limits.ts';
 
 // A native addon (N-API): loaded through require so bundles keep it external, and only when a pack is
 // cut or rebuilt: every chunk worker imports this module, and a worker torn down while the addon's init
