@@ -1,8 +1,8 @@
 import { writeSync } from 'node:fs';
 import { MAX_BLOBS_PER_PACK } from '../shared/format/constants.ts';
 import type { SodiumProvider } from '../shared/node/crypto/provider.ts';
-import { sealBlobInto } from '../shared/node/format/blob-codec.ts';
-import { packTrailerLength, sealPackTrailer } from '../shared/node/format/pack.ts';
+import { packTrailerLength } from '../shared/node/format/pack.ts';
+import { PackLayout } from '../shared/node/format/pack-layout.ts';
 import { sealedLength } from '../shared/node/format/sealed-object.ts';
 import { SpooledBody, nativeCrc32 } from '../shared/node/storage/put-body.ts';
 import type { PackedBlob } from '../shared/node/pipeline/worker-protocol.ts';
@@ -35,10 +35,8 @@ class SpoolFile {
 }
 
 interface OpenPack {
-  id: Buffer;
+  layout: PackLayout;
   file: SpoolFile;
-  used: number;
-  blobs: PackedBlob[];
   /** A spool write failed part way: the pack cannot be uploaded. */
   broken?: Error;
 }
@@ -91,15 +89,12 @@ export class PackWriter {
     plainLength: number;
   }): Promise<string> {
     const need = sealedLength(blob.payload.length);
-    const fits = (p: OpenPack) =>
-      p.blobs.length < MAX_BLOBS_PER_PACK &&
-      (p.used === 0 || p.used + need + packTrailerLength(p.blobs.length + 1) <= this.limit);
     // Another task may open (or fill) a pack while this one waits for a file: check again after waiting.
-    while (!this.open || !fits(this.open)) {
+    while (!this.open || !this.open.layout.fits(need, this.limit)) {
       if (this.open) this.closePack();
       const file = await this.takeFile();
       if (this.open) this.giveBack(file);
-      else this.open = { id: this.o.sodium.randomBytes(32), file, used: 0, blobs: [] };
+      else this.open = { layout: new PackLayout(this.o.sodium.randomBytes(32)), file };
     }
     const p = this.open;
     try {
@@ -109,35 +104,20 @@ export class PackWriter {
       p.broken = err as Error;
       throw err;
     }
-    p.blobs.push({
-      kind: 'data',
-      id: blob.id,
-      offset: p.used,
-      storedLength: need,
-      plainLength: blob.plainLength,
-    });
-    p.used += need;
-    const packId = p.id.toString('hex');
-    if (p.used >= this.o.packSize) this.closePack();
+    const packId = p.layout.id.toString('hex');
+    if (p.layout.used >= this.o.packSize) this.closePack();
     return packId;
   }
 
   private seal(
     p: OpenPack,
     need: number,
-    blob: { id: Uint8Array; flags: number; payload: Uint8Array },
+    blob: { id: Uint8Array; flags: number; payload: Uint8Array; plainLength: number },
   ): void {
     if (this.staged + need > this.stage.length) this.writeStage(p);
     const oversized = need > this.stage.length; // not with payloads up to maxPayload
     const out = oversized ? Buffer.allocUnsafe(need) : this.stage.subarray(this.staged);
-    const n = sealBlobInto(this.o.sodium, out, {
-      sealKey: this.o.sealKey,
-      kind: 'data',
-      id: blob.id,
-      flags: blob.flags,
-      payload: blob.payload,
-    });
-    if (n !== need) throw new Error(`a sealed blob came out ${n} bytes, not ${need}`);
+    const n = p.layout.seal(this.o.sodium, this.o.sealKey, out, { kind: 'data', ...blob });
     if (oversized) this.spool(p, out);
     else this.staged += n;
     if (this.staged >= STAGE_FLUSH_BYTES) this.writeStage(p);
@@ -155,7 +135,7 @@ export class PackWriter {
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       throw new SpoolError(
-        `cannot write pack ${p.id.toString('hex').slice(0, 12)}… to its temporary file in ` +
+        `cannot write pack ${p.layout.id.toString('hex').slice(0, 12)}… to its temporary file in ` +
           `${this.o.spoolDir} (${e.code ?? e.message}${e.code === 'ENOSPC' ? ': the disk is full' : ''}).`,
       );
     }
@@ -172,14 +152,14 @@ export class PackWriter {
     const p = this.open;
     this.open = null;
     if (!p) return;
-    if (p.blobs.length === 0) return this.giveBack(p.file);
-    const packId = p.id.toString('hex');
+    if (p.layout.blobs.length === 0) return this.giveBack(p.file);
+    const packId = p.layout.id.toString('hex');
     let upload: Promise<void>;
     try {
       if (p.broken) throw p.broken;
       this.writeStage(p);
-      this.spool(p, sealPackTrailer(this.o.sodium, this.o.metaKey, p.id, p.blobs));
-      upload = this.o.upload(packId, p.file.body(), p.blobs);
+      this.spool(p, p.layout.trailer(this.o.sodium, this.o.metaKey));
+      upload = this.o.upload(packId, p.file.body(), p.layout.blobs);
     } catch (err) {
       this.staged = 0;
       this.o.failed(packId, err);

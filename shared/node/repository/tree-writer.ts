@@ -1,5 +1,6 @@
-import { maybeCompress, sealBlobInto } from '../format/blob-codec.ts';
-import { sealPackTrailer, type PackEntry } from '../format/pack.ts';
+import { maybeCompress } from '../format/blob-codec.ts';
+import type { PackEntry } from '../format/pack.ts';
+import { PackLayout } from '../format/pack-layout.ts';
 import { sealedLength } from '../format/sealed-object.ts';
 import { encodeTree, type TreeNode } from '../format/tree.ts';
 import type { TargetRow } from '../db/local-db.ts';
@@ -80,25 +81,23 @@ export class TreeWriter {
   private async writePack(trees: { id: Buffer; plain: Buffer }[]): Promise<void> {
     const { sodium, ks } = this.repo;
     const parts: Buffer[] = [];
-    const entries: PackEntry[] = [];
-    let size = 0;
+    const packId = sodium.randomBytes(32);
+    const layout = new PackLayout(packId);
     for (const tr of trees) {
       const { flags, payload } = maybeCompress(tr.plain);
       const out = Buffer.alloc(sealedLength(payload.length));
-      sealBlobInto(sodium, out, { sealKey: ks.keys.blobSeal, kind: 'tree', id: tr.id, flags, payload });
-      entries.push({
+      layout.seal(sodium, ks.keys.blobSeal, out, {
         kind: 'tree',
         id: tr.id,
-        offset: size,
-        storedLength: out.length,
+        flags,
+        payload,
         plainLength: tr.plain.length,
       });
       parts.push(out);
-      size += out.length;
     }
-    const packId = sodium.randomBytes(32);
-    parts.push(sealPackTrailer(sodium, ks.keys.metaSeal, packId, entries));
+    parts.push(layout.trailer(sodium, ks.keys.metaSeal));
     const body = Buffer.concat(parts);
+    const entries: PackEntry[] = layout.blobs.map((b, i) => ({ ...b, id: trees[i]!.id }));
     const placement = packPlacement(ks, this.target);
     const { copies, shards, queued, wireBytes } = await storePackWaiting(
       {
