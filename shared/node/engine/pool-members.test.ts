@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { s3TargetConfig } from '../../../test/support/engine-env.ts';
 import { describeTree, smallTextTree, tempDir } from '../../../test/support/fixtures.ts';
@@ -9,6 +9,7 @@ import { startProxy } from '../../../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import { copyTargets, packPlacement } from '../pool/pack-placement.ts';
 import { Engine } from './engine.ts';
+import { PASS, connectVia, places, poolsInBucket, poolsInDir } from '../../../test/support/pool-env.ts';
 import { LockConflictError } from '../repository/locks.ts';
 
 let s3: S3Server;
@@ -20,24 +21,6 @@ afterAll(async () => {
   delete process.env.CAIRN_TEST_WEAK_KDF;
   await s3?.stop();
 });
-
-const PASS = 'the pool passphrase';
-const poolsInDir = (dir: string) =>
-  fs.existsSync(path.join(dir, 'pools')) ? fs.readdirSync(path.join(dir, 'pools')) : [];
-async function poolsInBucket(bucket: string): Promise<string[]> {
-  const r = await s3.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'pools/' }));
-  return (r.Contents ?? []).map((o) => o.Key!.slice('pools/'.length));
-}
-const places = (e: Engine) =>
-  e.listTargets().map((t) => ({ name: t.name, poolId: t.poolId, kind: t.config.kind }));
-
-/** A new machine that connects through the folder target `dir` only. */
-const connectVia = (
-  home: string,
-  name: string,
-  dir: string,
-  onUnreachable?: Parameters<typeof Engine.connect>[5],
-) => Engine.connect(home, name, { kind: 'dir', path: dir }, undefined, { passphrase: PASS }, onUnreachable);
 
 describe('a pool of targets: prune, weights, locks and what a member is', () => {
   it("prune rewrites the pool's one index on every member; a machine that knew the old one stores pruned data again", async () => {
@@ -225,7 +208,7 @@ describe('a pool of targets: prune, weights, locks and what a member is', () => 
       const newest = (keys: string[]) => [...keys].sort().at(-1);
       expect(newest(poolsInDir(d1))).toMatch(/^0000000000000002-/);
       expect(newest(poolsInDir(d3))).toBe(newest(poolsInDir(d1)));
-      expect(newest(await poolsInBucket(bucket))).toBe(newest(poolsInDir(d1)));
+      expect(newest(await poolsInBucket(s3, bucket))).toBe(newest(poolsInDir(d1)));
     } finally {
       a.close();
       await proxy.close();
@@ -345,8 +328,8 @@ describe('a pool of targets: prune, weights, locks and what a member is', () => 
       a.close();
     }
     // Both buckets hold the same generation under the same name, each saying which target it is.
-    const [key] = await poolsInBucket(b1);
-    expect(await poolsInBucket(b2)).toEqual([key]);
+    const [key] = await poolsInBucket(s3, b1);
+    expect(await poolsInBucket(s3, b2)).toEqual([key]);
     const one = await s3.client.send(new GetObjectCommand({ Bucket: b1, Key: `pools/${key}` }));
     const body = Buffer.from(await one.Body!.transformToByteArray());
     await s3.client.send(new PutObjectCommand({ Bucket: b2, Key: `pools/${key}`, Body: body }));

@@ -6,6 +6,7 @@ import { s3TargetConfig } from '../../../test/support/engine-env.ts';
 import { describeTree, smallTextTree, tempDir } from '../../../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import { Engine } from './engine.ts';
+import { PASS, connectVia, places, poolsInBucket, poolsInDir } from '../../../test/support/pool-env.ts';
 
 let s3: S3Server;
 beforeAll(async () => {
@@ -16,24 +17,6 @@ afterAll(async () => {
   delete process.env.CAIRN_TEST_WEAK_KDF;
   await s3?.stop();
 });
-
-const PASS = 'the pool passphrase';
-const poolsInDir = (dir: string) =>
-  fs.existsSync(path.join(dir, 'pools')) ? fs.readdirSync(path.join(dir, 'pools')) : [];
-async function poolsInBucket(bucket: string): Promise<string[]> {
-  const r = await s3.client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'pools/' }));
-  return (r.Contents ?? []).map((o) => o.Key!.slice('pools/'.length));
-}
-const places = (e: Engine) =>
-  e.listTargets().map((t) => ({ name: t.name, poolId: t.poolId, kind: t.config.kind }));
-
-/** A new machine that connects through the folder target `dir` only. */
-const connectVia = (
-  home: string,
-  name: string,
-  dir: string,
-  onUnreachable?: Parameters<typeof Engine.connect>[5],
-) => Engine.connect(home, name, { kind: 'dir', path: dir }, undefined, { passphrase: PASS }, onUnreachable);
 
 describe('a pool of targets: every target knows the others', () => {
   it('a second target makes a pool; connect through either one brings back both, S3 secret included', async () => {
@@ -57,7 +40,7 @@ describe('a pool of targets: every target knows the others', () => {
       const inDir = poolsInDir(dir);
       expect(inDir).toHaveLength(1);
       expect(inDir[0]).toMatch(/^0{15}1-[0-9a-f]{8}$/);
-      expect(await poolsInBucket(bucket)).toEqual(inDir);
+      expect(await poolsInBucket(s3, bucket)).toEqual(inDir);
       // The secret is sealed in the pool object, never in clear.
       const raw = fs.readFileSync(path.join(dir, 'pools', inDir[0]!));
       expect(raw.includes(Buffer.from(s3.secretAccessKey))).toBe(false);
