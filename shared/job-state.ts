@@ -1,18 +1,41 @@
 /**
  * A job's state as the app shows it, and every rule of how it moves, in one place: how a run ends,
  * which controls each state takes, which states resume. Browser-safe (the UI and the engine share it).
+ *
+ * A control is shown at once as what is true at that moment: `pausing` until the transfers already under
+ * way have finished (only then `paused`: nothing moves), `cancelling` until the run has stopped.
  */
-export type JobState = 'running' | 'paused' | 'interrupted' | 'done' | 'failed' | 'cancelled';
+export type JobState =
+  | 'running'
+  | 'pausing'
+  | 'paused'
+  | 'cancelling'
+  | 'interrupted'
+  | 'done'
+  | 'problems'
+  | 'failed'
+  | 'cancelled';
 
 export type JobControlAction = 'pause' | 'resume' | 'cancel';
 
+/** A run is under way (whatever it shows): it cannot be discarded, and closing the app stops it. */
+export function isLive(state: JobState): boolean {
+  return state === 'running' || state === 'pausing' || state === 'paused' || state === 'cancelling';
+}
+
 /**
  * How a run ended. A cancelled run is `cancelled` whatever it threw; a backup that stopped on an error
- * after its job was recorded is `interrupted` (resumable); anything else that threw is `failed`.
+ * after its job was recorded is `interrupted` (resumable); anything else that threw is `failed`; a run
+ * that finished with some items not done (a restore's files kept or failed) is `problems`.
  */
-export function endOfRun(o: { threw: boolean; cancelled: boolean; resumable: boolean }): JobState {
+export function endOfRun(o: {
+  threw: boolean;
+  cancelled: boolean;
+  resumable: boolean;
+  problems?: boolean;
+}): JobState {
   if (o.cancelled) return 'cancelled';
-  if (!o.threw) return 'done';
+  if (!o.threw) return o.problems ? 'problems' : 'done';
   return o.resumable ? 'interrupted' : 'failed';
 }
 
@@ -21,8 +44,11 @@ export function endOfRun(o: { threw: boolean; cancelled: boolean; resumable: boo
  * resumed or cancelled; an interrupted one can only be cancelled (it is resumed as a new run).
  */
 export function afterControl(state: JobState, action: JobControlAction): JobState | null {
-  if (state === 'running' || state === 'paused')
-    return action === 'pause' ? 'paused' : action === 'resume' ? 'running' : 'cancelled';
+  if (state === 'running' || state === 'pausing' || state === 'paused') {
+    if (action === 'cancel') return 'cancelling';
+    if (action === 'pause') return state === 'running' ? 'pausing' : null;
+    return state === 'running' ? null : 'running';
+  }
   if (state === 'interrupted' && action === 'cancel') return 'cancelled';
   return null;
 }

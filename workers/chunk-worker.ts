@@ -105,6 +105,7 @@ function packWriter(): PackWriter {
 }
 
 async function uploadPack(packId: string, body: SpooledBody, blobs: PackedBlob[]): Promise<void> {
+  post({ t: 'pack-closed', packId });
   const slot = await slots.acquire();
   const start = now();
   const timing: ChunkTiming = {

@@ -73,7 +73,8 @@ export interface JobView {
     bytes: number;
     /** Files already at the destination with identical content: left as they are. */
     alreadyPresent: number;
-    failed: { path: string; message: string }[];
+    /** Not restored, with why; `kept`: a different file was there and was kept as asked. */
+    failed: { path: string; message: string; kept?: true }[];
     to: string;
   };
   /** Prune only: the phase it is in and how far (packs, trees or files of that phase). */

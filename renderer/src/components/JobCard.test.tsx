@@ -69,6 +69,48 @@ describe('JobCard', () => {
   });
 });
 
+describe('JobCard states say what is true now', () => {
+  const buttons = () => screen.queryAllByRole('button').map((b) => b.textContent);
+
+  it('pausing: finishing what is under way, with Resume and Cancel but no Pause', () => {
+    card(job({ state: 'pausing', bytesDone: 5 << 20, bytesTotal: 10 << 20, mbps: 3 }));
+    expect(screen.getByText('Pausing…')).toBeTruthy();
+    expect(screen.getByTestId('job-pausing').textContent).toMatch(
+      /Finishing the transfers already under way/,
+    );
+    expect(buttons()).toEqual(expect.arrayContaining(['Resume', 'Cancel']));
+    expect(buttons()).not.toContain('Pause');
+  });
+
+  it('paused: no rate and no ETA (nothing moves)', () => {
+    card(job({ state: 'paused', bytesDone: 5 << 20, bytesTotal: 10 << 20, mbps: 3, etaSeconds: 2 }));
+    expect(screen.getByText('Paused')).toBeTruthy();
+    expect(screen.queryByText(/MB\/s|MiB\/s/)).toBeNull();
+    expect(screen.queryByText(/ETA/)).toBeNull();
+  });
+
+  it('cancelling: says so, and offers no control twice', () => {
+    card(job({ state: 'cancelling', bytesDone: 5 << 20, bytesTotal: 10 << 20 }));
+    expect(screen.getByText('Cancelling…')).toBeTruthy();
+    expect(buttons().filter((b) => b !== 'Backup · Documents' && !/Documents/.test(b ?? ''))).toEqual([]);
+  });
+
+  it('a restore that kept files as asked is "Done with problems", not "Failed"', () => {
+    card(
+      job({
+        kind: 'restore',
+        state: 'problems',
+        title: 'Restore to /home/a/r',
+        error: '2 files were already there and kept as they were.',
+        restored: { files: 3, bytes: 30, alreadyPresent: 0, failed: [], to: '/home/a/r' },
+      }),
+    );
+    expect(screen.getByText('Done with problems')).toBeTruthy();
+    expect(screen.queryByText('Failed')).toBeNull();
+    expect(screen.getByRole('progressbar').getAttribute('aria-valuenow')).toBe('100');
+  });
+});
+
 describe('JobCard of a prune', () => {
   it('shows the phase and how far it is, no bytes, rate, pause or cancel', () => {
     card(

@@ -1,17 +1,24 @@
 import { POOL_JOB_TARGET, type JobView } from '../../../shared/api/views.ts';
 import { redundancyText } from '../../../shared/pool-text.ts';
 import { PRUNE_PHASE_LABELS } from '../../../shared/retention.ts';
+import { isLive } from '../../../shared/job-state.ts';
 import { getApi } from '../api/bridge.ts';
 import { formatCount, formatDuration, formatRate, formatSize, messageOf, percent } from '../api/format.ts';
 
 const STATE_LABEL: Record<JobView['state'], string> = {
   running: 'Running',
+  pausing: 'Pausing…',
   paused: 'Paused',
+  cancelling: 'Cancelling…',
   interrupted: 'Interrupted — can resume',
   done: 'Done',
+  problems: 'Done with problems',
   failed: 'Failed',
   cancelled: 'Cancelled',
 };
+
+/** Still working: the figures move (a pausing job finishes the transfers under way). */
+const moving = (j: JobView) => j.state === 'running' || j.state === 'pausing' || j.state === 'cancelling';
 
 /** A stopped backup keeps what it stored: it can resume from there, or be discarded. */
 const resumable = (j: JobView) =>
@@ -30,7 +37,8 @@ export function JobCard(props: {
     getApi()
       .invoke(m, { jobId: job.id })
       .catch((e) => props.onError(messageOf(e)));
-  const shown = job.state === 'done' ? 100 : pct;
+  const shown = job.state === 'done' || job.state === 'problems' ? 100 : pct;
+  const live = isLive(job.state);
   const waiting = job.state === 'running' && job.waitingFor;
   const oneTarget = job.target !== POOL_JOB_TARGET;
   return (
@@ -70,7 +78,7 @@ export function JobCard(props: {
               : ''}
           </span>
         )}
-        {!prune && (job.bytesTotal > 0 || job.state === 'running' || job.state === 'done') && (
+        {!prune && (job.bytesTotal > 0 || moving(job) || job.state === 'done') && (
           <>
             <span data-testid="job-percent">{shown.toFixed(0)} %</span>
             <span>
@@ -78,24 +86,27 @@ export function JobCard(props: {
             </span>
           </>
         )}
-        {job.files && (job.state === 'running' || job.state === 'paused') && (
+        {job.files && live && (
           <span>
             {formatCount(job.files.done)} of {formatCount(job.files.total)} files
           </span>
         )}
-        {job.state === 'running' && !prune && <span>{formatRate(job.mbps)}</span>}
-        {job.elapsedMs !== undefined && (job.state === 'running' || job.state === 'paused') && (
-          <span>elapsed {formatDuration(job.elapsedMs / 1000)}</span>
-        )}
+        {moving(job) && !prune && <span>{formatRate(job.mbps)}</span>}
+        {job.elapsedMs !== undefined && live && <span>elapsed {formatDuration(job.elapsedMs / 1000)}</span>}
         {job.state === 'running' && !prune && !waiting && (
           <span className="job-eta">ETA {formatDuration(job.etaSeconds)}</span>
         )}
         {job.state === 'done' && !prune && <span>mean {formatRate(job.meanMbps)}</span>}
         {job.target && <span className="muted">→ {job.target}</span>}
       </div>
-      {job.current && (job.state === 'running' || job.state === 'paused') && (
+      {job.current && live && (
         <p className="job-current" title={job.current} data-testid="job-current">
           {job.current}
+        </p>
+      )}
+      {job.state === 'pausing' && (
+        <p className="job-waiting" role="status" data-testid="job-pausing">
+          Finishing the transfers already under way; then nothing moves until you resume.
         </p>
       )}
       {waiting && (
@@ -131,12 +142,12 @@ export function JobCard(props: {
             Pause
           </button>
         )}
-        {(job.state === 'paused' || resumable(job)) && (
+        {(job.state === 'paused' || job.state === 'pausing' || resumable(job)) && (
           <button type="button" className="primary" onClick={() => act('jobs.resume')}>
             Resume
           </button>
         )}
-        {!prune && (job.state === 'running' || job.state === 'paused' || job.state === 'interrupted') && (
+        {!prune && ((live && job.state !== 'cancelling') || job.state === 'interrupted') && (
           <button type="button" className="danger" onClick={() => act('jobs.cancel')}>
             Cancel
           </button>

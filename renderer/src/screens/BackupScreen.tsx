@@ -8,6 +8,7 @@ import { DropZone } from '../components/DropZone.tsx';
 import { JobCard } from '../components/JobCard.tsx';
 import { messageOf } from '../api/format.ts';
 import { LastBackupLine } from './plans/LastBackupLine.tsx';
+import { isLive } from '../../../shared/job-state.ts';
 
 export function BackupScreen({
   onGoToSettings,
@@ -33,7 +34,7 @@ export function BackupScreen({
   useEffect(() => {
     if (!target && targets.data?.[0]) setTarget(targets.data[0].name);
   }, [targets.data, target]);
-  const running = jobs.find((j) => j.state === 'running' || j.state === 'paused');
+  const running = jobs.find((j) => isLive(j.state));
   const shown = selected ?? running?.id ?? jobs[0]?.id ?? null;
   const shownJob = jobs.find((j) => j.id === shown);
 

@@ -5,6 +5,9 @@ import type { Engine } from '../engine/engine.ts';
 import { OriginalLocationError, originalPlaces, restoreToOriginal } from '../engine/restore-original.ts';
 import { VerifyHistory } from '../engine/verify-history.ts';
 import type { LiveJob, LiveJobs } from './live-jobs.ts';
+import { restoreOutcome } from './restore-view.ts';
+import { inPlainWords } from './plain-words.ts';
+import { isLive } from '../../job-state.ts';
 
 type BrowseMethod =
   'backups.browse' | 'backups.search' | 'backups.verify' | 'backups.verifications' | 'restore.original';
@@ -54,7 +57,7 @@ export function browseHandlers(deps: {
       const b = e.snapshot(backupId);
       const busy = deps.jobs
         .list()
-        .find((j) => j.kind === 'verify' && j.backupId === backupId && j.state === 'running');
+        .find((j) => j.kind === 'verify' && j.backupId === backupId && isLive(j.state));
       if (busy) throw new ApiCallError(`Backup ${backupId} is being verified already (job ${busy.id}).`);
       const job = deps.jobs.add({
         id: `v${Date.now().toString(16).slice(-11)}`,
@@ -73,8 +76,12 @@ export function browseHandlers(deps: {
             ...(p.target ? { target: p.target } : {}),
           }));
           deps.jobs.update(job, { verified: { blobs: r.blobs, bytes: r.bytes, problems } });
-          if (problems.length)
-            throw new Error(`${problems.length} problem(s): a file of this backup cannot be restored whole.`);
+          const n = problems.length;
+          return {
+            problems: n
+              ? `${n} ${n === 1 ? 'problem' : 'problems'} found: ${n === 1 ? 'a file' : 'files'} of this backup cannot be restored whole.`
+              : null,
+          };
         });
       deps.track(job, run);
       return job.view;
@@ -121,17 +128,9 @@ export function browseHandlers(deps: {
         deps.jobs.listenerFor(job, 'restore'),
         job.control,
       ).then((r) => {
-        deps.jobs.update(job, {
-          restored: {
-            files: r.restoredFiles,
-            bytes: r.restoredBytes,
-            alreadyPresent: r.alreadyPresent,
-            failed: r.failed,
-            to: r.places.join(', '),
-          },
-        });
-        if (r.failed.length && !job.control.cancelled)
-          throw new Error(`${r.failed.length} of the selected files could not be restored.`);
+        const { restored, problems } = restoreOutcome(r, r.places.join(', '));
+        deps.jobs.update(job, { restored });
+        return { problems };
       });
       deps.track(job, run);
       return job.view;
@@ -146,6 +145,7 @@ function set<K extends object, V>(m: WeakMap<K, V>, k: K, v: V): V {
 
 /** A verify problem as the app lists it: which chunk of a file, or a folder's listing ("path/"). */
 function problemText(p: { path: string; blob: number; message: string }): string {
-  if (p.path.endsWith('/')) return `folder listing: ${p.message}`;
-  return p.blob >= 0 ? `chunk ${p.blob}: ${p.message}` : p.message;
+  const m = inPlainWords(p.message);
+  if (p.path.endsWith('/')) return `folder listing: ${m}`;
+  return p.blob >= 0 ? `chunk ${p.blob}: ${m}` : m;
 }

@@ -3,6 +3,7 @@ import { EventEmitter } from 'node:events';
 import type { Events, EventName } from '../../api/contract.ts';
 import type { JobKind, JobStatsView, JobView } from '../../api/views.ts';
 import type { ChunkTiming, StatsFrame } from '../../stats.ts';
+import { inPlainWords } from './plain-words.ts';
 
 const MAX_FRAMES = 4 * 60 * 60 * 4; // four hours at 4 Hz
 const MAX_CHUNKS = 4000; // the slot timeline shows the most recent chunks
@@ -59,7 +60,7 @@ export class LiveJobs {
   create(
     init: Pick<JobView, 'id' | 'kind' | 'backupId' | 'title' | 'target' | 'state'> & Partial<JobView>,
   ): LiveJob {
-    return {
+    const job: LiveJob = {
       view: {
         startedAt: Date.now(),
         bytesDone: 0,
@@ -76,6 +77,29 @@ export class LiveJobs {
       chunks: [],
       pendingChunks: [],
     };
+    this.useControl(job, job.control);
+    return job;
+  }
+
+  /**
+   * Gives the job a control (a resumed run gets a fresh one): "Pausing…" turns "Paused" once the pipeline
+   * says nothing of the job moves any more.
+   */
+  useControl(job: LiveJob, control: JobControl): void {
+    job.control = control;
+    control.onSettle(() => {
+      // Said with the next frame, whose figures include the last transfers; a job without frames is
+      // told after a second.
+      if (control.settled)
+        setTimeout(() => {
+          if (job.control === control) this.settle(job);
+        }, 1000).unref();
+    });
+  }
+
+  private settle(job: LiveJob): void {
+    if (job.view.state === 'pausing' && job.control.settled)
+      this.update(job, { state: 'paused', mbps: 0, etaSeconds: null });
   }
 
   register(job: LiveJob): LiveJob {
@@ -97,7 +121,16 @@ export class LiveJobs {
     return view;
   }
 
+  /** What the job shows is said in the app's words (plain-words.ts): errors, notices, files not restored. */
   update(job: LiveJob, patch: Partial<JobView>): void {
+    if (patch.error) patch.error = inPlainWords(patch.error);
+    if (patch.notices) patch.notices = patch.notices.map(inPlainWords);
+    if (patch.waitingFor) patch.waitingFor = inPlainWords(patch.waitingFor);
+    if (patch.restored)
+      patch.restored = {
+        ...patch.restored,
+        failed: patch.restored.failed.map((f) => ({ ...f, message: inPlainWords(f.message) })),
+      };
     Object.assign(job.view, patch);
     this.emit('job', { ...job.view });
   }
@@ -137,12 +170,17 @@ export class LiveJobs {
           f.at - (lastAt ?? f.at - 250),
         );
         lastAt = f.at;
+        const settled = job.view.state === 'pausing' && job.control.settled;
+        // Paused, nothing moves: no rate, no ETA; after the resume the rate starts again from the mean.
+        const still = settled || job.view.state === 'paused';
+        if (still) rate = null;
         this.update(job, {
+          ...(settled ? { state: 'paused' } : {}),
           bytesDone: f.bytesDone,
           bytesTotal: f.bytesTotal,
-          mbps: rate,
+          mbps: rate ?? 0,
           meanMbps: f.meanMbps,
-          etaSeconds: etaSeconds(f.bytesTotal - f.bytesDone, rate),
+          etaSeconds: still ? null : etaSeconds(f.bytesTotal - f.bytesDone, rate ?? 0),
           elapsedMs: f.elapsedMs,
         });
         this.emit('stats', { jobId: job.view.id, frame: f, chunks });

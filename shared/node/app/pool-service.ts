@@ -4,6 +4,7 @@ import type { PoolOperationView, PoolTargetView, PoolView } from '../../api/view
 import { pendingMovesText, rebalanceText, repairText, type RedundancyView } from '../../pool-text.ts';
 import { targetWhere } from '../../settings.ts';
 import type { Engine } from '../engine/engine.ts';
+import { inPlainWords } from './plain-words.ts';
 
 type PoolMethod =
   | 'pool.status'
@@ -74,7 +75,7 @@ export class PoolService {
         return {
           ok: r.queued === 0 && r.problems.length === 0,
           message: repairText(r, e.poolAdmin.policy().scheme),
-          problems: r.problems.map((p) => `Target “${p.target}”: ${p.message}`),
+          problems: r.problems.map((p) => `Target “${p.target}”: ${inPlainWords(p.message)}`),
           pool: this.view(e),
         };
       },

@@ -13,6 +13,7 @@ import {
 import type { Engine } from '../engine/engine.ts';
 import type { LiveJob, LiveJobs } from './live-jobs.ts';
 import { Scheduler, type Clock } from './scheduler.ts';
+import { isLive } from '../../job-state.ts';
 
 type RetentionMethod =
   'backups.estimateForget' | 'backups.forget' | 'maintenance.get' | 'maintenance.save' | 'maintenance.prune';
@@ -76,9 +77,7 @@ export class RetentionService {
   }
 
   private backingUp(): boolean {
-    return this.deps.jobs
-      .list()
-      .some((j) => j.kind === 'backup' && (j.state === 'running' || j.state === 'paused'));
+    return this.deps.jobs.list().some((j) => j.kind === 'backup' && isLive(j.state));
   }
 
   stopScheduler(): void {

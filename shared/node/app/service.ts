@@ -1,13 +1,14 @@
 // app/: the app service behind both bridges (Electron IPC, web mode): validates, runs jobs, answers views.
 import { JobCancelledError, JobControl, type JobListener, defaultWorkerCount } from '../engine/exports.ts';
 import fs from 'node:fs';
-import { afterControl, endOfRun, resumable } from '../../job-state.ts';
+import { afterControl, endOfRun, isLive, resumable } from '../../job-state.ts';
 import os from 'node:os';
 import path from 'node:path';
 import { ApiCallError, type Method, type Request, type Responses } from '../../api/contract.ts';
 import { POOL_JOB_TARGET, type AppStatus, type BackupView, type JobView } from '../../api/views.ts';
 import { Engine, defaultHome, keystorePath, type BackupResult } from '../engine/engine.ts';
 import { toApiError } from './api-error.ts';
+import { restoreOutcome } from './restore-view.ts';
 import { backupView, titleFor } from './backup-view.ts';
 import { browseHandlers } from './browse-service.ts';
 import { targetHandlers } from './target-handlers.ts';
@@ -63,8 +64,7 @@ export class AppService {
       engine: () => this.e(),
       unlocked: () => this.engine !== null,
       completeEveryMs: Number(process.env.CAIRN_COMPLETE_EVERY_MS) || undefined,
-      backingUp: () =>
-        this.jobs.list().some((j) => j.kind === 'backup' && (j.state === 'running' || j.state === 'paused')),
+      backingUp: () => this.jobs.list().some((j) => j.kind === 'backup' && isLive(j.state)),
       copiesWritten: (e) => {
         const stale = this.jobs.list().filter((v) => v.redundancy && v.redundancy.state !== 'full');
         if (!stale.length) return;
@@ -161,8 +161,7 @@ export class AppService {
     this.plans.stopScheduler();
     this.retention.stopScheduler();
     this.poolService.stopCompletion();
-    for (const j of this.jobs.list())
-      if (j.state === 'running' || j.state === 'paused') this.jobs.get(j.id).control.cancel();
+    for (const j of this.jobs.list()) if (isLive(j.state)) this.jobs.get(j.id).control.cancel();
     this.engine?.close();
   }
 
@@ -219,8 +218,7 @@ export class AppService {
 
   private discard(jobId: string): JobView {
     const job = this.jobs.get(jobId);
-    if (job.view.state === 'running' || job.view.state === 'paused')
-      throw new ApiCallError(`Job ${jobId} is ${job.view.state}: cancel it first.`);
+    if (isLive(job.view.state)) throw new ApiCallError(`Job ${jobId} is ${job.view.state}: cancel it first.`);
     if (job.view.kind === 'backup' && job.view.state !== 'done') this.e().discardJob(jobId);
     return this.jobs.remove(jobId);
   }
@@ -287,13 +285,13 @@ export class AppService {
 
   private async resumeJob(jobId: string): Promise<JobView> {
     const job = this.jobs.get(jobId);
-    if (job.view.state === 'paused') return this.control(jobId, 'resume');
+    if (job.view.state === 'paused' || job.view.state === 'pausing') return this.control(jobId, 'resume');
     if (job.view.kind !== 'backup' || !resumable(job.view.state))
       throw new ApiCallError(
         `Job ${jobId} is ${job.view.state}; only paused, interrupted or cancelled backups resume.`,
       );
     // A fresh control: the old one stays cancelled for good.
-    job.control = new JobControl();
+    this.jobs.useControl(job, new JobControl());
     this.jobs.update(job, { state: 'running', error: null, stored: undefined });
     const run = this.e().resumeJob(jobId, this.jobs.listenerFor(job, 'backup'), job.control);
     this.track(job, run.then(this.finished(job)));
@@ -326,29 +324,29 @@ export class AppService {
     this.track(
       job,
       run.then((r) => {
-        this.jobs.update(job, {
-          restored: {
-            files: r.restoredFiles,
-            bytes: r.restoredBytes,
-            alreadyPresent: r.alreadyPresent,
-            failed: r.failed,
-            to: req.to,
-          },
-        });
-        if (r.failed.length && !job.control.cancelled)
-          throw new Error(`${r.failed.length} of the selected files could not be restored.`);
+        const { restored, problems } = restoreOutcome(r, req.to);
+        this.jobs.update(job, { restored });
+        return { problems };
       }),
     );
     return job.view;
   }
 
+  /**
+   * Follows a run to its end state. A run may resolve with what it left undone (`problems`): the job is
+   * then "done with problems" and says what.
+   */
   private track(job: LiveJob, run: Promise<unknown>, onEarlyError?: (err: Error) => void): void {
     run.then(
-      () =>
+      (end) => {
+        const problems = (end as { problems?: string | null } | undefined)?.problems ?? null;
+        const cancelled = job.control.cancelled;
         this.jobs.update(job, {
-          state: endOfRun({ threw: false, cancelled: job.control.cancelled, resumable: false }),
+          state: endOfRun({ threw: false, cancelled, resumable: false, problems: problems !== null }),
           etaSeconds: 0,
-        }),
+          ...(problems !== null && !cancelled ? { error: problems } : {}),
+        });
+      },
       (err: Error) => {
         onEarlyError?.(toApiError(err));
         const cancelled = err instanceof JobCancelledError || job.control.cancelled;
@@ -375,8 +373,8 @@ export class AppService {
       return job.view;
     }
     job.control[action]();
-    // A cancel shows once the run has stopped (track); pause and resume at once.
-    if (action !== 'cancel') this.jobs.update(job, { state: next });
+    // What is true now: "Cancelling…" until the run has stopped (track), "Pausing…" until nothing moves.
+    this.jobs.update(job, { state: next === 'pausing' && job.control.settled ? 'paused' : next });
     return job.view;
   }
 

@@ -178,6 +178,7 @@ async function backupJob(
     jobId,
     settings,
     reads: walk.reads,
+    alreadyDone: walk.resumed,
     seal,
     control: job.control,
     listener,

@@ -47,6 +47,8 @@ interface StoreOptions {
   jobId: string;
   settings: PipelineSettings;
   reads: FileToRead[];
+  /** What earlier runs of this job stored: part of its totals, done from the start (a resume). */
+  alreadyDone?: { bytes: number; blobs: number };
   seal: (nodes: TreeNode[]) => string;
   control?: JobControl;
   listener: JobListener;
@@ -78,6 +80,7 @@ export async function storeFiles(repo: Repository, o: StoreOptions): Promise<Sto
         tasks: run.plan(round),
         credits: o.settings.uploadsPerWorker + (o.settings.preparedPerWorker ?? PREPARED_PER_WORKER),
         control: o.control,
+        busy: () => run.transferring(),
         flushAtEnd: true,
         stop: () => run.failure !== null,
         handle: (m, reply) => run.handle(m, reply),
@@ -101,6 +104,7 @@ class StoreRun {
   private blobsNew = 0;
   private blobsStored = 0;
   private packsWritten = 0;
+  private readonly packsUnstored = new Set<string>();
   private copiesQueued = 0;
   failure: string | null = null;
   /** Called once, at the first failure: packs still paused for their targets stop waiting. */
@@ -131,6 +135,10 @@ class StoreRun {
       reads.reduce((s, r) => s + Math.ceil(nodeOfRead(r).size / settings.chunkSize), 0),
       (f) => listener.progress?.(f),
     );
+    if (o.alreadyDone) {
+      this.stats.adjustTotals(o.alreadyDone.bytes, o.alreadyDone.blobs);
+      this.stats.addAlreadyDone(o.alreadyDone.bytes, o.alreadyDone.blobs);
+    }
     this.stats.startTicking();
   }
 
@@ -197,13 +205,22 @@ class StoreRun {
     }
   }
 
+  /** A pack is closed and not yet stored (or failed): uploading, or about to. */
+  transferring(): boolean {
+    return this.packsUnstored.size > 0;
+  }
+
   /** A worker's message; true when it ends a task (worker-pool.ts). */
   handle(m: FromWorker, reply: (msg: ToWorker) => void): boolean {
     switch (m.t) {
+      case 'pack-closed':
+        this.packsUnstored.add(m.packId);
+        return false;
       case 'xfer-start':
         this.stats.transferStarted();
         return false;
       case 'pack-stored':
+        this.packsUnstored.delete(m.packId);
         this.packStored(m);
         return false;
       case 'pack-waiting':
@@ -212,6 +229,7 @@ class StoreRun {
       case 'pack-failed': {
         // A quorum failure names its targets in its message; a storage error names its one.
         const on = m.error.target ? ` on target "${m.error.target}"` : '';
+        this.packsUnstored.delete(m.packId);
         this.fail(`storing pack ${m.packId.slice(0, 12)}…${on} failed: ${m.error.message}`);
         return false;
       }
@@ -249,8 +267,7 @@ class StoreRun {
     this.bytesRead += m.timing.bytes;
     // Progress counts a chunk's bytes once they are stored: at once when deduplicated, else when
     // its pack has been uploaded.
-    if (m.packId !== null)
-      this.packBytes.set(m.packId, (this.packBytes.get(m.packId) ?? 0) + m.timing.bytes);
+    if (m.packId !== null) this.packBytes.set(m.packId, (this.packBytes.get(m.packId) ?? 0) + m.timing.bytes);
     this.stats.add(m.packId !== null ? { ...m.timing, bytes: 0 } : m.timing, false);
     this.o.listener.chunk?.(m.timing);
     if (m.packId !== null || (this.decided.has(hex) && !this.ks.index.has(m.id))) {

@@ -75,6 +75,8 @@ export interface WalkResult {
   totalBytes: number;
   /** Blob ids referenced by files whose content was reused. */
   blobsReused: number;
+  /** Files an earlier run of this job stored (a resume): their bytes and blobs, done before this run. */
+  resumed: { bytes: number; blobs: number };
   /** Special files (sockets, FIFOs, devices), not backed up. */
   skipped: string[];
   /** Files and folders left out by exclude patterns (a folder once, with all it holds). */
@@ -131,6 +133,7 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
     symlinks: 0,
     totalBytes: 0,
     blobsReused: 0,
+    resumed: { bytes: 0, blobs: 0 },
     skipped: [],
     excluded: 0,
     unreadable: [],
@@ -151,10 +154,15 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
       r.totalBytes += st.size;
       const wasFile = prev?.type === 'file';
       const fromParent = wasFile ? asPrior(prev) : undefined;
-      const prior = [hooks.resumed(rel), fromParent].find((p) => p && sameFile(p, st)) ?? null;
+      const fromRun = hooks.resumed(rel);
+      const prior = [fromRun, fromParent].find((p) => p && sameFile(p, st)) ?? null;
       if (prior && hooks.stored(prior.content)) {
         dir.nodes.push(nodeOf(name, 'file', st, { content: prior.content }));
         r.blobsReused += prior.content.length;
+        if (prior === fromRun) {
+          r.resumed.bytes += st.size;
+          r.resumed.blobs += prior.content.length;
+        }
         // Against the parent snapshot, whichever record gave the content: a file changed since, stored
         // by the interrupted run this one resumes, is still "changed".
         if (!wasFile) r.files.new++;

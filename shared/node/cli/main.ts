@@ -296,7 +296,8 @@ program
       },
     );
     o.endProgress();
-    for (const f of r.failed) o.info(`Failed: ${f.path}: ${f.message}`);
+    for (const f of r.failed)
+      o.info(`Failed: ${f.path}: ${f.message}${f.kept ? ' (restore with --overwrite to replace it)' : ''}`);
     o.result(
       r,
       `Restored ${plural(r.restoredFiles, 'file')} (${formatSize(r.restoredBytes)}) to ${to}${r.alreadyPresent ? `; ${r.alreadyPresent} already there and identical` : ''}${r.failed.length ? `; ${r.failed.length} failed` : ''}.`,

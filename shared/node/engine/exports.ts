@@ -13,6 +13,7 @@ export type { JobListener } from '../jobs/job-events.ts';
 export type { RedundancyReport } from '../maintenance/pool-admin.ts';
 export { defaultWorkerCount, WorkerPool, workersBesideKeyDerivation } from '../pipeline/worker-pool.ts';
 export { LockConflictError, lockTiming } from '../repository/locks.ts';
+export type { RestoreResult } from '../restore/restore-job.ts';
 export { selectWhileLocked, type RestoreSelection } from '../restore/restore-selection.ts';
 export type { KeepPolicy } from '../retention/retention-policy.ts';
 export { StorageError } from '../storage/storage.ts';

@@ -2,11 +2,34 @@
 /**
  * Pause, resume and cancel for a running job. Pausing stops new chunks from being handed to the workers
  * (those in flight finish); cancelling stops for good and leaves what was stored recorded.
+ *
+ * The pipeline reports whether anything of the job is still moving (`reportQuiet`): a paused job is
+ * `settled` only once nothing is, and that is when the app may say "Paused".
  */
 export class JobControl {
   private pausedFlag = false;
   private cancelledFlag = false;
+  private quietFlag = false;
   private readonly wakers = new Set<() => void>();
+  private readonly settleWatchers = new Set<() => void>();
+
+  /** Paused, and no transfer of the job is under way. */
+  get settled(): boolean {
+    return this.paused && this.quietFlag;
+  }
+
+  /** Said by the pipeline after each step while paused: true once nothing of the job is moving. */
+  reportQuiet(quiet: boolean): void {
+    const was = this.settled;
+    this.quietFlag = quiet;
+    if (this.settled !== was) for (const w of this.settleWatchers) w();
+  }
+
+  /** Called when `settled` changes; returns an unsubscribe function. */
+  onSettle(fn: () => void): () => void {
+    this.settleWatchers.add(fn);
+    return () => this.settleWatchers.delete(fn);
+  }
 
   get paused(): boolean {
     return this.pausedFlag && !this.cancelledFlag;
@@ -16,13 +39,19 @@ export class JobControl {
     return this.cancelledFlag;
   }
 
+  /** The pipeline is woken to say whether it is quiet already (nothing in flight). */
   pause(): void {
     this.pausedFlag = true;
+    this.quietFlag = false;
+    for (const w of this.wakers) w();
   }
 
   resume(): void {
+    const was = this.settled;
     this.pausedFlag = false;
+    this.quietFlag = false;
     for (const w of this.wakers) w();
+    if (was) for (const w of this.settleWatchers) w();
   }
 
   cancel(): void {

@@ -18,6 +18,8 @@ export class StatsCollector {
   private readonly start = Date.now();
   private frameStart = this.start;
   private bytesDone = 0;
+  /** Of bytesDone: stored by earlier runs, not moved by this one (not in any rate). */
+  private bytesBefore = 0;
   private chunksDone = 0;
   private frameBytes = 0;
   private frameGaps: number[] = [];
@@ -49,6 +51,7 @@ export class StatsCollector {
   /** Bytes already stored before this run (a resumed job) count as done, not as throughput. */
   addAlreadyDone(bytes: number, chunks: number): void {
     this.bytesDone += bytes;
+    this.bytesBefore += bytes;
     this.chunksDone += chunks;
   }
 
@@ -112,7 +115,7 @@ export class StatsCollector {
       chunksDone: this.chunksDone,
       chunksTotal: this.chunksTotal,
       mbps: this.frameBytes / 1000 / span,
-      meanMbps: this.bytesDone / 1000 / Math.max(1, now - this.start),
+      meanMbps: (this.bytesDone - this.bytesBefore) / 1000 / Math.max(1, now - this.start),
       gapsMs: this.frameGaps,
       wireIdle: Math.min(1, this.idleInFrame / span),
       stageMs: this.stage,

@@ -144,6 +144,8 @@ export class WorkerPool {
     handle: (m: FromWorker, reply: (msg: ToWorker) => void) => boolean;
     stop?: () => boolean;
     control?: JobControl;
+    /** True while work outside the tasks is under way (a backup's pack uploads): not quiet yet. */
+    busy?: () => boolean;
     /** Backups: once every task has answered, have each worker close and upload its open pack. */
     flushAtEnd?: boolean;
   }): Promise<void> {
@@ -166,6 +168,10 @@ export class WorkerPool {
       };
       this.onCrash = (err) => finish(err);
       const total = () => this.slots.reduce((s, x) => s + x.outstanding, 0);
+      // While paused, the control learns when the last task and transfer in flight have finished.
+      const sayQuiet = () => {
+        if (o.control?.paused) o.control.reportQuiet(total() === 0 && !o.busy?.());
+      };
       const feed = (slot: Slot) => {
         while (!exhausted && slot.outstanding < o.credits) {
           if (o.stop?.() || o.control?.cancelled) {
@@ -184,6 +190,7 @@ export class WorkerPool {
           );
         }
         if (exhausted && total() === 0) drain();
+        sayQuiet();
       };
       const drain = () => {
         if (!o.flushAtEnd) return finish();
@@ -208,7 +215,7 @@ export class WorkerPool {
             if (o.handle(m, (msg) => slot.worker.postMessage(msg))) {
               slot.outstanding--;
               feed(slot);
-            }
+            } else sayQuiet();
           } catch (err) {
             finish(err as Error);
           }

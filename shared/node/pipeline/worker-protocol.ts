@@ -108,6 +108,8 @@ export interface PackedBlob {
 }
 
 export type FromWorker =
+  /** A pack is closed and will be uploaded: said before the task that closed it answers. */
+  | { t: 'pack-closed'; packId: string }
   | { t: 'xfer-start'; slot: number }
   | { t: 'hashed'; tid: number; id: Uint8Array }
   /** The chunk is sealed into the open pack `packId` (uploaded later), or was already stored. */

@@ -12,6 +12,8 @@ import { restorePlanned } from './restore-run.ts';
 export interface RestoreFailure {
   path: string;
   message: string;
+  /** Not a failure of the restore: a different file was there, and was kept as asked. */
+  kept?: true;
 }
 
 export interface RestoreResult {

@@ -223,8 +223,8 @@ class RestoreRun {
         continue;
       }
       if (hardLinks.defer(w)) continue;
-      const early = (message: string) => {
-        this.failed.push({ path: w.path, message });
+      const early = (message: string, kept?: true) => {
+        this.failed.push({ path: w.path, message, ...(kept ? { kept } : {}) });
         hardLinks.settled(w.path, w.link, false);
         this.fileDone();
       };
@@ -254,7 +254,7 @@ class RestoreRun {
         continue;
       }
       if (kind && !this.opts.overwrite) {
-        early(`${dest.abs(w.path)} already exists (restore with --overwrite to replace it)`);
+        early(`${dest.abs(w.path)} already exists: kept as it is`, true);
         continue;
       }
       files.push({

@@ -4,6 +4,7 @@ import { getApi } from '../../api/bridge.ts';
 import { useJobs, useQuery } from '../../api/hooks.ts';
 import { formatDate, messageOf, percent } from '../../api/format.ts';
 import './browse.css';
+import { isLive } from '../../../../shared/job-state.ts';
 
 export interface VerifyState {
   byBackup: Map<string, VerificationView>;
@@ -36,7 +37,7 @@ export function HistoryRowActions(props: {
   const { backupId } = props;
   const [error, setError] = useState<string | null>(null);
   const running = props.verify.jobs.find(
-    (j) => j.kind === 'verify' && j.backupId === backupId && j.state === 'running',
+    (j) => j.kind === 'verify' && j.backupId === backupId && isLive(j.state),
   );
   const v = props.verify.byBackup.get(backupId);
   const verify = () => {
@@ -98,7 +99,7 @@ function VerifyOutcome({ v }: { v: VerificationView }) {
     v.state === 'ok'
       ? `Verified OK (${v.blobs} chunks) · ${when}`
       : v.state === 'problems'
-        ? `${v.problems.length} problem(s) found · ${when}`
+        ? `${v.problems.length} ${v.problems.length === 1 ? 'problem' : 'problems'} found · ${when}`
         : v.state === 'failed'
           ? `Verify failed · ${when}: ${v.error}`
           : v.state === 'interrupted'
@@ -129,7 +130,8 @@ function ProblemsDialog({ v, onClose }: { v: VerificationView; onClose: () => vo
     <div className="modal-backdrop" role="presentation" onKeyDown={(e) => e.key === 'Escape' && onClose()}>
       <div className="modal" role="dialog" aria-modal="true" aria-label="Verify problems">
         <h2>
-          {v.problems.length} problem(s) in the backup, verified {formatDate(v.finishedAt ?? v.startedAt)}
+          {v.problems.length} {v.problems.length === 1 ? 'problem' : 'problems'} in the backup, verified{' '}
+          {formatDate(v.finishedAt ?? v.startedAt)}
         </h2>
         <p className="muted">
           These files cannot be restored whole from this backup. The next backup stores again what their

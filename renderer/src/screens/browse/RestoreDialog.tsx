@@ -2,9 +2,10 @@ import { useEffect, useRef, useState } from 'react';
 import { getApi } from '../../api/bridge.ts';
 import { useJobs } from '../../api/hooks.ts';
 import { FilePicker } from '../../components/FilePicker.tsx';
-import { formatSize, messageOf, percent } from '../../api/format.ts';
+import { counted, formatSize, messageOf, percent } from '../../api/format.ts';
 import { originalPath } from './restore-target.ts';
 import { ExistingPolicy } from '../../components/ExistingPolicy.tsx';
+import { isLive } from '../../../../shared/job-state.ts';
 
 export interface RestoreRequest {
   backupId: string;
@@ -53,7 +54,7 @@ export function RestoreDialog({ request, onClose }: { request: RestoreRequest; o
     }
   };
   const name = request.path.split('/').pop();
-  const finished = job && ['done', 'failed', 'cancelled'].includes(job.state);
+  const finished = job && !isLive(job.state);
 
   return (
     <div
@@ -120,18 +121,24 @@ export function RestoreDialog({ request, onClose }: { request: RestoreRequest; o
               aria-label="Restore progress"
               aria-valuemin={0}
               aria-valuemax={100}
-              aria-valuenow={Math.round(job.state === 'done' ? 100 : percent(job.bytesDone, job.bytesTotal))}
+              aria-valuenow={Math.round(
+                job.state === 'done' || job.state === 'problems'
+                  ? 100
+                  : percent(job.bytesDone, job.bytesTotal),
+              )}
             >
               <div
                 className="progress-fill"
-                style={{ width: `${job.state === 'done' ? 100 : percent(job.bytesDone, job.bytesTotal)}%` }}
+                style={{
+                  width: `${job.state === 'done' || job.state === 'problems' ? 100 : percent(job.bytesDone, job.bytesTotal)}%`,
+                }}
               />
             </div>
             {!finished && <p className="muted">Restoring…</p>}
             {finished && job.restored && (
               <p role="status">
                 {job.state === 'done' ? 'Restored and verified: ' : ''}
-                {job.restored.files} file(s), {formatSize(job.restored.bytes)} into{' '}
+                {counted(job.restored.files, 'file')}, {formatSize(job.restored.bytes)} into{' '}
                 <code>{job.restored.to}</code>
                 {job.state === 'cancelled' ? ' (cancelled)' : ''}.
               </p>

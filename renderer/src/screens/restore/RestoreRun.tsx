@@ -2,12 +2,13 @@ import type { JobView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { LiveCharts } from '../../charts/LiveCharts.tsx';
 import { formatCount, formatDuration, formatRate, formatSize, messageOf, percent } from '../../api/format.ts';
+import { isLive } from '../../../../shared/job-state.ts';
 
 /** Step 4: progress of the running restore, with files done / total, elapsed time, ETA and Cancel. */
 export function RestoreProgress(props: { job: JobView; onError: (m: string) => void }) {
   const { job } = props;
-  const pct = job.state === 'done' ? 100 : percent(job.bytesDone, job.bytesTotal);
-  const running = job.state === 'running' || job.state === 'paused';
+  const pct = job.state === 'done' || job.state === 'problems' ? 100 : percent(job.bytesDone, job.bytesTotal);
+  const running = isLive(job.state);
   return (
     <section aria-label="Restore progress">
       <div

@@ -8,6 +8,7 @@ import { RestoreProgress, RestoreResult } from './RestoreRun.tsx';
 import { buildIndex, effectiveSelection, restorePaths } from './selection.ts';
 import { ChooseBackupStep, ChooseFilesStep } from './steps.tsx';
 import { STEPS, blocker, initialWizard, wizardReducer } from './wizard-state.ts';
+import { isLive } from '../../../../shared/job-state.ts';
 
 /** The entries of one backup, tagged with its id so that another backup's list is never mistaken for it. */
 function useEntries(backupId: string | null) {
@@ -46,7 +47,7 @@ export function RestoreWizard({ initialBackup }: { initialBackup: string | null 
     if (index && s.backupId) dispatch({ t: 'loaded', backupId: s.backupId, leaves: index.leaves });
   }, [index, s.backupId, s.selectionFor]);
   useEffect(() => {
-    if (job && ['done', 'failed', 'cancelled'].includes(job.state)) dispatch({ t: 'finished' });
+    if (job && !isLive(job.state)) dispatch({ t: 'finished' });
   }, [job]);
 
   const chosen = useMemo(

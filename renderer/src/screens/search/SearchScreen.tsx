@@ -2,7 +2,7 @@ import { useState } from 'react';
 import type { BackupView, SearchView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useQuery } from '../../api/hooks.ts';
-import { formatDate, formatSize, messageOf } from '../../api/format.ts';
+import { counted, formatDate, formatSize, messageOf } from '../../api/format.ts';
 import { EntryIcon } from '../browse/EntryIcon.tsx';
 import { RestoreDialog, type RestoreRequest } from '../browse/RestoreDialog.tsx';
 import '../browse/browse.css';
@@ -74,8 +74,8 @@ export function SearchScreen() {
             {result.truncated
               ? `More than ${result.limit} matches: showing the first ${result.versions}. Refine the search.`
               : result.files.length === 0
-                ? `Nothing matches "${result.query}" in ${result.snapshots} backup(s).`
-                : `${result.files.length} match(es), ${result.versions} version(s), in ${result.snapshots} backup(s).`}
+                ? `Nothing matches "${result.query}" in ${counted(result.snapshots, 'backup')}.`
+                : `${counted(result.files.length, 'match', 'matches')}, ${counted(result.versions, 'version')}, in ${counted(result.snapshots, 'backup')}.`}
           </p>
           <ul className="found">
             {result.files.map((f) => (
@@ -115,7 +115,7 @@ export function SearchScreen() {
                               ))}
                               {v.foundIn.length > SHOWN_BACKUPS && (
                                 <li className="muted">
-                                  and {v.foundIn.length - SHOWN_BACKUPS} earlier backup(s), back to{' '}
+                                  and {counted(v.foundIn.length - SHOWN_BACKUPS, 'earlier backup')}, back to{' '}
                                   {formatDate(v.foundIn.at(-1)!.time)}
                                 </li>
                               )}

@@ -58,8 +58,8 @@ export function SettingsScreen() {
                 <div className="confirm" role="alertdialog" aria-label={`Remove ${t.name}?`}>
                   <p>
                     Remove “{t.name}” from this repository? Nothing in it is deleted, but backups stop using
-                    it. In a pool, a target that still holds copies or shards is refused: drain it first (
-                    <code>cairn target drain {t.name}</code>), so the other targets take what it holds.
+                    it. In a pool, a target that still holds copies or shards is refused: drain it first
+                    (Drain on the Storage screen), so the other targets take what it holds.
                   </p>
                   <div className="actions start">
                     <button type="button" className="danger" onClick={() => void remove(t.name)}>

@@ -178,9 +178,9 @@ export function StorageScreen() {
           busy={busy}
         />
         <p className="muted small">
-          Stored {unit} are what this machine’s keystore records on each target; “cairn check --redundancy”
-          lists the buckets themselves. A weight is a target’s share of new {unit} (a pack never puts two on
-          one target); Rebalance then moves what is stored to match. Add or remove targets in Settings.
+          Stored {unit} are what this machine’s keystore records on each target (Repair reads the buckets
+          themselves). A weight is a target’s share of new {unit} (a pack never puts two on one target);
+          Rebalance then moves what is stored to match. Add or remove targets in Settings.
         </p>
       </section>
 

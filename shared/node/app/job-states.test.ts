@@ -1,0 +1,171 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
+import { startProxy, type Proxy } from '../../../test/support/proxy.ts';
+import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
+import { s3TargetConfig } from '../../../test/support/engine-env.ts';
+import type { JobView } from '../../api/views.ts';
+import { AppService } from './service.ts';
+
+/**
+ * What a job card says is what is true now (issue 32): "Cancelling…" at once, "Pausing…" while transfers
+ * under way finish and "Paused" only once nothing moves, and a resumed backup's figures are the whole job's.
+ */
+const PASSPHRASE = 'a passphrase for the job state test';
+const FILES = 40; // 1 MiB each: 16 MiB packs, each upload slowed to seconds by the proxy
+let s3: S3Server;
+let proxy: Proxy;
+beforeAll(async () => {
+  process.env.CAIRN_TEST_WEAK_KDF = '1';
+  s3 = await startVersitygw();
+  proxy = await startProxy(s3.endpoint);
+});
+afterAll(async () => {
+  await proxy?.close();
+  await s3?.stop();
+});
+
+async function service(): Promise<{ app: AppService; src: string; events: JobView[] }> {
+  const app = new AppService('web', path.join(tempDir(), 'home'));
+  await app.call('app.init', { passphrase: PASSPHRASE });
+  const bucket = await s3.createBucket();
+  await app.call('targets.save', {
+    draft: { name: 't', config: s3TargetConfig(s3, bucket, proxy.endpoint), secret: s3.secretAccessKey },
+  });
+  await app.call('settings.save', { chunkSize: 1 << 20, workers: 1, uploadsPerWorker: 1 });
+  const src = path.join(tempDir(), 'src');
+  for (let i = 0; i < FILES; i++) writeRandomFile(path.join(src, `f${i}.bin`), 1 << 20);
+  const events: JobView[] = [];
+  app.jobs.events.on('job', (j: JobView) => events.push({ ...j }));
+  return { app, src, events };
+}
+
+function jobWhere(app: AppService, id: string, pred: (j: JobView) => boolean): Promise<JobView> {
+  return new Promise((resolve) => {
+    const on = (j: JobView) => {
+      if (j.id === id && pred(j)) {
+        app.jobs.events.off('job', on);
+        resolve(j);
+      }
+    };
+    app.jobs.events.on('job', on);
+  });
+}
+
+const ended = (j: JobView) => ['done', 'problems', 'failed', 'cancelled', 'interrupted'].includes(j.state);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const packPuts = () =>
+  proxy.stats.requests.filter((r) => r.method === 'PUT' && r.path.includes('/data/')).length;
+
+describe('job states tell the truth', () => {
+  it('a cancel says "cancelling" at once, then "cancelled" once the run has stopped', async () => {
+    const { app, src, events } = await service();
+    proxy.setDelay(800);
+    try {
+      const job = await app.call('backup.start', { sources: [src] });
+      await sleep(300);
+      const t0 = Date.now();
+      const answer = await app.call('jobs.cancel', { jobId: job.id });
+      expect(answer.state).toBe('cancelling');
+      const said = events.find((e) => e.id === job.id && e.state === 'cancelling');
+      expect(said).toBeDefined();
+      expect(Date.now() - t0).toBeLessThan(250);
+      const end = await jobWhere(app, job.id, ended);
+      expect(end.state).toBe('cancelled');
+      // No Cancel offered twice: a cancelling job takes no control.
+      await expect(app.call('jobs.pause', { jobId: job.id })).rejects.toThrow(/cancelled/);
+    } finally {
+      proxy.setDelay(0);
+      app.close();
+    }
+  });
+
+  it('a pause says "pausing" while uploads under way finish, then "paused" with nothing moving', async () => {
+    const { app, src, events } = await service();
+    proxy.setDelay(1000);
+    try {
+      const job = await app.call('backup.start', { sources: [src] });
+      await sleep(500); // the first pack (16 chunks) is closed and uploading by now
+      const answer = await app.call('jobs.pause', { jobId: job.id });
+      expect(answer.state).toBe('pausing');
+      const paused = await jobWhere(app, job.id, (j) => j.state === 'paused' || ended(j));
+      expect(paused.state).toBe('paused');
+      expect(paused.bytesDone).toBeGreaterThan(0); // the pack that was uploading finished
+      const puts = packPuts();
+      const from = events.length;
+      await sleep(2500);
+      const during = events.slice(from).filter((e) => e.id === job.id);
+      expect(during.every((e) => e.state === 'paused')).toBe(true);
+      expect(new Set(during.map((e) => e.bytesDone))).toEqual(
+        new Set(during.length ? [paused.bytesDone] : []),
+      );
+      expect((await app.call('jobs.list', {})).find((j) => j.id === job.id)!.bytesDone).toBe(
+        paused.bytesDone,
+      );
+      expect(packPuts()).toBe(puts);
+
+      proxy.setDelay(0);
+      expect((await app.call('jobs.resume', { jobId: job.id })).state).toBe('running');
+      const end = await jobWhere(app, job.id, ended);
+      expect(end).toMatchObject({ state: 'done', bytesDone: FILES << 20, bytesTotal: FILES << 20 });
+    } finally {
+      proxy.setDelay(0);
+      app.close();
+    }
+  });
+
+  it("a resumed backup's totals are the whole job's, from its first figure to its last", async () => {
+    const { app, src, events } = await service();
+    proxy.setDelay(1000);
+    try {
+      const job = await app.call('backup.start', { sources: [src] });
+      const stored = await jobWhere(app, job.id, (j) => j.bytesDone > 0 || ended(j));
+      expect(stored.bytesDone).toBeGreaterThan(0);
+      await app.call('jobs.cancel', { jobId: job.id });
+      const cancelled = await jobWhere(app, job.id, ended);
+      expect(cancelled.state).toBe('cancelled');
+      const storedFiles = cancelled.stored!.files;
+      expect(storedFiles).toBeGreaterThan(0);
+      proxy.setDelay(0);
+      const from = events.length;
+      await app.call('jobs.resume', { jobId: job.id });
+      const end = await jobWhere(app, job.id, ended);
+      expect(end).toMatchObject({ state: 'done', bytesDone: FILES << 20, bytesTotal: FILES << 20 });
+      const figures = events.slice(from).filter((e) => e.id === job.id && e.bytesTotal > 0);
+      expect(figures.length).toBeGreaterThan(0);
+      for (const f of figures) {
+        expect(f.bytesTotal).toBe(FILES << 20);
+        expect(f.bytesDone).toBeGreaterThanOrEqual(storedFiles << 20);
+      }
+    } finally {
+      proxy.setDelay(0);
+      app.close();
+    }
+  });
+
+  it('a restore that kept files already there, as asked, is done with problems, said in plain words', async () => {
+    const { app, src } = await service();
+    try {
+      const job = await app.call('backup.start', { sources: [src] });
+      expect((await jobWhere(app, job.id, ended)).state).toBe('done');
+      const [b] = await app.call('backups.list', {});
+      const to = tempDir();
+      const name = path.basename(src);
+      writeRandomFile(path.join(to, name, 'f1.bin'), 100); // a different file where one is restored
+      const r = await app.call('restore.start', { backupId: b!.id, paths: [name], to, existing: 'skip' });
+      const end = await jobWhere(app, r.id, ended);
+      expect(end.state).toBe('problems');
+      expect(end.error).toBe('1 file was already there and kept as it was.');
+      expect(end.restored!.files).toBe(FILES - 1);
+      expect(end.restored!.failed).toEqual([
+        {
+          path: `${name}/f1.bin`,
+          message: `${path.join(to, name, 'f1.bin')} already exists: kept as it is`,
+          kept: true,
+        },
+      ]);
+    } finally {
+      app.close();
+    }
+  });
+});
