@@ -56,6 +56,8 @@ export interface JobView {
   files?: { done: number; total: number };
   /** The file being read or written now (running jobs). */
   current?: string;
+  /** What a job does before its figures start: reaching the targets, reading the sources. */
+  step?: string;
   error: string | null;
   notices: string[];
   /**

@@ -2,6 +2,7 @@ import os from 'node:os';
 /** Where Cairn keeps its data, and the error and check used for every user-given setting. */
 import path from 'node:path';
 import { SettingsError } from '../settings-error.ts';
+import { targetConfigSchema, type TargetConfig } from '../settings.ts';
 
 /** CAIRN_HOME, else the OS's per-user application data folder. */
 export function defaultHome(): string {
@@ -38,6 +39,21 @@ export function check<T>(
 }
 
 /** A pool member's weight, its share of new copies: a whole number from 1 to 1,000,000. */
+/**
+ * A new target's config, checked: its schema, and a folder given as a full path. A relative one would
+ * name a different folder from each place the app or the CLI is started (the CLI resolves its own).
+ * Stored configs are not held to it: a keystore written before keeps working.
+ */
+export function checkNewTarget(config: unknown): TargetConfig {
+  const parsed = check(targetConfigSchema, config);
+  if (parsed.kind === 'dir' && !path.isAbsolute(parsed.path))
+    throw new SettingsError(
+      `The folder "${parsed.path}" is not a full path: give one that starts with ${path.sep === '/' ? '/' : 'a drive letter'}.`,
+      'path',
+    );
+  return parsed;
+}
+
 export function checkWeight(weight: number): number {
   if (!Number.isInteger(weight) || weight < 1 || weight > 1_000_000)
     throw new SettingsError('The weight is a whole number from 1 to 1000000.', 'weight');

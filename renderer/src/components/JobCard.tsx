@@ -22,7 +22,7 @@ const moving = (j: JobView) => j.state === 'running' || j.state === 'pausing' ||
 
 /** A stopped backup keeps what it stored: it can resume from there, or be discarded. */
 const resumable = (j: JobView) =>
-  j.kind === 'backup' && (j.state === 'interrupted' || j.state === 'cancelled');
+  j.kind === 'backup' && j.backupId !== '' && (j.state === 'interrupted' || j.state === 'cancelled');
 
 export function JobCard(props: {
   job: JobView;
@@ -39,6 +39,9 @@ export function JobCard(props: {
       .catch((e) => props.onError(messageOf(e)));
   const shown = job.state === 'done' || job.state === 'problems' ? 100 : pct;
   const live = isLive(job.state);
+  /** A recorded backup that stopped: discarding it forgets its record (it will not resume). */
+  const forgettable =
+    job.kind === 'backup' && job.backupId !== '' && (resumable(job) || job.state === 'failed');
   const waiting = job.state === 'running' && job.waitingFor;
   const oneTarget = job.target !== POOL_JOB_TARGET;
   return (
@@ -99,6 +102,11 @@ export function JobCard(props: {
         {job.state === 'done' && !prune && <span>mean {formatRate(job.meanMbps)}</span>}
         {job.target && <span className="muted">→ {job.target}</span>}
       </div>
+      {job.step && live && (
+        <p className="job-current" data-testid="job-step">
+          {job.step}
+        </p>
+      )}
       {job.current && live && (
         <p className="job-current" title={job.current} data-testid="job-current">
           {job.current}
@@ -152,13 +160,18 @@ export function JobCard(props: {
             Cancel
           </button>
         )}
-        {(resumable(job) || job.state === 'failed') && job.kind === 'backup' && (
+        {forgettable && (
           <button
             type="button"
             title="Forget this job: it will not be resumed. What it uploaded is reused by later backups that need it; the rest becomes reclaimable and the next prune deletes it."
             onClick={() => act('jobs.discard')}
           >
             Discard
+          </button>
+        )}
+        {!live && !forgettable && job.state !== 'interrupted' && (
+          <button type="button" title="Take this card off the list" onClick={() => act('jobs.discard')}>
+            Dismiss
           </button>
         )}
       </div>

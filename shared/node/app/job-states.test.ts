@@ -168,4 +168,40 @@ describe('job states tell the truth', () => {
       app.close();
     }
   });
+
+  it('a backup slow to reach its target is listed at once, saying so, and a cancel then leaves nothing', async () => {
+    const { app, src } = await service();
+    proxy.setDelay(2500); // every request to the bucket takes ~5 s
+    try {
+      const t0 = Date.now();
+      const job = await app.call('backup.start', { sources: [src] });
+      expect(Date.now() - t0).toBeLessThan(3000);
+      expect(job).toMatchObject({ state: 'running', backupId: '' });
+      expect(job.step).toMatch(/Reaching the target/);
+      expect((await app.call('jobs.list', {})).map((j) => j.id)).toContain(job.id);
+      expect((await app.call('jobs.cancel', { jobId: job.id })).state).toBe('cancelling');
+      const end = await jobWhere(app, job.id, ended);
+      expect(end).toMatchObject({ state: 'cancelled', backupId: '', error: null });
+      // Nothing was recorded: no job to resume after a restart, and the card goes when dismissed.
+      expect((await app.call('jobs.list', {})).find((j) => j.id === job.id)?.state).toBe('cancelled');
+      await expect(app.call('jobs.resume', { jobId: job.id })).rejects.toThrow();
+      expect((await app.call('jobs.discard', { jobId: job.id })).discarded).toBe(true);
+      expect(await app.call('jobs.list', {})).toEqual([]);
+    } finally {
+      proxy.setDelay(0);
+      app.close();
+    }
+  });
+
+  it('a backup refused before it begins answers with the reason and lists no card', async () => {
+    const { app, src } = await service();
+    try {
+      await expect(app.call('backup.start', { sources: [path.join(src, 'no-such-file')] })).rejects.toThrow(
+        /does not exist/,
+      );
+      expect(await app.call('jobs.list', {})).toEqual([]);
+    } finally {
+      app.close();
+    }
+  });
 });

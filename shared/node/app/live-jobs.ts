@@ -112,6 +112,17 @@ export class LiveJobs {
     return this.register(this.create(init));
   }
 
+  /**
+   * The job goes on under another id (a plan run resuming its unfinished job): listeners drop the old
+   * card; a card listed under the new id (that job found interrupted at start) is replaced.
+   */
+  rekey(job: LiveJob, id: string): void {
+    if (this.jobs.get(job.view.id) === job) this.remove(job.view.id);
+    if (this.jobs.has(id)) this.remove(id);
+    job.view.id = id;
+    this.register(job);
+  }
+
   /** Drops a job from the list; listeners get it once more, marked discarded. */
   remove(id: string): JobView {
     const job = this.get(id);

@@ -1,5 +1,5 @@
 import { JobCancelledError, type JobControl, type JobListener } from '../engine/exports.ts';
-import type { JobView, PlanView } from '../../api/views.ts';
+import { POOL_JOB_TARGET, type JobView, type PlanView } from '../../api/views.ts';
 import type { PlanDraft } from '../../plans.ts';
 import { PlanBusyError, type BackupResult, type Engine, type PlanInfo } from '../engine/engine.ts';
 import type { LiveJobs } from './live-jobs.ts';
@@ -102,8 +102,9 @@ export class PlanService {
     try {
       return await this.deps.startBackupJob(
         `${name}: ${this.deps.title(plan.sources)}`,
-        // Without a target of its own, the only one; PlanAdmin.run records the error if there are more.
-        plan.target ?? e.listTargets()[0]?.name ?? '',
+        // In a pool, the pool (PlanAdmin.run lets any member answer); else its target, or the only one
+        // (PlanAdmin.run records the error if there are more).
+        e.local.inPool() ? POOL_JOB_TARGET : (plan.target ?? e.listTargets()[0]?.name ?? ''),
         (listener, control) => {
           const run = e.plans.run(name, listener, control, this.deps.clock.now);
           this.changed(name); // running now

@@ -3,6 +3,7 @@ import { JobCancelledError, JobControl, type JobListener, defaultWorkerCount } f
 import fs from 'node:fs';
 import { afterControl, endOfRun, isLive, resumable } from '../../job-state.ts';
 import os from 'node:os';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { ApiCallError, type Method, type Request, type Responses } from '../../api/contract.ts';
 import { POOL_JOB_TARGET, type AppStatus, type BackupView, type JobView } from '../../api/views.ts';
@@ -21,6 +22,9 @@ import { systemClock, type Clock } from './scheduler.ts';
 
 export type { PlanOutcome };
 export { toApiError };
+
+/** How long `backup.start` waits for the job to be recorded before it answers with the listed card. */
+const EARLY_ANSWER_MS = 2000;
 
 type Handlers = { [M in Method]: (req: Request<M>) => Promise<Responses[M]> | Responses[M] };
 
@@ -219,7 +223,9 @@ export class AppService {
   private discard(jobId: string): JobView {
     const job = this.jobs.get(jobId);
     if (isLive(job.view.state)) throw new ApiCallError(`Job ${jobId} is ${job.view.state}: cancel it first.`);
-    if (job.view.kind === 'backup' && job.view.state !== 'done') this.e().discardJob(jobId);
+    // A backup cancelled or failed before it was recorded has no record to forget.
+    if (job.view.kind === 'backup' && job.view.state !== 'done' && job.view.backupId !== '')
+      this.e().discardJob(jobId);
     return this.jobs.remove(jobId);
   }
 
@@ -227,48 +233,68 @@ export class AppService {
     const e = this.e();
     // In a pool a backup names no target: the engine takes the first member that answers (backupHome).
     const pinned = target ?? (e.local.inPool() ? undefined : e.defaultTarget().name);
-    const started = this.startBackupJob(titleFor(sources), pinned ?? null, (listener, control) =>
-      e.backup(sources, { target: pinned, exclude }, listener, control),
+    const started = this.startBackupJob(
+      titleFor(sources),
+      pinned ?? (e.local.inPool() ? POOL_JOB_TARGET : null),
+      (listener, control, jobId) => e.backup(sources, { target: pinned, exclude, jobId }, listener, control),
     );
     return (await started).view;
   }
 
   /**
-   * Starts a backup as a live job the UI follows; answers once the engine has created the job (a
-   * failure before that, such as a missing source, is thrown).
+   * Starts a backup as a live job the UI follows. Its card is listed at once, saying what it does before
+   * its figures start (reaching the targets, reading the sources), with Cancel. The answer comes once
+   * the engine has recorded the job, or after EARLY_ANSWER_MS: a failure before that (a missing source)
+   * is thrown and the card dropped; a later one stays on the card.
    */
   private async startBackupJob(
     title: string,
     targetName: string | null,
-    start: (listener: JobListener, control: JobControl) => Promise<BackupResult>,
+    start: (listener: JobListener, control: JobControl, jobId: string) => Promise<BackupResult>,
   ): Promise<{ view: JobView; done: Promise<void> }> {
-    const job = this.jobs.create({
-      id: '',
+    const job = this.jobs.add({
+      id: randomBytes(6).toString('hex'),
       kind: 'backup',
       state: 'running',
       backupId: '',
       title,
       target: targetName,
+      step: 'Reaching the target and reading the sources…',
     });
+    let answered = false;
     let done: Promise<void> = Promise.resolve();
     const started = new Promise<void>((resolve, reject) => {
+      const answer = () => {
+        answered = true;
+        resolve();
+      };
+      const early = setTimeout(answer, EARLY_ANSWER_MS);
       const listener = {
         ...this.jobs.listenerFor(job, 'backup'),
         started: (ids: { backupId: string; jobId: string }) => {
+          clearTimeout(early);
           const row = this.engine?.local.job(ids.jobId);
           const target = row ? jobTarget(this.engine!, row.targetId) : targetName;
-          Object.assign(job.view, { id: ids.jobId, backupId: ids.backupId, target });
-          this.jobs.register(job);
-          resolve();
+          // A plan run that resumes its unfinished job goes on under that job's id.
+          if (ids.jobId !== job.view.id) this.jobs.rekey(job, ids.jobId);
+          delete job.view.step;
+          this.jobs.update(job, { backupId: ids.backupId, target });
+          answer();
         },
       };
       // Once done, the job points at the snapshot it wrote (History opens its charts by that id).
-      const run = start(listener, job.control);
+      const run = start(listener, job.control, job.view.id);
       done = run.then(
         () => {},
         () => {},
       );
-      this.track(job, run.then(this.finished(job)), reject);
+      this.track(job, run.then(this.finished(job)), (err) => {
+        clearTimeout(early);
+        if (answered || job.control.cancelled) return answer();
+        // Refused before it began (a missing source, a bad exclude): the form says why, no card stays.
+        this.jobs.remove(job.view.id);
+        reject(err);
+      });
     });
     await started;
     return { view: job.view, done };
@@ -290,6 +316,8 @@ export class AppService {
       throw new ApiCallError(
         `Job ${jobId} is ${job.view.state}; only paused, interrupted or cancelled backups resume.`,
       );
+    if (job.view.backupId === '')
+      throw new ApiCallError(`Job ${jobId} stopped before it stored anything: start the backup again.`);
     // A fresh control: the old one stays cancelled for good.
     this.jobs.useControl(job, new JobControl());
     this.jobs.update(job, { state: 'running', error: null, stored: undefined });
@@ -352,11 +380,12 @@ export class AppService {
         const cancelled = err instanceof JobCancelledError || job.control.cancelled;
         // A backup whose job was recorded can be resumed; anything else that threw failed.
         const recorded = job.view.kind === 'backup' && job.view.backupId !== '';
-        const started = job.view.kind === 'backup' && this.jobs.has(job.view.id);
+        if (!this.jobs.has(job.view.id)) return; // refused before it began: dropped (startBackupJob)
+        delete job.view.step;
         this.jobs.update(job, {
           state: endOfRun({ threw: true, cancelled, resumable: recorded }),
           error: cancelled ? null : toApiError(err).message,
-          ...(started && this.engine ? { stored: this.engine.local.jobStored(job.view.id) } : {}),
+          ...(recorded && this.engine ? { stored: this.engine.local.jobStored(job.view.id) } : {}),
         });
       },
     );

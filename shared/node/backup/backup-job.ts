@@ -122,7 +122,14 @@ async function backupJob(
   const started = Date.now();
   const sources = resolveSources(job.sources);
   const timed = stepTimer('backup');
+  // A new job cancelled before it is recorded leaves nothing behind: each slow step (a member out of
+  // reach may take tens of seconds) is followed by a look at the control. A resumed job is recorded: its
+  // cancel is recorded once storing stops (below).
+  const stopIfCancelled = () => {
+    if (job.begin && job.control?.cancelled) throw new JobCancelledError('The backup');
+  };
   await repo.refresh(target);
+  stopIfCancelled();
   ks.index.reloadDamageMarks();
   timed('refresh');
   const indexFilesAtStart = ks.index.loadedIndexFiles(target.id);
@@ -138,6 +145,7 @@ async function backupJob(
           if (!(err instanceof StorageError)) throw err;
         });
   timed('listing');
+  stopIfCancelled();
   const waiting = waitingPacks(listener, { pool: !!ks.poolTable.state() && target.poolId !== null });
   const trees = new TreeWriter(repo, target, jobId, (packId) => ({
     limitMs: settings.pauseLimitMs ?? Infinity,
@@ -160,6 +168,7 @@ async function backupJob(
   resumed.clear();
   timed('walk');
   if (walk.unreadable.length) throw unreadableError(walk.unreadable);
+  stopIfCancelled();
   job.begin?.();
   ks.markListed(target.id, lost.listedAt);
   trees.start();

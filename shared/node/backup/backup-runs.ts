@@ -41,13 +41,17 @@ export class BackupJobs {
       exclude?: readonly string[];
       /** How long to wait for a prune's exclusive lock (ms; default 10 minutes). */
       lockWaitMs?: number;
+      /** The job's id, when the caller shows the job before it is recorded (12 hex digits, newId). */
+      jobId?: string;
     },
     listener: JobListener,
     control?: JobControl,
   ): Promise<BackupResult> {
     const exclude = checkExcludes(opts.exclude ?? []);
     const abs = sources.map((s) => path.resolve(s));
-    const jobId = newId();
+    const jobId = opts.jobId ?? newId();
+    if (!/^[0-9a-f]{12}$/.test(jobId)) throw new SettingsError(`A job id is 12 hex digits, not "${jobId}".`);
+    if (this.ks.jobs.get(jobId)) throw new SettingsError(`A backup job ${jobId} exists already.`);
     let begun = false;
     const begin = () => {
       this.ks.jobs.create({

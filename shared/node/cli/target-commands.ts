@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { takeSecretEnv } from '../secret-env.ts';
 import type { Command } from 'commander';
 import { targetWhere, type TargetConfig } from '../../settings.ts';
@@ -222,7 +223,7 @@ async function readStdin(): Promise<string> {
 
 async function targetFromOptions(o: AddOpts): Promise<{ config: TargetConfig; secret?: string }> {
   if (o.s3 && o.dir) throw new Error('Choose --s3 or --dir, not both.');
-  if (o.dir) return { config: { kind: 'dir', path: o.dir } };
+  if (o.dir) return { config: { kind: 'dir', path: path.resolve(o.dir) } };
   if (!o.s3) throw new Error('Say what the target is: --s3 with its options, or --dir <path>.');
   const missing = (['endpoint', 'bucket', 'accessKeyId'] as const).filter((k) => !o[k]);
   if (missing.length)

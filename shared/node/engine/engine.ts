@@ -6,7 +6,6 @@ import {
   CHUNK_SIZE_DEFAULT,
   UPLOADS_PER_WORKER_DEFAULT,
   chunkSizeSchema,
-  targetConfigSchema,
   targetNameSchema,
   uploadsPerWorkerSchema,
   workersSchema,
@@ -28,12 +27,12 @@ import { PlanAdmin, PlanBusyError, type PlanInfo } from '../plans/plan-admin.ts'
 import { TargetAdmin } from '../maintenance/target-admin.ts';
 import { PoolAdmin } from '../maintenance/pool-admin.ts';
 import { MemberReads } from '../maintenance/member-reads.ts';
-import { SettingsError, check, defaultHome, keystorePath } from '../home-and-settings.ts';
+import { SettingsError, check, checkNewTarget, defaultHome, keystorePath } from '../home-and-settings.ts';
 import { BackupFailedError, type BackupResult } from '../backup/backup-job.ts';
 import { BackupJobs, isProcessAlive, type ResumeRun } from '../backup/backup-runs.ts';
 import type { JobRunStats } from '../jobs/job-accounting.ts';
 import type { JobListener } from '../jobs/job-events.ts';
-import type { JobControl } from '../jobs/job-control.ts';
+import { JobCancelledError, type JobControl } from '../jobs/job-control.ts';
 import type { JobRow } from '../db/job-table.ts';
 import { KeystoreError } from '../db/db.ts';
 import { LocalDb, type LockedKeystore, type TargetRow } from '../db/local-db.ts';
@@ -164,7 +163,7 @@ export class Engine {
     onUnreachable?: (t: TargetRow, err: Error) => void,
   ): Promise<Engine> {
     check(targetNameSchema, name);
-    const parsed = check(targetConfigSchema, config);
+    const parsed = checkNewTarget(config);
     if (parsed.kind === 's3' && !secret) throw new SettingsError('An S3 target needs a secret access key.');
     const sodium = await loadSodium();
     const handle: TargetHandle = { id: 0, name, config: parsed, secret };
@@ -276,6 +275,8 @@ export class Engine {
       exclude?: readonly string[];
       /** How long to wait for a prune's exclusive lock (ms; default 10 minutes). */
       lockWaitMs?: number;
+      /** The job's id, chosen by a caller that lists the job at once (backup-runs.ts). */
+      jobId?: string;
     },
     listener: JobListener = {},
     control?: JobControl,
@@ -285,6 +286,7 @@ export class Engine {
       ? this.target(opts.target)
       : await this.members.backupHome(this.defaultTarget());
     timed('home target');
+    if (control?.cancelled) throw new JobCancelledError('The backup');
     return this.backups.start(
       sources,
       { ...opts, target, settings: this.settings(opts.settings) },

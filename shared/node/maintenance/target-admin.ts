@@ -1,10 +1,10 @@
 import { POOL_MAX_TARGETS } from '../../limits.ts';
 import path from 'node:path';
-import { targetConfigSchema, targetNameSchema, targetWhere, type TargetConfig } from '../../settings.ts';
+import { targetNameSchema, targetWhere, type TargetConfig } from '../../settings.ts';
 import { SameStorageError } from '../repository/locks.ts';
 import { Repository } from '../repository/repository.ts';
 import { openTarget, type TargetHandle } from '../storage/open-target.ts';
-import { SettingsError, check, checkWeight } from '../home-and-settings.ts';
+import { SettingsError, check, checkNewTarget, checkWeight } from '../home-and-settings.ts';
 import type { LocalDb, TargetRow } from '../db/local-db.ts';
 
 /** Whether two targets' settings name the same folder, or the same bucket of the same endpoint. */
@@ -34,7 +34,7 @@ export class TargetAdmin {
   ): Promise<TargetRow> {
     check(targetNameSchema, name);
     const weight = checkWeight(opts.weight ?? 100);
-    const parsed = check(targetConfigSchema, config);
+    const parsed = checkNewTarget(config);
     if (this.ks.findTarget(name)) throw new SettingsError(`A target named "${name}" already exists.`);
     // A member another machine removed ('gone') is no longer in the pool.
     if (this.ks.listTargets().filter((t) => t.state !== 'gone').length >= POOL_MAX_TARGETS)
@@ -106,7 +106,7 @@ export class TargetAdmin {
 
   /** Tests an unsaved target; an empty secret means "the one saved for `replacing`". */
   async testDraft(name: string, config: TargetConfig, secret?: string, replacing?: string): Promise<void> {
-    const parsed = check(targetConfigSchema, config);
+    const parsed = checkNewTarget(config);
     const saved = replacing ? this.ks.targetHandle(this.get(replacing)).secret : undefined;
     await this.testHandle({ id: 0, name, config: parsed, secret: secret || saved });
   }
@@ -145,7 +145,7 @@ export class TargetAdmin {
   ): Promise<TargetRow> {
     const existing = this.get(current);
     check(targetNameSchema, name);
-    const parsed = check(targetConfigSchema, config);
+    const parsed = checkNewTarget(config);
     if (name !== current && this.ks.findTarget(name))
       throw new SettingsError(`A target named "${name}" already exists.`);
     const keepSecret = secret === undefined || secret === '';

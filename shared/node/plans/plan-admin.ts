@@ -130,7 +130,10 @@ export class PlanAdmin {
       throw new PlanBusyError(`Plan "${name}" is already running; this run was not started.`);
     let r: BackupResult;
     try {
-      const target = row.targetId === null ? undefined : this.ks.targetById(row.targetId);
+      // In a pool a backup's home is any member that answers (its packs go where placement says): a plan
+      // made before the pool existed does not fail because the one target it named is out of reach.
+      const named = row.targetId === null ? undefined : this.ks.targetById(row.targetId);
+      const target = named && this.ks.poolTable.state() && named.poolId !== null ? undefined : named;
       const tracking: JobListener = {
         ...listener,
         started: (ids) => {

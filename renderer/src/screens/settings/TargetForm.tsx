@@ -129,7 +129,11 @@ export function TargetForm(props: { editing: TargetView | null; onSaved: () => v
       </div>
       {test && (
         <p className={test.ok ? 'success' : 'error'} role="status" data-testid="test-result">
-          {test.ok ? 'Connection works: the credentials are accepted and the bucket is there.' : test.message}
+          {test.ok
+            ? f.kind === 's3'
+              ? 'Connection works: the credentials are accepted and the bucket is there.'
+              : 'The folder works: Cairn can read and write in it.'
+            : test.message}
         </p>
       )}
       {saveError && (
