@@ -33,7 +33,9 @@ async function dropFiles(page: Page, files: string[]): Promise<void> {
 /** The newest card on the Back up screen. */
 const newestCard = (page: Page): Locator => page.getByTestId('job').first();
 const stateOf = async (card: Locator) => (await card.getAttribute('data-state')) ?? '';
-const figures = async (card: Locator) => (await card.locator('.job-meta').textContent()) ?? '';
+/** Percent and bytes of a card (its elapsed time goes on while paused, as time does). */
+const figures = async (card: Locator) =>
+  ((await card.locator('.job-meta').textContent()) ?? '').replace(/elapsed.*$/, '');
 
 describe.sequential('Job cards — web mode in Chromium', () => {
   let s3: S3Server;
@@ -62,7 +64,7 @@ describe.sequential('Job cards — web mode in Chromium', () => {
     shell = await webShell({ CAIRN_HOME: home });
     page = shell.page;
     await page.getByLabel('Passphrase', { exact: true }).fill(PASSPHRASE);
-    await page.getByRole('button', { name: 'Unlock' }).click();
+    await page.getByRole('button', { name: 'Unlock', exact: true }).click();
     await page.getByTestId('dropzone').waitFor();
   });
   afterAll(async () => {
@@ -76,8 +78,13 @@ describe.sequential('Job cards — web mode in Chromium', () => {
     await dropFiles(page, [src]);
     const card = newestCard(page);
     await page.locator('[data-testid=job][data-state=running]').first().waitFor();
-    await page.waitForTimeout(800);
-    await card.getByRole('button', { name: 'Pause' }).click();
+    // Paused with a pack stored and the next one uploading.
+    await page.waitForFunction(
+      () => Number.parseInt(document.querySelector('[data-testid=job-percent]')?.textContent ?? '0') > 0,
+      undefined,
+      { timeout: 30_000 },
+    );
+    await card.getByRole('button', { name: 'Pause', exact: true }).click();
     await card
       .getByText(/Pausing…|Paused/)
       .first()
@@ -93,20 +100,28 @@ describe.sequential('Job cards — web mode in Chromium', () => {
 
   it('a cancel shows "Cancelling…" within 250 ms; the resumed job counts the whole backup', async () => {
     const card = newestCard(page);
-    await card.getByRole('button', { name: 'Resume' }).click();
+    await card.getByRole('button', { name: 'Resume', exact: true }).click();
     await page.locator('[data-testid=job][data-state=running]').first().waitFor({ timeout: 2000 });
     await page.waitForTimeout(500);
     const t0 = Date.now();
-    await card.getByRole('button', { name: 'Cancel' }).click();
+    await card.getByRole('button', { name: 'Cancel', exact: true }).click();
     await page
       .locator('[data-testid=job][data-state=cancelling], [data-testid=job][data-state=cancelled]')
       .first()
       .waitFor({ timeout: 2000 });
     expect(Date.now() - t0).toBeLessThan(250);
-    await page.locator('[data-testid=job][data-state=cancelled]').first().waitFor({ timeout: 60_000 });
+    await page
+      .locator('[data-testid=job]:is([data-state=cancelled], [data-state=done], [data-state=failed])')
+      .first()
+      .waitFor({ timeout: 60_000 });
+    expect(await stateOf(card), (await card.textContent()) ?? '').toBe('cancelled');
     proxy.setDelay(0);
-    await card.getByRole('button', { name: 'Resume' }).click();
-    await page.locator('[data-testid=job][data-state=done]').first().waitFor({ timeout: 60_000 });
+    await card.getByRole('button', { name: 'Resume', exact: true }).click();
+    await page
+      .locator('[data-testid=job]:is([data-state=done], [data-state=failed], [data-state=interrupted])')
+      .first()
+      .waitFor({ timeout: 60_000 });
+    expect(await stateOf(card), (await card.textContent()) ?? '').toBe('done');
     expect(await figures(card)).toMatch(/100 %\s*40(\.0)? MiB of 40(\.0)? MiB/);
   });
 
@@ -120,12 +135,12 @@ describe.sequential('Job cards — web mode in Chromium', () => {
     await screenshot(page, 'web-job-reaching-target');
     const card = newestCard(page);
     expect(await card.getByTestId('job-step').textContent()).toMatch(/Reaching the target/);
-    await card.getByRole('button', { name: 'Cancel' }).click();
+    await card.getByRole('button', { name: 'Cancel', exact: true }).click();
     await card.getByText('Cancelling…').waitFor({ timeout: 1000 });
     await page.locator('[data-testid=job][data-state=cancelled]').first().waitFor({ timeout: 90_000 });
     // Stopped before anything was recorded: nothing to resume, a card to dismiss.
-    expect(await card.getByRole('button', { name: 'Resume' }).count()).toBe(0);
-    await card.getByRole('button', { name: 'Dismiss' }).click();
+    expect(await card.getByRole('button', { name: 'Resume', exact: true }).count()).toBe(0);
+    await card.getByRole('button', { name: 'Dismiss', exact: true }).click();
     await page.waitForTimeout(300);
     expect(await page.locator('[data-testid=job][data-state=cancelled]').count()).toBe(0);
   });

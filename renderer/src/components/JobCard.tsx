@@ -81,7 +81,7 @@ export function JobCard(props: {
               : ''}
           </span>
         )}
-        {!prune && (job.bytesTotal > 0 || moving(job) || job.state === 'done') && (
+        {!prune && !job.step && (job.bytesTotal > 0 || moving(job) || job.state === 'done') && (
           <>
             <span data-testid="job-percent">{shown.toFixed(0)} %</span>
             <span>
@@ -94,9 +94,9 @@ export function JobCard(props: {
             {formatCount(job.files.done)} of {formatCount(job.files.total)} files
           </span>
         )}
-        {moving(job) && !prune && <span>{formatRate(job.mbps)}</span>}
+        {moving(job) && !prune && !job.step && <span>{formatRate(job.mbps)}</span>}
         {job.elapsedMs !== undefined && live && <span>elapsed {formatDuration(job.elapsedMs / 1000)}</span>}
-        {job.state === 'running' && !prune && !waiting && (
+        {job.state === 'running' && !prune && !waiting && !job.step && (
           <span className="job-eta">ETA {formatDuration(job.etaSeconds)}</span>
         )}
         {job.state === 'done' && !prune && <span>mean {formatRate(job.meanMbps)}</span>}

@@ -85,7 +85,8 @@ describe('job states tell the truth', () => {
     proxy.setDelay(1000);
     try {
       const job = await app.call('backup.start', { sources: [src] });
-      await sleep(500); // the first pack (16 chunks) is closed and uploading by now
+      // Once the first pack is stored every chunk has been read and the next pack is uploading.
+      await jobWhere(app, job.id, (j) => j.bytesDone > 0 || ended(j));
       const answer = await app.call('jobs.pause', { jobId: job.id });
       expect(answer.state).toBe('pausing');
       const paused = await jobWhere(app, job.id, (j) => j.state === 'paused' || ended(j));
@@ -103,6 +104,8 @@ describe('job states tell the truth', () => {
         paused.bytesDone,
       );
       expect(packPuts()).toBe(puts);
+      // Nor did it go on to its end (the open pack, the trees, the snapshot) while it said "Paused".
+      expect(await app.call('backups.list', {})).toEqual([]);
 
       proxy.setDelay(0);
       expect((await app.call('jobs.resume', { jobId: job.id })).state).toBe('running');
@@ -201,6 +204,26 @@ describe('job states tell the truth', () => {
       );
       expect(await app.call('jobs.list', {})).toEqual([]);
     } finally {
+      app.close();
+    }
+  });
+
+  it('a cancel that comes after the last file is stored does not hide the backup it completes', async () => {
+    const { app, src } = await service();
+    proxy.setDelay(1000); // the trees, index and snapshot written after the last pack take seconds
+    try {
+      const puts = (dir: string) =>
+        proxy.stats.requests.filter((r) => r.method === 'PUT' && r.path.includes(`/${dir}/`)).length;
+      const indexBefore = puts('index');
+      const job = await app.call('backup.start', { sources: [src] });
+      // The index is written after the last pack and the trees: the snapshot is what is left to write.
+      while (puts('index') === indexBefore) await sleep(20);
+      await app.call('jobs.cancel', { jobId: job.id });
+      const end = await jobWhere(app, job.id, ended);
+      expect(await app.call('backups.list', {})).toHaveLength(1);
+      expect(end.state).toBe('done');
+    } finally {
+      proxy.setDelay(0);
       app.close();
     }
   });

@@ -23,6 +23,12 @@ import { systemClock, type Clock } from './scheduler.ts';
 export type { PlanOutcome };
 export { toApiError };
 
+/**
+ * What a run that resolved says of its end: items it left undone (`problems`), or that it completed
+ * whatever control came too late (a backup whose snapshot is written).
+ */
+type RunEnd = { problems?: string | null; completed?: boolean };
+
 /** How long `backup.start` waits for the job to be recorded before it answers with the listed card. */
 const EARLY_ANSWER_MS = 2000;
 
@@ -301,12 +307,15 @@ export class AppService {
   }
 
   /** A finished backup's job points at its snapshot (History opens charts by it), with the redundancy. */
-  private finished(job: LiveJob): (r: BackupResult) => void {
-    return (r) =>
+  private finished(job: LiveJob): (r: BackupResult) => RunEnd {
+    return (r) => {
       this.jobs.update(job, {
         backupId: r.snapshotId,
         redundancy: this.engine ? this.poolService.redundancy(this.engine) : undefined,
       });
+      // Its snapshot is written: done, even when a cancel came after the last file was stored.
+      return { completed: true };
+    };
   }
 
   private async resumeJob(jobId: string): Promise<JobView> {
@@ -366,9 +375,10 @@ export class AppService {
    */
   private track(job: LiveJob, run: Promise<unknown>, onEarlyError?: (err: Error) => void): void {
     run.then(
-      (end) => {
-        const problems = (end as { problems?: string | null } | undefined)?.problems ?? null;
-        const cancelled = job.control.cancelled;
+      (result) => {
+        const end = (result ?? {}) as RunEnd;
+        const problems = end.problems ?? null;
+        const cancelled = job.control.cancelled && !end.completed;
         this.jobs.update(job, {
           state: endOfRun({ threw: false, cancelled, resumable: false, problems: problems !== null }),
           etaSeconds: 0,

@@ -189,7 +189,9 @@ export class WorkerPool {
             o.kind === 'backup' ? { t: 'backup', task: next.value } : { t: 'restore', task: next.value },
           );
         }
-        if (exhausted && total() === 0) drain();
+        // Paused, the open packs wait too: flushing them would move data, and the run would go on to
+        // its end (trees, snapshot) under a job that says "Paused".
+        if (exhausted && total() === 0 && !o.control?.paused) drain();
         sayQuiet();
       };
       const drain = () => {
