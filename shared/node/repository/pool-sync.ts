@@ -124,7 +124,11 @@ export class PoolSync {
           } catch (err) {
             if (!(err instanceof KeystoreError)) throw err;
             // Kept, but out of the pool's placement and metadata, as the pool object says.
-            this.ks.poolTable.setPlace(local.id, { poolId: local.poolId, weight: local.weight, state: 'gone' });
+            this.ks.poolTable.setPlace(local.id, {
+              poolId: local.poolId,
+              weight: local.weight,
+              state: 'gone',
+            });
           }
         }
       for (const e of doc.targets) {

@@ -9,7 +9,13 @@ import type { LocalDb } from '../db/local-db.ts';
 import { RestoreLinks } from './restore-links.ts';
 import { RestoreDestination } from '../pipeline/restore-dest.ts';
 import { RestoreFileWrites, type RestoringFile } from '../pipeline/restore-file-writes.ts';
-import { RESTORE_BATCH_FILES, selectForRestore, wantedFile, type RestoreSelection, type Wanted } from './restore-selection.ts';
+import {
+  RESTORE_BATCH_FILES,
+  selectForRestore,
+  wantedFile,
+  type RestoreSelection,
+  type Wanted,
+} from './restore-selection.ts';
 import { entrySelector } from './select-entries.ts';
 import { walkSnapshot } from '../repository/snapshot-tree.ts';
 import { StatsCollector } from '../jobs/stats-collector.ts';

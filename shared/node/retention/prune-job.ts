@@ -165,7 +165,11 @@ function refuseTargetsOutsidePool(run: PruneRun): void {
     );
 }
 
-async function planAll(run: PruneRun, used: ReadonlySet<string>, planOpts: PlanOptions): Promise<PrunePlanAll> {
+async function planAll(
+  run: PruneRun,
+  used: ReadonlySet<string>,
+  planOpts: PlanOptions,
+): Promise<PrunePlanAll> {
   const { repo, ks, targets, notice, dryRun } = run;
   const pool = ks.poolTable.state() !== null;
   const ecClaims = new Map<string, EcClaim>();
