@@ -67,9 +67,14 @@ describe('backup plans in web mode (Chromium, real engine, real versitygw)', () 
     await page.waitForFunction(() =>
       /Last backup: .*, OK$/.test(document.querySelector('[data-testid=last-backup]')?.textContent ?? ''),
     );
+    await cliJson(['settings', '--chunk-size', '4MiB', '--workers', '3'], cli);
     await page.getByRole('button', { name: 'Make this a plan' }).click();
     const form = page.getByRole('form', { name: 'New plan' });
     await expect(form.getByLabel('Files and folders').inputValue()).resolves.toBe(src);
+    // Left empty, a plan uses the Settings values: the placeholders show them.
+    await form.getByText('Performance (optional)').click();
+    await expect(form.getByLabel('Chunk size').getAttribute('placeholder')).resolves.toBe('4MiB');
+    await expect(form.getByLabel('Worker threads').getAttribute('placeholder')).resolves.toBe('3');
     await form.getByRole('button', { name: 'Cancel' }).click();
     await expect(page.getByRole('form', { name: 'New plan' }).count()).resolves.toBe(0);
   });
@@ -160,6 +165,11 @@ describe('backup plans in web mode (Chromium, real engine, real versitygw)', () 
         Date.parse(planRuns[i]!.time),
       );
     }
+    // History says what the excludes left out, as the README promises.
+    await nav(page, 'History');
+    await page.getByRole('table', { name: 'Backups' }).waitFor();
+    const counts = await page.getByTestId('file-counts').allTextContents();
+    expect(counts.filter((t) => / · 2 left out$/.test(t)).length).toBeGreaterThanOrEqual(2);
     await nav(page, 'Back up');
     await page.waitForFunction(() =>
       /^Last backup: .*, OK$|^Backing up now/.test(

@@ -317,7 +317,7 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
     const alert = page.getByRole('alert');
     await alert.waitFor();
     expect(await alert.textContent()).toMatch(
-      /Target "d1" holds \d+ shards? of the repository's packs: "cairn target drain d1"/,
+      /Target "d1" holds \d+ shards? of the repository's packs: Drain on the Storage screen moves them/,
     );
     expect(await page.locator('[data-testid=target]').count()).toBe(3);
   });

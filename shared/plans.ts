@@ -6,8 +6,10 @@ import { scheduleSchema } from './schedule.ts';
 
 export const planNameSchema = z
   .string({ error: 'Plan name is required.' })
+  .min(1, 'Give the plan a name.')
   .regex(
-    /^[\p{L}\p{N}][\p{L}\p{N} ._-]{0,63}$/u,
+    // Empty is the min's message ("Give the plan a name."), not the character rules.
+    /^$|^[\p{L}\p{N}][\p{L}\p{N} ._-]{0,63}$/u,
     'Plan name must start with a letter or digit and use letters, digits, spaces, ".", "_" and "-" (at most 64).',
   );
 

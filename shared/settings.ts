@@ -81,8 +81,9 @@ export const uploadsPerWorkerSchema = z
 
 export const targetNameSchema = z
   .string()
+  .min(1, 'Give the target a name.')
   .regex(
-    /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
+    /^$|^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/,
     'Target names use letters, digits, ".", "_" and "-" (at most 64).',
   );
 

@@ -21,7 +21,11 @@ function fieldOf(body: unknown): { field?: string; message: string } {
 describe('plans.save requests', () => {
   it('accepts a plan and names the field of each kind of bad input', () => {
     expect(parseRequest('plans.save', { draft }).draft.schedule).toEqual(draft.schedule);
-    expect(fieldOf({ draft: { ...draft, name: '' } })).toMatchObject({ field: 'draft.name' });
+    // An empty name is asked for, not lectured with the character rules.
+    expect(fieldOf({ draft: { ...draft, name: '' } })).toEqual({
+      field: 'draft.name',
+      message: 'Give the plan a name.',
+    });
     expect(fieldOf({ draft: { ...draft, sources: [] } })).toEqual({
       field: 'draft.sources',
       message: 'Add at least one file or folder to back up.',

@@ -112,6 +112,8 @@ export interface BackupView {
   /** The machine that made it (snapshots of every machine of the repository are listed). */
   host: string;
   files: { new: number; changed: number; unchanged: number };
+  /** Files and folders its exclude patterns left out (a folder once); absent when it had none. */
+  excluded?: number;
   /** File bytes read from disk: 0 for files unchanged since the previous snapshot. */
   bytesRead: number;
   /**

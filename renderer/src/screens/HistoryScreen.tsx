@@ -2,7 +2,7 @@ import { useCallback, useEffect, useState, type ReactNode } from 'react';
 import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
 import { JobCard } from '../components/JobCard.tsx';
-import { formatDate, formatDuration, formatSize } from '../api/format.ts';
+import { formatCount, formatDate, formatDuration, formatSize } from '../api/format.ts';
 import type { BackupView, SnapshotRedundancyView } from '../../../shared/api/views.ts';
 import { snapshotRedundancyText } from '../../../shared/pool-text.ts';
 import { DeleteBackupDialog } from './browse/DeleteBackupDialog.tsx';
@@ -115,11 +115,13 @@ export function HistoryScreen({
                   </td>
                   <td
                     className="num"
-                    title={`${b.files.new} new, ${b.files.changed} changed, ${b.files.unchanged} unchanged`}
+                    title={`${formatCount(b.files.new)} new, ${formatCount(b.files.changed)} changed, ${formatCount(b.files.unchanged)} unchanged${b.excluded ? `, ${formatCount(b.excluded)} left out by exclude patterns` : ''}`}
                   >
-                    {b.fileCount}
-                    <div className="muted small wrap wide-only">
-                      {b.files.new} new · {b.files.changed} changed · {b.files.unchanged} unchanged
+                    {formatCount(b.fileCount)}
+                    <div className="muted small wrap wide-only" data-testid="file-counts">
+                      {formatCount(b.files.new)} new · {formatCount(b.files.changed)} changed ·{' '}
+                      {formatCount(b.files.unchanged)} unchanged
+                      {b.excluded ? ` · ${formatCount(b.excluded)} left out` : ''}
                     </div>
                   </td>
                   <td className="num">{formatSize(b.totalBytes)}</td>

@@ -26,6 +26,7 @@ export function backupView(b: SnapshotInfo): BackupView {
     meanMbps: durationMs > 0 ? s.totalBytes / 1000 / durationMs : 0,
     host: b.host,
     files: s.files,
+    ...(s.excluded !== undefined ? { excluded: s.excluded } : {}),
     bytesRead,
     resumed: b.earlierRuns !== undefined,
   };

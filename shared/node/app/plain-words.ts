@@ -22,6 +22,10 @@ const REWRITES: [RegExp, string][] = [
   [/change the policy \("cairn policy"\)/g, 'change the policy (Storage screen)'],
   [/"cairn target drain( [^"]+)?"/g, 'Drain on the Storage screen'],
   [/\("cairn target drain", then "target rm"\)/g, '(Drain on the Storage screen, then Remove in Settings)'],
+  [
+    /If it is lost, "cairn target rm [^"]+" removes it;/g,
+    'If it is lost for good, the command line can remove it anyway;',
+  ],
   [/"cairn target rm [^"]+"/g, 'Remove in Settings'],
   [/"cairn target add"/g, 'Add a target in Settings'],
   [/"cairn target ls" lists them/g, 'Settings lists them'],

@@ -79,7 +79,11 @@ describe('restore to the original location', () => {
     expect(skip.places).toEqual([path.join(work, 'a'), path.join(work, 'b')]);
     expect(sha256File(path.join(docs, 'letter.txt'))).toBe(changed);
     expect(skip.failed).toEqual([
-      { path: path.join(work, 'a', 'docs', 'letter.txt'), message: expect.stringMatching(/already exists/) },
+      {
+        path: path.join(work, 'a', 'docs', 'letter.txt'),
+        message: expect.stringMatching(/already exists: kept as it is$/),
+        kept: true,
+      },
     ]);
     expect(sha256File(path.join(docs, 'sub', 'notes.txt'))).toBe(want.notes);
     expect(sha256File(path.join(pics, 'cat.jpg'))).toBe(want.cat);

@@ -84,3 +84,34 @@ describe('running plans', () => {
     engine.plans.remove('x');
   });
 });
+
+describe('a plan made before its target joined a pool', () => {
+  it('backs up to the pool when the target it named is out of reach (2+1 survives one member lost)', async () => {
+    const [d1, d2, d3] = [tempDir(), tempDir(), tempDir()];
+    const a = await Engine.init(path.join(tempDir(), 'home'), 'a passphrase for plans');
+    try {
+      await a.addTarget('one', { kind: 'dir', path: d1 });
+      const src = path.join(tempDir(), 'letters');
+      writeRandomFile(path.join(src, 'a.txt'), 50_000);
+      a.plans.save({
+        name: 'letters',
+        target: 'one',
+        sources: [src],
+        exclude: [],
+        schedule: { every: 'manual' },
+        chunkSize: 1 << 20,
+        workers: 1,
+      });
+      expect(a.plans.get('letters').target).toBe('one');
+      await a.addTarget('two', { kind: 'dir', path: d2 });
+      await a.addTarget('three', { kind: 'dir', path: d3 });
+      await a.poolAdmin.setErasure(2, 1, 2);
+      fs.renameSync(d1, `${d1}.away`); // the plan's own target is gone for now
+      const r = await a.plans.run('letters');
+      expect(r.snapshotId).toMatch(/^[0-9a-f]{12}$/);
+      expect(a.plans.get('letters').last).toMatchObject({ ok: true, snapshotId: r.snapshotId });
+    } finally {
+      a.close();
+    }
+  });
+});

@@ -80,3 +80,27 @@ describe('engine.estimateForget', () => {
     expect(warm.durationMs).toBeLessThan(1000);
   });
 });
+
+describe('estimateForget in a pool', () => {
+  it('counts every copy: in a 2-copy pool it says what prune then frees on both targets', async () => {
+    const { Engine } = await import('../engine/engine.ts');
+    const a = await Engine.init(path.join(tempDir(), 'home'), 'a passphrase for estimates');
+    try {
+      await a.addTarget('one', { kind: 'dir', path: tempDir() });
+      await a.addTarget('two', { kind: 'dir', path: tempDir() });
+      await a.poolAdmin.setReplicas(2);
+      const src = path.join(tempDir(), 'video');
+      for (let i = 0; i < 4; i++) writeRandomFile(path.join(src, `v${i}.bin`), 300_000);
+      const s1 = (await a.backup([src], { settings: { chunkSize: 64 << 10 } })).snapshotId;
+      const e = await a.estimateForget([s1]);
+      expect(e.dataBytes).toBeGreaterThan(2 * 4 * 300_000);
+      await a.forget({ ids: [s1] });
+      const pruned = await a.prune({ maxUnused: { percent: 0 } });
+      // What prune frees beyond the blobs is the packs' own framing (entries, trailers).
+      expect(e.bytes).toBeLessThanOrEqual(pruned.bytesFreed);
+      expect(e.bytes).toBeGreaterThan(pruned.bytesFreed * 0.97);
+    } finally {
+      a.close();
+    }
+  });
+});

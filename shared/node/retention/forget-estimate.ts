@@ -5,7 +5,7 @@ import { usedBlobs } from './used-blobs.ts';
 
 /**
  * What forgetting these snapshots would free once prune has run: the stored bytes of the blobs (data
- * and trees) they reference and no other snapshot does. Prune frees exactly these when they fill whole
+ * and trees) they reference and no other snapshot does, on every target that stores them. Prune frees exactly these when they fill whole
  * packs; a pack shared with live blobs is repacked or kept (within --max-unused), so the real figure may
  * be a little lower. Trees come from the keystore's tree cache: a repeated estimate reads no bucket.
  */
@@ -33,8 +33,13 @@ export async function estimateForget(repo: Repository, ids: readonly string[]): 
     const loc = repo.ks.index.lookup(Buffer.from(hex, 'hex'));
     if (!loc) continue; // already gone from the index: nothing to free
     blobs++;
-    if (loc.kind === 'tree') treeBytes += loc.storedLength;
-    else dataBytes += loc.storedLength;
+    // Every stored copy is freed: in a pool of two copies twice the bytes, under k+m erasure coding the
+    // shards' share of (k+m)/k (what Estimate and prune report for the packs).
+    const stored = loc.ec
+      ? (loc.storedLength * loc.ec.shards.length) / loc.ec.k
+      : loc.storedLength * Math.max(1, loc.copies.length);
+    if (loc.kind === 'tree') treeBytes += stored;
+    else dataBytes += stored;
   }
   return {
     backupIds: [...ids],

@@ -3,7 +3,7 @@ import { ApiCallError } from '../../../../shared/api/contract.ts';
 import type { PlanView, TargetView } from '../../../../shared/api/views.ts';
 import { SUGGESTED_EXCLUDES, type PlanDraft } from '../../../../shared/plans.ts';
 import { WEEKDAYS, type Schedule, type Weekday } from '../../../../shared/schedule.ts';
-import { parseSize } from '../../../../shared/settings.ts';
+import { formatSizeExact, parseSize } from '../../../../shared/settings.ts';
 import { describeKeep } from '../../../../shared/retention.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useQuery } from '../../api/hooks.ts';
@@ -65,6 +65,8 @@ export function PlanForm(props: {
   const [workers, setWorkers] = useState(p?.workers ? String(p.workers) : '');
   const [keep, setKeep] = useState(retentionText(p?.retention));
   const maintenance = useQuery('maintenance.get', {});
+  // The empty fields' placeholders are what the run uses: the saved Settings values.
+  const settings = useQuery('settings.get', {});
   const [errors, setErrors] = useState<Errors>({});
   const [error, setError] = useState<string | null>(null);
   const [picking, setPicking] = useState(false);
@@ -237,7 +239,12 @@ export function PlanForm(props: {
           <div className="grid2">
             <Field label="Chunk size" hint="empty: the Settings value" error={errors.chunkSize}>
               {(c) => (
-                <input {...c} value={chunk} onChange={(e) => setChunk(e.target.value)} placeholder="8MiB" />
+                <input
+                  {...c}
+                  value={chunk}
+                  onChange={(e) => setChunk(e.target.value)}
+                  placeholder={settings.data ? formatSizeExact(settings.data.chunkSize) : ''}
+                />
               )}
             </Field>
             <Field label="Worker threads" hint="empty: the Settings value" error={errors.workers}>
@@ -246,6 +253,7 @@ export function PlanForm(props: {
                   {...c}
                   value={workers}
                   onChange={(e) => setWorkers(e.target.value)}
+                  placeholder={settings.data ? String(settings.data.workers) : ''}
                   inputMode="numeric"
                 />
               )}
