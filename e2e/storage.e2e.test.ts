@@ -321,4 +321,25 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
     );
     expect(await page.locator('[data-testid=target]').count()).toBe(3);
   });
+
+  it('a folder target: a relative path is refused at its field, a full one tests as a folder', async () => {
+    await nav(page, 'Settings');
+    await page.getByRole('button', { name: 'Add a target' }).click();
+    const form = page.getByRole('form', { name: 'Add a target' });
+    await form.getByLabel('Name', { exact: true }).fill('drive');
+    await form.getByLabel('Kind').selectOption('dir');
+    await form.getByLabel('Folder', { exact: true }).fill('backups/cairn');
+    await form.getByRole('button', { name: 'Test connection' }).click();
+    const pathError = form.locator('.field.invalid').filter({ hasText: 'Folder' }).getByRole('alert');
+    await pathError.waitFor();
+    expect(await pathError.textContent()).toBe(
+      'The folder "backups/cairn" is not a full path: give one that starts with /.',
+    );
+    await form.getByLabel('Folder', { exact: true }).fill(tempDir('cairn-e2e-drive-'));
+    await form.getByRole('button', { name: 'Test connection' }).click();
+    const result = page.getByTestId('test-result');
+    await result.waitFor();
+    expect(await result.textContent()).toBe('The folder works: Cairn can read and write in it.');
+    expect(await result.textContent()).not.toMatch(/credentials|bucket/);
+  });
 });

@@ -2,7 +2,7 @@ import { useState } from 'react';
 import type { BackupView, SearchView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useQuery } from '../../api/hooks.ts';
-import { counted, formatDate, formatSize, messageOf } from '../../api/format.ts';
+import { counted, formatCount, formatDate, formatSize, messageOf } from '../../api/format.ts';
 import { EntryIcon } from '../browse/EntryIcon.tsx';
 import { RestoreDialog, type RestoreRequest } from '../browse/RestoreDialog.tsx';
 import '../browse/browse.css';
@@ -104,7 +104,7 @@ export function SearchScreen() {
                             {f.versions.length - i} of {f.versions.length}
                             {i === 0 && <span className="muted"> (newest)</span>}
                           </td>
-                          <td className="num">{v.kind === 'file' ? formatSize(v.size) : v.kind}</td>
+                          <td className="num">{v.kind === 'file' ? versionSize(v, f.versions) : v.kind}</td>
                           <td>{formatDate(v.mtimeMs)}</td>
                           <td>
                             <ul className="found-in">
@@ -148,4 +148,14 @@ export function SearchScreen() {
 
 function request(b: BackupView, path: string): RestoreRequest {
   return { backupId: b.id, backupLabel: formatDate(b.createdAt), sources: b.sources, path };
+}
+
+/**
+ * A version's size, in bytes when another version of the file rounds to the same figure ("48.8 KiB"
+ * twice would look like one content).
+ */
+function versionSize(v: { size: number }, all: readonly { kind: string; size: number }[]): string {
+  const shown = formatSize(v.size);
+  const alike = all.some((o) => o.kind === 'file' && o.size !== v.size && formatSize(o.size) === shown);
+  return alike ? `${formatCount(v.size)} B` : shown;
 }

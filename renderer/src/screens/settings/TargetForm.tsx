@@ -1,4 +1,5 @@
 import { useState } from 'react';
+import { ApiCallError } from '../../../../shared/api/contract.ts';
 import type { TargetView, TestResult } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { Field } from '../../components/Field.tsx';
@@ -41,7 +42,11 @@ export function TargetForm(props: { editing: TargetView | null; onSaved: () => v
         props.onSaved();
       }
     } catch (e) {
-      setSaveError(messageOf(e));
+      // A refusal that names a field ("path" from the engine, "draft.config.path" from the bridge) is
+      // shown at it.
+      const field = e instanceof ApiCallError ? e.field?.split('.').pop() : undefined;
+      if (field && field in f) setErrors({ ...errs, [field]: messageOf(e) });
+      else setSaveError(messageOf(e));
     } finally {
       setBusy(null);
     }
