@@ -83,8 +83,9 @@ describe('restoring from a pool with one slow target (issue 10)', () => {
       await e.restore(snapshotId, { to: out });
       const ms = Date.now() - t0;
       expect(describeTree(path.join(out, path.basename(src)))).toEqual(describeTree(src));
-      // Unhedged, each of those ranges waits its 8 s; hedged, the restore took 2.3 s here.
-      expect(ms).toBeLessThan(6000);
+      // Unhedged, each of those ranges waits its 8 s (and they queue behind each other); hedged, the
+      // restore took 2.3 s alone and up to 6.9 s beside the whole suite: under 8 s proves the hedge.
+      expect(ms).toBeLessThan(7500);
     } finally {
       e.close();
       proxy.setDelay(0);
