@@ -6,7 +6,14 @@ import { runCli } from '../test/support/cli.ts';
 import { sha256File, tempDir, writeRandomFile } from '../test/support/fixtures.ts';
 import { startProxy, type Proxy } from '../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../test/support/versitygw.ts';
-import { electronBinary, electronShell, screenshot, webShell, type Shell } from './support/shells.ts';
+import {
+  dropFiles,
+  electronBinary,
+  electronShell,
+  screenshot,
+  webShell,
+  type Shell,
+} from './support/shells.ts';
 
 const MiB = 1024 * 1024;
 const PASSPHRASE = 'a passphrase for the e2e run';
@@ -23,21 +30,6 @@ const shells = [
     skip: 'why' in electron ? electron.why : null,
   },
 ];
-
-/** Drops local files the way a Linux file manager does: a text/uri-list of file:// URIs. */
-async function dropFiles(page: Page, files: string[]): Promise<void> {
-  await page.evaluate(
-    (uris) => {
-      const dt = new DataTransfer();
-      dt.setData('text/uri-list', uris.join('\r\n'));
-      const zone = document.querySelector('[data-testid=dropzone]')!;
-      for (const type of ['dragenter', 'dragover', 'drop']) {
-        zone.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
-      }
-    },
-    files.map((f) => `file://${f.split('/').map(encodeURIComponent).join('/')}`),
-  );
-}
 
 function nav(page: Page, name: string): Promise<void> {
   return page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name, exact: true }).click();

@@ -6,7 +6,7 @@ import { runCli } from '../test/support/cli.ts';
 import { tempDir, writeRandomFile } from '../test/support/fixtures.ts';
 import { startProxy, type Proxy } from '../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../test/support/versitygw.ts';
-import { screenshot, webShell, type Shell } from './support/shells.ts';
+import { dropFiles, screenshot, webShell, type Shell } from './support/shells.ts';
 
 /**
  * Job cards say what is true now (issue 32): "Pausing…" then "Paused" with nothing moving, "Cancelling…"
@@ -16,19 +16,6 @@ import { screenshot, webShell, type Shell } from './support/shells.ts';
 const MiB = 1024 * 1024;
 const FILES = 40;
 const PASSPHRASE = 'a passphrase for the job card e2e run';
-
-async function dropFiles(page: Page, files: string[]): Promise<void> {
-  await page.evaluate(
-    (uris) => {
-      const dt = new DataTransfer();
-      dt.setData('text/uri-list', uris.join('\r\n'));
-      const zone = document.querySelector('[data-testid=dropzone]')!;
-      for (const type of ['dragenter', 'dragover', 'drop'])
-        zone.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
-    },
-    files.map((f) => `file://${f.split('/').map(encodeURIComponent).join('/')}`),
-  );
-}
 
 /** The newest card on the Back up screen. */
 const newestCard = (page: Page): Locator => page.getByTestId('job').first();

@@ -7,7 +7,7 @@ import { cliJson, runCli } from '../test/support/cli.ts';
 import { sha256File, tempDir, writeRandomFile } from '../test/support/fixtures.ts';
 import { startProxy, type Proxy } from '../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../test/support/versitygw.ts';
-import { screenshot, webShell, type Shell } from './support/shells.ts';
+import { dropFiles, screenshot, webShell, type Shell } from './support/shells.ts';
 
 const MiB = 1024 * 1024;
 const PASSPHRASE = 'a passphrase for the restore e2e run';
@@ -25,20 +25,6 @@ function filesUnder(root: string): string[] {
 function packFiles(s3: S3Server, bucket: string): string[] {
   return filesUnder(path.join(s3.dataDir, bucket, 'data')).map((f) =>
     path.join(s3.dataDir, bucket, 'data', f),
-  );
-}
-
-/** Drops local folders the way a Linux file manager does: a text/uri-list of file:// URIs. */
-async function dropFiles(page: Page, files: string[]): Promise<void> {
-  await page.evaluate(
-    (uris) => {
-      const dt = new DataTransfer();
-      dt.setData('text/uri-list', uris.join('\r\n'));
-      const zone = document.querySelector('[data-testid=dropzone]')!;
-      for (const type of ['dragenter', 'dragover', 'drop'])
-        zone.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
-    },
-    files.map((f) => `file://${f.split('/').map(encodeURIComponent).join('/')}`),
   );
 }
 

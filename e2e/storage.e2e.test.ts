@@ -5,24 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PASSPHRASE } from '../test/support/cairn-env.ts';
 import { cliJson, runCli, type CliOptions } from '../test/support/cli.ts';
 import { tempDir, writeRandomFile } from '../test/support/fixtures.ts';
-import { screenshot, webShell, type Shell } from './support/shells.ts';
+import { dropFiles, screenshot, webShell, type Shell } from './support/shells.ts';
 
 function nav(page: Page, name: string): Promise<void> {
   return page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name, exact: true }).click();
-}
-
-/** Drops local files the way a Linux file manager does: a text/uri-list of file:// URIs. */
-async function dropFiles(page: Page, files: string[]): Promise<void> {
-  await page.evaluate(
-    (uris) => {
-      const dt = new DataTransfer();
-      dt.setData('text/uri-list', uris.join('\r\n'));
-      const zone = document.querySelector('[data-testid=dropzone]')!;
-      for (const type of ['dragenter', 'dragover', 'drop'])
-        zone.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
-    },
-    files.map((f) => `file://${f.split('/').map(encodeURIComponent).join('/')}`),
-  );
 }
 
 /** Pack files in a folder target (object names are 64 hex digits under data/). */

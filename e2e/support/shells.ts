@@ -143,3 +143,17 @@ export async function screenshot(page: Page, name: string, opts: { doc?: boolean
     fs.copyFileSync(file, path.join(DOCS, `${name}.png`));
   }
 }
+
+/** Drops local files the way a Linux file manager does: a text/uri-list of file:// URIs. */
+export async function dropFiles(page: Page, files: string[]): Promise<void> {
+  await page.evaluate(
+    (uris) => {
+      const dt = new DataTransfer();
+      dt.setData('text/uri-list', uris.join('\r\n'));
+      const zone = document.querySelector('[data-testid=dropzone]')!;
+      for (const type of ['dragenter', 'dragover', 'drop'])
+        zone.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
+    },
+    files.map((f) => `file://${f.split('/').map(encodeURIComponent).join('/')}`),
+  );
+}
