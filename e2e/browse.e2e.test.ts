@@ -231,6 +231,46 @@ describe('seeing and finding what is backed up (web mode, Chromium, real engine,
     );
   });
 
+  it('History shows what changed since the previous backup, and how many files it no longer holds', async () => {
+    fs.rmSync(path.join(src, 'letters', 'notes.txt'));
+    fs.rmSync(path.join(src, 'letters', '2024'), { recursive: true });
+    writeRandomFile(path.join(src, 'letters', 'new.txt'), 1234);
+    const fifth = (await cliJson<{ snapshotId: string }>(['backup', src], cli)).snapshotId;
+    await nav(page, 'History');
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    const row = page.locator(`[data-testid=backup][data-backup="${fifth}"]`);
+    expect(await row.getByTestId('file-counts').textContent()).toMatch(/ · 2 removed$/);
+    await row.locator('td.date').click();
+    const changes = page.getByRole('region', { name: 'Changes' });
+    const summary = changes.getByTestId('changes-summary');
+    await summary.waitFor();
+    expect(await summary.textContent()).toBe(
+      `1 file added, 2 removed, 0 changed · 0 folders added, 1 removed · ${formatSize(1234)} more, ${formatSize(48_700)} less`,
+    );
+    const rows = await changes
+      .getByRole('table', { name: 'Changed entries' })
+      .locator('tbody tr')
+      .allTextContents();
+    expect(rows).toEqual([
+      'RemovedDocuments/letters/2024/',
+      `RemovedDocuments/letters/2024/invoice-1.pdf${formatSize(48_000)}`,
+      `AddedDocuments/letters/new.txt${formatSize(1234)}`,
+      'RemovedDocuments/letters/notes.txt700 B',
+    ]);
+    await screenshot(page, 'web-history-changes');
+    // Against the first backup, the report changed too (3,000 bytes then, 5,000 now).
+    await changes.getByTestId('changes-since').selectOption(snapshots[0]!);
+    await page.waitForFunction(() =>
+      /^1 file added, 2 removed, 1 changed/.test(
+        document.querySelector('[data-testid=changes-summary]')?.textContent ?? '',
+      ),
+    );
+    expect(await changes.getByRole('row', { name: /letters\/report\.docx/ }).textContent()).toBe(
+      `ChangedDocuments/letters/report.docx${formatSize(3000)} → ${formatSize(5000)}`,
+    );
+    await row.locator('td.date').click();
+  });
+
   it('verify from History runs as a job and shows its result, still there after a restart', async () => {
     await nav(page, 'History');
     const row = page.getByRole('table', { name: 'Backups' }).locator('tbody tr').last();

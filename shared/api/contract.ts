@@ -23,6 +23,7 @@ import type {
   PoolOperationView,
   PoolView,
   SearchView,
+  DiffView,
   SettingsView,
   SnapshotRedundancyView,
   TargetView,
@@ -141,6 +142,12 @@ export const requests = {
       .min(1, 'Type a name or a pattern to search for.')
       .max(512, 'The search is longer than 512 characters.'),
     limit: z.number().int().min(1).max(5000).optional(),
+  }),
+  /** What changed from one backup to another: the counts, and the first `limit` entries in path order. */
+  'backups.diff': z.object({
+    from: id,
+    to: id,
+    limit: z.number().int().min(1).max(5000, 'At most 5000 entries.').optional(),
   }),
   /** Downloads and checks every blob of a backup, as a job; its outcome is kept with the backup. */
   'backups.verify': z.object({ backupId: id }),
@@ -265,6 +272,7 @@ export interface Responses {
   'fs.list': DirListing;
   'backups.browse': BrowsePageView;
   'backups.search': SearchView;
+  'backups.diff': DiffView;
   'backups.verify': JobView;
   'backups.verifications': VerificationView[];
   'restore.original': JobView;

@@ -114,6 +114,8 @@ export interface BackupView {
   files: { new: number; changed: number; unchanged: number };
   /** Files and folders its exclude patterns left out (a folder once); absent when it had none. */
   excluded?: number;
+  /** Files of its parent it no longer holds; absent for backups made before Cairn counted them. */
+  removed?: number;
   /** File bytes read from disk: 0 for files unchanged since the previous snapshot. */
   bytesRead: number;
   /**
@@ -211,6 +213,26 @@ export interface SearchView {
   truncated: boolean;
   snapshots: number;
   treesRead: number;
+}
+
+/** What changed between two backups (`backups.diff`); folders' paths end in "/". */
+export interface DiffView {
+  from: string;
+  to: string;
+  files: { added: number; removed: number; changed: number };
+  dirs: { added: number; removed: number };
+  symlinks: { added: number; removed: number; changed: number };
+  bytesAdded: number;
+  bytesRemoved: number;
+  /** The first entries in path order; `truncated` when there were more. */
+  entries: {
+    path: string;
+    change: 'added' | 'removed' | 'changed';
+    kind: 'file' | 'dir' | 'symlink';
+    sizeBefore: number | null;
+    sizeAfter: number | null;
+  }[];
+  truncated: boolean;
 }
 
 export interface VerifyProblemView {

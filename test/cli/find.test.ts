@@ -42,7 +42,7 @@ describe('cairn find', () => {
     expect(lines.slice(1)).toHaveLength(4);
     expect(lines[1]).toContain(path.join(src, '2024', 'invoice-1.pdf'));
     expect(lines[1]).toMatch(new RegExp(`${ids[1]}.*10 B`));
-    expect(text.stderr).toContain('2 file(s), 2 version(s) in 2 snapshot(s).');
+    expect(text.stderr).toContain('2 files, 2 versions in 2 snapshots.');
 
     const capped = await runCli(['find', '*', '--limit', '2'], cli);
     expect(capped.stderr).toContain('More than 2 matches: showing the first 2. Refine the pattern');

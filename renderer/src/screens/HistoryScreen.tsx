@@ -6,6 +6,7 @@ import { formatCount, formatDate, formatDuration, formatSize } from '../api/form
 import type { BackupView, SnapshotRedundancyView } from '../../../shared/api/views.ts';
 import { snapshotRedundancyText } from '../../../shared/pool-text.ts';
 import { DeleteBackupDialog } from './browse/DeleteBackupDialog.tsx';
+import { BackupChanges } from './browse/BackupChanges.tsx';
 import { HistoryRowActions, useVerifications } from './browse/HistoryRowActions.tsx';
 
 export function HistoryScreen({
@@ -23,6 +24,7 @@ export function HistoryScreen({
   const [open, setOpen] = useState<string | null>(null);
   const jobs = useJobs();
   const openJob = jobs.find((j) => j.kind === 'backup' && j.backupId === open);
+  const openBackup = backups.data?.find((b) => b.id === open);
   const [error, setError] = useState<string | null>(null);
   const [deleting, setDeleting] = useState<BackupView | null>(null);
   // A backup that finishes while History is open (a resumed one, say) shows up without a Refresh.
@@ -84,7 +86,7 @@ export function HistoryScreen({
                 <th>Date</th>
                 <th>Sources</th>
                 <th className="wide-only">Host · target</th>
-                <th className="num" title="new · changed · unchanged">
+                <th className="num" title="new · changed · unchanged · removed">
                   Files
                 </th>
                 <th className="num">Size</th>
@@ -115,12 +117,13 @@ export function HistoryScreen({
                   </td>
                   <td
                     className="num"
-                    title={`${formatCount(b.files.new)} new, ${formatCount(b.files.changed)} changed, ${formatCount(b.files.unchanged)} unchanged${b.excluded ? `, ${formatCount(b.excluded)} left out by exclude patterns` : ''}`}
+                    title={`${formatCount(b.files.new)} new, ${formatCount(b.files.changed)} changed, ${formatCount(b.files.unchanged)} unchanged${b.removed ? `, ${formatCount(b.removed)} removed since the previous backup` : ''}${b.excluded ? `, ${formatCount(b.excluded)} left out by exclude patterns` : ''}`}
                   >
                     {formatCount(b.fileCount)}
                     <div className="muted small wrap wide-only" data-testid="file-counts">
                       {formatCount(b.files.new)} new · {formatCount(b.files.changed)} changed ·{' '}
                       {formatCount(b.files.unchanged)} unchanged
+                      {b.removed ? ` · ${formatCount(b.removed)} removed` : ''}
                       {b.excluded ? ` · ${formatCount(b.excluded)} left out` : ''}
                     </div>
                   </td>
@@ -161,6 +164,7 @@ export function HistoryScreen({
           }}
         />
       )}
+      {openBackup && backups.data && <BackupChanges backup={openBackup} backups={backups.data} />}
       {open && (
         <section aria-label="Charts of the selected backup" className="live">
           <h2>Charts</h2>

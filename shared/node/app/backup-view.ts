@@ -27,6 +27,7 @@ export function backupView(b: SnapshotInfo): BackupView {
     host: b.host,
     files: s.files,
     ...(s.excluded !== undefined ? { excluded: s.excluded } : {}),
+    ...(s.removed !== undefined ? { removed: s.removed } : {}),
     bytesRead,
     resumed: b.earlierRuns !== undefined,
   };

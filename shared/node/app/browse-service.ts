@@ -1,6 +1,6 @@
 import { SearchPatternError, BrowseError, type SnapshotBrowser } from '../engine/exports.ts';
 import { ApiCallError, type Request, type Responses } from '../../api/contract.ts';
-import type { JobView, VerificationView } from '../../api/views.ts';
+import type { DiffView, JobView, VerificationView } from '../../api/views.ts';
 import type { Engine } from '../engine/engine.ts';
 import { OriginalLocationError, originalPlaces, restoreToOriginal } from '../engine/restore-original.ts';
 import { VerifyHistory } from '../engine/verify-history.ts';
@@ -10,10 +10,16 @@ import { inPlainWords } from './plain-words.ts';
 import { isLive } from '../../job-state.ts';
 
 type BrowseMethod =
-  'backups.browse' | 'backups.search' | 'backups.verify' | 'backups.verifications' | 'restore.original';
+  | 'backups.browse'
+  | 'backups.search'
+  | 'backups.diff'
+  | 'backups.verify'
+  | 'backups.verifications'
+  | 'restore.original';
 type BrowseHandlers = { [M in BrowseMethod]: (req: Request<M>) => Promise<Responses[M]> | Responses[M] };
 
 export const SEARCH_LIMIT_DEFAULT = 500;
+export const DIFF_LIMIT_DEFAULT = 500;
 
 /**
  * Seeing and finding what is backed up: a backup's folders page by page, search across backups,
@@ -51,6 +57,18 @@ export function browseHandlers(deps: {
         if (err instanceof SearchPatternError) throw new ApiCallError(err.message, 'query');
         throw err;
       }
+    },
+    'backups.diff': async ({ from, to, limit }) => {
+      const e = deps.engine();
+      const keep = limit ?? DIFF_LIMIT_DEFAULT;
+      const entries: DiffView['entries'] = [];
+      let more = false;
+      const c = await e.diff(from, to, (d) => {
+        if (entries.length < keep) entries.push(d);
+        else more = true;
+      });
+      const { files, dirs, symlinks, bytesAdded, bytesRemoved } = c;
+      return { from, to, files, dirs, symlinks, bytesAdded, bytesRemoved, entries, truncated: more };
     },
     'backups.verify': ({ backupId }) => {
       const e = deps.engine();

@@ -28,6 +28,8 @@ export interface BackupResult {
   files: { new: number; changed: number; unchanged: number };
   /** Files and folders the exclude patterns left out (a folder counts once, with all it holds). */
   excluded: number;
+  /** Files of the parent snapshot this one no longer holds (walk.ts). */
+  removed: number;
   totalBytes: number;
   bytesRead: number;
   bytesUploaded: number;
@@ -247,6 +249,7 @@ async function backupJob(
     durationMs: Date.now() - started,
     warnings,
     ...(job.exclude?.length ? { excluded: walk.excluded } : {}),
+    removed: walk.removed,
   };
   const doc: SnapshotDoc = {
     version: 2,
@@ -285,6 +288,7 @@ async function backupJob(
     parent: doc.parent,
     files: walk.files,
     excluded: walk.excluded,
+    removed: walk.removed,
     totalBytes: walk.totalBytes,
     bytesRead,
     bytesUploaded: summary.bytesUploaded,

@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { TreeNode } from '../format/tree.ts';
 import type { ExcludeFn } from './exclude.ts';
 import { decodeName, fsPath } from '../fs-names.ts';
+import { countFiles } from '../browse/snapshot-diff.ts';
 
 export class SourceError extends Error {
   constructor(message: string) {
@@ -70,6 +71,8 @@ export interface WalkResult {
   top: BackupDir;
   reads: FileToRead[];
   files: { new: number; changed: number; unchanged: number };
+  /** Files of the parent snapshot this backup does not hold: deleted, excluded, or of another type now. */
+  removed: number;
   dirs: number;
   symlinks: number;
   totalBytes: number;
@@ -129,6 +132,7 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
     top: { rel: '', abs: '', nodes: [], waiting: 0, parent: null, slot: 0 },
     reads: [],
     files: { new: 0, changed: 0, unchanged: 0 },
+    removed: 0,
     dirs: 0,
     symlinks: 0,
     totalBytes: 0,
@@ -139,17 +143,28 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
     unreadable: [],
   };
   const prevTop = hooks.parentRoot ? byName(await hooks.loadTree(hooks.parentRoot)) : null;
+  const topSeen = new Map<string, TreeNode['type'] | null>();
   for (const abs of sources) {
     const st = fs.lstatSync(abs);
-    await visit(r.top, abs, path.basename(abs), st, prevTop?.get(path.basename(abs)));
+    const name = path.basename(abs);
+    topSeen.set(name, await visit(r.top, abs, name, st, prevTop?.get(name)));
   }
+  if (prevTop) r.removed += await filesGone(prevTop, topSeen);
 
-  async function visit(dir: BackupDir, abs: string, name: string, st: Stats, prev?: TreeNode): Promise<void> {
+  /** Records one entry; answers its type, or null for a special file left out. */
+  async function visit(
+    dir: BackupDir,
+    abs: string,
+    name: string,
+    st: Stats,
+    prev?: TreeNode,
+  ): Promise<TreeNode['type'] | null> {
     const rel = dir.rel ? `${dir.rel}/${name}` : name;
     if (st.isSymbolicLink()) {
       r.symlinks++;
       const target = decodeName(fs.readlinkSync(fsPath(abs), { encoding: 'buffer' }));
       dir.nodes.push(nodeOf(name, 'symlink', st, { linkTarget: target }));
+      return 'symlink';
     } else if (st.isFile()) {
       r.totalBytes += st.size;
       const wasFile = prev?.type === 'file';
@@ -168,7 +183,7 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
         if (!wasFile) r.files.new++;
         else if (sameFile(fromParent!, st)) r.files.unchanged++;
         else r.files.changed++;
-        return;
+        return 'file';
       }
       if (wasFile) r.files.changed++;
       else r.files.new++;
@@ -179,6 +194,7 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
         dir.parent ? { dir, slot: dir.nodes.length - 1 } : { dir, slot: dir.nodes.length - 1, abs },
       );
       dir.waiting++;
+      return 'file';
     } else if (st.isDirectory()) {
       r.dirs++;
       dir.nodes.push(nodeOf(name, 'dir', st, { subtree: '' }));
@@ -186,9 +202,10 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
       await walkDir(sub, prev?.type === 'dir' ? prev.subtree! : null);
       if (sub.waiting === 0) sealOne(sub, hooks.seal);
       else dir.waiting++;
-    } else {
-      r.skipped.push(`${abs} (not a regular file, folder or symlink)`);
+      return 'dir';
     }
+    r.skipped.push(`${abs} (not a regular file, folder or symlink)`);
+    return null;
   }
 
   async function walkDir(dir: BackupDir, prevTree: string | null): Promise<void> {
@@ -201,13 +218,32 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
       return;
     }
     const prev = prevTree ? byName(await hooks.loadTree(prevTree)) : null;
+    const seen = new Map<string, TreeNode['type'] | null>();
     for (const n of names) {
       const child = path.join(dir.abs, n);
       const st = fs.lstatSync(fsPath(child), { throwIfNoEntry: false });
       if (!st) r.unreadable.push(`${child} (vanished while reading the folder)`);
       else if (hooks.exclude?.(`${dir.rel}/${n}`, st.isDirectory(), child)) r.excluded++;
-      else await visit(dir, child, n, st, prev?.get(n));
+      else seen.set(n, await visit(dir, child, n, st, prev?.get(n)));
     }
+    if (prev) r.removed += await filesGone(prev, seen);
+  }
+
+  /**
+   * Files of the parent's folder this one no longer holds: deleted, left out by an exclude, or of
+   * another type now (a folder gone counts every file it held; its trees are read for that alone).
+   */
+  async function filesGone(
+    prev: Map<string, TreeNode>,
+    seen: Map<string, TreeNode['type'] | null>,
+  ): Promise<number> {
+    let n = 0;
+    for (const [name, old] of prev) {
+      if (seen.get(name) === old.type) continue;
+      if (old.type === 'file') n++;
+      else if (old.type === 'dir') n += await countFiles(hooks.loadTree, old.subtree!);
+    }
+    return n;
   }
 
   return r;

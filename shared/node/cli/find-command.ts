@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { formatSize } from '../../settings.ts';
-import { table, type Output } from './output.ts';
+import { plural, table, type Output } from './output.ts';
 import { withEngine } from './session.ts';
 
 const LIMIT_DEFAULT = 500;
@@ -42,7 +42,7 @@ export function registerFindCommand(
         });
       const summary = r.truncated
         ? `More than ${r.limit} matches: showing the first ${r.versions}. Refine the pattern (or raise --limit).`
-        : `${r.files.length} file(s), ${r.versions} version(s) in ${r.snapshots} snapshot(s).`;
+        : `${plural(r.files.length, 'file')}, ${plural(r.versions, 'version')} in ${plural(r.snapshots, 'snapshot')}.`;
       o.info(summary);
       o.result(r, r.files.length ? table(rows) : `Nothing matches "${r.query}".`);
     });

@@ -21,6 +21,7 @@ import {
 import { readPassphrase } from './passphrase.ts';
 import { withEngine } from './session.ts';
 import { registerFindCommand } from './find-command.ts';
+import { registerDiffCommand } from './diff-command.ts';
 import { registerKeyCommands } from './key-commands.ts';
 import { registerPoolCommands } from './pool-commands.ts';
 import { registerPlanCommands } from './plan-commands.ts';
@@ -132,6 +133,7 @@ registerTargetCommands(program, out);
 registerKeyCommands(program, out);
 registerPlanCommands(program, out, { size: sizeOption, int: intOption });
 registerFindCommand(program, out, { int: intOption });
+registerDiffCommand(program, out);
 registerPoolCommands(program, out, { int: intOption, partial: (m) => new PartialFailure(m) });
 registerRetentionCommands(program, out, {
   int: intOption,

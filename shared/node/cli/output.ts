@@ -116,7 +116,7 @@ export function table(rows: string[][]): string {
 export function reportBackup(o: Output, r: BackupResult): void {
   for (const w of r.warnings) o.info(`Warning: ${w}`);
   o.info(
-    `Files: ${r.files.new} new, ${r.files.changed} changed, ${r.files.unchanged} unchanged (${formatSize(r.totalBytes)})${r.excluded ? `, ${r.excluded} excluded` : ''}; read ${formatSize(r.bytesRead)}, uploaded ${formatSize(r.bytesUploaded)} in ${r.packsWritten} packs${r.parent ? `; parent ${r.parent}` : ''}.`,
+    `Files: ${r.files.new} new, ${r.files.changed} changed, ${r.files.unchanged} unchanged${r.removed ? `, ${r.removed} removed` : ''} (${formatSize(r.totalBytes)})${r.excluded ? `, ${r.excluded} excluded` : ''}; read ${formatSize(r.bytesRead)}, uploaded ${formatSize(r.bytesUploaded)} in ${r.packsWritten} packs${r.parent ? `; parent ${r.parent}` : ''}.`,
   );
   const { copies, ec, queued, short, waitingOn } = r.redundancy;
   const what = ec ? ['shard', 'shards'] : ['copy', 'copies'];

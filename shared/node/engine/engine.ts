@@ -62,6 +62,7 @@ import type { EntryInfo, SnapshotInfo } from './engine-types.ts';
 import { LocalView } from './local-view.ts';
 import { SnapshotBrowser } from '../browse/snapshot-browse.ts';
 import { searchSnapshots } from '../browse/snapshot-search.ts';
+import { diffSnapshots, type DiffCounts, type DiffEntry } from '../browse/snapshot-diff.ts';
 /** The headless engine: one unlocked keystore, its repository, and the jobs that run against it. */
 export class Engine {
   readonly repo: Repository;
@@ -196,6 +197,11 @@ export class Engine {
     limit: number,
   ): ReturnType<typeof searchSnapshots> {
     return searchSnapshots(this.repo, snapshots, query, limit);
+  }
+
+  /** What changed from one snapshot to another (browse/snapshot-diff.ts); entries go to `onEntry`. */
+  diff(fromId: string, toId: string, onEntry?: (e: DiffEntry) => void): Promise<DiffCounts> {
+    return diffSnapshots(this.repo, this.snapshot(fromId).tree, this.snapshot(toId).tree, onEntry);
   }
 
   close(): void {

@@ -4,6 +4,7 @@
  */
 export type { BackupResult } from '../backup/backup-job.ts';
 export { SearchPatternError } from '../browse/search-pattern.ts';
+export type { DiffCounts, DiffEntry } from '../browse/snapshot-diff.ts';
 export { BrowseError, type SnapshotBrowser } from '../browse/snapshot-browse.ts';
 export type { Unlocker } from '../crypto/keys.ts';
 export type { LockedKeystore } from '../db/local-db.ts';

@@ -16,6 +16,8 @@ export interface SnapshotSummary {
   warnings: string[];
   /** Entries left out by exclude patterns (absent when the backup had none). */
   excluded?: number;
+  /** Files of the parent snapshot this one does not hold (absent in snapshots written before). */
+  removed?: number;
 }
 
 export interface SnapshotDoc {
