@@ -6,14 +6,7 @@ import { runCli } from '../test/support/cli.ts';
 import { sha256File, tempDir, writeRandomFile } from '../test/support/fixtures.ts';
 import { startProxy, type Proxy } from '../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../test/support/versitygw.ts';
-import {
-  dropFiles,
-  electronBinary,
-  electronShell,
-  screenshot,
-  webShell,
-  type Shell,
-} from './support/shells.ts';
+import { backUp, electronBinary, electronShell, screenshot, webShell, type Shell } from './support/shells.ts';
 
 const MiB = 1024 * 1024;
 const PASSPHRASE = 'a passphrase for the e2e run';
@@ -122,7 +115,7 @@ for (const shellKind of shells) {
     it('backs up a dropped 160 MiB file: progress reaches 100 %, the charts have data', async () => {
       writeRandomFile(big, 160 * MiB);
       await nav(page, 'Back up');
-      await dropFiles(page, [big]);
+      await backUp(page, [big]);
       const job = page.locator('[data-testid=job]').first();
       await page.locator('[data-testid=job][data-state=done]').first().waitFor({ timeout: 90_000 });
       expect(await job.getByTestId('job-percent').textContent()).toBe('100 %');
@@ -176,7 +169,7 @@ for (const shellKind of shells) {
       writeRandomFile(second, 64 * MiB);
       proxy.setDelay(40);
       await nav(page, 'Back up');
-      await dropFiles(page, [second]);
+      await backUp(page, [second]);
       await page.waitForFunction(() => {
         const p = document.querySelector('[data-testid=job][data-state=running] [role=progressbar]');
         return Number(p?.getAttribute('aria-valuenow')) >= 10;

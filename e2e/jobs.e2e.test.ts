@@ -6,7 +6,7 @@ import { runCli } from '../test/support/cli.ts';
 import { tempDir, writeRandomFile } from '../test/support/fixtures.ts';
 import { startProxy, type Proxy } from '../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../test/support/versitygw.ts';
-import { dropFiles, screenshot, webShell, type Shell } from './support/shells.ts';
+import { backUp, screenshot, webShell, type Shell } from './support/shells.ts';
 
 /**
  * Job cards say what is true now (issue 32): "Pausing…" then "Paused" with nothing moving, "Cancelling…"
@@ -62,7 +62,7 @@ describe.sequential('Job cards — web mode in Chromium', () => {
 
   it('pausing finishes the upload under way, then "Paused" shows figures that do not move', async () => {
     proxy.setDelay(2000); // each 16 MiB pack takes seconds
-    await dropFiles(page, [src]);
+    await backUp(page, [src]);
     const card = newestCard(page);
     await page.locator('[data-testid=job][data-state=running]').first().waitFor();
     // Paused with a pack stored and the next one uploading.
@@ -114,9 +114,8 @@ describe.sequential('Job cards — web mode in Chromium', () => {
 
   it('a target out of reach: the card is there within 3 s, says what it waits for, and Cancel works', async () => {
     proxy.outage(8000, 'reset');
-    const t0 = Date.now();
     writeRandomFile(path.join(src, 'new.bin'), MiB);
-    await dropFiles(page, [src]);
+    const t0 = await backUp(page, [src]);
     await page.getByTestId('job-step').first().waitFor({ timeout: 3000 });
     expect(Date.now() - t0).toBeLessThan(3000);
     await screenshot(page, 'web-job-reaching-target');

@@ -6,7 +6,8 @@ import { cliJson } from '../test/support/cli.ts';
 import { initHomeWithTarget, PASSPHRASE } from '../test/support/cairn-env.ts';
 import { tempDir, writeRandomFile } from '../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../test/support/versitygw.ts';
-import { screenshot, webShell, type Shell } from './support/shells.ts';
+import { formatSize } from '../shared/settings.ts';
+import { dropFiles, screenshot, webShell, type Shell } from './support/shells.ts';
 
 /** The web server's plan clock runs this much faster: an hourly plan comes due every 3 s. */
 const CLOCK_RATE = 1200;
@@ -20,19 +21,6 @@ interface SnapshotJson {
 
 function nav(page: Page, name: string): Promise<void> {
   return page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name, exact: true }).click();
-}
-
-async function dropFolder(page: Page, dir: string): Promise<void> {
-  await page.evaluate(
-    (uri) => {
-      const dt = new DataTransfer();
-      dt.setData('text/uri-list', uri);
-      const zone = document.querySelector('[data-testid=dropzone]')!;
-      for (const type of ['dragenter', 'dragover', 'drop'])
-        zone.dispatchEvent(new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }));
-    },
-    `file://${dir.split('/').map(encodeURIComponent).join('/')}`,
-  );
 }
 
 describe('backup plans in web mode (Chromium, real engine, real versitygw)', () => {
@@ -59,10 +47,33 @@ describe('backup plans in web mode (Chromium, real engine, real versitygw)', () 
     await s3?.stop();
   });
 
-  it('a one-off drop still works and offers to make it a plan, with the sources filled in', async () => {
+  it('a one-off drop previews what it holds, takes suggested exclusions, and offers to make it a plan', async () => {
     await nav(page, 'Back up');
     await expect(page.getByTestId('last-backup').textContent()).resolves.toBe('Last backup: never');
-    await dropFolder(page, src);
+    await dropFiles(page, [src]);
+    // Nothing starts before "Back up": first what it would hold, and the suggestions that match here.
+    const ready = page.getByRole('region', { name: 'Ready to back up' });
+    const preview = ready.getByTestId('backup-preview').locator('p').first();
+    await preview.getByText(/^Backs up /).waitFor();
+    expect(await preview.textContent()).toBe(
+      `Backs up 8 files (${formatSize(291_000)}) · leaves nothing out`,
+    );
+    await ready.getByRole('button', { name: '+ node_modules/ (1 here)' }).click();
+    await ready.getByRole('button', { name: '+ *.tmp (1 here)' }).click();
+    await page.waitForFunction(() =>
+      /leaves out 2 files/.test(document.querySelector('[data-testid=backup-preview] p')?.textContent ?? ''),
+    );
+    expect(await preview.textContent()).toBe(
+      `Backs up 6 files (${formatSize(240_000)}) · leaves out 2 files (${formatSize(51_000)}) in 2 places`,
+    );
+    await ready.getByText('What is left out').click();
+    expect(await ready.getByRole('list', { name: 'Left out' }).locator('li').allTextContents()).toEqual([
+      `${path.join(src, 'draft.tmp')} ${formatSize(1000)}`,
+      `${path.join(src, 'node_modules')}/ 1 file, ${formatSize(50_000)}`,
+    ]);
+    await screenshot(page, 'web-backup-ready', { doc: true });
+    expect(await page.locator('[data-testid=job]').count()).toBe(0);
+    await ready.getByRole('button', { name: 'Back up', exact: true }).click();
     await page.locator('[data-testid=job][data-state=done]').first().waitFor({ timeout: 60_000 });
     await page.waitForFunction(() =>
       /Last backup: .*, OK$/.test(document.querySelector('[data-testid=last-backup]')?.textContent ?? ''),
@@ -77,6 +88,15 @@ describe('backup plans in web mode (Chromium, real engine, real versitygw)', () 
     await expect(form.getByLabel('Worker threads').getAttribute('placeholder')).resolves.toBe('3');
     await form.getByRole('button', { name: 'Cancel' }).click();
     await expect(page.getByRole('form', { name: 'New plan' }).count()).resolves.toBe(0);
+    // The next backup by hand starts from the patterns this one used; Cancel starts nothing.
+    await nav(page, 'Back up');
+    await dropFiles(page, [src]);
+    await expect(ready.getByLabel('Leave out').inputValue()).resolves.toBe('node_modules/\n*.tmp');
+    await ready.getByRole('button', { name: 'Cancel', exact: true }).click();
+    await ready.waitFor({ state: 'detached' });
+    // The backup that ran left the two out.
+    const adhoc = (await cliJson<SnapshotJson[]>(['ls'], cli)).filter((s) => s.sources[0] === src);
+    expect(adhoc.map((s) => s.summary.excluded)).toEqual([2]);
   });
 
   it('a bad exclude pattern is shown at its field; the plan then runs by itself twice, never overlapping, and its status line follows', async () => {
@@ -177,5 +197,54 @@ describe('backup plans in web mode (Chromium, real engine, real versitygw)', () 
       ),
     );
     expect(fs.existsSync(src)).toBe(true);
+  });
+
+  it('a failed plan run keeps its card, raises a notification and needs attention until seen, across reloads', async () => {
+    // The browser's Notification API, as the page calls it: recorded, with permission granted.
+    await page.addInitScript(() => {
+      const calls: { title: string; body: string }[] = [];
+      (window as unknown as { notes: typeof calls }).notes = calls;
+      class Recorded {
+        static permission = 'granted';
+        static requestPermission = () => Promise.resolve('granted');
+        constructor(title: string, opts?: { body?: string }) {
+          calls.push({ title, body: opts?.body ?? '' });
+        }
+      }
+      (window as unknown as { Notification: unknown }).Notification = Recorded;
+    });
+    await page.reload();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    const gone = path.join(tempDir('cairn-e2e-plans-'), 'Moved away');
+    fs.mkdirSync(gone);
+    await nav(page, 'Plans');
+    await page.getByRole('button', { name: 'New plan' }).click();
+    const form = page.getByRole('form', { name: 'New plan' });
+    await form.getByLabel('Plan name').fill('Moved');
+    await form.getByLabel('Files and folders').fill(gone);
+    await form.getByRole('button', { name: 'Create plan' }).click();
+    const card = page.locator('[data-testid=plan][data-plan="Moved"]');
+    await card.waitFor();
+    fs.rmSync(gone, { recursive: true });
+    await card.getByRole('button', { name: 'Run now' }).click();
+
+    const attention = page.getByRole('region', { name: 'Needs attention' });
+    await attention.getByText(/^Moved: Moved away failed: .*does not exist/).waitFor({ timeout: 30_000 });
+    const notes = () => page.evaluate(() => (window as unknown as { notes: { title: string }[] }).notes);
+    expect((await notes()).map((n) => n.title)).toEqual(['Cairn: Moved: Moved away failed']);
+    await screenshot(page, 'web-needs-attention', { doc: true });
+
+    // A reload keeps the failed card (Back up) and the banner; no second notification for an old failure.
+    await page.reload();
+    await nav(page, 'Back up');
+    await page.locator('[data-testid=job][data-state=failed]').filter({ hasText: 'Moved away' }).waitFor();
+    await attention.getByText(/^Moved: Moved away failed/).waitFor();
+    expect(await notes()).toEqual([]);
+    await attention.getByRole('button', { name: 'Seen' }).click();
+    await attention.waitFor({ state: 'detached' });
+    await page.reload();
+    await nav(page, 'Back up');
+    await page.locator('[data-testid=job][data-state=failed]').filter({ hasText: 'Moved away' }).waitFor();
+    expect(await attention.count()).toBe(0);
   });
 });

@@ -7,7 +7,7 @@ import { cliJson, runCli } from '../test/support/cli.ts';
 import { sha256File, tempDir, writeRandomFile } from '../test/support/fixtures.ts';
 import { startProxy, type Proxy } from '../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../test/support/versitygw.ts';
-import { dropFiles, screenshot, webShell, type Shell } from './support/shells.ts';
+import { backUp, screenshot, webShell, type Shell } from './support/shells.ts';
 
 const MiB = 1024 * 1024;
 const PASSPHRASE = 'a passphrase for the restore e2e run';
@@ -301,7 +301,7 @@ describe.sequential('Restore wizard — web mode in Chromium', () => {
     const copy = path.join(work, 'slow-again');
     fs.cpSync(slow, copy, { recursive: true });
     await nav(page, 'Back up');
-    await dropFiles(page, [copy]);
+    await backUp(page, [copy]);
     const job = page.locator('[data-testid=job][data-state=done]').filter({ hasText: 'slow-again' });
     await job.waitFor({ timeout: 60_000 });
     await job.getByRole('button', { name: /slow-again/ }).click();
@@ -321,7 +321,7 @@ describe.sequential('Restore wizard — web mode in Chromium', () => {
     proxy.setDelay(2000);
     try {
       await nav(page, 'Back up');
-      await dropFiles(page, [src]);
+      await backUp(page, [src]);
       const card = page.getByTestId('job').filter({ hasText: 'cancel-me' });
       // Cancelled once the first pack is stored (progress counts stored bytes).
       await page.waitForFunction(() =>

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PASSPHRASE } from '../test/support/cairn-env.ts';
 import { cliJson, runCli, type CliOptions } from '../test/support/cli.ts';
 import { tempDir, writeRandomFile } from '../test/support/fixtures.ts';
-import { dropFiles, screenshot, webShell, type Shell } from './support/shells.ts';
+import { backUp, screenshot, webShell, type Shell } from './support/shells.ts';
 
 function nav(page: Page, name: string): Promise<void> {
   return page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name, exact: true }).click();
@@ -106,7 +106,7 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
     await nav(page, 'Back up');
     await page.getByTestId('backup-pool').waitFor();
     expect(await page.getByLabel('Target').count()).toBe(0);
-    await dropFiles(page, [src]);
+    await backUp(page, [src]);
     const card = page.locator('[data-testid=job][data-state=done]');
     await card.waitFor({ timeout: 60_000 });
     const packs = packFiles(dirs[1]!);
@@ -187,7 +187,7 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
     // The jobs list is shown (the earlier backup's card) before its done cards are counted.
     await done.first().waitFor();
     const doneBefore = await done.count();
-    await dropFiles(page, [src]);
+    await backUp(page, [src]);
     const waiting = page.getByTestId('job-waiting');
     await waiting.waitFor({ timeout: 60_000 });
     expect(await waiting.textContent()).toMatch(

@@ -157,3 +157,19 @@ export async function dropFiles(page: Page, files: string[]): Promise<void> {
     files.map((f) => `file://${f.split('/').map(encodeURIComponent).join('/')}`),
   );
 }
+
+/**
+ * Drops files on Back up, waits for the preview of what the backup holds, and starts it; answers the
+ * time of the click on "Back up" (a card must show within moments of it).
+ */
+export async function backUp(page: Page, files: string[]): Promise<number> {
+  await dropFiles(page, files);
+  const ready = page.getByRole('region', { name: 'Ready to back up' });
+  await ready
+    .getByTestId('backup-preview')
+    .getByText(/^Backs up /)
+    .waitFor({ timeout: 30_000 });
+  const t0 = Date.now();
+  await ready.getByRole('button', { name: 'Back up', exact: true }).click();
+  return t0;
+}

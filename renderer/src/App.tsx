@@ -11,6 +11,7 @@ import { SearchScreen } from './screens/search/SearchScreen.tsx';
 import { SettingsScreen } from './screens/settings/SettingsScreen.tsx';
 import { StorageScreen } from './screens/storage/StorageScreen.tsx';
 import { UnlockScreen } from './screens/UnlockScreen.tsx';
+import { AttentionBanner } from './components/AttentionBanner.tsx';
 
 type Tab = 'backup' | 'plans' | 'history' | 'search' | 'restore' | 'storage' | 'settings';
 const TABS: { id: Tab; label: string }[] = [
@@ -83,6 +84,7 @@ export function App() {
         </div>
       </nav>
       <main className="content">
+        <AttentionBanner desktop={status.shell === 'electron'} />
         {tab === 'backup' && (
           <BackupScreen
             onGoToSettings={() => setTab('settings')}

@@ -23,6 +23,7 @@ import type {
   PoolOperationView,
   PoolView,
   SearchView,
+  BackupPreviewView,
   DiffView,
   SettingsView,
   SnapshotRedundancyView,
@@ -100,6 +101,13 @@ export const requests = {
       .max(200)
       .optional(),
   }),
+  /** What a backup of these sources would hold and leave out: counted on disk, nothing read or stored. */
+  'backup.preview': z.object({
+    sources: z.array(z.string().min(1)).min(1, 'Add at least one file or folder.'),
+    exclude: z.array(z.string().max(1024, 'An exclude pattern is longer than 1024 characters.')).max(200),
+  }),
+  /** The patterns the last backup started here left out (the next one's default) and the suggestions. */
+  'backup.excludes': z.object({}),
   'plans.list': z.object({}),
   /** Adds a plan, or changes the one named `replacing`. */
   'plans.save': z.object({ draft: planDraftSchema, replacing: z.string().optional() }),
@@ -111,6 +119,8 @@ export const requests = {
   'jobs.pause': z.object({ jobId: z.string() }),
   'jobs.resume': z.object({ jobId: z.string() }),
   'jobs.cancel': z.object({ jobId: z.string() }),
+  /** Takes an ended job off "Needs attention"; its card stays until dismissed. */
+  'jobs.seen': z.object({ jobId: z.string() }),
   /** Forgets a stopped job (a cancelled or interrupted backup is then no longer resumable). */
   'jobs.discard': z.object({ jobId: z.string() }),
   'backups.list': z.object({}),
@@ -255,6 +265,8 @@ export interface Responses {
   'targets.save': TargetView;
   'targets.remove': { removed: string };
   'backup.start': JobView;
+  'backup.preview': BackupPreviewView;
+  'backup.excludes': { patterns: string[]; suggested: string[] };
   'plans.list': PlanView[];
   'plans.save': PlanView;
   'plans.remove': { removed: string };
@@ -265,6 +277,7 @@ export interface Responses {
   'jobs.resume': JobView;
   'jobs.cancel': JobView;
   'jobs.discard': JobView;
+  'jobs.seen': JobView;
   'backups.list': BackupView[];
   'backups.entries': EntryView[];
   'backups.redundancy': Record<string, SnapshotRedundancyView>;

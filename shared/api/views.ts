@@ -69,6 +69,8 @@ export interface JobView {
   stored?: { files: number; bytes: number; chunks: number };
   /** Sent once when the job was discarded: lists drop it. */
   discarded?: boolean;
+  /** Marked seen in "Needs attention" (a failed job stays listed there until then). */
+  seen?: boolean;
   /** Restore only: files restored and failures with their reason. */
   restored?: {
     files: number;
@@ -213,6 +215,25 @@ export interface SearchView {
   truncated: boolean;
   snapshots: number;
   treesRead: number;
+}
+
+/** What a backup would hold and leave out (`backup.preview`), counted on disk. */
+export interface BackupPreviewView {
+  files: number;
+  dirs: number;
+  bytes: number;
+  leftOut: {
+    count: number;
+    files: number;
+    bytes: number;
+    /** The first entries left out: absolute path, and for a folder every file below it. */
+    entries: { path: string; kind: 'file' | 'dir' | 'symlink' | 'other'; files: number; bytes: number }[];
+  };
+  /** Suggested patterns not in use that would leave something out here. */
+  suggestions: { pattern: string; matches: number }[];
+  unreadable: string[];
+  /** The count stopped at its budget: the figures are lower bounds. */
+  partial: boolean;
 }
 
 /** What changed between two backups (`backups.diff`); folders' paths end in "/". */

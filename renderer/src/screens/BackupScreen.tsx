@@ -6,7 +6,7 @@ import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
 import { DropZone } from '../components/DropZone.tsx';
 import { JobCard } from '../components/JobCard.tsx';
-import { messageOf } from '../api/format.ts';
+import { BackupReady } from './backup/BackupReady.tsx';
 import { LastBackupLine } from './plans/LastBackupLine.tsx';
 import { isLive } from '../../../shared/job-state.ts';
 
@@ -38,18 +38,24 @@ export function BackupScreen({
   const shown = selected ?? running?.id ?? jobs[0]?.id ?? null;
   const shownJob = jobs.find((j) => j.id === shown);
 
-  const start = async (sources: string[]) => {
+  // Files and folders chosen (dropped or picked) wait here, with what to leave out, until "Back up".
+  const [ready, setReady] = useState<string[] | null>(null);
+  const choose = (paths: string[]) => {
+    setError(null);
+    setReady((r) => [...new Set([...(r ?? []), ...paths])]);
+  };
+  const start = async (sources: string[], exclude: string[]) => {
     setError(null);
     setStarting(true);
     try {
       const job = await getApi().invoke('backup.start', {
         sources,
         target: pooled || !pool.data ? undefined : target || undefined,
+        exclude,
       });
       setSelected(job.id);
       setDropped(sources);
-    } catch (e) {
-      setError(messageOf(e));
+      setReady(null);
     } finally {
       setStarting(false);
     }
@@ -90,7 +96,18 @@ export function BackupScreen({
           </button>
         </div>
       ) : (
-        <DropZone onSources={start} disabled={starting} />
+        <>
+          {ready && ready.length > 0 && (
+            <BackupReady
+              sources={ready}
+              starting={starting}
+              onSources={setReady}
+              onStart={(exclude) => start(ready, exclude)}
+              onCancel={() => setReady(null)}
+            />
+          )}
+          <DropZone onSources={choose} disabled={starting} />
+        </>
       )}
       {starting && <p className="muted">Checking the target and reading the sources…</p>}
       {dropped && !starting && (

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import { SearchPatternError, BrowseError, type SnapshotBrowser } from '../engine/exports.ts';
 import { ApiCallError, type Request, type Responses } from '../../api/contract.ts';
 import type { DiffView, JobView, VerificationView } from '../../api/views.ts';
@@ -15,6 +16,7 @@ type BrowseMethod =
   | 'backups.diff'
   | 'backups.verify'
   | 'backups.verifications'
+  | 'restore.start'
   | 'restore.original';
 type BrowseHandlers = { [M in BrowseMethod]: (req: Request<M>) => Promise<Responses[M]> | Responses[M] };
 
@@ -22,8 +24,9 @@ export const SEARCH_LIMIT_DEFAULT = 500;
 export const DIFF_LIMIT_DEFAULT = 500;
 
 /**
- * Seeing and finding what is backed up: a backup's folders page by page, search across backups,
- * restores to where the files came from, and verifications run as jobs and kept with their backup.
+ * Seeing and finding what is backed up: a backup's folders page by page, search across backups, what
+ * changed between two, restores (to a folder, or to where the files came from), and verifications run
+ * as jobs and kept with their backup.
  */
 export function browseHandlers(deps: {
   engine: () => Engine;
@@ -121,6 +124,39 @@ export function browseHandlers(deps: {
           })),
           error: v.error,
         })),
+    'restore.start': (req) => {
+      const e = deps.engine();
+      const b = e.listSnapshots().find((x) => x.id === req.backupId);
+      if (!b) throw new ApiCallError(`No backup with id ${req.backupId}.`);
+      if (!path.isAbsolute(req.to))
+        throw new ApiCallError(
+          `The destination "${req.to}" is not a full path: give one that starts with ${path.sep === '/' ? '/' : 'a drive letter'}.`,
+          'to',
+        );
+      const job = deps.jobs.add({
+        id: `r${Date.now().toString(16).slice(-11)}`,
+        kind: 'restore',
+        state: 'running',
+        backupId: b.id,
+        title: `Restore to ${req.to}`,
+        target: b.target,
+      });
+      const run = e.restore(
+        req.backupId,
+        { to: req.to, paths: req.paths, overwrite: req.existing === 'overwrite' },
+        deps.jobs.listenerFor(job, 'restore'),
+        job.control,
+      );
+      deps.track(
+        job,
+        run.then((r) => {
+          const { restored, problems } = restoreOutcome(r, req.to);
+          deps.jobs.update(job, { restored });
+          return { problems };
+        }),
+      );
+      return job.view;
+    },
     'restore.original': ({ backupId, paths, existing }): JobView => {
       const e = deps.engine();
       const b = e.snapshot(backupId);

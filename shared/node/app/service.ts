@@ -4,14 +4,14 @@ import fs from 'node:fs';
 import { afterControl, endOfRun, isLive, resumable } from '../../job-state.ts';
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
 import { ApiCallError, type Method, type Request, type Responses } from '../../api/contract.ts';
 import { POOL_JOB_TARGET, type AppStatus, type BackupView, type JobView } from '../../api/views.ts';
-import { Engine, defaultHome, keystorePath, type BackupResult } from '../engine/engine.ts';
+import { Engine, PlanBusyError, defaultHome, keystorePath, type BackupResult } from '../engine/engine.ts';
 import { toApiError } from './api-error.ts';
-import { restoreOutcome } from './restore-view.ts';
 import { backupView, titleFor } from './backup-view.ts';
 import { browseHandlers } from './browse-service.ts';
+import { backupSetupHandlers, rememberExcludes } from './backup-setup.ts';
+import { JobArchive, jobTarget, stoppedBackups } from './job-archive.ts';
 import { targetHandlers } from './target-handlers.ts';
 import { listDirectory } from './dir-listing.ts';
 import { LiveJobs, type LiveJob } from './live-jobs.ts';
@@ -41,6 +41,8 @@ type Handlers = { [M in Method]: (req: Request<M>) => Promise<Responses[M]> | Re
 export class AppService {
   private engine: Engine | null = null;
   readonly jobs = new LiveJobs();
+  /** Ended jobs' cards, kept across restarts until dismissed. */
+  private readonly archive = new JobArchive(() => this.engine?.local ?? null);
   private readonly handlers: Handlers;
   readonly plans: PlanService;
   /** Prune on its schedule and by hand; deleting backups. */
@@ -54,12 +56,15 @@ export class AppService {
     /** The scheduler's time: the system clock, except in tests. */
     clock: Clock = systemClock,
   ) {
+    this.archive.attach(this.jobs);
     this.plans = new PlanService({
       engine: () => this.e(),
       unlocked: () => this.engine !== null,
       jobs: this.jobs,
       clock,
-      startBackupJob: (title, target, start) => this.startBackupJob(title, target, start),
+      // A scheduled run refused (a source gone) is a failed card, not nothing; "already running" is not.
+      startBackupJob: (title, target, start) =>
+        this.startBackupJob(title, target, start, (err) => !(err instanceof PlanBusyError)),
       title: titleFor,
       describeError: (err) => toApiError(err).message,
     });
@@ -96,6 +101,7 @@ export class AppService {
             recoveryKey !== undefined ? { recoveryKey } : { passphrase: passphrase ?? '' },
           );
         this.loadInterrupted();
+        this.archive.restore(this.jobs);
         this.startSchedulers();
         return this.status();
       },
@@ -116,7 +122,12 @@ export class AppService {
       'settings.get': () => ({ ...this.e().settings(), cpuCount: defaultWorkerCount() }),
       'settings.save': (s) => ({ ...this.e().saveSettings(s), cpuCount: defaultWorkerCount() }),
       ...targetHandlers(() => this.e()),
-      'backup.start': (req) => this.startBackup(req.sources, req.target, req.exclude),
+      'backup.start': async (req) => {
+        const view = await this.startBackup(req.sources, req.target, req.exclude);
+        rememberExcludes(this.e(), req.exclude);
+        return view;
+      },
+      ...backupSetupHandlers({ engine: () => this.e() }),
       'plans.list': () => this.plans.list(),
       'plans.save': ({ draft, replacing }) => this.plans.save(draft, replacing),
       'plans.remove': ({ name }) => this.plans.remove(name),
@@ -127,6 +138,11 @@ export class AppService {
       'jobs.resume': ({ jobId }) => this.resumeJob(jobId),
       'jobs.cancel': ({ jobId }) => this.control(jobId, 'cancel'),
       'jobs.discard': ({ jobId }) => this.discard(jobId),
+      'jobs.seen': ({ jobId }) => {
+        const job = this.jobs.get(jobId);
+        this.jobs.update(job, { seen: true });
+        return job.view;
+      },
       'backups.list': () => {
         this.refreshSoon();
         return this.backups();
@@ -140,7 +156,6 @@ export class AppService {
           mtimeMs: e.mtimeMs,
           linkTarget: e.linkTarget,
         })),
-      'restore.start': (req) => this.startRestore(req),
       'fs.list': ({ path: p }) => listDirectory(p ?? os.homedir()),
       ...browseHandlers({
         engine: () => this.e(),
@@ -203,27 +218,7 @@ export class AppService {
 
   /** Lists the backups a previous run left unfinished (interrupted) or the user cancelled. */
   private loadInterrupted(): void {
-    const e = this.e();
-    const stopped = [
-      ...e.interruptedJobs().map((j) => ({ j, state: 'interrupted' as const })),
-      ...e.cancelledJobs().map((j) => ({ j, state: 'cancelled' as const })),
-    ];
-    for (const { j, state } of stopped) {
-      if (this.jobs.has(j.id)) continue;
-      this.jobs.add({
-        id: j.id,
-        kind: 'backup',
-        state,
-        backupId: j.id,
-        title: titleFor(j.sources),
-        target: jobTarget(e, j.targetId),
-        startedAt: j.createdAt,
-        bytesTotal: 0,
-        bytesDone: 0,
-        error: state === 'cancelled' ? null : j.error,
-        stored: e.local.jobStored(j.id),
-      });
-    }
+    for (const card of stoppedBackups(this.e())) if (!this.jobs.has(card.id)) this.jobs.add(card);
   }
 
   private discard(jobId: string): JobView {
@@ -257,6 +252,8 @@ export class AppService {
     title: string,
     targetName: string | null,
     start: (listener: JobListener, control: JobControl, jobId: string) => Promise<BackupResult>,
+    /** A refusal that keeps its card, failed (a plan run: no form is there to say why). */
+    keepRefused?: (err: Error) => boolean,
   ): Promise<{ view: JobView; done: Promise<void> }> {
     const job = this.jobs.add({
       id: randomBytes(6).toString('hex'),
@@ -296,10 +293,10 @@ export class AppService {
       );
       this.track(job, run.then(this.finished(job)), (err) => {
         clearTimeout(early);
-        if (answered || job.control.cancelled) return answer();
+        if (answered || job.control.cancelled || keepRefused?.(err)) return answer();
         // Refused before it began (a missing source, a bad exclude): the form says why, no card stays.
         this.jobs.remove(job.view.id);
-        reject(err);
+        reject(toApiError(err));
       });
     });
     await started;
@@ -335,40 +332,6 @@ export class AppService {
     return job.view;
   }
 
-  private async startRestore(req: Request<'restore.start'>): Promise<JobView> {
-    const e = this.e();
-    const b = e.listSnapshots().find((x) => x.id === req.backupId);
-    if (!b) throw new ApiCallError(`No backup with id ${req.backupId}.`);
-    if (!path.isAbsolute(req.to))
-      throw new ApiCallError(
-        `The destination "${req.to}" is not a full path: give one that starts with ${path.sep === '/' ? '/' : 'a drive letter'}.`,
-        'to',
-      );
-    const job = this.jobs.add({
-      id: `r${Date.now().toString(16).slice(-11)}`,
-      kind: 'restore',
-      state: 'running',
-      backupId: b.id,
-      title: `Restore to ${req.to}`,
-      target: b.target,
-    });
-    const run = e.restore(
-      req.backupId,
-      { to: req.to, paths: req.paths, overwrite: req.existing === 'overwrite' },
-      this.jobs.listenerFor(job, 'restore'),
-      job.control,
-    );
-    this.track(
-      job,
-      run.then((r) => {
-        const { restored, problems } = restoreOutcome(r, req.to);
-        this.jobs.update(job, { restored });
-        return { problems };
-      }),
-    );
-    return job.view;
-  }
-
   /**
    * Follows a run to its end state. A run may resolve with what it left undone (`problems`): the job is
    * then "done with problems" and says what.
@@ -386,7 +349,7 @@ export class AppService {
         });
       },
       (err: Error) => {
-        onEarlyError?.(toApiError(err));
+        onEarlyError?.(err);
         const cancelled = err instanceof JobCancelledError || job.control.cancelled;
         // A backup whose job was recorded can be resumed; anything else that threw failed.
         const recorded = job.view.kind === 'backup' && job.view.backupId !== '';
@@ -420,11 +383,4 @@ export class AppService {
   private backups(): BackupView[] {
     return this.e().listSnapshots().map(backupView).reverse();
   }
-}
-
-/** Where a backup job stores: its target, or in a pool "the pool" (placement spreads its packs). */
-function jobTarget(e: Engine, targetId: number): string {
-  return e.local.inPool() && e.local.targetById(targetId).poolId !== null
-    ? POOL_JOB_TARGET
-    : e.local.targetById(targetId).name;
 }

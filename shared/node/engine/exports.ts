@@ -3,6 +3,9 @@
  * and result types. They import these from here, never from the folders below the engine.
  */
 export type { BackupResult } from '../backup/backup-job.ts';
+export { ExcludePatternError } from '../backup/exclude.ts';
+export { previewBackup } from '../backup/preview.ts';
+export { SourceError } from '../backup/walk.ts';
 export { SearchPatternError } from '../browse/search-pattern.ts';
 export type { DiffCounts, DiffEntry } from '../browse/snapshot-diff.ts';
 export { BrowseError, type SnapshotBrowser } from '../browse/snapshot-browse.ts';
