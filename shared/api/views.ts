@@ -149,6 +149,11 @@ export type TestResult = { ok: true } | { ok: false; problem: string; message: s
 /** A backup plan with the outcome of its latest run. Times are epoch ms. */
 export interface PlanView extends PlanDraft {
   createdAt: number;
+  /**
+   * Where its runs store now: its target, or "the pool" when the repository is a pool and the plan
+   * names none or a member (a plan made before the pool runs into the pool).
+   */
+  storesOn: string;
   /** A run is in progress (in this app or in another Cairn process). */
   running: boolean;
   /** When it next starts by itself (past: it is about to); null for manual plans. */

@@ -102,10 +102,12 @@ describe('a plan made before its target joined a pool', () => {
         chunkSize: 1 << 20,
         workers: 1,
       });
-      expect(a.plans.get('letters').target).toBe('one');
+      expect(a.plans.get('letters')).toMatchObject({ target: 'one', storesOn: 'one' });
       await a.addTarget('two', { kind: 'dir', path: d2 });
       await a.addTarget('three', { kind: 'dir', path: d3 });
       await a.poolAdmin.setErasure(2, 1, 2);
+      // What the app shows for it now: the pool, not "on one".
+      expect(a.plans.get('letters').storesOn).toBe('the pool');
       fs.renameSync(d1, `${d1}.away`); // the plan's own target is gone for now
       const r = await a.plans.run('letters');
       expect(r.snapshotId).toMatch(/^[0-9a-f]{12}$/);

@@ -8,7 +8,7 @@ import { compileExcludes, ExcludePatternError } from '../backup/exclude.ts';
 import type { JobControl } from '../jobs/job-control.ts';
 import type { JobListener } from '../jobs/job-events.ts';
 import type { JobRow } from '../db/job-table.ts';
-import type { PlanView } from '../../api/views.ts';
+import { POOL_JOB_TARGET, type PlanView } from '../../api/views.ts';
 import type { LocalDb } from '../db/local-db.ts';
 import type { PlanRow, PlanSpec } from '../db/plan-table.ts';
 import { applyPlanRetention, type Forget } from './plan-retention.ts';
@@ -230,9 +230,13 @@ export class PlanAdmin {
 
   private info(r: PlanRow): PlanInfo {
     const running = this.running(r);
+    // As run() decides: in a pool, a plan naming no target or a member stores into the pool.
+    const named = r.targetId !== null ? this.ks.targetById(r.targetId) : undefined;
+    const pooled = !!this.ks.poolTable.state() && (!named || named.poolId !== null);
     return {
       name: r.name,
       sources: r.spec.sources,
+      storesOn: pooled ? POOL_JOB_TARGET : (named?.name ?? this.ks.listTargets()[0]?.name ?? ''),
       ...(r.targetId !== null ? { target: this.ks.targetById(r.targetId).name } : {}),
       ...(r.spec.chunkSize !== undefined ? { chunkSize: r.spec.chunkSize } : {}),
       ...(r.spec.workers !== undefined ? { workers: r.spec.workers } : {}),

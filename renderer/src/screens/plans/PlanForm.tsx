@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { ApiCallError } from '../../../../shared/api/contract.ts';
-import type { PlanView, TargetView } from '../../../../shared/api/views.ts';
+import { POOL_JOB_TARGET, type PlanView, type TargetView } from '../../../../shared/api/views.ts';
 import { SUGGESTED_EXCLUDES, type PlanDraft } from '../../../../shared/plans.ts';
 import { WEEKDAYS, type Schedule, type Weekday } from '../../../../shared/schedule.ts';
 import { formatSizeExact, parseSize } from '../../../../shared/settings.ts';
@@ -56,7 +56,16 @@ export function PlanForm(props: {
   const [sources, setSources] = useState((p?.sources ?? props.initialSources ?? []).join('\n'));
   // With several targets (a pool) a plan may name none: each pack then goes where placement puts it.
   const pooled = props.targets.length > 1;
-  const [target, setTarget] = useState(p ? (p.target ?? '') : pooled ? '' : (props.targets[0]?.name ?? ''));
+  // A plan that names a pool member stores into the pool (plan-admin.ts): the editor says so too.
+  const [target, setTarget] = useState(
+    p
+      ? p.storesOn === POOL_JOB_TARGET
+        ? ''
+        : (p.target ?? '')
+      : pooled
+        ? ''
+        : (props.targets[0]?.name ?? ''),
+  );
   const [every, setEvery] = useState<Schedule['every']>(p?.schedule.every ?? 'daily');
   const [at, setAt] = useState(p && 'at' in p.schedule ? p.schedule.at : '02:00');
   const [day, setDay] = useState<Weekday>(p?.schedule.every === 'weekly' ? p.schedule.day : 'mon');

@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import type { PlanView } from '../../../../shared/api/views.ts';
+import { POOL_JOB_TARGET, type PlanView } from '../../../../shared/api/views.ts';
 import { describeSchedule } from '../../../../shared/schedule.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useQuery } from '../../api/hooks.ts';
@@ -93,7 +93,12 @@ export function PlansScreen(props: { draftSources: string[] | null; onDraftUsed:
               <div className="plan-main">
                 <div className="plan-title">
                   <strong>{p.name}</strong> <span className="badge">{describeSchedule(p.schedule)}</span>
-                  {p.target && <span className="muted"> · on {p.target}</span>}
+                  {(p.target || p.storesOn === POOL_JOB_TARGET) && (
+                    <span className="muted" data-testid="plan-stores-on">
+                      {' '}
+                      · on {p.storesOn}
+                    </span>
+                  )}
                 </div>
                 <div className="muted plan-sources">{p.sources.join(', ')}</div>
                 {p.exclude.length > 0 && (

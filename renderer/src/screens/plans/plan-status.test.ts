@@ -7,6 +7,7 @@ const MIN = 60_000;
 const plan = (last: PlanView['last'], running = false): PlanView => ({
   name: 'p',
   sources: ['/a'],
+  storesOn: 't',
   exclude: [],
   schedule: { every: 'hourly' },
   createdAt: NOW - 1000 * MIN,
