@@ -176,6 +176,16 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
       () => document.querySelector('[data-testid=backup-redundancy]')?.getAttribute('data-state') === 'full',
     );
     expect(await page.getByTestId('backup-redundancy').textContent()).toMatch(/^Fully redundant/);
+    // At 1280 × 800 (set above), with the Redundancy column, every row action is whole, nothing scrolls sideways.
+    const del = (await page.getByRole('button', { name: 'Delete…' }).first().boundingBox())!;
+    expect(del.x + del.width).toBeLessThanOrEqual(1280 - 16);
+    expect(
+      await page
+        .locator('.table-scroll')
+        .first()
+        .evaluate((e) => e.scrollWidth - e.clientWidth),
+    ).toBeLessThanOrEqual(0);
+    await screenshot(page, 'web-history-pool-1280');
   });
 
   it('below the write quorum a backup waits, says why on its card, and goes on when the folders are back', async () => {

@@ -80,19 +80,19 @@ export function HistoryScreen({
       {backups.data?.length === 0 && <p className="muted">No backups yet.</p>}
       {backups.data && backups.data.length > 0 && (
         <div className="table-scroll">
-          <table className="table" aria-label="Backups">
+          <table className={`table${inPool ? ' pooled' : ''}`} aria-label="Backups">
             <thead>
               <tr>
                 <th>Date</th>
                 <th>Sources</th>
-                <th className="wide-only">Host · target</th>
+                <th className="wide-only wider-only">Host · target</th>
                 <th className="num" title="new · changed · unchanged · removed">
                   Files
                 </th>
                 <th className="num">Size</th>
-                <th className="num wide-only">Read</th>
+                <th className="num wide-only wider-only">Read</th>
                 <th className="num">Uploaded</th>
-                <th className="num wide-only">Duration</th>
+                <th className="num wide-only wider-only">Duration</th>
                 {inPool && <th>Redundancy</th>}
                 <th />
               </tr>
@@ -112,7 +112,7 @@ export function HistoryScreen({
                       <div key={s}>{breakAfterSlashes(s)}</div>
                     ))}
                   </td>
-                  <td className="wide-only">
+                  <td className="wide-only wider-only">
                     {b.host} · {b.target}
                   </td>
                   <td
@@ -128,10 +128,10 @@ export function HistoryScreen({
                     </div>
                   </td>
                   <td className="num">{formatSize(b.totalBytes)}</td>
-                  <td className="num wide-only">{formatSize(b.bytesRead)}</td>
+                  <td className="num wide-only wider-only">{formatSize(b.bytesRead)}</td>
                   <td className="num">{formatSize(b.uploadedBytes)}</td>
                   <td
-                    className="num wide-only"
+                    className="num wide-only wider-only"
                     title={b.resumed ? 'Resumed after a cancel or a crash: the time of every run' : undefined}
                   >
                     {formatDuration(b.durationMs / 1000)}
