@@ -54,7 +54,10 @@ describe('backup plans in web mode (Chromium, real engine, real versitygw)', () 
     // Nothing starts before "Back up": first what it would hold, and the suggestions that match here.
     const ready = page.getByRole('region', { name: 'Ready to back up' });
     const preview = ready.getByTestId('backup-preview').locator('p').first();
-    await preview.getByText(/^Backs up /).waitFor();
+    await ready
+      .getByTestId('backup-preview')
+      .getByText(/^Backs up /)
+      .waitFor();
     expect(await preview.textContent()).toBe(
       `Backs up 8 files (${formatSize(291_000)}) · leaves nothing out`,
     );

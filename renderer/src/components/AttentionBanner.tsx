@@ -23,14 +23,16 @@ export function AttentionBanner({ desktop }: { desktop: boolean }) {
   const [permission, setPermission] = useState(() =>
     typeof Notification === 'undefined' ? 'denied' : Notification.permission,
   );
-  // States seen on this page: a notification is for a job seen running that then failed, not for
-  // the old failures listed when the page opens.
+  // A notification is for a job that fails while the page is open (seen running, or started since it
+  // opened), not for the old failures listed when it opens.
   const last = useRef(new Map<string, JobView['state']>());
+  const opened = useRef(Date.now());
   useEffect(() => {
     for (const j of jobs) {
       const before = last.current.get(j.id);
       last.current.set(j.id, j.state);
-      if (desktop || !before || !isLive(before) || !needsAttention(j)) continue;
+      const fresh = before ? isLive(before) : j.startedAt >= opened.current;
+      if (desktop || !fresh || before === j.state || !needsAttention(j)) continue;
       if (typeof Notification !== 'undefined' && Notification.permission === 'granted')
         new Notification(`Cairn: ${j.title} ${what(j)}`, { body: j.error ?? '' });
     }

@@ -32,8 +32,9 @@ export function BackupReady(props: {
   const [text, setText] = useState<string | null>(null);
   const exclude = lines(text ?? '');
   useEffect(() => {
-    if (text === null && remembered.data) setText(remembered.data.patterns.join('\n'));
-  }, [remembered.data, text]);
+    if (text === null && (remembered.data || remembered.error))
+      setText(remembered.data?.patterns.join('\n') ?? '');
+  }, [remembered.data, remembered.error, text]);
   // The preview follows the sources and the patterns, once typing pauses.
   const [asked, setAsked] = useState<{ sources: string[]; exclude: string[] } | null>(null);
   const key = JSON.stringify([props.sources, exclude]);
@@ -48,7 +49,7 @@ export function BackupReady(props: {
   useEffect(() => {
     if (!asked) return;
     let live = true;
-    setPreview(null);
+    // The last preview stays shown while the next is counted: the suggestions do not flicker.
     getApi()
       .invoke('backup.preview', asked)
       .then(
