@@ -10,6 +10,7 @@ const KEY = 'endedJobs';
 /** Cards kept; the oldest go first. */
 const KEEP = 40;
 const ENDED: readonly JobState[] = ['done', 'problems', 'failed', 'cancelled'];
+const STOPPED: readonly JobState[] = ['cancelled', 'interrupted', 'failed'];
 
 /**
  * Ended jobs' cards survive a restart until they are dismissed: a failed plan run at night is still
@@ -27,7 +28,10 @@ export class JobArchive {
     jobs.events.on('job', (v: JobView & { discarded?: boolean }) => {
       const local = this.local();
       if (!local) return;
-      const ended = !v.discarded && ENDED.includes(v.state);
+      // A stopped backup the keystore recorded is the keystore's to list (stoppedBackups): resumed or
+      // discarded elsewhere (the CLI), a stored card of it would be stale.
+      const recorded = v.kind === 'backup' && v.backupId !== '' && STOPPED.includes(v.state);
+      const ended = !v.discarded && !recorded && ENDED.includes(v.state);
       try {
         // Progress frames of running jobs come many times a second: only ended or dropped cards cost a write.
         if (!ended && !this.known(local).has(v.id)) return;
