@@ -117,8 +117,11 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
     const fwd = (upstream.req = http.request(
       { host: up.hostname, port: up.port, method: req.method, path: req.url, headers: req.headers, agent },
       async (upRes) => {
+        // An upstream killed mid-body errors this response: never an unhandled 'error' event here.
+        upRes.on('error', done);
         await wait(delay / 2);
-        if (gone) return void upRes.resume();
+        // Gone, or already answered 502 because the upstream connection failed during the delay.
+        if (gone || res.headersSent) return void upRes.resume();
         stats.requests.push({ method: req.method ?? '', path: pathOnly, status: upRes.statusCode ?? 0 });
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
         const length = Number(upRes.headers['content-length'] ?? 0);
@@ -159,7 +162,6 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
           upRes.on('end', () => res.end());
         }
         upRes.on('end', done);
-        upRes.on('error', done);
       },
     ));
     fwd.on('error', () => {
