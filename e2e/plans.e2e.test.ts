@@ -94,7 +94,7 @@ describe('backup plans in web mode (Chromium, real engine, real versitygw)', () 
     // The next backup by hand starts from the patterns this one used; Cancel starts nothing.
     await nav(page, 'Back up');
     await dropFiles(page, [src]);
-    await expect(ready.getByLabel('Leave out').inputValue()).resolves.toBe('node_modules/\n*.tmp');
+    await expect.poll(() => ready.getByLabel('Leave out').inputValue()).toBe('node_modules/\n*.tmp');
     await ready.getByRole('button', { name: 'Cancel', exact: true }).click();
     await ready.waitFor({ state: 'detached' });
     // The backup that ran left the two out.
