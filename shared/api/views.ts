@@ -26,7 +26,8 @@ export interface SettingsView extends PipelineSettings {
   cpuCount: number;
 }
 
-export type JobKind = 'backup' | 'restore' | 'verify' | 'prune';
+/** `pool`: Repair or Rebalance of a pool (the Storage screen). */
+export type JobKind = 'backup' | 'restore' | 'verify' | 'prune' | 'pool';
 export type { JobState } from '../job-state.ts';
 import type { JobState } from '../job-state.ts';
 
@@ -83,6 +84,8 @@ export interface JobView {
   };
   /** Prune only: the phase it is in and how far (packs, trees or files of that phase). */
   prune?: PruneProgress & { dryRun: boolean };
+  /** Repair or Rebalance only: packs done of those it has to write or move (0 of 0 until it knows). */
+  pool?: { action: 'repair' | 'rebalance'; done: number; total: number };
   /** Verify only: distinct blobs checked and the files with a bad or missing blob. */
   verified?: { blobs: number; bytes: number; problems: VerifyProblemView[] };
   /** A finished backup in a pool: the repository's redundancy right after it (pool-text.ts words it). */

@@ -32,7 +32,14 @@ export function JobCard(props: {
 }) {
   const { job } = props;
   const prune = job.kind === 'prune' ? job.prune : undefined;
-  const pct = prune ? percent(prune.done, prune.total) : percent(job.bytesDone, job.bytesTotal);
+  const pool = job.kind === 'pool' ? job.pool : undefined;
+  // Prune, Repair and Rebalance count steps (packs, trees, files), not bytes, and cannot be paused.
+  const stepwise = !!prune || !!pool;
+  const pct = prune
+    ? percent(prune.done, prune.total)
+    : pool
+      ? percent(pool.done, pool.total)
+      : percent(job.bytesDone, job.bytesTotal);
   const act = (m: 'jobs.pause' | 'jobs.resume' | 'jobs.cancel' | 'jobs.discard') =>
     getApi()
       .invoke(m, { jobId: job.id })
@@ -52,7 +59,7 @@ export function JobCard(props: {
     >
       <button type="button" className="job-main" onClick={props.onSelect} aria-pressed={props.selected}>
         <span className="job-title">
-          {job.kind === 'verify' || job.kind === 'prune'
+          {job.kind === 'verify' || job.kind === 'prune' || job.kind === 'pool'
             ? job.title
             : `${job.kind === 'backup' ? 'Backup' : 'Restore'} · ${job.title}`}
         </span>
@@ -81,7 +88,14 @@ export function JobCard(props: {
               : ''}
           </span>
         )}
-        {!prune && !job.step && (job.bytesTotal > 0 || moving(job) || job.state === 'done') && (
+        {pool && (
+          <span data-testid="pool-progress">
+            {pool.action === 'repair' ? 'Copies to write' : 'Packs to move'}
+            {pool.total > 0 ? `: ${formatCount(pool.done)} of ${formatCount(pool.total)}` : ''}
+            {pool.total === 0 && !live ? ': none' : ''}
+          </span>
+        )}
+        {!stepwise && !job.step && (job.bytesTotal > 0 || moving(job) || job.state === 'done') && (
           <>
             <span data-testid="job-percent">{shown.toFixed(0)} %</span>
             <span>
@@ -94,12 +108,12 @@ export function JobCard(props: {
             {formatCount(job.files.done)} of {formatCount(job.files.total)} files
           </span>
         )}
-        {moving(job) && !prune && !job.step && <span>{formatRate(job.mbps)}</span>}
+        {moving(job) && !stepwise && !job.step && <span>{formatRate(job.mbps)}</span>}
         {job.elapsedMs !== undefined && live && <span>elapsed {formatDuration(job.elapsedMs / 1000)}</span>}
-        {job.state === 'running' && !prune && !waiting && !job.step && (
+        {job.state === 'running' && !prune && !waiting && !job.step && (!pool || pool.total > 0) && (
           <span className="job-eta">ETA {formatDuration(job.etaSeconds)}</span>
         )}
-        {job.state === 'done' && !prune && <span>mean {formatRate(job.meanMbps)}</span>}
+        {job.state === 'done' && !stepwise && <span>mean {formatRate(job.meanMbps)}</span>}
         {job.target && <span className="muted">→ {job.target}</span>}
       </div>
       {job.step && live && (
@@ -145,7 +159,7 @@ export function JobCard(props: {
         </p>
       )}
       <div className="job-actions">
-        {job.state === 'running' && !prune && (
+        {job.state === 'running' && !stepwise && (
           <button type="button" onClick={() => act('jobs.pause')}>
             Pause
           </button>
@@ -155,7 +169,7 @@ export function JobCard(props: {
             Resume
           </button>
         )}
-        {!prune && ((live && job.state !== 'cancelling') || job.state === 'interrupted') && (
+        {!stepwise && ((live && job.state !== 'cancelling') || job.state === 'interrupted') && (
           <button type="button" className="danger" onClick={() => act('jobs.cancel')}>
             Cancel
           </button>

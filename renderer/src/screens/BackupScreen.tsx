@@ -148,8 +148,11 @@ export function BackupScreen({
               ))}
             </ul>
           ) : null}
-          {shownJob?.kind === 'prune' ? (
-            <p className="muted">A prune has no transfer charts: its phase and progress are on its card.</p>
+          {shownJob?.kind === 'prune' || shownJob?.kind === 'pool' ? (
+            <p className="muted">
+              {shownJob.kind === 'prune' ? 'A prune' : 'Repair and Rebalance'} ha
+              {shownJob.kind === 'prune' ? 's' : 've'} no transfer charts: the progress is on the card.
+            </p>
           ) : shown && shownJob?.state !== 'interrupted' ? (
             <LiveCharts
               key={shown}

@@ -155,6 +155,10 @@ describe('the Storage screen API over a pool of three folders (real keystore, re
     expect(early.ok).toBe(false);
     expect(early.problems.join(' ')).toMatch(/d1/);
     expect(early.pool.redundancy.state).toBe('completing');
+    // Repair ran as a job card, which says what was left undone.
+    const card = app.jobs.list().find((j) => j.kind === 'pool')!;
+    expect(card).toMatchObject({ state: 'problems', title: 'Repair: write the copies the pool lacks' });
+    expect(card.error).toMatch(/d1/);
   });
 
   it('in the background, queued copies wait while their target is away, and are written once it is back', async () => {
@@ -192,7 +196,15 @@ describe('the Storage screen API over a pool of three folders (real keystore, re
   it('lowering the policy leaves the extra copies until Rebalance deletes them', async () => {
     const packs = packFiles(dirs[1]!);
     await app.call('pool.setPolicy', { replicas: 2, writeQuorum: 1 });
+    // Rebalance runs as a job card: packs to move, done of total as it goes, then done.
+    const frames: JobView[] = [];
+    const watch = (j: JobView) => j.kind === 'pool' && frames.push({ ...j });
+    app.jobs.events.on('job', watch);
     const r = await app.call('pool.rebalance', {});
+    app.jobs.events.off('job', watch);
+    expect(frames[0]).toMatchObject({ state: 'running', pool: { action: 'rebalance', done: 0, total: 0 } });
+    expect(frames.some((f) => f.state === 'running' && f.pool!.total === packs)).toBe(true);
+    expect(frames.at(-1)).toMatchObject({ state: 'done', pool: { done: packs, total: packs }, error: null });
     expect(r.ok).toBe(true);
     expect(r.message).toMatch(new RegExp(`^0 copies written \\(.*\\) and ${packs} removed`));
     expect(packFiles(dirs[0]!) + packFiles(dirs[1]!) + packFiles(dirs[2]!)).toBe(2 * packs);

@@ -1,3 +1,5 @@
+import { asPoolJob } from './pool-job.ts';
+import type { LiveJobs } from './live-jobs.ts';
 import { StorageError } from '../engine/exports.ts';
 import { ApiCallError, type Request, type Responses } from '../../api/contract.ts';
 import type { PoolOperationView, PoolTargetView, PoolView } from '../../api/views.ts';
@@ -39,6 +41,8 @@ export class PoolService {
       unlocked?: () => boolean;
       /** How often queued copies are looked at (ms); default a minute. */
       completeEveryMs?: number;
+      /** The app's job list: Repair and Rebalance show there as cards with their progress. */
+      jobs?: LiveJobs;
       /** Copies were written (background completion, Repair): job cards that said "completing" update. */
       copiesWritten?: (e: Engine) => void;
     },
@@ -63,12 +67,26 @@ export class PoolService {
         return this.view(e);
       },
       'pool.repair': async (): Promise<PoolOperationView> => {
-        const { e, r } = await this.exclusive('repair', async (e) => {
-          // Every member read first (one out of reach is passed over): what they missed while away is
-          // delivered, and copies are planned against the current index.
-          await e.refresh();
-          return { e, r: await e.poolAdmin.repair() };
-        });
+        const { e, r } = await this.exclusive('repair', async (e) => ({
+          e,
+          r: await this.asJob(
+            'repair',
+            'Repair: write the copies the pool lacks',
+            async (progress) => {
+              // Every member read first (one out of reach is passed over): what they missed while away
+              // is delivered, and copies are planned against the current index.
+              await e.refresh();
+              return e.poolAdmin.repair(progress);
+            },
+            (r) =>
+              r.queued === 0 && r.problems.length === 0
+                ? null
+                : [
+                    repairText(r, e.poolAdmin.policy().scheme),
+                    ...r.problems.map((p) => `Target “${p.target}”: ${p.message}`),
+                  ].join(' '),
+          ),
+        }));
         if (r.completed) this.deps.copiesWritten?.(e);
         const health = this.healthOf(e);
         for (const p of r.problems) health.set(p.target, { ok: false, message: p.message, at: Date.now() });
@@ -82,7 +100,15 @@ export class PoolService {
       'pool.rebalance': async ({ dryRun }): Promise<PoolOperationView> => {
         const { e, r } = await this.exclusive('rebalance', async (e) => ({
           e,
-          r: await e.poolAdmin.rebalance({ dryRun: dryRun ?? false }),
+          r: await this.asJob(
+            'rebalance',
+            dryRun ? 'Rebalance: what would move' : 'Rebalance: move packs where placement puts them',
+            (progress) => e.poolAdmin.rebalance({ dryRun: dryRun ?? false, progress }),
+            (r) =>
+              r.unreadable.length
+                ? `${r.unreadable.length} pack${r.unreadable.length === 1 ? '' : 's'} could not be read to move: they stay where they are.`
+                : null,
+          ),
         }));
         const unreadable = r.unreadable.length;
         return {
@@ -186,6 +212,16 @@ export class PoolService {
   /** The repository's redundancy after a backup (for its job card), or undefined outside a pool. */
   redundancy(e: Engine): RedundancyView | undefined {
     return e.local.inPool() ? e.local.poolStatus().redundancy : undefined;
+  }
+
+  /** Runs as a job card when the app gave its job list (pool-job.ts); else just runs. */
+  private asJob<T>(
+    action: 'repair' | 'rebalance',
+    title: string,
+    run: (progress: (done: number, total: number) => void) => Promise<T>,
+    problemsOf: (r: T) => string | null,
+  ): Promise<T> {
+    return this.deps.jobs ? asPoolJob(this.deps.jobs, action, title, run, problemsOf) : run(() => {});
   }
 
   private healthOf(e: Engine): Map<string, Health> {

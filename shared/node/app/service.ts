@@ -79,6 +79,7 @@ export class AppService {
       engine: () => this.e(),
       unlocked: () => this.engine !== null,
       completeEveryMs: Number(process.env.CAIRN_COMPLETE_EVERY_MS) || undefined,
+      jobs: this.jobs,
       backingUp: () => this.jobs.list().some((j) => j.kind === 'backup' && isLive(j.state)),
       copiesWritten: (e) => {
         const stale = this.jobs.list().filter((v) => v.redundancy && v.redundancy.state !== 'full');

@@ -264,7 +264,13 @@ export class PoolAdmin {
   }
 
   /** Moves copies to where placement now puts them (rebalance-job.ts). */
-  rebalance(opts: { dryRun?: boolean; notice?: (m: string) => void } = {}): Promise<RebalanceResult> {
+  rebalance(
+    opts: {
+      dryRun?: boolean;
+      notice?: (m: string) => void;
+      progress?: (done: number, total: number) => void;
+    } = {},
+  ): Promise<RebalanceResult> {
     return runRebalance(this.repo, opts);
   }
 

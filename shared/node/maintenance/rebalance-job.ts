@@ -59,7 +59,13 @@ const BATCH_BYTES = 1 << 30;
  */
 export async function runRebalance(
   repo: Repository,
-  opts: { dryRun?: boolean; lockWaitMs?: number; notice?: (m: string) => void } = {},
+  opts: {
+    dryRun?: boolean;
+    lockWaitMs?: number;
+    notice?: (m: string) => void;
+    /** Packs moved so far of those to move (called once with 0 when the plan is known). */
+    progress?: (done: number, total: number) => void;
+  } = {},
 ): Promise<RebalanceResult> {
   const { ks } = repo;
   const atStart = ks.poolTable.state();
@@ -157,6 +163,7 @@ export async function runRebalance(
     const changes = (m: PackMove) =>
       m.kind === 'convert' || m.kind === 'retire' || (m.kind !== 'stay' && m.add.length + m.drop.length > 0);
     const toMove = moves.filter(changes).length;
+    opts.progress?.(0, toMove);
     let saving = Promise.resolve();
     const save = () => {
       const packs = batch;
@@ -195,6 +202,7 @@ export async function runRebalance(
         deletes.push(...done.deletes);
         if (!changes(m)) continue;
         moved++;
+        opts.progress?.(moved, toMove);
         // A converted pack is named beside the old one until the end: a later run retires the old one.
         if (!done.pack || done.bytes === 0) continue;
         batch.push(done.pack);

@@ -6,6 +6,8 @@ import { useJobs, useQuery } from '../../api/hooks.ts';
 import { formatCount, formatSize, messageOf } from '../../api/format.ts';
 import { PolicyForm } from './PolicyForm.tsx';
 import { TargetTable, type TargetChange } from './TargetTable.tsx';
+import { JobCard } from '../../components/JobCard.tsx';
+import { isLive } from '../../../../shared/job-state.ts';
 
 type Action = 'repair' | 'rebalance' | 'check' | 'target';
 
@@ -29,7 +31,10 @@ export function StorageScreen() {
   const [error, setError] = useState<string | null>(null);
   const [draining, setDraining] = useState<string | null>(null);
   // A backup that finishes changes the copies: show them again.
-  const backupsDone = useJobs().filter((j) => j.kind === 'backup' && j.state === 'done').length;
+  const jobs = useJobs();
+  const backupsDone = jobs.filter((j) => j.kind === 'backup' && j.state === 'done').length;
+  // Repair and Rebalance run as jobs: their card, with progress and ETA, while one runs.
+  const poolJob = jobs.find((j) => j.kind === 'pool' && isLive(j.state));
   const { reload } = q;
   useEffect(() => reload(), [backupsDone, reload]);
   useEffect(() => {
@@ -115,6 +120,11 @@ export function StorageScreen() {
             {running === 'rebalance' ? 'Rebalancing…' : 'Rebalance'}
           </button>
         </div>
+        {poolJob && (
+          <ul className="job-list" aria-label="Repair or Rebalance under way">
+            <JobCard job={poolJob} selected={false} onSelect={() => {}} onError={setError} />
+          </ul>
+        )}
         {result && (
           <div data-testid="pool-result" data-ok={String(result.ok)}>
             <p className={result.ok ? 'success' : 'error'} role="status">
