@@ -158,6 +158,14 @@ describe('the Storage screen in web mode (Chromium, real engine, a pool of three
     // The index files and the snapshot it missed were delivered too.
     expect(await row('d1').textContent()).not.toContain('metadata to deliver');
     expect(fs.readdirSync(path.join(dirs[0]!, 'snapshots'))).toHaveLength(1);
+    // Its card stays in the job list, done, with what it wrote.
+    await nav(page, 'Back up');
+    const repaired = page.locator('[data-testid=job][data-state=done]').filter({ hasText: 'Repair:' });
+    expect(await repaired.getByTestId('pool-progress').textContent()).toBe(
+      `Copies to write: ${packs} of ${packs}`,
+    );
+    await nav(page, 'Storage');
+    await page.getByTestId('redundancy').waitFor();
     await page.getByRole('button', { name: 'Check targets' }).click();
     await page.waitForFunction(
       () =>
