@@ -60,6 +60,11 @@ export async function chaosSuite(o: BenchOptions): Promise<SuiteResult> {
     notes: [
       `Replay: npm run bench -- chaos --minutes ${minutes} --seed ${seed}${o.machines ? ` --machines ${o.machines}` : ''}${o.together ? ` --together ${o.together.join(',')}` : ''}${o.between ? ` --between ${o.between}` : ''}. Step list: ${r.logFile}.`,
       ...r.violations,
+      ...(r.harnessErrors.length
+        ? [
+            `The test bench failed ${r.harnessErrors.length} time(s) (its proxy dropped that request and went on; not a Cairn fault): ${r.harnessErrors[0]!.split('\n')[0]}`,
+          ]
+        : []),
     ],
     data: { ...r },
   };

@@ -66,6 +66,8 @@ export interface ChaosReport {
   faults: FaultCounts;
   snapshotsVerified: number;
   violations: string[];
+  /** Failures of the test bench itself (its proxies): the request was dropped and the run went on. */
+  harnessErrors: string[];
   durationMs: number;
   logFile: string;
 }
@@ -103,6 +105,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     faults: noFaults(),
     snapshotsVerified: 0,
     violations: [],
+    harnessErrors: [],
     durationMs: 0,
     logFile,
   };
@@ -179,6 +182,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     if (!report.violations.length) await settle(true, rerun);
   } finally {
     report.durationMs = Date.now() - started;
+    report.harnessErrors = world.members.flatMap((m) => m.proxy?.errors ?? []);
     log({ report });
     // The servers stop either way, or a run that found a violation would never exit.
     const kept = await world.close(Boolean(report.violations.length && o.keep));

@@ -29,6 +29,11 @@ export interface Proxy {
     /** Where in the first chunk of the body to flip (default: a random byte of the body). */
     where?: (first: Buffer) => number,
   ): void;
+  /**
+   * The proxy's own failures (a bug of the test bench, not of Cairn): the request it was relaying is
+   * dropped, as a cut connection, and the error kept here for the run's report; the proxy goes on.
+   */
+  errors: string[];
   /** GET bodies damaged so far: flipped, and cut short. */
   corrupted: { flipped: number; truncated: number };
   /** Resolves once no forwarded request is still in progress upstream. */
@@ -62,7 +67,13 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
   const agent = new http.Agent({ keepAlive: true, maxSockets: 256 });
   const wait = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve());
 
-  const server = http.createServer(async (req, res) => {
+  const errors: string[] = [];
+  const broken = (err: unknown, res: http.ServerResponse) => {
+    errors.push((err as Error)?.stack ?? String(err));
+    res.destroy();
+  };
+  const server = http.createServer((req, res) => void relay(req, res).catch((err) => broken(err, res)));
+  const relay = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const pathOnly = (req.url ?? '/').split('?')[0]!;
     if (down && Date.now() < down.until) {
       stats.requests.push({ method: req.method ?? '', path: pathOnly, status: down.kind === 503 ? 503 : 0 });
@@ -116,54 +127,55 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
     if (gone) return;
     const fwd = (upstream.req = http.request(
       { host: up.hostname, port: up.port, method: req.method, path: req.url, headers: req.headers, agent },
-      async (upRes) => {
-        // An upstream killed mid-body errors this response: never an unhandled 'error' event here.
-        upRes.on('error', done);
-        await wait(delay / 2);
-        // Gone, or already answered 502 because the upstream connection failed during the delay.
-        if (gone || res.headersSent) return void upRes.resume();
-        stats.requests.push({ method: req.method ?? '', path: pathOnly, status: upRes.statusCode ?? 0 });
-        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-        const length = Number(upRes.headers['content-length'] ?? 0);
-        const ok = req.method === 'GET' && (upRes.statusCode ?? 0) < 300 && length > 0;
-        const draw = ok ? corruption.random() : 1;
-        const query = (req.url ?? '').split('?')[1] ?? '';
-        const forced = ok ? flips.find((f) => f.n > 0 && f.match(pathOnly, query)) : undefined;
-        if (forced) forced.n--;
-        let flipAt = forced || draw < corruption.flip ? Math.floor(corruption.random() * length) : -1;
-        const cutAt =
-          flipAt < 0 && draw < corruption.flip + corruption.truncate
-            ? Math.floor(corruption.random() * length)
-            : -1;
-        if (flipAt < 0 && cutAt < 0) upRes.pipe(res);
-        else {
-          let at = 0;
-          upRes.on('data', (chunk: Buffer) => {
-            if (at === 0 && forced?.where) {
-              const w = forced.where(chunk);
-              if (w >= 0) flipAt = w;
-            }
-            if (cutAt >= 0 && at + chunk.length > cutAt) {
-              res.write(chunk.subarray(0, cutAt - at));
-              corrupted.truncated++;
-              upRes.destroy();
-              res.destroy();
-              done();
-              return;
-            }
-            if (flipAt >= at && flipAt < at + chunk.length) {
-              chunk = Buffer.from(chunk);
-              chunk[flipAt - at] = chunk[flipAt - at]! ^ 0x20;
-              corrupted.flipped++;
-            }
-            at += chunk.length;
-            res.write(chunk);
-          });
-          upRes.on('end', () => res.end());
-        }
-        upRes.on('end', done);
-      },
+      (upRes) => void answer(upRes).catch((err) => (upRes.destroy(), done(), broken(err, res))),
     ));
+    const answer = async (upRes: http.IncomingMessage) => {
+      // An upstream killed mid-body errors this response: never an unhandled 'error' event here.
+      upRes.on('error', done);
+      await wait(delay / 2);
+      // Gone, or already answered 502 because the upstream connection failed during the delay.
+      if (gone || res.headersSent) return void upRes.resume();
+      stats.requests.push({ method: req.method ?? '', path: pathOnly, status: upRes.statusCode ?? 0 });
+      res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+      const length = Number(upRes.headers['content-length'] ?? 0);
+      const ok = req.method === 'GET' && (upRes.statusCode ?? 0) < 300 && length > 0;
+      const draw = ok ? corruption.random() : 1;
+      const query = (req.url ?? '').split('?')[1] ?? '';
+      const forced = ok ? flips.find((f) => f.n > 0 && f.match(pathOnly, query)) : undefined;
+      if (forced) forced.n--;
+      let flipAt = forced || draw < corruption.flip ? Math.floor(corruption.random() * length) : -1;
+      const cutAt =
+        flipAt < 0 && draw < corruption.flip + corruption.truncate
+          ? Math.floor(corruption.random() * length)
+          : -1;
+      if (flipAt < 0 && cutAt < 0) upRes.pipe(res);
+      else {
+        let at = 0;
+        upRes.on('data', (chunk: Buffer) => {
+          if (at === 0 && forced?.where) {
+            const w = forced.where(chunk);
+            if (w >= 0) flipAt = w;
+          }
+          if (cutAt >= 0 && at + chunk.length > cutAt) {
+            res.write(chunk.subarray(0, cutAt - at));
+            corrupted.truncated++;
+            upRes.destroy();
+            res.destroy();
+            done();
+            return;
+          }
+          if (flipAt >= at && flipAt < at + chunk.length) {
+            chunk = Buffer.from(chunk);
+            chunk[flipAt - at] = chunk[flipAt - at]! ^ 0x20;
+            corrupted.flipped++;
+          }
+          at += chunk.length;
+          res.write(chunk);
+        });
+        upRes.on('end', () => res.end());
+      }
+      upRes.on('end', done);
+    };
     fwd.on('error', () => {
       done();
       // The upstream went away (killed, say) mid-request: answer 502 and close the connection. The rest
@@ -174,7 +186,7 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
       res.end(() => req.socket.destroy());
     });
     req.pipe(fwd);
-  });
+  };
   server.keepAliveTimeout = 30_000;
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as net.AddressInfo).port;
@@ -193,6 +205,7 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
     setCorruption: (c) =>
       (corruption = { flip: c.flip ?? 0, truncate: c.truncate ?? 0, random: c.random ?? Math.random }),
     corrupted,
+    errors,
     flipNext: (n, match = () => true, where) => void flips.push({ n, match, where }),
     async settled() {
       while (inFlight > 0) await wait(10);
