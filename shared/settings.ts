@@ -54,6 +54,22 @@ export function formatSize(bytes: number): string {
   return `${Math.round(bytes)} B`;
 }
 
+/** MiB/s per MB/s: rates are measured in 10^6 bytes a second (`mbps`) and shown in IEC units, as sizes are. */
+export const MIB_PER_MB = 1e6 / MiB;
+
+/**
+ * A rate for people, in the same IEC units as sizes (MiB/s; KiB/s below 0.1 MiB/s, so something that
+ * moved never reads "0.0"). `mbps` is 10^6 bytes a second, as the engine measures.
+ */
+export function formatRate(mbps: number): string {
+  const mib = mbps * MIB_PER_MB;
+  if (mib > 0 && mib < 0.1) {
+    const kib = mib * 1024;
+    return `${kib.toFixed(kib < 10 ? 1 : 0)} KiB/s`;
+  }
+  return `${mib >= 100 ? mib.toFixed(0) : mib.toFixed(1)} MiB/s`;
+}
+
 /** A size exactly, in the largest unit that divides it: for inputs that are parsed back ("8MiB"). */
 export function formatSizeExact(bytes: number): string {
   for (const [name, size] of SIZE_UNITS)

@@ -39,10 +39,12 @@ describe('counts and durations', () => {
     expect(formatDuration(61)).toBe('1m 01s');
     expect(formatDuration(3700)).toBe('1h 01m');
     expect(formatDuration(null)).toBe('—');
-    expect(formatRate(250)).toBe('250 MB/s');
-    expect(formatRate(12.34)).toBe('12.3 MB/s');
-    expect(formatRate(0.05)).toBe('50 kB/s');
-    expect(formatRate(0.002)).toBe('2.0 kB/s');
-    expect(formatRate(0)).toBe('0.0 MB/s');
+    // Rates in the units sizes use (IEC): 250 × 10^6 bytes a second is 238 MiB/s.
+    expect(formatRate(250)).toBe('238 MiB/s');
+    expect(formatRate(12.34)).toBe('11.8 MiB/s');
+    expect(formatRate(1.048576)).toBe('1.0 MiB/s');
+    expect(formatRate(0.05)).toBe('49 KiB/s');
+    expect(formatRate(0.002)).toBe('2.0 KiB/s');
+    expect(formatRate(0)).toBe('0.0 MiB/s');
   });
 });

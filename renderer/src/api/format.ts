@@ -1,22 +1,16 @@
-import { formatSize, formatSizeExact } from '../../../shared/settings.ts';
+import { formatRate, formatSize, formatSizeExact } from '../../../shared/settings.ts';
 
-/** Sizes: one formatter for the whole UI, the unit picked by magnitude (see shared/settings.ts). */
-export { formatSize, formatSizeExact };
+/** Sizes and rates: one formatter each for the whole UI and the CLI, IEC units (shared/settings.ts). */
+export { formatRate, formatSize, formatSizeExact };
 
 /** A count with thousands separators: "2,000". */
 export function formatCount(n: number): string {
   return Math.round(n).toLocaleString('en-US');
 }
 
-/** MB/s (10^6 bytes), or kB/s below 0.1 MB/s: never "0.0 MB/s" for something that moved. */
 /** "1 file", "3,198 files": a count with its noun, the plural when not one. */
 export function counted(n: number, one: string, many = `${one}s`): string {
   return `${formatCount(n)} ${n === 1 ? one : many}`;
-}
-
-export function formatRate(mbps: number): string {
-  if (mbps > 0 && mbps < 0.1) return `${(mbps * 1000).toFixed(mbps < 0.01 ? 1 : 0)} kB/s`;
-  return `${mbps >= 100 ? mbps.toFixed(0) : mbps.toFixed(1)} MB/s`;
 }
 
 export function formatDuration(seconds: number | null): string {

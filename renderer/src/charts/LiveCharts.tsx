@@ -35,10 +35,10 @@ export function LiveCharts({ jobId, kind, finished }: { jobId: string; kind: Job
         version={version}
         caption={
           sentNothing
-            ? 'Read and checked (MB/s): nothing new uploaded so far'
+            ? 'Read and checked (MiB/s): nothing new uploaded so far'
             : kind === 'restore'
-              ? 'Download throughput (MB/s, 250 ms resolution)'
-              : 'Throughput (MB/s, 250 ms resolution)'
+              ? 'Download throughput (MiB/s, 250 ms resolution)'
+              : 'Throughput (MiB/s, 250 ms resolution)'
         }
       />
       <SlotTimeline chunks={s.chunks} version={version} />

@@ -46,12 +46,12 @@ export function ThroughputChart({
       scales: { x: { time: false }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
       axes: [
         { label: 'seconds', stroke: cssVar('--muted'), grid: { stroke: cssVar('--grid') } },
-        { label: 'MB/s', stroke: cssVar('--muted'), grid: { stroke: cssVar('--grid') }, size: 56 },
+        { label: 'MiB/s', stroke: cssVar('--muted'), grid: { stroke: cssVar('--grid') }, size: 56 },
       ],
       series: [
         {},
         {
-          label: 'MB/s',
+          label: 'MiB/s',
           stroke: cssVar('--accent'),
           width: 2,
           fill: cssVar('--accent-soft'),

@@ -18,10 +18,10 @@ const frame = (i: number, over: Partial<StatsFrame> = {}): StatsFrame => ({
 });
 
 describe('chart data', () => {
-  it('turns frames into a throughput series in seconds', () => {
+  it('turns frames into a throughput series in seconds and MiB/s (the units sizes use)', () => {
     expect(throughputSeries([frame(0), frame(1), frame(2)])).toEqual([
       [0.25, 0.5, 0.75],
-      [0, 10, 20],
+      [0, 9.5, 19.1],
     ]);
   });
 

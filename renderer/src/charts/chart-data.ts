@@ -1,14 +1,18 @@
+import { MIB_PER_MB } from '../../../shared/settings.ts';
 import { percentile, type ChunkTiming, type StageName, type StatsFrame } from '../../../shared/stats.ts';
 
-/** Seconds since the first frame, and MB/s per 250 ms frame. */
+/** Seconds since the first frame, and MiB/s per 250 ms frame (frames carry 10^6 bytes a second). */
 export function throughputSeries(frames: StatsFrame[]): [number[], number[]] {
   if (frames.length === 0) return [[], []];
   const t0 = frames[0]!.at - frames[0]!.elapsedMs;
-  return [frames.map((f) => (f.at - t0) / 1000), frames.map((f) => Math.round(f.mbps * 10) / 10)];
+  return [
+    frames.map((f) => (f.at - t0) / 1000),
+    frames.map((f) => Math.round(f.mbps * MIB_PER_MB * 10) / 10),
+  ];
 }
 
 /**
- * MB/s per target per frame, when more than one target moved bytes (a pool): the target names, and
+ * MiB/s per target per frame, when more than one target moved bytes (a pool): the target names, and
  * their series aligned with `throughputSeries`'s seconds. Null for a job on one target.
  */
 export function targetSeries(frames: StatsFrame[]): { names: string[]; series: number[][] } | null {
@@ -16,7 +20,7 @@ export function targetSeries(frames: StatsFrame[]): { names: string[]; series: n
   if (names.length < 2) return null;
   return {
     names,
-    series: names.map((n) => frames.map((f) => Math.round((f.targetMbps?.[n] ?? 0) * 10) / 10)),
+    series: names.map((n) => frames.map((f) => Math.round((f.targetMbps?.[n] ?? 0) * MIB_PER_MB * 10) / 10)),
   };
 }
 

@@ -1,5 +1,5 @@
 import { type BackupResult, type JobListener } from '../engine/exports.ts';
-import { formatSize } from '../../settings.ts';
+import { formatRate, formatSize } from '../../settings.ts';
 import type { StatsFrame } from '../../stats.ts';
 
 export interface Output {
@@ -96,7 +96,7 @@ export function progressLine(f: StatsFrame, o: { paused?: boolean } = {}): strin
     : rate > 0
       ? `ETA ${Math.floor(etaS / 60)}:${String(Math.round(etaS % 60)).padStart(2, '0')}`
       : '';
-  return `${bar} ${(ratio * 100).toFixed(0).padStart(3)}%  ${formatSize(f.bytesDone)} / ${formatSize(f.bytesTotal)}  ${f.mbps.toFixed(1)} MB/s  ${eta}`;
+  return `${bar} ${(ratio * 100).toFixed(0).padStart(3)}%  ${formatSize(f.bytesDone)} / ${formatSize(f.bytesTotal)}  ${formatRate(f.mbps)}  ${eta}`;
 }
 
 /** "1 file", "2 files": a count with its noun (regular plurals only). */
