@@ -30,8 +30,17 @@ export interface StatsFrame {
   bytesTotal: number;
   chunksDone: number;
   chunksTotal: number;
-  /** Plaintext throughput over the last interval, MB/s (10^6 bytes). */
+  /**
+   * Throughput over the last interval, MB/s (10^6 bytes): bytes on the wire as the sockets take them
+   * when the job reports them (a backup's uploads), else plaintext bytes done (a pack's when it is
+   * stored, a restore's as they are written).
+   */
   mbps: number;
+  /**
+   * With wire bytes: their plaintext worth (the wire rate times the plaintext-to-wire ratio of the packs
+   * stored so far, compression and extra copies included), what an ETA over plaintext bytes divides by.
+   */
+  plainMbps?: number;
   /** Mean plaintext throughput since start, MB/s. */
   meanMbps: number;
   /** Per-slot gaps closed during the interval, ms. */

@@ -10,6 +10,7 @@ import { openTarget } from '../shared/node/storage/open-target.ts';
 import { loadS3Sdk } from '../shared/node/storage/s3.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../shared/node/storage/retrying.ts';
 import { StorageError } from '../shared/node/storage/storage.ts';
+import { wireMeter } from '../shared/node/storage/wire-meter.ts';
 import { RANGE_MAX } from '../shared/limits.ts';
 import { storePackWaiting } from '../shared/node/pool/quorum-wait.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
@@ -63,6 +64,18 @@ const decisions = new Map<number, (upload: boolean) => void>();
 
 const now = () => performance.timeOrigin + performance.now();
 const post = (m: FromWorker) => port.postMessage(m);
+
+// What this thread put on the wire and took off it, reported every 100 ms while bytes move: the job's
+// throughput follows the wire, not a pack's bytes all at once when its upload ends.
+const reported = { sent: 0, received: 0 };
+setInterval(() => {
+  const sent = wireMeter.sent - reported.sent;
+  const received = wireMeter.received - reported.received;
+  if (sent + received === 0) return;
+  reported.sent = wireMeter.sent;
+  reported.received = wireMeter.received;
+  post({ t: 'wire', sent, received });
+}, 100).unref();
 
 function storage(targetId: number): RetryingStorage {
   let s = storages.get(targetId);

@@ -15,6 +15,8 @@ export interface Proxy {
   clearFaults(): void;
   /** Change the added delay for requests from now on. */
   setDelay(ms: number): void;
+  /** Request bodies (uploads) relayed at most this many bytes a second, all requests together; null: no cap. */
+  setBandwidth(bytesPerSecond: number | null): void;
   /** For `ms` from now every request fails: a 503 answer, or the connection dropped. */
   outage(ms: number, kind: 503 | 'reset'): void;
   /**
@@ -185,7 +187,30 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
       if (!res.headersSent && !gone) res.writeHead(502, { connection: 'close' });
       res.end(() => req.socket.destroy());
     });
-    req.pipe(fwd);
+    if (bandwidth === null) req.pipe(fwd);
+    else throttled(req, fwd);
+  };
+
+  // One budget for every request: each chunk of a body is relayed once the link would have carried the
+  // ones before it; meanwhile the client's socket fills and its writes wait, as on a slow uplink.
+  let bandwidth: number | null = null;
+  let linkFreeAt = 0;
+  const throttled = (req: http.IncomingMessage, fwd: http.ClientRequest) => {
+    req.on('data', (chunk: Buffer) => {
+      if (fwd.destroyed) return;
+      const now = Date.now();
+      linkFreeAt = Math.max(linkFreeAt, now) + (chunk.length / bandwidth!) * 1000;
+      req.pause();
+      setTimeout(() => {
+        if (fwd.destroyed) return void req.resume();
+        if (fwd.write(chunk)) req.resume();
+        else fwd.once('drain', () => req.resume());
+      }, linkFreeAt - now);
+    });
+    req.on('end', () => {
+      // The last chunk goes out when its time comes; the request ends after it.
+      setTimeout(() => fwd.destroyed || fwd.end(), Math.max(0, linkFreeAt - Date.now()) + 1);
+    });
   };
   server.keepAliveTimeout = 30_000;
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -201,6 +226,7 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
     },
     clearFaults: () => (faults.length = 0),
     setDelay: (ms) => (delay = ms),
+    setBandwidth: (b) => void ((bandwidth = b), (linkFreeAt = 0)),
     outage: (ms, kind) => (down = { until: Date.now() + ms, kind }),
     setCorruption: (c) =>
       (corruption = { flip: c.flip ?? 0, truncate: c.truncate ?? 0, random: c.random ?? Math.random }),

@@ -5,6 +5,7 @@ import { startProxy, type Proxy } from '../../../test/support/proxy.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import { s3TargetConfig } from '../../../test/support/engine-env.ts';
 import type { JobView } from '../../api/views.ts';
+import type { StatsFrame } from '../../stats.ts';
 import { AppService } from './service.ts';
 
 /**
@@ -142,6 +143,49 @@ describe('job states tell the truth', () => {
       }
     } finally {
       proxy.setDelay(0);
+      app.close();
+    }
+  });
+
+  it("on a 4 MB/s uplink the throughput is the wire's, without pack-sized spikes, and the ETA is there from the first seconds", async () => {
+    const { app, src } = await service();
+    const LINK = 4; // MB/s (10^6 bytes a second), the proxy's cap on upload bodies
+    proxy.setBandwidth(LINK * 1e6);
+    const frames: StatsFrame[] = [];
+    const cards: (JobView & { seenAt: number })[] = [];
+    let jobId = '';
+    const onStats = (s: { jobId: string; frame: StatsFrame }) => s.jobId === jobId && frames.push(s.frame);
+    const onJob = (j: JobView) => j.id === jobId && cards.push({ ...j, seenAt: Date.now() });
+    app.jobs.events.on('stats', onStats);
+    app.jobs.events.on('job', onJob);
+    try {
+      const job = await app.call('backup.start', { sources: [src] });
+      jobId = job.id;
+      const t0 = Date.now();
+      expect((await jobWhere(app, job.id, ended)).state).toBe('done');
+      const end = Date.now();
+      const took = (end - t0) / 1000;
+      // 40 MiB at 4 MB/s: about 10.5 s.
+      expect(took).toBeGreaterThan(8);
+      const moving = frames.filter((f) => f.mbps > 0).map((f) => f.mbps);
+      // Counted when a 16 MiB pack was stored, one 250 ms frame read 67 MB/s on this link.
+      expect(Math.max(...moving)).toBeLessThan(6 * LINK);
+      const sorted = [...moving].sort((a, b) => a - b);
+      const median = sorted[Math.floor(sorted.length / 2)]!;
+      expect(median).toBeGreaterThan(0.5 * LINK);
+      expect(median).toBeLessThan(1.5 * LINK);
+      // An ETA within 3 s of the start, of the right size (not hours, not none until a pack is stored).
+      const early = cards.find(
+        (c) => c.state === 'running' && (c.etaSeconds ?? 0) > 0 && c.seenAt - c.startedAt <= 3500,
+      );
+      expect(early).toBeDefined();
+      const left = (end - early!.seenAt) / 1000;
+      expect(early!.etaSeconds!).toBeGreaterThan(left / 3);
+      expect(early!.etaSeconds!).toBeLessThan(left * 3);
+    } finally {
+      proxy.setBandwidth(null);
+      app.jobs.events.off('stats', onStats);
+      app.jobs.events.off('job', onJob);
       app.close();
     }
   });

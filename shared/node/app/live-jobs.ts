@@ -153,6 +153,8 @@ export class LiveJobs {
 
   listenerFor(job: LiveJob, _kind: JobKind): JobListener {
     let rate: number | null = null;
+    // Plaintext worth of the rate: what the ETA divides the plaintext left by (compression, copies).
+    let plainRate: number | null = null;
     let lastAt: number | null = null;
     return {
       // Shown with the next frame (at most every 250 ms), not an event per file.
@@ -175,23 +177,25 @@ export class LiveJobs {
         job.chunks.push(...chunks);
         if (job.chunks.length > MAX_CHUNKS) job.chunks.splice(0, job.chunks.length - MAX_CHUNKS);
         // The first frames of a job include start-up; its mean is the better first estimate.
-        rate = smoothedRate(
-          rate ?? (f.meanMbps > 0 ? f.meanMbps : null),
-          f.mbps,
-          f.at - (lastAt ?? f.at - 250),
+        const frameMs = f.at - (lastAt ?? f.at - 250);
+        rate = smoothedRate(rate ?? (f.meanMbps > 0 ? f.meanMbps : null), f.mbps, frameMs);
+        plainRate = smoothedRate(
+          plainRate ?? (f.meanMbps > 0 ? f.meanMbps : null),
+          f.plainMbps ?? f.mbps,
+          frameMs,
         );
         lastAt = f.at;
         const settled = job.view.state === 'pausing' && job.control.settled;
         // Paused, nothing moves: no rate, no ETA; after the resume the rate starts again from the mean.
         const still = settled || job.view.state === 'paused';
-        if (still) rate = null;
+        if (still) rate = plainRate = null;
         this.update(job, {
           ...(settled ? { state: 'paused' } : {}),
           bytesDone: f.bytesDone,
           bytesTotal: f.bytesTotal,
           mbps: rate ?? 0,
           meanMbps: f.meanMbps,
-          etaSeconds: still ? null : etaSeconds(f.bytesTotal - f.bytesDone, rate ?? 0),
+          etaSeconds: still ? null : etaSeconds(f.bytesTotal - f.bytesDone, plainRate ?? 0),
           elapsedMs: f.elapsedMs,
         });
         this.emit('stats', { jobId: job.view.id, frame: f, chunks });

@@ -219,6 +219,9 @@ class StoreRun {
       case 'xfer-start':
         this.stats.transferStarted();
         return false;
+      case 'wire':
+        this.stats.addWire(m.sent);
+        return false;
       case 'pack-stored':
         this.packsUnstored.delete(m.packId);
         this.packStored(m);

@@ -49,6 +49,28 @@ describe('StatsCollector', () => {
     expect(f.gapsMs).toEqual([]);
   });
 
+  it('once workers report wire bytes, frames show the wire, and its plaintext worth for the ETA', () => {
+    vi.useFakeTimers({ now: 0 });
+    const c = new StatsCollector(100_000_000, 100, () => {});
+    // 2 MB on the wire in the first frame: no pack stored yet, a wire byte counts as a plaintext byte.
+    vi.setSystemTime(250);
+    c.addWire(2_000_000);
+    let f = c.frame();
+    expect(f.mbps).toBeCloseTo(8);
+    expect(f.plainMbps).toBeCloseTo(8);
+    expect(f.bytesDone).toBe(0);
+    // A pack of 16 MB plaintext stored as 8 MB on the wire (compressed): its bytes are done, but the
+    // frame's rate is still the wire's (1 MB this frame), worth 2 MB of plaintext.
+    vi.setSystemTime(500);
+    c.transferStarted();
+    c.add({ ...chunk(0, 0, 500), bytes: 16_000_000, wireBytes: 8_000_000 }, true, false);
+    c.addWire(1_000_000);
+    f = c.frame();
+    expect(f.bytesDone).toBe(16_000_000);
+    expect(f.mbps).toBeCloseTo(4);
+    expect(f.plainMbps).toBeCloseTo(8);
+  });
+
   it('sums restore timings under their own stages, never negative', () => {
     vi.useFakeTimers({ now: 0 });
     const c = new StatsCollector(2_000_000, 2, () => {});

@@ -22,6 +22,12 @@ export class StatsCollector {
   private bytesBefore = 0;
   private chunksDone = 0;
   private frameBytes = 0;
+  /** Bytes the workers put on the wire this frame (addWire); once any came, frames show the wire. */
+  private frameWire = 0;
+  private wireSeen = false;
+  /** Plaintext and wire bytes of the packs stored so far: how much plaintext a wire byte carries. */
+  private storedPlain = 0;
+  private storedWire = 0;
   private frameGaps: number[] = [];
   private readonly allGaps: number[] = [];
   private readonly lastEndBySlot = new Map<number, number>();
@@ -78,6 +84,10 @@ export class StatsCollector {
     for (const [k, v] of Object.entries(t.stages) as [StageName, number][])
       this.stage[k] = (this.stage[k] ?? 0) + Math.max(0, v);
     if (!transferred) return;
+    if (!countsChunk) {
+      this.storedPlain += t.bytes;
+      this.storedWire += t.wireBytes;
+    }
     const prev = this.lastEndBySlot.get(t.slot);
     if (prev !== undefined) {
       const gap = Math.max(0, t.xferStart - prev);
@@ -88,6 +98,12 @@ export class StatsCollector {
     this.inFlight = Math.max(0, this.inFlight - 1);
     this.lastXferEnd = Date.now();
     if (this.inFlight === 0) this.idleSince = this.lastXferEnd;
+  }
+
+  /** Bytes a worker put on the wire (as its sockets took them), reported every 100 ms. */
+  addWire(bytes: number): void {
+    this.frameWire += bytes;
+    this.wireSeen = true;
   }
 
   /** Bytes sent to (or read from) one target: the per-target split of the wire. */
@@ -107,6 +123,8 @@ export class StatsCollector {
       this.idleSince = now;
     }
     const span = Math.max(1, now - this.frameStart);
+    const wire = this.frameWire / 1000 / span;
+    const plainPerWire = this.storedWire > 0 ? this.storedPlain / this.storedWire : 1;
     const f: StatsFrame = {
       at: now,
       elapsedMs: now - this.start,
@@ -114,7 +132,8 @@ export class StatsCollector {
       bytesTotal: this.bytesTotal,
       chunksDone: this.chunksDone,
       chunksTotal: this.chunksTotal,
-      mbps: this.frameBytes / 1000 / span,
+      mbps: this.wireSeen ? wire : this.frameBytes / 1000 / span,
+      ...(this.wireSeen ? { plainMbps: wire * plainPerWire } : {}),
       meanMbps: (this.bytesDone - this.bytesBefore) / 1000 / Math.max(1, now - this.start),
       gapsMs: this.frameGaps,
       wireIdle: Math.min(1, this.idleInFrame / span),
@@ -130,6 +149,7 @@ export class StatsCollector {
     this.targetBytes = new Map();
     this.frameStart = now;
     this.frameBytes = 0;
+    this.frameWire = 0;
     this.frameGaps = [];
     this.idleInFrame = 0;
     this.stage = {};

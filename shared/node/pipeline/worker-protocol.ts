@@ -111,6 +111,8 @@ export type FromWorker =
   /** A pack is closed and will be uploaded: said before the task that closed it answers. */
   | { t: 'pack-closed'; packId: string }
   | { t: 'xfer-start'; slot: number }
+  /** Bytes this worker put on the wire since its last report (storage/wire-meter.ts), every 100 ms. */
+  | { t: 'wire'; sent: number; received: number }
   | { t: 'hashed'; tid: number; id: Uint8Array }
   /** The chunk is sealed into the open pack `packId` (uploaded later), or was already stored. */
   | { t: 'packed'; tid: number; id: Uint8Array; packId: string | null; timing: ChunkTiming }

@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import type * as SmithyProtocols from '@smithy/core/protocols';
 import type * as SmithyHttp from '@smithy/node-http-handler';
 import { isSpooled, type SpooledBody } from './put-body.ts';
+import { wireMeter } from './wire-meter.ts';
 
 const require = createRequire(import.meta.url);
 let protocols: typeof SmithyProtocols | null = null;
@@ -150,7 +151,12 @@ class LeanConnection {
         if (n === 0) throw new Error(`a spooled body ended at ${pos} of ${body.length} bytes`);
         pos += n;
         // A failed write also fails the socket ('error'), which rejects the exchange.
-        taken[i] = new Promise((resolve) => this.socket.write(buf.subarray(0, n), () => resolve()));
+        taken[i] = new Promise((resolve) =>
+          this.socket.write(buf.subarray(0, n), () => {
+            wireMeter.sent += n;
+            resolve();
+          }),
+        );
       }
       await Promise.all(taken);
       if (this.current === exchange) this.bodyUnsent = false;
@@ -163,6 +169,7 @@ class LeanConnection {
     if (!this.current) return this.fail(new HttpFormatError('data without a request'));
     if (this.body) {
       this.bodyAt += n;
+      wireMeter.received += n;
       return this.maybeDone();
     }
     if (this.status) {

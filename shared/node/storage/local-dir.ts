@@ -1,3 +1,4 @@
+import { wireMeter } from './wire-meter.ts';
 import { randomBytes } from 'node:crypto';
 import { constants as fsc, existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -58,6 +59,7 @@ export function createLocalDirStorage(o: { label: string; root: string }): Stora
           if (isSpooled(body)) await copySpooled(body, fh);
           else await fh.writeFile(body);
           await fh.sync();
+          wireMeter.sent += body.length;
         } finally {
           await fh.close();
         }
