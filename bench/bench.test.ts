@@ -19,6 +19,7 @@ const SUITES = [
   'prune',
   'compare',
   'redundancy',
+  'bandwidth',
 ];
 
 // Asserts that the harness runs and writes well-formed results; speeds live in docs/PERFORMANCE.md.

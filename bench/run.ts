@@ -17,6 +17,7 @@ import { pruneSuite } from './suites/prune.ts';
 import { redundancySuite } from './suites/redundancy.ts';
 import { restoreSuite } from './suites/restore.ts';
 import { uploadSuite } from './suites/upload.ts';
+import { bandwidthSuite } from './suites/bandwidth.ts';
 
 export interface BenchOptions {
   runs: number;
@@ -45,6 +46,7 @@ const suites: Record<string, (o: BenchOptions) => Promise<SuiteResult>> = {
   prune: pruneSuite,
   compare: compareSuite,
   redundancy: redundancySuite,
+  bandwidth: bandwidthSuite,
 };
 /** Run only when named: not a measurement of speed. */
 const byName: Record<string, (o: BenchOptions) => Promise<SuiteResult>> = { ...suites, chaos: chaosSuite };

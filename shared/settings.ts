@@ -95,6 +95,12 @@ export const uploadsPerWorkerSchema = z
   .min(1, 'Uploads per worker must be at least 1.')
   .max(UPLOADS_PER_WORKER_MAX, `Uploads per worker must be at most ${UPLOADS_PER_WORKER_MAX}.`);
 
+/** An upload cap in bytes a second: 0 for none, else at least 64 KiB/s (storage/bandwidth.ts). */
+export const uploadLimitSchema = z
+  .number({ error: 'Upload limit must be a size a second, such as 5MiB.' })
+  .int('Upload limit must be a whole number of bytes a second.')
+  .refine((n) => n === 0 || n >= 64 * KiB, 'Upload limit must be at least 64KiB a second (or 0 for none).');
+
 export const targetNameSchema = z
   .string()
   .min(1, 'Give the target a name.')
@@ -142,6 +148,8 @@ export interface PipelineSettings {
   chunkSize: number;
   workers: number;
   uploadsPerWorker: number;
+  /** Upload bytes a second, all workers together (absent or 0: no cap). Uploads to S3 targets. */
+  uploadLimit?: number;
   /** Chunks a worker prepares ahead of its upload slots (default PREPARED_PER_WORKER; 0 = wait-for-reply). */
   preparedPerWorker?: number;
   /**

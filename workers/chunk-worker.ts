@@ -11,6 +11,7 @@ import { loadS3Sdk } from '../shared/node/storage/s3.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../shared/node/storage/retrying.ts';
 import { StorageError } from '../shared/node/storage/storage.ts';
 import { wireMeter } from '../shared/node/storage/wire-meter.ts';
+import { useUploadCap } from '../shared/node/storage/bandwidth.ts';
 import { RANGE_MAX } from '../shared/limits.ts';
 import { storePackWaiting } from '../shared/node/pool/quorum-wait.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
@@ -42,6 +43,7 @@ const init = await new Promise<WorkerInit>((resolve, reject) =>
     m.t === 'init' ? resolve(m.init) : reject(new Error(`a chunk worker got "${m.t}" before "init"`)),
   ),
 );
+useUploadCap(init.uploadCap);
 const sodium: SodiumProvider = await loadSodium(init.crypto as SodiumProviderName);
 const idKey = Buffer.from(init.idKey);
 const sealKey = Buffer.from(init.sealKey);

@@ -73,6 +73,8 @@ export const requests = {
     chunkSize: z.number(),
     workers: z.number(),
     uploadsPerWorker: z.number(),
+    /** Upload bytes a second, every upload together; 0: no cap; absent: unchanged. */
+    uploadLimit: z.number().optional(),
   }),
   'targets.list': z.object({}),
   'targets.test': z.object({

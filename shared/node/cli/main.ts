@@ -92,9 +92,20 @@ function pipelineOverrides(o: {
   chunkSize?: number;
   workers?: number;
   uploadsPerWorker?: number;
+  limitUpload?: number;
 }): Partial<PipelineSettings> {
-  return { chunkSize: o.chunkSize, workers: o.workers, uploadsPerWorker: o.uploadsPerWorker };
+  return {
+    chunkSize: o.chunkSize,
+    workers: o.workers,
+    uploadsPerWorker: o.uploadsPerWorker,
+    ...(o.limitUpload !== undefined ? { uploadLimit: o.limitUpload } : {}),
+  };
 }
+
+/** "5MiB", "5MiB/s", "800KiB/s": bytes a second; "0": no cap. */
+const rateOption = (v: string): number => (v.trim() === '0' ? 0 : sizeOption(v.trim().replace(/\/s$/i, '')));
+const LIMIT_UPLOAD_HELP =
+  'cap uploads at this many bytes a second, all workers together ("5MiB", "800KiB/s"; 0: no cap)';
 
 program
   .command('init')
@@ -157,6 +168,7 @@ program
       intOption('Uploads per worker'),
     ),
   )
+  .addOption(new Option('--limit-upload <rate>', LIMIT_UPLOAD_HELP).argParser(rateOption))
   .option('--force-read', 'read every file, even those unchanged since the last snapshot')
   .addOption(
     new Option(
@@ -388,12 +400,13 @@ program
       intOption('Uploads per worker'),
     ),
   )
+  .addOption(new Option('--limit-upload <rate>', LIMIT_UPLOAD_HELP).argParser(rateOption))
   .action(async (opts) => {
     const o = out();
     const s = await withEngine(async (e) => e.saveSettings(pipelineOverrides(opts)));
     o.result(
       s,
-      `chunk size ${formatSize(s.chunkSize)}, ${s.workers} workers, ${s.uploadsPerWorker} uploads per worker`,
+      `chunk size ${formatSize(s.chunkSize)}, ${s.workers} workers, ${s.uploadsPerWorker} uploads per worker, ${s.uploadLimit ? `uploads capped at ${formatSize(s.uploadLimit)}/s` : 'uploads not capped'}`,
     );
   });
 

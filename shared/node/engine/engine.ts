@@ -6,6 +6,7 @@ import {
   CHUNK_SIZE_DEFAULT,
   UPLOADS_PER_WORKER_DEFAULT,
   chunkSizeSchema,
+  uploadLimitSchema,
   targetNameSchema,
   uploadsPerWorkerSchema,
   workersSchema,
@@ -218,6 +219,7 @@ export class Engine {
         uploadsPerWorkerSchema,
         overrides.uploadsPerWorker ?? saved.uploadsPerWorker ?? UPLOADS_PER_WORKER_DEFAULT,
       ),
+      ...uploadLimitOf(overrides.uploadLimit ?? saved.uploadLimit),
       // Not a user setting: benchmarks set 0 to reproduce a wait-for-reply upload loop.
       ...(overrides.preparedPerWorker !== undefined
         ? { preparedPerWorker: Math.max(0, Math.min(8, Math.floor(overrides.preparedPerWorker))) }
@@ -437,4 +439,11 @@ export class Engine {
    */
   removeLocks = (opts: { all?: boolean } = {}): Promise<LockView[]> =>
     locksOnTargets(this.repo, this.ks.listTargets(), opts);
+}
+
+/** A saved or given upload cap, checked; 0 and absent both mean none (and are not kept). */
+function uploadLimitOf(n: number | undefined): { uploadLimit?: number } {
+  if (n === undefined) return {};
+  const v = check(uploadLimitSchema, n);
+  return v > 0 ? { uploadLimit: v } : {};
 }

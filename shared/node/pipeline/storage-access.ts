@@ -3,6 +3,7 @@ import type { PackPlacement } from './worker-protocol.ts';
 import type { TargetHandle } from '../storage/open-target.ts';
 import type { LocalDb } from '../db/local-db.ts';
 import { WorkerPool } from './worker-pool.ts';
+import { newUploadCap } from '../storage/bandwidth.ts';
 
 export function startPool(
   ks: LocalDb,
@@ -27,6 +28,7 @@ export function startPool(
       ...(placement ? { placement } : {}),
       // Backups: how long a pack below its write quorum pauses for its targets (restores store nothing).
       pauseLimitMs: settings.pauseLimitMs ?? Infinity,
+      ...(settings.uploadLimit ? { uploadCap: newUploadCap(settings.uploadLimit) } : {}),
     },
     settings.workers,
     spoolFilesPerWorker,

@@ -8,6 +8,7 @@ import type * as SmithyProtocols from '@smithy/core/protocols';
 import type * as SmithyHttp from '@smithy/node-http-handler';
 import { isSpooled, type SpooledBody } from './put-body.ts';
 import { wireMeter } from './wire-meter.ts';
+import { beforeUpload } from './bandwidth.ts';
 
 const require = createRequire(import.meta.url);
 let protocols: typeof SmithyProtocols | null = null;
@@ -150,6 +151,8 @@ class LeanConnection {
         const n = readSync(body.fd, buf, 0, Math.min(buf.length, body.length - pos), pos);
         if (n === 0) throw new Error(`a spooled body ended at ${pos} of ${body.length} bytes`);
         pos += n;
+        await beforeUpload(n); // an upload cap (storage/bandwidth.ts) books its share of the link
+        if (this.current !== exchange) return;
         // A failed write also fails the socket ('error'), which rejects the exchange.
         taken[i] = new Promise((resolve) =>
           this.socket.write(buf.subarray(0, n), () => {
