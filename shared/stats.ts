@@ -41,6 +41,8 @@ export interface StatsFrame {
    * stored so far, compression and extra copies included), what an ETA over plaintext bytes divides by.
    */
   plainMbps?: number;
+  /** With wire bytes: their plaintext worth since the first of them, MB/s (an ETA's first seconds). */
+  plainMeanMbps?: number;
   /** Mean plaintext throughput since start, MB/s. */
   meanMbps: number;
   /** Per-slot gaps closed during the interval, ms. */

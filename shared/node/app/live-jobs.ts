@@ -155,6 +155,7 @@ export class LiveJobs {
     let rate: number | null = null;
     // Plaintext worth of the rate: what the ETA divides the plaintext left by (compression, copies).
     let plainRate: number | null = null;
+    let wireFrames = 0;
     let lastAt: number | null = null;
     return {
       // Shown with the next frame (at most every 250 ms), not an event per file.
@@ -179,11 +180,13 @@ export class LiveJobs {
         // The first frames of a job include start-up; its mean is the better first estimate.
         const frameMs = f.at - (lastAt ?? f.at - 250);
         rate = smoothedRate(rate ?? (f.meanMbps > 0 ? f.meanMbps : null), f.mbps, frameMs);
-        plainRate = smoothedRate(
-          plainRate ?? (f.meanMbps > 0 ? f.meanMbps : null),
-          f.plainMbps ?? f.mbps,
-          frameMs,
-        );
+        const plainFrame = f.plainMbps ?? f.mbps;
+        if (f.plainMeanMbps !== undefined) wireFrames++;
+        // For the first seconds on the wire the mean since its first byte is steadier than any smoothing
+        // (a socket's buffers take the first megabytes at once); the smoothing then goes on from it.
+        if (f.plainMeanMbps !== undefined && wireFrames * 250 < RATE_TAU_MS) plainRate = f.plainMeanMbps;
+        else if (plainRate !== null || plainFrame > 0)
+          plainRate = smoothedRate(plainRate ?? (f.meanMbps > 0 ? f.meanMbps : null), plainFrame, frameMs);
         lastAt = f.at;
         const settled = job.view.state === 'pausing' && job.control.settled;
         // Paused, nothing moves: no rate, no ETA; after the resume the rate starts again from the mean.

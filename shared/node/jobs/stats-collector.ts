@@ -25,6 +25,8 @@ export class StatsCollector {
   /** Bytes the workers put on the wire this frame (addWire); once any came, frames show the wire. */
   private frameWire = 0;
   private wireSeen = false;
+  private wireTotal = 0;
+  private firstWireAt = 0;
   /** Plaintext and wire bytes of the packs stored so far: how much plaintext a wire byte carries. */
   private storedPlain = 0;
   private storedWire = 0;
@@ -102,7 +104,9 @@ export class StatsCollector {
 
   /** Bytes a worker put on the wire (as its sockets took them), reported every 100 ms. */
   addWire(bytes: number): void {
+    if (!this.wireSeen) this.firstWireAt = Date.now();
     this.frameWire += bytes;
+    this.wireTotal += bytes;
     this.wireSeen = true;
   }
 
@@ -133,7 +137,12 @@ export class StatsCollector {
       chunksDone: this.chunksDone,
       chunksTotal: this.chunksTotal,
       mbps: this.wireSeen ? wire : this.frameBytes / 1000 / span,
-      ...(this.wireSeen ? { plainMbps: wire * plainPerWire } : {}),
+      ...(this.wireSeen
+        ? {
+            plainMbps: wire * plainPerWire,
+            plainMeanMbps: (this.wireTotal * plainPerWire) / 1000 / Math.max(250, now - this.firstWireAt),
+          }
+        : {}),
       meanMbps: (this.bytesDone - this.bytesBefore) / 1000 / Math.max(1, now - this.start),
       gapsMs: this.frameGaps,
       wireIdle: Math.min(1, this.idleInFrame / span),
