@@ -18,11 +18,12 @@ export async function bandwidthSuite(o: BenchOptions): Promise<SuiteResult> {
   const size = o.quick ? 40 * MiB : 150 * MiB;
   const file = dataFile(size);
   const s3 = await startVersitygw();
-  const { engine, close } = await benchEngine();
   const rows: (string | number)[][] = [];
   let worst = 0;
   try {
     for (let run = 0; run < o.runs; run++) {
+      // A keystore of its own each run: nothing is deduplicated against the run before.
+      const { engine, close } = await benchEngine();
       const target = await freshS3Target(engine, s3);
       let first = Infinity;
       let last = 0;
@@ -32,7 +33,9 @@ export async function bandwidthSuite(o: BenchOptions): Promise<SuiteResult> {
         last = Math.max(last, t.xferEnd);
         wire += t.wireBytes;
       };
-      const r = await engine.backup([file], { target, settings: { uploadLimit: CAP } }, { chunk });
+      const r = await engine
+        .backup([file], { target, settings: { uploadLimit: CAP } }, { chunk })
+        .finally(close);
       const seconds = (last - first) / 1000;
       const rate = wire / seconds;
       const off = Math.abs(rate - CAP) / CAP;
@@ -47,7 +50,6 @@ export async function bandwidthSuite(o: BenchOptions): Promise<SuiteResult> {
       ]);
     }
   } finally {
-    close();
     await s3.stop();
   }
   return {
