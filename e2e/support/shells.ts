@@ -2,7 +2,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { _electron, chromium, type Browser, type ElectronApplication, type Page } from 'playwright-core';
+import {
+  _electron,
+  chromium,
+  type Browser,
+  type ElectronApplication,
+  type Locator,
+  type Page,
+} from 'playwright-core';
+import { expect } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
@@ -172,4 +180,16 @@ export async function backUp(page: Page, files: string[]): Promise<number> {
   const t0 = Date.now();
   await ready.getByRole('button', { name: 'Back up', exact: true }).click();
   return t0;
+}
+
+/** In a window `width` pixels wide, `button` (a row action) is whole and the first table scrolls nothing sideways. */
+export async function fitsWidth(page: Page, button: Locator, width: number): Promise<void> {
+  const box = (await button.boundingBox())!;
+  expect(box.x + box.width).toBeLessThanOrEqual(width - 16);
+  expect(
+    await page
+      .locator('.table-scroll')
+      .first()
+      .evaluate((e) => e.scrollWidth - e.clientWidth),
+  ).toBeLessThanOrEqual(0);
 }

@@ -1,39 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { setImmediate as yieldNow } from 'node:timers/promises';
+import type { BackupPreviewView } from '../../api/views.ts';
 import { decodeName, fsPath } from '../fs-names.ts';
 import { compileExcludes } from './exclude.ts';
 import { resolveSources } from './walk.ts';
 
-/** One entry the exclude patterns leave out, with what it holds (a folder: every file below it). */
-export interface LeftOut {
-  /** Absolute path. */
-  path: string;
-  kind: 'file' | 'dir' | 'symlink' | 'other';
-  files: number;
-  bytes: number;
-}
-
-/** What a backup of these sources with these patterns would hold and leave out, counted on disk. */
-export interface BackupPreview {
-  files: number;
-  dirs: number;
-  bytes: number;
-  leftOut: {
-    /** Entries matched (a folder once, as the backup counts them). */
-    count: number;
-    files: number;
-    bytes: number;
-    /** The first `shown` entries matched, in walk order. */
-    entries: LeftOut[];
-  };
-  /** Suggested patterns not in use that match something here, with how many entries each would take. */
-  suggestions: { pattern: string; matches: number }[];
-  /** Folders that cannot be read: the backup itself would refuse to start. */
-  unreadable: string[];
-  /** The walk stopped at its budget (entries or time): the counts are lower bounds. */
-  partial: boolean;
-}
+/**
+ * What a backup of these sources with these patterns would hold and leave out, counted on disk (the
+ * app's view type: left-out entries first in walk order, a folder with every file below it).
+ */
+export type BackupPreview = BackupPreviewView;
+type LeftOut = BackupPreview['leftOut']['entries'][number];
 
 export interface PreviewOptions {
   /** Patterns to offer (shared/plans.ts SUGGESTED_EXCLUDES): those matching something are reported. */
