@@ -9,8 +9,7 @@ import { describeWriteError, writeSparse, writeWholeFile } from '../shared/node/
 import { openTarget } from '../shared/node/storage/open-target.ts';
 import { loadS3Sdk } from '../shared/node/storage/s3.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../shared/node/storage/retrying.ts';
-import { StorageError } from '../shared/node/storage/storage.ts';
-import { wireMeter } from '../shared/node/storage/wire-meter.ts';
+import { failure, reportWire } from './worker-reports.ts';
 import { useUploadCap } from '../shared/node/storage/bandwidth.ts';
 import { RANGE_MAX } from '../shared/limits.ts';
 import { storePackWaiting } from '../shared/node/pool/quorum-wait.ts';
@@ -18,7 +17,7 @@ import type { ChunkTiming } from '../shared/stats.ts';
 import { ecRangeReader } from './ec-range.ts';
 import { hedgedGet, type HedgedRead } from './hedged-get.ts';
 import { readExactly } from './read-exactly.ts';
-import { PackWriter, SpoolError } from './pack-writer.ts';
+import { PackWriter } from './pack-writer.ts';
 import { BufferPool, ReadBuffers, SlotPool } from './pools.ts';
 import { readSpooledInto, type SpooledBody } from '../shared/node/storage/put-body.ts';
 import type {
@@ -67,17 +66,7 @@ const decisions = new Map<number, (upload: boolean) => void>();
 const now = () => performance.timeOrigin + performance.now();
 const post = (m: FromWorker) => port.postMessage(m);
 
-// What this thread put on the wire and took off it, reported every 100 ms while bytes move: the job's
-// throughput follows the wire, not a pack's bytes all at once when its upload ends.
-const reported = { sent: 0, received: 0 };
-setInterval(() => {
-  const sent = wireMeter.sent - reported.sent;
-  const received = wireMeter.received - reported.received;
-  if (sent + received === 0) return;
-  reported.sent = wireMeter.sent;
-  reported.received = wireMeter.received;
-  post({ t: 'wire', sent, received });
-}, 100).unref();
+reportWire(post);
 
 function storage(targetId: number): RetryingStorage {
   let s = storages.get(targetId);
@@ -88,16 +77,6 @@ function storage(targetId: number): RetryingStorage {
     storages.set(targetId, s);
   }
   return s;
-}
-
-function failure(err: unknown): WorkerFailure {
-  if (err instanceof StorageError) return { message: err.message, problem: err.problem, target: err.target };
-  if (err instanceof ObjectFormatError) return { message: err.message, problem: err.problem };
-  if (err instanceof SpoolError) return { message: err.message, problem: 'spool' };
-  if ((err as { destination?: boolean }).destination)
-    return { message: (err as Error).message, problem: 'destination' };
-  const e = err as NodeJS.ErrnoException;
-  return { message: e.code ? `${e.code}: ${e.message}` : String(e.message ?? err), problem: 'source' };
 }
 
 // ---- packs -------------------------------------------------------------------------------------------

@@ -214,8 +214,9 @@ export function makeVectors(sodium: SodiumProvider) {
     parent: null,
     tree: hex(treeId),
     chunkSize: 8 << 20,
-    // `excluded` is present only when the backup had exclude patterns.
-    summary: { files: { new: 1, changed: 0, unchanged: 0 }, excluded: 2 },
+    // `excluded` is present only when the backup had exclude patterns; `removed` counts the parent's
+    // files this snapshot does not hold (absent in snapshots written before it was counted).
+    summary: { files: { new: 1, changed: 0, unchanged: 0 }, excluded: 2, removed: 3 },
   };
   const slot = makeKeySlot(
     sodium,
