@@ -129,8 +129,11 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     if (r.violation) report.violations.push(`step ${report.steps}: ${r.violation}`);
   };
 
-  /** Machines whose process was killed run again next (as a person reruns what crashed). */
-  let rerun: Machine[] = [];
+  /**
+   * Machines whose process was killed run again next, what was killed (a backup resumed), as a person
+   * reruns what crashed: their own dead locks go then, and other machines stop waiting on them.
+   */
+  let rerun: [Machine, OpName][] = [];
   try {
     for (let step = 1; step <= maxSteps && Date.now() < deadline && !report.violations.length; step++) {
       report.steps = step;
@@ -138,10 +141,9 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       if (rng.chance(o.between ?? 0.07)) between.push(skewClock(rng, world, report.faults));
       if (rng.chance(o.between ?? 0.07)) between.push(await deleteWithinTolerance(rng, world, report.faults));
       // One operation, or several on different machines at once (a backup beside a prune, say).
-      const chosen: [Machine, OpName][] = (rerun.length ? rerun : [rng.pick(world.machines)]).map((m) => [
-        m,
-        pickOp(rng, m),
-      ]);
+      const chosen: [Machine, OpName][] = rerun.length
+        ? rerun
+        : [rng.pick(world.machines)].map((m) => [m, pickOp(rng, m)]);
       for (const p of o.together ?? [0.6, 0.3]) {
         const others = world.machines.filter((m) => !chosen.some(([c]) => c === m));
         if (!others.length || !rng.chance(p)) break;
@@ -173,13 +175,15 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       }
       for (const r of results) record(r);
       for (const [m] of chosen) sources.set(m.name, treeOf(m));
-      rerun = world.machines.filter((m) => results.some((r) => r.killed && r.machine === m.name));
+      rerun = chosen
+        .filter(([m]) => results.some((r) => r.killed && r.machine === m.name))
+        .map(([m, op]): [Machine, OpName] => [m, op === 'backup' ? 'resume' : op]);
       const line = { step, between, faults: plan, ops: results };
       log(line);
       o.log?.(summarize(line));
-      if (!report.violations.length && step % settleEvery === 0) await settle(false, rerun);
+      if (!report.violations.length && step % settleEvery === 0) await settle(false, rerun.map(([m]) => m));
     }
-    if (!report.violations.length) await settle(true, rerun);
+    if (!report.violations.length) await settle(true, rerun.map(([m]) => m));
   } finally {
     report.durationMs = Date.now() - started;
     report.harnessErrors = world.members.flatMap((m) => m.proxy?.errors ?? []);
