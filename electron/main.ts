@@ -21,6 +21,7 @@ import {
 } from 'electron';
 import { EVENT_NAMES, isMethod, parseRequest, type EventName } from '../shared/api/contract.ts';
 import { AppService, toApiError } from '../shared/node/app/service.ts';
+import { restoredFolder } from '../shared/node/app/restore-view.ts';
 import { folderOf, openDialogOptions, openDialogRequest } from './open-dialog.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -151,6 +152,11 @@ app.whenReady().then(() => {
     if (r.canceled) return [];
     lastFolder = folderOf(openDialogRequest.parse(request).mode, r.filePaths) ?? lastFolder;
     return r.filePaths;
+  });
+  ipcMain.handle('cairn:open-folder', async (e, request: unknown) => {
+    if (!trustedSender(e)) throw new Error('Refused: the request did not come from the Cairn window.');
+    const problem = await shell.openPath(restoredFolder(service!.jobs.list(), request));
+    if (problem) throw new Error(problem);
   });
   for (const event of EVENTS) {
     service.jobs.events.on(event, (payload) => win?.webContents.send('cairn:event', event, payload));

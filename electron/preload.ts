@@ -1,6 +1,7 @@
 /**
  * The only bridge between the sandboxed renderer and the main process: one namespaced object with
- * invoke, subscribe, the path of a dropped file and the native open dialog. Nothing else crosses.
+ * invoke, subscribe, the path of a dropped file, the native open dialog and opening a restored folder.
+ * Nothing else crosses.
  */
 import { contextBridge, ipcRenderer, webUtils } from 'electron';
 
@@ -35,6 +36,10 @@ contextBridge.exposeInMainWorld('cairn', {
   },
   pathForFile(file: File) {
     return webUtils.getPathForFile(file);
+  },
+  /** shell.openPath on a folder a finished restore job wrote into (its index among the job's folders). */
+  async openRestoredFolder(request: { jobId: string; index: number }) {
+    await ipcRenderer.invoke('cairn:open-folder', request);
   },
   /** dialog.showOpenDialog in the main process; the chosen paths, [] when cancelled. */
   async openDialog(request: { mode: 'files' | 'folders' | 'folder'; title: string; defaultPath?: string }) {

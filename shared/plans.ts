@@ -1,6 +1,6 @@
 /** Backup plans as the UI, the CLI and the engine describe them. Browser-safe. */
 import { z } from 'zod';
-import { chunkSizeSchema, workersSchema } from './settings.ts';
+import { chunkSizeSchema, uploadLimitSchema, workersSchema } from './settings.ts';
 import { keepPolicySchema } from './retention.ts';
 import { scheduleSchema } from './schedule.ts';
 
@@ -26,6 +26,8 @@ export const planDraftSchema = z.object({
   target: z.string().min(1).optional(),
   chunkSize: chunkSizeSchema.optional(),
   workers: workersSchema.optional(),
+  /** This plan's upload cap in bytes a second (0: none); absent: the Settings value. */
+  uploadLimit: uploadLimitSchema.optional(),
   /** Exclude patterns (docs/guide/backups-and-plans.md, "Exclude patterns"); checked by the engine. */
   exclude: z.array(z.string().max(1024, 'An exclude pattern is longer than 1024 characters.')).max(200),
   schedule: scheduleSchema,

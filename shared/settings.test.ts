@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chunkSizeSchema, formatSize, parseSize } from './settings.ts';
+import { chunkSizeSchema, formatLimitHours, formatSize, parseLimitHours, parseSize } from './settings.ts';
 
 describe('sizes', () => {
   it('parse binary and decimal units', () => {
@@ -29,5 +29,15 @@ describe('sizes', () => {
     expect(chunkSizeSchema.safeParse(1024 ** 3 + 1).error?.issues[0]?.message).toBe(
       'Chunk size must be at most 1 GiB.',
     );
+  });
+});
+
+describe('limit hours as people type them', () => {
+  it('reads "HH:MM-HH:MM" (or an en dash), wrapping past midnight, and refuses the rest', () => {
+    expect(parseLimitHours('08:00-18:00')).toEqual({ from: 480, to: 1080 });
+    expect(parseLimitHours(' 22:30 – 6:00 ')).toEqual({ from: 1350, to: 360 });
+    for (const bad of ['', '8-18', '24:00-06:00', '08:60-09:00', '09:00-09:00', 'always'])
+      expect(parseLimitHours(bad), bad).toBeNull();
+    expect(formatLimitHours({ from: 1350, to: 360 })).toBe('22:30–06:00');
   });
 });

@@ -95,11 +95,54 @@ export const uploadsPerWorkerSchema = z
   .min(1, 'Uploads per worker must be at least 1.')
   .max(UPLOADS_PER_WORKER_MAX, `Uploads per worker must be at most ${UPLOADS_PER_WORKER_MAX}.`);
 
-/** An upload cap in bytes a second: 0 for none, else at least 64 KiB/s (storage/bandwidth.ts). */
-export const uploadLimitSchema = z
-  .number({ error: 'Upload limit must be a size a second, such as 5MiB.' })
-  .int('Upload limit must be a whole number of bytes a second.')
-  .refine((n) => n === 0 || n >= 64 * KiB, 'Upload limit must be at least 64KiB a second (or 0 for none).');
+/** A cap in bytes a second: 0 for none, else at least 64 KiB/s (storage/bandwidth.ts). */
+const rateLimitSchema = (what: 'Upload' | 'Download') =>
+  z
+    .number({ error: `${what} limit must be a size a second, such as 5MiB.` })
+    .int(`${what} limit must be a whole number of bytes a second.`)
+    .refine(
+      (n) => n === 0 || n >= 64 * KiB,
+      `${what} limit must be at least 64KiB a second (or 0 for none).`,
+    );
+export const uploadLimitSchema = rateLimitSchema('Upload');
+export const downloadLimitSchema = rateLimitSchema('Download');
+
+/** A daily window of local time, minutes after midnight; `from` > `to` wraps past midnight. */
+export interface LimitHours {
+  from: number;
+  to: number;
+}
+const minuteOfDay = z
+  .number()
+  .int()
+  .min(0)
+  .max(24 * 60 - 1);
+export const limitHoursSchema = z
+  .object({ from: minuteOfDay, to: minuteOfDay }, { error: 'Limit hours must be a start and an end time.' })
+  .refine(
+    (h) => h.from !== h.to,
+    'Limit hours must start and end at different times (leave them out for all day).',
+  );
+
+/** "08:00-18:00" (or "8:00–18:00"): the window the limits hold in; null when the text is no such thing. */
+export function parseLimitHours(text: string): LimitHours | null {
+  const m = /^\s*(\d{1,2}):(\d{2})\s*[-–]\s*(\d{1,2}):(\d{2})\s*$/.exec(text);
+  if (!m) return null;
+  const [h1, m1, h2, m2] = m.slice(1).map(Number) as [number, number, number, number];
+  if (h1 > 23 || h2 > 23 || m1 > 59 || m2 > 59) return null;
+  const hours = { from: h1 * 60 + m1, to: h2 * 60 + m2 };
+  return limitHoursSchema.safeParse(hours).success ? hours : null;
+}
+
+/** "08:05" for 485 minutes after midnight. */
+export function formatMinuteOfDay(n: number): string {
+  return `${String(Math.floor(n / 60)).padStart(2, '0')}:${String(n % 60).padStart(2, '0')}`;
+}
+
+/** "08:00–18:00". */
+export function formatLimitHours(h: LimitHours): string {
+  return `${formatMinuteOfDay(h.from)}–${formatMinuteOfDay(h.to)}`;
+}
 
 export const targetNameSchema = z
   .string()
@@ -148,8 +191,12 @@ export interface PipelineSettings {
   chunkSize: number;
   workers: number;
   uploadsPerWorker: number;
-  /** Upload bytes a second, all workers together (absent or 0: no cap). Uploads to S3 targets. */
+  /** Upload bytes a second, all workers together (absent or 0: no cap). */
   uploadLimit?: number;
+  /** Download bytes a second (restores, verifies), all workers together (absent or 0: no cap). */
+  downloadLimit?: number;
+  /** When set, both limits hold only inside this daily window of local time. */
+  limitHours?: LimitHours;
   /** Chunks a worker prepares ahead of its upload slots (default PREPARED_PER_WORKER; 0 = wait-for-reply). */
   preparedPerWorker?: number;
   /**

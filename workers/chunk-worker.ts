@@ -10,7 +10,7 @@ import { openTarget } from '../shared/node/storage/open-target.ts';
 import { loadS3Sdk } from '../shared/node/storage/s3.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../shared/node/storage/retrying.ts';
 import { failure, reportWire } from './worker-reports.ts';
-import { useUploadCap } from '../shared/node/storage/bandwidth.ts';
+import { useWireCaps } from '../shared/node/storage/bandwidth.ts';
 import { RANGE_MAX } from '../shared/limits.ts';
 import { storePackWaiting } from '../shared/node/pool/quorum-wait.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
@@ -42,7 +42,7 @@ const init = await new Promise<WorkerInit>((resolve, reject) =>
     m.t === 'init' ? resolve(m.init) : reject(new Error(`a chunk worker got "${m.t}" before "init"`)),
   ),
 );
-useUploadCap(init.uploadCap);
+useWireCaps(init.caps);
 const sodium: SodiumProvider = await loadSodium(init.crypto as SodiumProviderName);
 const idKey = Buffer.from(init.idKey);
 const sealKey = Buffer.from(init.sealKey);

@@ -4,6 +4,7 @@ import { getApi } from './api/bridge.ts';
 import { messageOf } from './api/format.ts';
 import { BackupScreen } from './screens/BackupScreen.tsx';
 import { HistoryScreen } from './screens/HistoryScreen.tsx';
+import { ProtectedScreen } from './screens/protected/ProtectedScreen.tsx';
 import { PlansScreen } from './screens/plans/PlansScreen.tsx';
 import { BrowseScreen } from './screens/browse/BrowseScreen.tsx';
 import { RestoreWizard } from './screens/restore/RestoreWizard.tsx';
@@ -13,10 +14,11 @@ import { StorageScreen } from './screens/storage/StorageScreen.tsx';
 import { UnlockScreen } from './screens/UnlockScreen.tsx';
 import { AttentionBanner } from './components/AttentionBanner.tsx';
 
-type Tab = 'backup' | 'plans' | 'history' | 'search' | 'restore' | 'storage' | 'settings';
+type Tab = 'backup' | 'plans' | 'protected' | 'history' | 'search' | 'restore' | 'storage' | 'settings';
 const TABS: { id: Tab; label: string }[] = [
   { id: 'backup', label: 'Back up' },
   { id: 'plans', label: 'Plans' },
+  { id: 'protected', label: 'Protected' },
   { id: 'history', label: 'History' },
   { id: 'search', label: 'Search' },
   { id: 'restore', label: 'Restore' },
@@ -97,6 +99,15 @@ export function App() {
         )}
         {tab === 'plans' && (
           <PlansScreen draftSources={planSources} onDraftUsed={() => setPlanSources(null)} />
+        )}
+        {tab === 'protected' && (
+          <ProtectedScreen
+            host={status.host}
+            onBrowse={(id) => {
+              setBrowseBackup(id);
+              setTab('history');
+            }}
+          />
         )}
         {tab === 'history' && browseBackup && (
           <BrowseScreen backupId={browseBackup} onBack={() => setBrowseBackup(null)} />

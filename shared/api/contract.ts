@@ -23,6 +23,7 @@ import type {
   PoolOperationView,
   PoolView,
   SearchView,
+  VersionsView,
   BackupPreviewView,
   DiffView,
   SettingsView,
@@ -69,12 +70,17 @@ export const requests = {
   /** Creates a recovery key slot; the key is returned once, to be shown and stored by the user. */
   'keys.recovery': z.object({}),
   'settings.get': z.object({}),
+  /** Each field given replaces the saved value; absent: unchanged. */
   'settings.save': z.object({
-    chunkSize: z.number(),
-    workers: z.number(),
-    uploadsPerWorker: z.number(),
-    /** Upload bytes a second, every upload together; 0: no cap; absent: unchanged. */
+    chunkSize: z.number().optional(),
+    workers: z.number().optional(),
+    uploadsPerWorker: z.number().optional(),
+    /** Upload bytes a second, every upload together; 0: no cap. */
     uploadLimit: z.number().optional(),
+    /** Download bytes a second (restores, verifies); 0: no cap. */
+    downloadLimit: z.number().optional(),
+    /** The daily window the limits hold in; null: all day. */
+    limitHours: z.object({ from: z.number(), to: z.number() }).nullable().optional(),
   }),
   'targets.list': z.object({}),
   'targets.test': z.object({
@@ -154,6 +160,11 @@ export const requests = {
       .min(1, 'Type a name or a pattern to search for.')
       .max(512, 'The search is longer than 512 characters.'),
     limit: z.number().int().min(1).max(5000).optional(),
+  }),
+  /** Every version of one entry of a backup across this machine's backups (Browse → Versions). */
+  'backups.versions': z.object({
+    backupId: id,
+    path: z.string().min(1, 'Choose a file or folder.').max(4096, 'The path is longer than 4096 characters.'),
   }),
   /** What changed from one backup to another: the counts, and the first `limit` entries in path order. */
   'backups.diff': z.object({
@@ -287,6 +298,7 @@ export interface Responses {
   'fs.list': DirListing;
   'backups.browse': BrowsePageView;
   'backups.search': SearchView;
+  'backups.versions': VersionsView;
   'backups.diff': DiffView;
   'backups.verify': JobView;
   'backups.verifications': VerificationView[];

@@ -14,6 +14,8 @@ export interface AppStatus {
   cpuCount: number;
   shell: 'electron' | 'web';
   version: string;
+  /** This computer's name, as its backups record it. */
+  host: string;
 }
 
 export interface TargetView {
@@ -81,6 +83,8 @@ export interface JobView {
     /** Not restored, with why; `kept`: a different file was there and was kept as asked. */
     failed: { path: string; message: string; kept?: true }[];
     to: string;
+    /** The folders written into (one, or each source's folder for a restore to where they were). */
+    folders?: string[];
   };
   /** Prune only: the phase it is in and how far (packs, trees or files of that phase). */
   prune?: PruneProgress & { dryRun: boolean };
@@ -224,6 +228,15 @@ export interface SearchView {
   snapshots: number;
   treesRead: number;
 }
+
+/**
+ * One entry's versions across the backups of its machine (`backups.versions`), by where it was on that
+ * machine; `snapshotsLacking` backed up its folder while it was not there.
+ */
+export type VersionsView = SearchView['files'][number] & {
+  snapshotsHolding: number;
+  snapshotsLacking: number;
+};
 
 /** What a backup would hold and leave out (`backup.preview`), counted on disk. */
 export interface BackupPreviewView {

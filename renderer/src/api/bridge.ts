@@ -13,6 +13,8 @@ export interface PreloadApi extends CairnApi {
   pathForFile(file: File): string;
   /** Electron's dialog.showOpenDialog; resolves to the chosen paths, [] when cancelled. */
   openDialog?(request: OpenDialogRequest): Promise<string[]>;
+  /** Shows a folder a finished restore job wrote into in the system's file manager (Electron only). */
+  openRestoredFolder?(request: { jobId: string; index: number }): Promise<void>;
 }
 
 declare global {

@@ -13,6 +13,7 @@ import { isLive } from '../../job-state.ts';
 type BrowseMethod =
   | 'backups.browse'
   | 'backups.search'
+  | 'backups.versions'
   | 'backups.diff'
   | 'backups.verify'
   | 'backups.verifications'
@@ -60,6 +61,24 @@ export function browseHandlers(deps: {
         if (err instanceof SearchPatternError) throw new ApiCallError(err.message, 'query');
         throw err;
       }
+    },
+    'backups.versions': async ({ backupId, path: entry }) => {
+      const e = deps.engine();
+      const b = e.snapshot(backupId);
+      let original: string;
+      try {
+        const [place] = originalPlaces(b.sources, [entry]);
+        original = path.join(place!.parent, place!.paths[0]!);
+      } catch (err) {
+        if (err instanceof OriginalLocationError) throw new ApiCallError(err.message, 'path');
+        throw err;
+      }
+      // The same path on another machine is another file.
+      const mine = e.listSnapshots().filter((s) => s.host === b.host);
+      return e.versions(
+        mine.map((s) => ({ doc: s, target: s.target })),
+        original,
+      );
     },
     'backups.diff': async ({ from, to, limit }) => {
       const e = deps.engine();
@@ -150,7 +169,7 @@ export function browseHandlers(deps: {
       deps.track(
         job,
         run.then((r) => {
-          const { restored, problems } = restoreOutcome(r, req.to);
+          const { restored, problems } = restoreOutcome(r, [req.to]);
           deps.jobs.update(job, { restored });
           return { problems };
         }),
@@ -182,7 +201,7 @@ export function browseHandlers(deps: {
         deps.jobs.listenerFor(job, 'restore'),
         job.control,
       ).then((r) => {
-        const { restored, problems } = restoreOutcome(r, r.places.join(', '));
+        const { restored, problems } = restoreOutcome(r, r.places);
         deps.jobs.update(job, { restored });
         return { problems };
       });

@@ -209,7 +209,14 @@ export class AppService {
       : fs.existsSync(keystorePath(this.home))
         ? 'locked'
         : 'no-keystore';
-    return { state, home: this.home, cpuCount: defaultWorkerCount(), shell: this.shell, version: '0.1.0' };
+    return {
+      state,
+      home: this.home,
+      cpuCount: defaultWorkerCount(),
+      shell: this.shell,
+      version: '0.1.0',
+      host: os.hostname(),
+    };
   }
 
   private e(): Engine {

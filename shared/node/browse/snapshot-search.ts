@@ -167,7 +167,8 @@ async function searchTree(
   return out;
 }
 
-function fingerprint(n: TreeNode): string {
+/** Equal for equal content: a file's size and blob ids, a folder's tree, a link's target. */
+export function fingerprint(n: TreeNode): string {
   const what =
     n.type === 'file'
       ? `f:${n.size}:${(n.content ?? []).join(',')}`

@@ -4,7 +4,7 @@ import { setSecretEnvAside } from '../secret-env.ts';
 import '../small-heap.ts';
 import '../quiet-sdk.ts';
 import { Command, CommanderError, Option } from 'commander';
-import { formatSize, parseSize, type PipelineSettings } from '../../settings.ts';
+import { formatSize, parseSize } from '../../settings.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';
 import { selectWhileLocked, type RestoreSelection, PACK_SIZE_MAX, PACK_SIZE_MIN } from '../engine/exports.ts';
 import { restoreToOriginal } from '../engine/restore-original.ts';
@@ -22,6 +22,12 @@ import { readPassphrase } from './passphrase.ts';
 import { withEngine } from './session.ts';
 import { registerFindCommand } from './find-command.ts';
 import { registerDiffCommand } from './diff-command.ts';
+import {
+  limitDownloadOption,
+  limitUploadOption,
+  pipelineOverrides,
+  registerSettingsCommand,
+} from './settings-command.ts';
 import { registerKeyCommands } from './key-commands.ts';
 import { registerPoolCommands } from './pool-commands.ts';
 import { registerPlanCommands } from './plan-commands.ts';
@@ -88,25 +94,6 @@ function collect(v: string, acc: string[]): string[] {
   return [...acc, v];
 }
 
-function pipelineOverrides(o: {
-  chunkSize?: number;
-  workers?: number;
-  uploadsPerWorker?: number;
-  limitUpload?: number;
-}): Partial<PipelineSettings> {
-  return {
-    chunkSize: o.chunkSize,
-    workers: o.workers,
-    uploadsPerWorker: o.uploadsPerWorker,
-    ...(o.limitUpload !== undefined ? { uploadLimit: o.limitUpload } : {}),
-  };
-}
-
-/** "5MiB", "5MiB/s", "800KiB/s": bytes a second; "0": no cap. */
-const rateOption = (v: string): number => (v.trim() === '0' ? 0 : sizeOption(v.trim().replace(/\/s$/i, '')));
-const LIMIT_UPLOAD_HELP =
-  'cap uploads at this many bytes a second, all workers together ("5MiB", "800KiB/s"; 0: no cap)';
-
 program
   .command('init')
   .description('create the keystore (in CAIRN_HOME) with a new master key protected by a passphrase')
@@ -145,6 +132,7 @@ registerKeyCommands(program, out);
 registerPlanCommands(program, out, { size: sizeOption, int: intOption });
 registerFindCommand(program, out, { int: intOption });
 registerDiffCommand(program, out);
+registerSettingsCommand(program, out, { size: sizeOption, int: intOption });
 registerPoolCommands(program, out, { int: intOption, partial: (m) => new PartialFailure(m) });
 registerRetentionCommands(program, out, {
   int: intOption,
@@ -168,7 +156,7 @@ program
       intOption('Uploads per worker'),
     ),
   )
-  .addOption(new Option('--limit-upload <rate>', LIMIT_UPLOAD_HELP).argParser(rateOption))
+  .addOption(limitUploadOption())
   .option('--force-read', 'read every file, even those unchanged since the last snapshot')
   .addOption(
     new Option(
@@ -264,6 +252,7 @@ interface RestoreOptions {
   path: string[];
   overwrite?: boolean;
   fsync?: boolean;
+  limitDownload?: number;
 }
 
 program
@@ -280,6 +269,7 @@ program
   )
   .option('--overwrite', 'replace files that already exist at the destination')
   .option('--fsync', 'flush every restored file to disk before it is renamed into place (slower)')
+  .addOption(limitDownloadOption())
   .action(async (id: string, opts: RestoreOptions) => {
     const o = out();
     if ((opts.to === undefined) === !opts.original)
@@ -289,14 +279,22 @@ program
         // What was walked while the key was derived holds unless the refresh changed the caches.
         const selection = (await e.refresh()) ? null : early;
         const snapshotId = e.resolveSnapshotId(id);
+        const settings = pipelineOverrides(opts);
         if (opts.original) {
-          const back = { paths: opts.path, overwrite: !!opts.overwrite, fsync: opts.fsync };
+          const back = { paths: opts.path, overwrite: !!opts.overwrite, fsync: opts.fsync, settings };
           const done = await restoreToOriginal(e, snapshotId, back, o.listener());
           return { r: done, to: done.places.join(', ') };
         }
         const done = await e.restore(
           snapshotId,
-          { to: opts.to!, paths: opts.path, overwrite: opts.overwrite, fsync: opts.fsync, selection },
+          {
+            to: opts.to!,
+            paths: opts.path,
+            overwrite: opts.overwrite,
+            fsync: opts.fsync,
+            selection,
+            settings,
+          },
           o.listener(),
         );
         return { r: done, to: opts.to! };
@@ -379,34 +377,6 @@ program
             .map((r) => `Completed snapshot ${r.snapshotId} (${formatSize(r.bytesUploaded)} uploaded).`)
             .join('\n')
         : 'Nothing to resume.',
-    );
-  });
-
-program
-  .command('settings')
-  .description('show or change the saved pipeline settings')
-  .addOption(
-    new Option('--chunk-size <size>', 'the largest chunk files are cut into (8MiB, 512KiB …)').argParser(
-      sizeOption,
-    ),
-  )
-  .addOption(
-    new Option('--workers <n>', 'worker threads that read, seal and send').argParser(
-      intOption('Worker count'),
-    ),
-  )
-  .addOption(
-    new Option('--uploads-per-worker <n>', 'requests each worker keeps in flight').argParser(
-      intOption('Uploads per worker'),
-    ),
-  )
-  .addOption(new Option('--limit-upload <rate>', LIMIT_UPLOAD_HELP).argParser(rateOption))
-  .action(async (opts) => {
-    const o = out();
-    const s = await withEngine(async (e) => e.saveSettings(pipelineOverrides(opts)));
-    o.result(
-      s,
-      `chunk size ${formatSize(s.chunkSize)}, ${s.workers} workers, ${s.uploadsPerWorker} uploads per worker, ${s.uploadLimit ? `uploads capped at ${formatSize(s.uploadLimit)}/s` : 'uploads not capped'}`,
     );
   });
 

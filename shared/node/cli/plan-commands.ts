@@ -6,6 +6,18 @@ import { SettingsError, type PlanInfo } from '../engine/engine.ts';
 import { reportBackup, table, type Output } from './output.ts';
 import { keepOptionValues } from './retention-commands.ts';
 import { withEngine } from './session.ts';
+import { rateOption } from './settings-command.ts';
+
+const planRate = rateOption('--limit-upload');
+
+/** An edit's upload cap: the given one, none for "settings", else the plan's own. */
+function uploadLimitOption(
+  cur: number | undefined,
+  given: number | null | undefined,
+): { uploadLimit?: number } {
+  const v = given === undefined ? cur : given;
+  return v === null || v === undefined ? {} : { uploadLimit: v };
+}
 
 interface AddOpts {
   source: string[];
@@ -16,6 +28,8 @@ interface AddOpts {
   day?: string;
   chunkSize?: number;
   workers?: number;
+  /** Bytes a second; null: the Settings value. */
+  limitUpload?: number | null;
   keepLast?: number;
   keepHourly?: number;
   keepDaily?: number;
@@ -36,6 +50,7 @@ const OPTION_OF: Record<string, string> = {
   'schedule.day': '--day',
   chunkSize: '--chunk-size',
   workers: '--workers',
+  uploadLimit: '--limit-upload',
   retention: '--keep-*',
   ...Object.fromEntries(KEEP_RULE_NAMES.map((r) => [`retention.${r}`, `--keep-${r}`])),
 };
@@ -74,6 +89,12 @@ export function registerPlanCommands(
       .addOption(new Option('--chunk-size <size>', 'chunk size for this plan').argParser(parse.size))
       .addOption(
         new Option('--workers <n>', 'worker threads for this plan').argParser(parse.int('Worker count')),
+      )
+      .addOption(
+        new Option(
+          '--limit-upload <rate>',
+          'cap this plan\'s uploads ("5MiB", "800KiB/s"; 0: no cap; "settings": the saved limit)',
+        ).argParser((v) => (v.trim().toLowerCase() === 'settings' ? null : planRate(v))),
       );
   };
 
@@ -93,6 +114,7 @@ export function registerPlanCommands(
       schedule: scheduleFromOptions(opts),
       ...(opts.chunkSize !== undefined ? { chunkSize: opts.chunkSize } : {}),
       ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
+      ...(typeof opts.limitUpload === 'number' ? { uploadLimit: opts.limitUpload } : {}),
       ...retentionOption({}, opts),
     };
     const p = await withEngine(async (e) => namingOption(() => e.plans.save(draft)));
@@ -131,6 +153,7 @@ export function registerPlanCommands(
           ? { chunkSize: opts.chunkSize ?? cur.chunkSize }
           : {}),
         ...((opts.workers ?? cur.workers) !== undefined ? { workers: opts.workers ?? cur.workers } : {}),
+        ...uploadLimitOption(cur.uploadLimit, opts.limitUpload),
         ...retentionOption(cur.retention ?? {}, opts),
       };
       return namingOption(() => e.plans.save(draft, name));

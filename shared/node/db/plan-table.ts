@@ -9,6 +9,8 @@ export interface PlanSpec {
   schedule: Schedule;
   chunkSize?: number;
   workers?: number;
+  /** Bytes a second (0: no cap); absent: the saved setting. */
+  uploadLimit?: number;
   /** Forget policy applied after each successful run. */
   retention?: KeepPolicyDraft;
 }

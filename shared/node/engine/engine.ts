@@ -2,17 +2,8 @@
 import fs from 'node:fs';
 import { makeKeySlot, type Unlocker } from '../crypto/keys.ts';
 import { KEY_BYTES, loadSodium } from '../crypto/provider.ts';
-import {
-  CHUNK_SIZE_DEFAULT,
-  UPLOADS_PER_WORKER_DEFAULT,
-  chunkSizeSchema,
-  uploadLimitSchema,
-  targetNameSchema,
-  uploadsPerWorkerSchema,
-  workersSchema,
-  type PipelineSettings,
-  type TargetConfig,
-} from '../../settings.ts';
+import { targetNameSchema, type PipelineSettings, type TargetConfig } from '../../settings.ts';
+import { resolveSettings, settingsToKeep, type SettingsOverrides } from './pipeline-settings.ts';
 import type { TargetHandle } from '../storage/open-target.ts';
 import { newRepoConfig } from '../format/config.ts';
 import { Repository, unlockFromTarget } from '../repository/repository.ts';
@@ -41,7 +32,6 @@ import { runRestoreJob, type RestoreResult } from '../restore/restore-job.ts';
 import type { RestoreSelection } from '../restore/restore-selection.ts';
 import { snapshotChildren, snapshotEntries } from '../repository/snapshot-tree.ts';
 import { runVerifyJob, type VerifyResult } from '../check/verify-job.ts';
-import { defaultWorkerCount } from '../pipeline/worker-pool.ts';
 import { stepTimer } from '../debug-timing.ts';
 
 export { BackupFailedError, KeystoreError, SettingsError, defaultHome, keystorePath };
@@ -63,6 +53,7 @@ import type { EntryInfo, SnapshotInfo } from './engine-types.ts';
 import { LocalView } from './local-view.ts';
 import { SnapshotBrowser } from '../browse/snapshot-browse.ts';
 import { searchSnapshots } from '../browse/snapshot-search.ts';
+import { fileVersions } from '../browse/file-versions.ts';
 import { diffSnapshots, type DiffCounts, type DiffEntry } from '../browse/snapshot-diff.ts';
 /** The headless engine: one unlocked keystore, its repository, and the jobs that run against it. */
 export class Engine {
@@ -200,6 +191,11 @@ export class Engine {
     return searchSnapshots(this.repo, snapshots, query, limit);
   }
 
+  /** Every version of the file at `original` (an absolute path of the backed-up machine) in these snapshots. */
+  versions(snapshots: Parameters<typeof fileVersions>[1], original: string): ReturnType<typeof fileVersions> {
+    return fileVersions(this.repo, snapshots, original);
+  }
+
   /** What changed from one snapshot to another (browse/snapshot-diff.ts); entries go to `onEntry`. */
   diff(fromId: string, toId: string, onEntry?: (e: DiffEntry) => void): Promise<DiffCounts> {
     return diffSnapshots(this.repo, this.snapshot(fromId).tree, this.snapshot(toId).tree, onEntry);
@@ -210,27 +206,12 @@ export class Engine {
     this.ks.close();
   }
 
-  settings(overrides: Partial<PipelineSettings> = {}): PipelineSettings {
-    const saved = this.ks.getSetting<Partial<PipelineSettings>>('pipeline') ?? {};
-    return {
-      chunkSize: check(chunkSizeSchema, overrides.chunkSize ?? saved.chunkSize ?? CHUNK_SIZE_DEFAULT),
-      workers: check(workersSchema, overrides.workers ?? saved.workers ?? defaultWorkerCount()),
-      uploadsPerWorker: check(
-        uploadsPerWorkerSchema,
-        overrides.uploadsPerWorker ?? saved.uploadsPerWorker ?? UPLOADS_PER_WORKER_DEFAULT,
-      ),
-      ...uploadLimitOf(overrides.uploadLimit ?? saved.uploadLimit),
-      // Not a user setting: benchmarks set 0 to reproduce a wait-for-reply upload loop.
-      ...(overrides.preparedPerWorker !== undefined
-        ? { preparedPerWorker: Math.max(0, Math.min(8, Math.floor(overrides.preparedPerWorker))) }
-        : {}),
-      // Per run, not saved: how long a backup in a pool waits for targets below its write quorum.
-      ...(overrides.pauseLimitMs !== undefined ? { pauseLimitMs: Math.max(0, overrides.pauseLimitMs) } : {}),
-    };
+  settings(overrides: SettingsOverrides = {}): PipelineSettings {
+    return resolveSettings(this.ks.getSetting<Partial<PipelineSettings>>('pipeline') ?? {}, overrides);
   }
 
-  saveSettings(s: Partial<PipelineSettings>): PipelineSettings {
-    const { preparedPerWorker: _internal, pauseLimitMs: _perRun, ...next } = this.settings(s);
+  saveSettings(s: SettingsOverrides): PipelineSettings {
+    const next = settingsToKeep(this.settings(s));
     this.ks.setSetting('pipeline', next);
     return next;
   }
@@ -278,7 +259,7 @@ export class Engine {
     sources: string[],
     opts: {
       target?: string;
-      settings?: Partial<PipelineSettings>;
+      settings?: SettingsOverrides;
       forceRead?: boolean;
       exclude?: readonly string[];
       /** How long to wait for a prune's exclusive lock (ms; default 10 minutes). */
@@ -374,7 +355,7 @@ export class Engine {
       paths?: string[];
       overwrite?: boolean;
       fsync?: boolean;
-      settings?: Partial<PipelineSettings>;
+      settings?: SettingsOverrides;
       /** The selection walked while unlocking (`selectWhileLocked`), if the caches did not change since. */
       selection?: RestoreSelection | null;
     },
@@ -439,11 +420,4 @@ export class Engine {
    */
   removeLocks = (opts: { all?: boolean } = {}): Promise<LockView[]> =>
     locksOnTargets(this.repo, this.ks.listTargets(), opts);
-}
-
-/** A saved or given upload cap, checked; 0 and absent both mean none (and are not kept). */
-function uploadLimitOf(n: number | undefined): { uploadLimit?: number } {
-  if (n === undefined) return {};
-  const v = check(uploadLimitSchema, n);
-  return v > 0 ? { uploadLimit: v } : {};
 }

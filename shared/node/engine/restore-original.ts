@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { SettingsOverrides } from './pipeline-settings.ts';
 import type { Engine, RestoreResult } from './engine.ts';
 import type { JobControl } from '../jobs/job-control.ts';
 import type { JobListener } from '../jobs/job-events.ts';
@@ -50,7 +51,7 @@ export function originalPlaces(sources: readonly string[], paths: readonly strin
 export async function restoreToOriginal(
   engine: Engine,
   snapshotId: string,
-  opts: { paths: string[]; overwrite: boolean; fsync?: boolean },
+  opts: { paths: string[]; overwrite: boolean; fsync?: boolean; settings?: SettingsOverrides },
   listener: JobListener = {},
   control?: JobControl,
 ): Promise<RestoreResult & { places: string[] }> {
@@ -61,7 +62,13 @@ export async function restoreToOriginal(
     if (control?.cancelled) break;
     const r = await engine.restore(
       snapshotId,
-      { to: place.parent, paths: place.paths, overwrite: opts.overwrite, fsync: opts.fsync },
+      {
+        to: place.parent,
+        paths: place.paths,
+        overwrite: opts.overwrite,
+        fsync: opts.fsync,
+        settings: opts.settings,
+      },
       listener,
       control,
     );

@@ -3,7 +3,7 @@ import type { PackPlacement } from './worker-protocol.ts';
 import type { TargetHandle } from '../storage/open-target.ts';
 import type { LocalDb } from '../db/local-db.ts';
 import { WorkerPool } from './worker-pool.ts';
-import { newUploadCap } from '../storage/bandwidth.ts';
+import { newRateCap, type WireCaps } from '../storage/bandwidth.ts';
 
 export function startPool(
   ks: LocalDb,
@@ -28,9 +28,17 @@ export function startPool(
       ...(placement ? { placement } : {}),
       // Backups: how long a pack below its write quorum pauses for its targets (restores store nothing).
       pauseLimitMs: settings.pauseLimitMs ?? Infinity,
-      ...(settings.uploadLimit ? { uploadCap: newUploadCap(settings.uploadLimit) } : {}),
+      caps: wireCaps(settings),
     },
     settings.workers,
     spoolFilesPerWorker,
   );
+}
+
+/** The run's upload and download caps (one clock each, shared by its workers). */
+function wireCaps(s: PipelineSettings): WireCaps {
+  return {
+    ...(s.uploadLimit ? { upload: newRateCap(s.uploadLimit, s.limitHours) } : {}),
+    ...(s.downloadLimit ? { download: newRateCap(s.downloadLimit, s.limitHours) } : {}),
+  };
 }

@@ -1,4 +1,4 @@
-import type { UploadCap } from '../storage/bandwidth.ts';
+import type { WireCaps } from '../storage/bandwidth.ts';
 import type { BlobKind } from '../../format/constants.ts';
 import type { WholeFile } from './restore-dest.ts';
 import type { TargetHandle } from '../storage/open-target.ts';
@@ -26,8 +26,8 @@ export interface WorkerInit {
    * targets to come back (ms; Infinity: until they are back; 0: it fails at once; absent: no pause, the pack is stored with the retry window's patience).
    */
   pauseLimitMs?: number;
-  /** Backups: the cap on upload bytes a second, shared by every worker of the run (storage/bandwidth.ts). */
-  uploadCap?: UploadCap;
+  /** Caps on upload and download bytes a second, shared by every worker of the run (storage/bandwidth.ts). */
+  caps?: WireCaps;
   /** Backups: this worker's pack spool files (opened and closed by the pool) and their folder. */
   spoolFds?: number[];
   spoolDir?: string;

@@ -26,7 +26,11 @@ type ResumeJob = (jobId: string, listener: JobListener, control?: JobControl) =>
 
 type RunBackup = (
   sources: string[],
-  opts: { target?: string; settings: { chunkSize?: number; workers?: number }; exclude: string[] },
+  opts: {
+    target?: string;
+    settings: { chunkSize?: number; workers?: number; uploadLimit?: number };
+    exclude: string[];
+  },
   listener: JobListener,
   control?: JobControl,
 ) => Promise<BackupResult>;
@@ -80,6 +84,7 @@ export class PlanAdmin {
       schedule: d.schedule,
       ...(d.chunkSize !== undefined ? { chunkSize: d.chunkSize } : {}),
       ...(d.workers !== undefined ? { workers: d.workers } : {}),
+      ...(d.uploadLimit !== undefined ? { uploadLimit: d.uploadLimit } : {}),
       ...(!keepPolicyIsEmpty(d.retention) ? { retention: d.retention } : {}),
     };
     const now = Date.now();
@@ -148,7 +153,11 @@ export class PlanAdmin {
             row.spec.sources,
             {
               target: target?.name,
-              settings: { chunkSize: row.spec.chunkSize, workers: row.spec.workers },
+              settings: {
+                chunkSize: row.spec.chunkSize,
+                workers: row.spec.workers,
+                uploadLimit: row.spec.uploadLimit,
+              },
               exclude: row.spec.exclude,
             },
             tracking,
@@ -240,6 +249,7 @@ export class PlanAdmin {
       ...(r.targetId !== null ? { target: this.ks.targetById(r.targetId).name } : {}),
       ...(r.spec.chunkSize !== undefined ? { chunkSize: r.spec.chunkSize } : {}),
       ...(r.spec.workers !== undefined ? { workers: r.spec.workers } : {}),
+      ...(r.spec.uploadLimit !== undefined ? { uploadLimit: r.spec.uploadLimit } : {}),
       ...(r.spec.retention ? { retention: r.spec.retention } : {}),
       exclude: r.spec.exclude,
       schedule: r.spec.schedule,

@@ -8,7 +8,7 @@ import type * as SmithyProtocols from '@smithy/core/protocols';
 import type * as SmithyHttp from '@smithy/node-http-handler';
 import { isSpooled, type SpooledBody } from './put-body.ts';
 import { wireMeter } from './wire-meter.ts';
-import { beforeUpload } from './bandwidth.ts';
+import { afterDownload, beforeUpload, capSlice } from './bandwidth.ts';
 
 const require = createRequire(import.meta.url);
 let protocols: typeof SmithyProtocols | null = null;
@@ -76,11 +76,12 @@ class LeanConnection {
     const onread = {
       buffer: () =>
         this.body && this.bodyAt < this.body.length
-          ? this.body.subarray(this.bodyAt)
+          ? this.body.subarray(this.bodyAt, this.bodyAt + capSlice('download'))
           : this.head.subarray(this.status && !this.body ? 0 : this.headUsed),
       callback: (n: number) => {
+        const intoBody = this.body !== null;
         this.received(n);
-        return true;
+        return intoBody ? this.underDownloadCap(n) : true;
       },
     };
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -148,7 +149,7 @@ class LeanConnection {
         await taken[i];
         if (this.current !== exchange) return; // answered (or failed) before the body was sent
         const buf = this.out[i]!;
-        const n = readSync(body.fd, buf, 0, Math.min(buf.length, body.length - pos), pos);
+        const n = readSync(body.fd, buf, 0, Math.min(buf.length, body.length - pos, capSlice('upload')), pos);
         if (n === 0) throw new Error(`a spooled body ended at ${pos} of ${body.length} bytes`);
         pos += n;
         await beforeUpload(n); // an upload cap (storage/bandwidth.ts) books its share of the link
@@ -166,6 +167,23 @@ class LeanConnection {
     } catch (err) {
       if (this.current === exchange) this.fail(err as Error);
     }
+  }
+
+  /**
+   * A download cap (storage/bandwidth.ts): after `n` body bytes, stop reading for the link's share of
+   * time (false pauses the socket; TCP then slows the sender). The idle timeout does not count our own
+   * pause.
+   */
+  private underDownloadCap(n: number): boolean {
+    const waitMs = afterDownload(n);
+    if (waitMs < 1) return true;
+    this.socket.setTimeout(0);
+    setTimeout(() => {
+      if (this.socket.destroyed) return;
+      this.socket.setTimeout(this.timeoutMs);
+      this.socket.resume();
+    }, waitMs);
+    return false;
   }
 
   private received(n: number): void {

@@ -4,6 +4,7 @@ import { constants as fsc, existsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { copySpooled, isSpooled } from './put-body.ts';
+import { beforeUpload, downloaded } from './bandwidth.ts';
 import { StorageError, type Storage } from './storage.ts';
 
 /**
@@ -54,6 +55,7 @@ export function createLocalDirStorage(o: { label: string; root: string }): Stora
       try {
         await ensureRoot();
         await fs.mkdir(dir, { recursive: true });
+        await beforeUpload(body.length); // an upload cap books the whole object (storage/bandwidth.ts)
         const fh = await fs.open(tmp, 'wx', 0o600);
         try {
           if (isSpooled(body)) await copySpooled(body, fh);
@@ -74,12 +76,17 @@ export function createLocalDirStorage(o: { label: string; root: string }): Stora
     async get(key, range, into) {
       const file = fileFor(key);
       try {
-        if (!range) return await fs.readFile(file);
+        if (!range) {
+          const whole = await fs.readFile(file);
+          await downloaded(whole.length);
+          return whole;
+        }
         const fh = await fs.open(file, 'r');
         try {
           const len = range.end - range.start + 1;
           const buf = into && into.length >= len ? into.subarray(0, len) : Buffer.alloc(len);
           const { bytesRead } = await fh.read(buf, 0, len, range.start);
+          await downloaded(bytesRead);
           return buf.subarray(0, bytesRead);
         } finally {
           await fh.close();

@@ -4,6 +4,7 @@ import { useQuery } from '../../api/hooks.ts';
 import { formatDate, formatSize } from '../../api/format.ts';
 import { EntryIcon } from './EntryIcon.tsx';
 import { RestoreDialog, type RestoreRequest } from './RestoreDialog.tsx';
+import { VersionsDialog } from './VersionsDialog.tsx';
 import './browse.css';
 
 export const PAGE_SIZE = 200;
@@ -19,6 +20,7 @@ export function BrowseScreen({ backupId, onBack }: { backupId: string; onBack: (
   const [dir, setDir] = useState('');
   const [offset, setOffset] = useState(0);
   const [restoring, setRestoring] = useState<RestoreRequest | null>(null);
+  const [versionsOf, setVersionsOf] = useState<string | null>(null);
   const backups = useQuery('backups.list', {});
   const backup = backups.data?.find((b) => b.id === backupId);
   const page = useQuery('backups.browse', { backupId, dir, offset, limit: PAGE_SIZE });
@@ -133,7 +135,16 @@ export function BrowseScreen({ backupId, onBack }: { backupId: string; onBack: (
                         : ''}
                   </td>
                   <td>{dateFormat.format(e.mtimeMs)}</td>
-                  <td className="num">
+                  <td className="num row-actions">
+                    {e.kind !== 'dir' && (
+                      <button
+                        type="button"
+                        aria-label={`Versions of ${e.name}`}
+                        onClick={() => setVersionsOf(e.path)}
+                      >
+                        Versions…
+                      </button>
+                    )}
                     {backup && (
                       <button
                         type="button"
@@ -184,6 +195,14 @@ export function BrowseScreen({ backupId, onBack }: { backupId: string; onBack: (
             </div>
           )}
         </>
+      )}
+      {versionsOf !== null && !restoring && (
+        <VersionsDialog
+          backupId={backupId}
+          path={versionsOf}
+          onRestore={setRestoring}
+          onClose={() => setVersionsOf(null)}
+        />
       )}
       {restoring && <RestoreDialog request={restoring} onClose={() => setRestoring(null)} />}
     </div>

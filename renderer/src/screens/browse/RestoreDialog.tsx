@@ -6,6 +6,7 @@ import { counted, formatSize, messageOf, percent } from '../../api/format.ts';
 import { originalPath } from './restore-target.ts';
 import { ExistingPolicy } from '../../components/ExistingPolicy.tsx';
 import { isLive } from '../../../../shared/job-state.ts';
+import { RestoredFolders } from '../../components/RestoredFolders.tsx';
 
 export interface RestoreRequest {
   backupId: string;
@@ -143,6 +144,7 @@ export function RestoreDialog({ request, onClose }: { request: RestoreRequest; o
                 {job.state === 'cancelled' ? ' (cancelled)' : ''}.
               </p>
             )}
+            {finished && job.restored && job.restored.files > 0 && <RestoredFolders job={job} />}
             {finished && job.error && <p className="error">{job.error}</p>}
             {job.restored && job.restored.failed.length > 0 && (
               <ul className="failures" aria-label="Not restored">

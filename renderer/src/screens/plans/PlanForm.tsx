@@ -31,6 +31,7 @@ const FIELDS = [
   'exclude',
   'chunkSize',
   'workers',
+  'uploadLimit',
   'retention',
 ] as const;
 type FieldName = (typeof FIELDS)[number];
@@ -72,6 +73,9 @@ export function PlanForm(props: {
   const [exclude, setExclude] = useState((p?.exclude ?? []).join('\n'));
   const [chunk, setChunk] = useState(p?.chunkSize ? formatSize(p.chunkSize).replace(' ', '') : '');
   const [workers, setWorkers] = useState(p?.workers ? String(p.workers) : '');
+  const [limit, setLimit] = useState(
+    p?.uploadLimit === undefined ? '' : p.uploadLimit === 0 ? '0' : formatSizeExact(p.uploadLimit),
+  );
   const [keep, setKeep] = useState(retentionText(p?.retention));
   const maintenance = useQuery('maintenance.get', {});
   // The empty fields' placeholders are what the run uses: the saved Settings values.
@@ -95,6 +99,10 @@ export function PlanForm(props: {
     if (chunkSize !== undefined && Number.isNaN(chunkSize))
       errs.chunkSize = `“${chunk}” is not a size (examples: 8MiB, 512KiB).`;
     if (workers.trim() && !/^\d+$/.test(workers.trim())) errs.workers = `“${workers}” is not a whole number.`;
+    // Empty: the Settings value; "0": none for this plan; "5MiB" or "5MiB/s": bytes a second.
+    const uploadLimit = limit.trim() ? parseSize(limit.trim().replace(/\/s$/i, '')) : undefined;
+    if (uploadLimit !== undefined && Number.isNaN(uploadLimit))
+      errs.uploadLimit = `“${limit}” is not a size a second (examples: 5MiB, 800KiB, 0 for none).`;
     const retention = retentionFromText(keep);
     if ('error' in retention) errs.retention = retention.error;
     setErrors(errs);
@@ -108,6 +116,7 @@ export function PlanForm(props: {
       schedule: schedule(),
       ...(chunkSize !== undefined ? { chunkSize } : {}),
       ...(workers.trim() ? { workers: Number(workers) } : {}),
+      ...(uploadLimit !== undefined ? { uploadLimit } : {}),
       ...('policy' in retention && retention.policy ? { retention: retention.policy } : {}),
     };
     setSaving(true);
@@ -264,6 +273,26 @@ export function PlanForm(props: {
                   onChange={(e) => setWorkers(e.target.value)}
                   placeholder={settings.data ? String(settings.data.workers) : ''}
                   inputMode="numeric"
+                />
+              )}
+            </Field>
+            <Field
+              label="Upload limit"
+              hint="bytes a second, such as 5MiB; 0: none for this plan; empty: the Settings value"
+              error={errors.uploadLimit}
+            >
+              {(c) => (
+                <input
+                  {...c}
+                  value={limit}
+                  onChange={(e) => setLimit(e.target.value)}
+                  placeholder={
+                    settings.data
+                      ? settings.data.uploadLimit
+                        ? `${formatSizeExact(settings.data.uploadLimit)}/s`
+                        : 'no limit'
+                      : ''
+                  }
                 />
               )}
             </Field>

@@ -5,14 +5,21 @@ import { messageOf } from '../../api/format.ts';
 import type { WizardAction, WizardState } from './wizard-state.ts';
 import { ExistingPolicy } from '../../components/ExistingPolicy.tsx';
 
-/** Step 3: where to restore (typed, the native dialog in Electron, or the engine's browser) and what to do with files already there. */
+/**
+ * Step 3: where to restore (a folder typed, chosen in the native dialog in Electron or the engine's
+ * browser; or back where the files were backed up from) and what to do with files already there.
+ */
 export function DestinationStep({
   state: s,
+  sources,
   dispatch,
 }: {
   state: WizardState;
+  /** The chosen backup's sources: where "back where they were" writes. */
+  sources: readonly string[];
   dispatch: (a: WizardAction) => void;
 }) {
+  const parents = [...new Set(sources.map((p) => p.replace(/\/+$/, '').replace(/\/[^/]*$/, '') || '/'))];
   const [browsing, setBrowsing] = useState(false);
   const [error, setError] = useState<string | null>(null);
   const browse = () => {
@@ -25,8 +32,17 @@ export function DestinationStep({
   };
   return (
     <section aria-label="Destination" className="form">
-      <label>
-        Restore into this folder
+      <fieldset className="destination">
+        <legend>Where to</legend>
+        <label className="inline">
+          <input
+            type="radio"
+            name="wizard-where"
+            checked={s.where === 'folder'}
+            onChange={() => dispatch({ t: 'where', value: 'folder' })}
+          />{' '}
+          Into this folder
+        </label>
         <div className="row">
           <input
             className="grow"
@@ -39,7 +55,28 @@ export function DestinationStep({
             Browse…
           </button>
         </div>
-      </label>
+        <label className="inline">
+          <input
+            type="radio"
+            name="wizard-where"
+            checked={s.where === 'original'}
+            disabled={sources.length === 0}
+            onChange={() => dispatch({ t: 'where', value: 'original' })}
+          />{' '}
+          Back where they were backed up from
+        </label>
+        {sources.length > 0 && (
+          <p className="muted small" data-testid="original-folders">
+            Into{' '}
+            {parents.map((p, i) => (
+              <span key={p}>
+                {i > 0 && ', '}
+                <code>{p}</code>
+              </span>
+            ))}
+          </p>
+        )}
+      </fieldset>
       {error && (
         <p className="error" role="alert">
           {error}

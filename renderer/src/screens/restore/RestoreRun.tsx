@@ -3,6 +3,7 @@ import { getApi } from '../../api/bridge.ts';
 import { LiveCharts } from '../../charts/LiveCharts.tsx';
 import { formatCount, formatDuration, formatRate, formatSize, messageOf, percent } from '../../api/format.ts';
 import { isLive } from '../../../../shared/job-state.ts';
+import { RestoredFolders } from '../../components/RestoredFolders.tsx';
 
 /** Step 4: progress of the running restore, with files done / total, elapsed time, ETA and Cancel. */
 export function RestoreProgress(props: { job: JobView; onError: (m: string) => void }) {
@@ -111,6 +112,7 @@ export function RestoreResult(props: { job: JobView; to: string; onRestart: () =
           </ul>
         </>
       )}
+      {r && r.files > 0 && <RestoredFolders job={job} />}
       <button type="button" className="primary" onClick={props.onRestart}>
         Restore something else
       </button>

@@ -59,12 +59,16 @@ export function RestoreWizard({ initialBackup }: { initialBackup: string | null 
     setError(null);
     if (!index || chosen.length === 0) return setError('Nothing selected to restore.');
     try {
-      const j = await getApi().invoke('restore.start', {
-        backupId: s.backupId!,
-        paths: restorePaths(index, chosen),
-        to: s.to.trim(),
-        existing: s.existing,
-      });
+      const paths = restorePaths(index, chosen);
+      const j =
+        s.where === 'original'
+          ? await getApi().invoke('restore.original', { backupId: s.backupId!, paths, existing: s.existing })
+          : await getApi().invoke('restore.start', {
+              backupId: s.backupId!,
+              paths,
+              to: s.to.trim(),
+              existing: s.existing,
+            });
       dispatch({ t: 'started', jobId: j.id });
     } catch (e) {
       setError(messageOf(e));
@@ -105,7 +109,13 @@ export function RestoreWizard({ initialBackup }: { initialBackup: string | null 
           dispatch={dispatch}
         />
       )}
-      {s.step === 2 && <DestinationStep state={s} dispatch={dispatch} />}
+      {s.step === 2 && (
+        <DestinationStep
+          state={s}
+          sources={backups.data?.find((b) => b.id === s.backupId)?.sources ?? []}
+          dispatch={dispatch}
+        />
+      )}
       {s.step === 3 && job && <RestoreProgress job={job} onError={setError} />}
       {s.step === 4 && job && (
         <RestoreResult job={job} to={s.to} onRestart={() => (setError(null), dispatch({ t: 'restart' }))} />

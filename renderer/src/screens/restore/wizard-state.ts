@@ -10,6 +10,8 @@ export interface WizardState {
   /** The backup whose entries `selected` was made from; null until its entries arrived. */
   selectionFor: string | null;
   filter: string;
+  /** Into the folder `to`, or back where each file was backed up from. */
+  where: 'folder' | 'original';
   to: string;
   existing: 'skip' | 'overwrite';
   jobId: string | null;
@@ -25,6 +27,7 @@ export type WizardAction =
   | { t: 'unselect'; leaves: string[] }
   | { t: 'filter'; text: string }
   | { t: 'to'; path: string }
+  | { t: 'where'; value: 'folder' | 'original' }
   | { t: 'existing'; value: 'skip' | 'overwrite' }
   /** `picked`: how many leaves a restore started now would bring back (see effectiveSelection). */
   | { t: 'next'; picked: number }
@@ -39,6 +42,7 @@ export const initialWizard: WizardState = {
   selected: new Set(),
   selectionFor: null,
   filter: '',
+  where: 'folder',
   to: '',
   existing: 'skip',
   jobId: null,
@@ -55,7 +59,7 @@ export function blocker(s: WizardState, picked: number): string | null {
         : 'Nothing selected: tick the files or folders to restore.';
     return null;
   }
-  if (s.step === 2) return s.to.trim() ? null : 'Choose a destination folder.';
+  if (s.step === 2) return s.where === 'original' || s.to.trim() ? null : 'Choose a destination folder.';
   return 'A restore is under way.';
 }
 
@@ -86,7 +90,9 @@ export function wizardReducer(s: WizardState, a: WizardAction): WizardState {
     case 'filter':
       return { ...s, filter: a.text };
     case 'to':
-      return { ...s, to: a.path };
+      return { ...s, to: a.path, where: 'folder' };
+    case 'where':
+      return { ...s, where: a.value };
     case 'existing':
       return { ...s, existing: a.value };
     case 'next':

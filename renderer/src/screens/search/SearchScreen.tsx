@@ -1,14 +1,12 @@
 import { useState } from 'react';
-import type { BackupView, SearchView } from '../../../../shared/api/views.ts';
+import type { SearchView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useQuery } from '../../api/hooks.ts';
-import { counted, formatCount, formatDate, formatSize, messageOf } from '../../api/format.ts';
+import { counted, messageOf } from '../../api/format.ts';
 import { EntryIcon } from '../browse/EntryIcon.tsx';
 import { RestoreDialog, type RestoreRequest } from '../browse/RestoreDialog.tsx';
+import { VersionsTable } from '../browse/VersionsTable.tsx';
 import '../browse/browse.css';
-
-/** Backups listed per version; the rest are counted. */
-const SHOWN_BACKUPS = 5;
 
 /**
  * "Where is report.docx?": every backup searched by name or glob, each matching file with its distinct
@@ -84,58 +82,7 @@ export function SearchScreen() {
                   <EntryIcon kind={f.versions[0]!.kind} />
                   {f.path}
                 </h3>
-                <table className="table found-versions" aria-label={`Versions of ${f.path}`}>
-                  <thead>
-                    <tr>
-                      <th>Version</th>
-                      <th className="num">Size</th>
-                      <th>Modified</th>
-                      <th>In backups</th>
-                      <th />
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {f.versions.map((v, i) => {
-                      const newest = v.foundIn[0]!;
-                      const backup = byId.get(newest.snapshotId);
-                      return (
-                        <tr key={v.content} data-testid="found-version">
-                          <td>
-                            {f.versions.length - i} of {f.versions.length}
-                            {i === 0 && <span className="muted"> (newest)</span>}
-                          </td>
-                          <td className="num">{v.kind === 'file' ? versionSize(v, f.versions) : v.kind}</td>
-                          <td>{formatDate(v.mtimeMs)}</td>
-                          <td>
-                            <ul className="found-in">
-                              {v.foundIn.slice(0, SHOWN_BACKUPS).map((at) => (
-                                <li key={at.snapshotId}>
-                                  {formatDate(at.time)} <span className="muted">· {at.host}</span>
-                                </li>
-                              ))}
-                              {v.foundIn.length > SHOWN_BACKUPS && (
-                                <li className="muted">
-                                  and {counted(v.foundIn.length - SHOWN_BACKUPS, 'earlier backup')}, back to{' '}
-                                  {formatDate(v.foundIn.at(-1)!.time)}
-                                </li>
-                              )}
-                            </ul>
-                          </td>
-                          <td className="num">
-                            <button
-                              type="button"
-                              aria-label={`Restore version ${f.versions.length - i} of ${f.path}`}
-                              disabled={!backup}
-                              onClick={() => backup && setRestoring(request(backup, newest.path))}
-                            >
-                              Restore…
-                            </button>
-                          </td>
-                        </tr>
-                      );
-                    })}
-                  </tbody>
-                </table>
+                <VersionsTable file={f} backups={byId} onRestore={setRestoring} />
               </li>
             ))}
           </ul>
@@ -144,18 +91,4 @@ export function SearchScreen() {
       {restoring && <RestoreDialog request={restoring} onClose={() => setRestoring(null)} />}
     </div>
   );
-}
-
-function request(b: BackupView, path: string): RestoreRequest {
-  return { backupId: b.id, backupLabel: formatDate(b.createdAt), sources: b.sources, path };
-}
-
-/**
- * A version's size, in bytes when another version of the file rounds to the same figure ("48.8 KiB"
- * twice would look like one content).
- */
-function versionSize(v: { size: number }, all: readonly { kind: string; size: number }[]): string {
-  const shown = formatSize(v.size);
-  const alike = all.some((o) => o.kind === 'file' && o.size !== v.size && formatSize(o.size) === shown);
-  return alike ? `${formatCount(v.size)} B` : shown;
 }

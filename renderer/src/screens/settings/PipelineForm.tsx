@@ -2,7 +2,6 @@ import { useEffect, useState } from 'react';
 import {
   chunkBufferBytes,
   chunkSizeSchema,
-  uploadLimitSchema,
   parseSize,
   uploadsPerWorkerSchema,
   workersSchema,
@@ -12,7 +11,7 @@ import { getApi } from '../../api/bridge.ts';
 import { Field } from '../../components/Field.tsx';
 import { formatSize, formatSizeExact, messageOf } from '../../api/format.ts';
 
-type Errors = Partial<Record<'chunkSize' | 'workers' | 'uploadsPerWorker' | 'uploadLimit', string>>;
+type Errors = Partial<Record<'chunkSize' | 'workers' | 'uploadsPerWorker', string>>;
 
 /** Chunk size, workers and uploads in flight, with the memory they imply and inline validation. */
 export function PipelineForm({
@@ -25,10 +24,9 @@ export function PipelineForm({
   const [chunk, setChunk] = useState(formatSizeExact(settings.chunkSize));
   const [workers, setWorkers] = useState(String(settings.workers));
   const [uploads, setUploads] = useState(String(settings.uploadsPerWorker));
-  const [limit, setLimit] = useState(settings.uploadLimit ? formatSizeExact(settings.uploadLimit) : '');
   const [errors, setErrors] = useState<Errors>({});
   const [message, setMessage] = useState<{ ok: boolean; text: string } | null>(null);
-  useEffect(() => setMessage(null), [chunk, workers, uploads, limit]);
+  useEffect(() => setMessage(null), [chunk, workers, uploads]);
   // Editing a field drops its old error: the next check writes a fresh one instead of stacking.
   const edit = (k: keyof Errors, set: (v: string) => void) => (e: React.ChangeEvent<HTMLInputElement>) => {
     set(e.target.value);
@@ -36,8 +34,6 @@ export function PipelineForm({
   };
 
   const chunkBytes = parseSize(chunk);
-  // Empty: no cap. "5MiB" or "5MiB/s": bytes a second.
-  const limitBytes = limit.trim() === '' ? 0 : parseSize(limit.trim().replace(/\/s$/i, ''));
   const parsed = {
     chunkSize: chunkSizeSchema.safeParse(chunkBytes),
     workers: workersSchema.safeParse(Number(workers)),
@@ -60,10 +56,6 @@ export function PipelineForm({
     if (!parsed.workers.success) errs.workers = parsed.workers.error.issues[0]?.message;
     if (!parsed.uploadsPerWorker.success)
       errs.uploadsPerWorker = parsed.uploadsPerWorker.error.issues[0]?.message;
-    const cap = uploadLimitSchema.safeParse(limitBytes);
-    if (Number.isNaN(limitBytes))
-      errs.uploadLimit = `“${limit}” is not a size a second (examples: 5MiB, 800KiB).`;
-    else if (!cap.success) errs.uploadLimit = cap.error.issues[0]?.message;
     setErrors(errs);
     if (Object.keys(errs).length) return;
     try {
@@ -71,7 +63,6 @@ export function PipelineForm({
         chunkSize: chunkBytes,
         workers: Number(workers),
         uploadsPerWorker: Number(uploads),
-        uploadLimit: limitBytes,
       });
       setMessage({ ok: true, text: 'Saved.' });
       onSaved(s);
@@ -112,15 +103,6 @@ export function PipelineForm({
           )}
         </Field>
       </div>
-      <Field
-        label="Upload limit"
-        hint="bytes a second for every upload together, such as 5MiB; empty: as fast as the link goes"
-        error={errors.uploadLimit}
-      >
-        {(c) => (
-          <input {...c} value={limit} placeholder="no limit" onChange={edit('uploadLimit', setLimit)} />
-        )}
-      </Field>
       {parsed.workers.success && parsed.workers.data > settings.cpuCount * 2 && (
         <p className="warning" data-testid="workers-warning">
           {parsed.workers.data} workers on {settings.cpuCount} CPU cores: each worker compresses and encrypts

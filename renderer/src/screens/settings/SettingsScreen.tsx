@@ -6,6 +6,7 @@ import { useQuery } from '../../api/hooks.ts';
 import { messageOf } from '../../api/format.ts';
 import { MaintenanceSection } from './MaintenanceSection.tsx';
 import { PipelineForm } from './PipelineForm.tsx';
+import { BandwidthForm } from './BandwidthForm.tsx';
 import { TargetForm } from './TargetForm.tsx';
 
 export function SettingsScreen() {
@@ -102,6 +103,10 @@ export function SettingsScreen() {
       <section aria-label="Pipeline">
         <h2>Performance</h2>
         {settings.data && <PipelineForm settings={settings.data} onSaved={() => settings.reload()} />}
+      </section>
+      <section aria-label="Bandwidth">
+        <h2>Bandwidth</h2>
+        {settings.data && <BandwidthForm settings={settings.data} onSaved={() => settings.reload()} />}
       </section>
     </div>
   );
