@@ -184,6 +184,47 @@ describe('seeing and finding what is backed up (web mode, Chromium, real engine,
     expect(fs.readdirSync(path.dirname(report)).filter((n) => n.includes('.cairn-'))).toEqual([]);
   });
 
+  it('Browse → Versions… lists the report’s versions and brings the oldest back where it was', async () => {
+    const current = fs.readFileSync(report);
+    await nav(page, 'History');
+    await page
+      .getByRole('table', { name: 'Backups' })
+      .locator('tbody tr')
+      .first()
+      .getByRole('button', { name: 'Browse' })
+      .click();
+    await page.getByRole('button', { name: 'Documents', exact: true }).click();
+    await page.getByRole('button', { name: 'letters', exact: true }).click();
+    await page.locator('[data-testid=browse-table][data-dir="Documents/letters"]').waitFor();
+    // Folders have no versions button; files and links do.
+    expect(await page.getByRole('button', { name: 'Versions of 2024' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Versions of report.docx' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Versions of report.docx' });
+    const summary = dialog.getByTestId('versions-summary');
+    await summary.waitFor();
+    expect(await summary.textContent()).toBe(`${report}: 3 versions in 4 backups.`);
+    const rows = dialog.getByTestId('found-version');
+    expect(await rows.count()).toBe(3);
+    expect(await rows.nth(2).textContent()).toMatch(/^1 of 33,000 B/);
+    await screenshot(page, 'web-browse-versions', { doc: true });
+
+    await dialog.getByRole('button', { name: `Restore version 1 of ${report}` }).click();
+    const restore = page.getByRole('dialog', { name: 'Restore report.docx' });
+    await restore.getByLabel(/To its original location/).check();
+    await restore.getByLabel('Replace it with the backed-up version').check();
+    await restore.getByRole('button', { name: 'Restore', exact: true }).click();
+    await restore.locator('[data-testid=restore-dialog-job][data-state=done]').waitFor({ timeout: 60_000 });
+    expect(sha256File(report)).toBe(versions[0]);
+    // A browser cannot open the engine's folders: it offers the path to copy.
+    const folders = restore.getByTestId('restored-folders');
+    expect(await folders.textContent()).toBe(`${work}Copy path`);
+    await restore.getByRole('button', { name: 'Close' }).click();
+    // Back to the list of versions it was chosen from.
+    await dialog.getByRole('button', { name: 'Close' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    fs.writeFileSync(report, current); // as the later tests expect it
+  });
+
   it('search finds the three versions of the report across four backups and restores the oldest, byte-identical', async () => {
     await nav(page, 'Search');
     await page.getByLabel('Search backups').fill('report.docx');
@@ -277,7 +318,7 @@ describe('seeing and finding what is backed up (web mode, Chromium, real engine,
     await row.getByRole('button', { name: 'Verify' }).click();
     const status = row.getByTestId('verify-status');
     await row.locator('[data-testid=verify-status][data-state=ok]').waitFor({ timeout: 90_000 });
-    expect(await status.textContent()).toMatch(/^Verified OK \(\d+ chunks\) · /);
+    expect(await status.textContent()).toMatch(/^Verified OK \([\d,]+ chunks\) · /);
     await screenshot(page, 'web-history-verified');
     // A 1280-pixel window shows every row action whole, with nothing to scroll sideways.
     await page.setViewportSize({ width: 1280, height: 800 });
@@ -302,14 +343,16 @@ describe('seeing and finding what is backed up (web mode, Chromium, real engine,
     await row.locator('[data-testid=verify-status][data-state=problems]').waitFor({ timeout: 90_000 });
     const status = row.getByTestId('verify-status');
     // Every file's chunk, and every folder's listing (they were in the same packs).
-    const count = Number((await status.textContent())!.match(/^(\d+) problems found · /)![1]);
+    const count = Number(
+      (await status.textContent())!.match(/^([\d,]+) problems found · /)![1]!.replace(/,/g, ''),
+    );
     expect(count).toBeGreaterThan(10004);
     await status.getByRole('button', { name: 'Files affected…' }).click();
     const dialog = page.getByRole('dialog', { name: 'Verify problems' });
     const items = await dialog.getByRole('list', { name: 'Damaged files' }).locator('li').allTextContents();
     expect(items).toContainEqual(expect.stringMatching(/^Documents\/: folder listing: .+/));
     expect(items).toContainEqual(expect.stringMatching(/^Documents\/.+\.\w+: chunk 0: .+/));
-    expect(items.at(-1)).toBe(`and ${count - 200} more`);
+    expect(items.at(-1)).toBe(`and ${(count - 200).toLocaleString('en-US')} more`);
     await screenshot(page, 'web-history-verify-problems');
     await dialog.getByRole('button', { name: 'Close' }).click();
   });

@@ -250,4 +250,26 @@ describe('backup plans in web mode (Chromium, real engine, real versitygw)', () 
     await page.locator('[data-testid=job][data-state=failed]').filter({ hasText: 'Moved away' }).waitFor();
     expect(await attention.count()).toBe(0);
   });
+
+  it('Protected shows each set of sources with its newest backup, versions, next run, and what needs a look', async () => {
+    await nav(page, 'Protected');
+    const sets = page.getByTestId('protected-set');
+    await sets.first().waitFor();
+    // The failed plan first (it needs a look), then the plan that runs by itself.
+    const moved = sets.filter({ hasText: 'Plan “Moved”' });
+    expect(await moved.getByRole('status').textContent()).toMatch(/^The last run of plan “Moved” failed: /);
+    expect(await moved.getByTestId('last-backup').textContent()).toBe('none yet');
+    const docs = sets.filter({ hasText: 'Plan “Documents hourly”' });
+    expect(await docs.getByTestId('last-backup').textContent()).toMatch(/ · \d+ files?, .* · on versity$/);
+    expect(
+      Number((await docs.getByTestId('versions-kept').textContent())!.split(',')[0]),
+    ).toBeGreaterThanOrEqual(2);
+    expect(await docs.getByTestId('next-run').textContent()).toMatch(/every hour$/);
+    expect(await page.getByTestId('protected-total').textContent()).toMatch(
+      / in \d+ files?, across \d+ sets of sources; \d+ versions kept\.$/,
+    );
+    await screenshot(page, 'web-protected', { doc: true });
+    await docs.getByRole('button', { name: 'Browse the newest backup' }).click();
+    await page.locator('[data-testid=browse-table][data-dir=""]').waitFor();
+  });
 });

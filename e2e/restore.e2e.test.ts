@@ -185,6 +185,30 @@ describe.sequential('Restore wizard — web mode in Chromium', () => {
     expect(await selectionLine(page).textContent()).toMatch(/Nothing selected/);
   });
 
+  it('restores back where the files were: a deleted one returns, the others are left as they are', async () => {
+    fs.rmSync(path.join(few, 'b.txt'));
+    await freshWizard(page);
+    await chooseBackup(page, 'few');
+    await page.getByRole('button', { name: 'Next' }).click();
+    await tick(page, 'few').waitFor();
+    await page.getByRole('button', { name: 'Next' }).click();
+    // Without a folder typed, Restore waits; back where they were needs none.
+    const restore = page.getByRole('button', { name: 'Restore', exact: true }).last();
+    expect(await restore.isDisabled()).toBe(true);
+    expect(await page.getByTestId('original-folders').textContent()).toBe(`Into ${work}`);
+    await page.getByLabel('Back where they were backed up from').check();
+    await screenshot(page, 'web-restore-original');
+    await restore.click();
+    const result = page.getByTestId('restore-result');
+    await result.waitFor({ timeout: 60_000 });
+    expect(fs.readFileSync(path.join(few, 'b.txt'), 'utf8')).toBe('few b.txt\n');
+    expect(filesUnder(few)).toEqual(['a.txt', 'b.txt', 'c.txt']);
+    expect(await result.textContent()).toMatch(
+      /1 file, 10 B restored into .*: .* 2 already there with the same content/,
+    );
+    expect(await result.getByTestId('restored-folders').textContent()).toBe(`${work}Copy path`);
+  });
+
   it('a restore whose chunk fails authentication lists that file and the reason on the result page', async () => {
     await freshWizard(page);
     await chooseBackup(page, 'damaged');

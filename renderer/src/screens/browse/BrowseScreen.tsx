@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import type { BrowsePageView } from '../../../../shared/api/views.ts';
 import { useQuery } from '../../api/hooks.ts';
-import { formatDate, formatSize } from '../../api/format.ts';
+import { counted, formatDate, formatSize } from '../../api/format.ts';
 import { EntryIcon } from './EntryIcon.tsx';
 import { RestoreDialog, type RestoreRequest } from './RestoreDialog.tsx';
 import { VersionsDialog } from './VersionsDialog.tsx';
@@ -41,8 +41,8 @@ export function BrowseScreen({ backupId, onBack }: { backupId: string; onBack: (
       </header>
       {backup && (
         <p className="muted">
-          {backup.host} · {backup.target} · {backup.fileCount} files, {formatSize(backup.totalBytes)} ·{' '}
-          {backup.sources.join(', ')}
+          {backup.host} · {backup.target} · {counted(backup.fileCount, 'file')},{' '}
+          {formatSize(backup.totalBytes)} · {backup.sources.join(', ')}
         </p>
       )}
       <nav className="crumbs" aria-label="Folder path">
@@ -211,7 +211,7 @@ export function BrowseScreen({ backupId, onBack }: { backupId: string; onBack: (
 
 function summary(p: BrowsePageView): string {
   const parts = [];
-  if (p.folders) parts.push(`${p.folders} folder${p.folders === 1 ? '' : 's'}`);
-  if (p.files) parts.push(`${p.files} file${p.files === 1 ? '' : 's'} (${formatSize(p.bytes)})`);
+  if (p.folders) parts.push(counted(p.folders, 'folder'));
+  if (p.files) parts.push(`${counted(p.files, 'file')} (${formatSize(p.bytes)})`);
   return parts.length ? parts.join(', ') : 'Empty';
 }

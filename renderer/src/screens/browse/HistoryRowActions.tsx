@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { JobView, VerificationView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useJobs, useQuery } from '../../api/hooks.ts';
-import { formatDate, messageOf, percent } from '../../api/format.ts';
+import { counted, formatCount, formatDate, messageOf, percent } from '../../api/format.ts';
 import './browse.css';
 import { isLive } from '../../../../shared/job-state.ts';
 
@@ -97,9 +97,9 @@ function VerifyOutcome({ v }: { v: VerificationView }) {
   const when = new Date(at).toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
   const text =
     v.state === 'ok'
-      ? `Verified OK (${v.blobs} chunks) · ${when}`
+      ? `Verified OK (${counted(v.blobs ?? 0, 'chunk')}) · ${when}`
       : v.state === 'problems'
-        ? `${v.problems.length} ${v.problems.length === 1 ? 'problem' : 'problems'} found · ${when}`
+        ? `${counted(v.problems.length, 'problem')} found · ${when}`
         : v.state === 'failed'
           ? `Verify failed · ${when}: ${v.error}`
           : v.state === 'interrupted'
@@ -143,7 +143,9 @@ function ProblemsDialog({ v, onClose }: { v: VerificationView; onClose: () => vo
               <strong>{p.path}</strong>: {p.message}
             </li>
           ))}
-          {v.problems.length > SHOWN_PROBLEMS && <li>and {v.problems.length - SHOWN_PROBLEMS} more</li>}
+          {v.problems.length > SHOWN_PROBLEMS && (
+            <li>and {formatCount(v.problems.length - SHOWN_PROBLEMS)} more</li>
+          )}
         </ul>
         <div className="actions">
           <button ref={close} type="button" onClick={onClose}>

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import { getApi } from '../../api/bridge.ts';
 import { useJobs } from '../../api/hooks.ts';
 import { FilePicker } from '../../components/FilePicker.tsx';
-import { counted, formatSize, messageOf, percent } from '../../api/format.ts';
+import { counted, formatCount, formatSize, messageOf, percent } from '../../api/format.ts';
 import { originalPath } from './restore-target.ts';
 import { ExistingPolicy } from '../../components/ExistingPolicy.tsx';
 import { isLive } from '../../../../shared/job-state.ts';
@@ -153,7 +153,9 @@ export function RestoreDialog({ request, onClose }: { request: RestoreRequest; o
                     <strong>{f.path}</strong>: {f.message}
                   </li>
                 ))}
-                {job.restored.failed.length > 50 && <li>and {job.restored.failed.length - 50} more</li>}
+                {job.restored.failed.length > 50 && (
+                  <li>and {formatCount(job.restored.failed.length - 50)} more</li>
+                )}
               </ul>
             )}
           </section>

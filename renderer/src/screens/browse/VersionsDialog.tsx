@@ -55,7 +55,9 @@ export function VersionsDialog({
                 `; not there in ${counted(v.snapshotsLacking, 'other backup')} of its folder`}
               .
             </p>
-            <VersionsTable file={v} backups={byId} onRestore={onRestore} />
+            <div className="versions-scroll">
+              <VersionsTable file={v} backups={byId} onRestore={onRestore} />
+            </div>
           </>
         )}
         <div className="actions">

@@ -20,7 +20,8 @@ export function ProtectedScreen({ host, onBrowse }: { host: string; onBrowse: (b
   const error = backups.error ?? plans.error;
   const overview = useMemo(
     () =>
-      backups.data && plans.data
+      // Redundancy first: a pool's backups would otherwise show "one copy" until it arrives.
+      backups.data && plans.data && (redundancy.data || redundancy.error)
         ? protectedOverview({
             backups: backups.data,
             plans: plans.data,
@@ -30,7 +31,7 @@ export function ProtectedScreen({ host, onBrowse }: { host: string; onBrowse: (b
             now: Date.now(),
           })
         : null,
-    [backups.data, plans.data, redundancy.data, verifications.data, host],
+    [backups.data, plans.data, redundancy.data, redundancy.error, verifications.data, host],
   );
 
   return (
@@ -106,7 +107,7 @@ function SetCard({
           {s.plan?.keeps && <span className="muted"> · {describeKeep(s.plan.keeps.policy)}</span>}
         </dd>
         <dt>Redundancy</dt>
-        <dd title={r?.detail}>{r ? r.short : '—'}</dd>
+        <dd title={r?.detail}>{r ? r.short : s.latest ? `One copy, on ${s.latest.target}` : '—'}</dd>
         <dt>Verified</dt>
         <dd>
           {s.verified

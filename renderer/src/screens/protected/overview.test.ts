@@ -91,7 +91,7 @@ describe('what is protected', () => {
             startedAt: NOW,
             finishedAt: NOW,
             ok: false,
-            error: 'vgw cannot be reached',
+            error: 'vgw cannot be reached.',
             snapshotId: null,
             jobId: null,
           },

@@ -111,7 +111,7 @@ function attentionOf(
   now: number,
 ): string | null {
   if (plan?.last?.ok === false)
-    return `The last run of plan “${plan.name}” failed: ${plan.last.error ?? 'see Plans'}.`;
+    return `The last run of plan “${plan.name}” failed: ${(plan.last.error ?? 'see Plans').replace(/\.$/, '')}.`;
   if (!latest) return plan ? `Plan “${plan.name}” has not completed a backup yet.` : null;
   if (redundancy?.state === 'lost') return 'Some of the newest backup’s data has no readable copy left.';
   if (verified && (verified.state === 'problems' || verified.state === 'failed'))
