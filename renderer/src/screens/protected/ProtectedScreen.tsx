@@ -96,7 +96,7 @@ function SetCard({
         <dt>Last backup</dt>
         <dd data-testid="last-backup">
           {s.latest
-            ? `${formatDate(s.latest.createdAt)} · ${counted(s.latest.fileCount, 'file')}, ${formatSize(s.latest.totalBytes)} · on ${s.latest.target}`
+            ? `${formatDate(s.latest.createdAt)} · ${counted(s.latest.fileCount, 'file')}, ${formatSize(s.latest.totalBytes)} · ${s.redundancy ? 'in the pool' : `on ${s.latest.target}`}`
             : 'none yet'}
         </dd>
         <dt>Versions kept</dt>
@@ -104,7 +104,9 @@ function SetCard({
           {s.versions === 0
             ? '—'
             : `${s.versions}${s.oldest !== null && s.versions > 1 ? `, back to ${formatDate(s.oldest)}` : ''}`}
-          {s.plan?.keeps && <span className="muted"> · {describeKeep(s.plan.keeps.policy)}</span>}
+          {s.plan?.keeps && (
+            <span className="muted"> · {describeKeep(s.plan.keeps.policy).replace(/^K/, 'k')}</span>
+          )}
         </dd>
         <dt>Redundancy</dt>
         <dd title={r?.detail}>{r ? r.short : s.latest ? `One copy, on ${s.latest.target}` : '—'}</dd>

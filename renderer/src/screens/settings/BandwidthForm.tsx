@@ -82,7 +82,7 @@ export function BandwidthForm({
 
   return (
     <form className="card form" aria-label="Bandwidth limits" onSubmit={save}>
-      <h3>Bandwidth</h3>
+      <h3>Limits</h3>
       <div className="grid3">
         <Field
           label="Upload limit"
