@@ -22,6 +22,7 @@ export async function rawHttpServer(
     state.connections++;
     sockets.add(sock);
     sock.on('close', () => sockets.delete(sock));
+    sock.on('error', () => {}); // a client dropping the connection (as the faults make it do)
     let pending = Buffer.alloc(0);
     sock.on('data', (d: Buffer) => {
       pending = Buffer.concat([pending, d]);

@@ -33,6 +33,25 @@ export class BufferedBody extends Readable {
 }
 
 const HEAD_MAX = 64 * 1024;
+
+/**
+ * How a request may be dropped (and retried by the retry decorator): silent for `timeoutMs`, or moving
+ * some bytes but fewer than `stallMinBytes` either way in a `stallWindowMs` window (a server trickling
+ * a byte a second never goes silent). Not while an upload or download cap of this run is in force:
+ * slowness is then ours.
+ */
+export interface TransportLimits {
+  timeoutMs: number;
+  stallWindowMs: number;
+  stallMinBytes: number;
+}
+
+/** 120 s of silence, or under 1 KiB a second for a minute: far below any link people back up over. */
+export const DEFAULT_TRANSPORT_LIMITS: TransportLimits = {
+  timeoutMs: 120_000,
+  stallWindowMs: 60_000,
+  stallMinBytes: 60 * 1024,
+};
 const PUT_BUFFER_BYTES = 256 * 1024;
 const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -67,12 +86,16 @@ class LeanConnection {
   /** A request body is still being written: an answer before its end leaves the connection unusable. */
   private bodyUnsent = false;
   private out: Buffer[] | null = null;
+  /** Bytes moved either way since the stall check last looked, and its timer while an exchange runs. */
+  private moved = 0;
+  private stallTimer: NodeJS.Timeout | null = null;
   reusable = true;
 
   constructor(
     url: { protocol: string; hostname: string; port: number },
-    private readonly timeoutMs: number,
+    private readonly limits: TransportLimits,
   ) {
+    const { timeoutMs } = limits;
     const onread = {
       buffer: () =>
         this.body && this.bodyAt < this.body.length
@@ -101,7 +124,7 @@ class LeanConnection {
       this.socket.destroy(Object.assign(new Error('socket timed out'), { name: 'TimeoutError' })),
     );
     this.socket.once(url.protocol === 'https:' ? 'secureConnect' : 'connect', () =>
-      this.socket.setTimeout(this.timeoutMs),
+      this.socket.setTimeout(timeoutMs),
     );
     this.socket.on('error', (err) => this.fail(err));
     this.socket.on('close', () => {
@@ -112,6 +135,7 @@ class LeanConnection {
 
   send(request: HttpRequest, exchange: Exchange): void {
     this.current = exchange;
+    this.watchForStall();
     this.bodyUnsent = false;
     this.socket.ref();
     this.headUsed = 0;
@@ -158,6 +182,7 @@ class LeanConnection {
         taken[i] = new Promise((resolve) =>
           this.socket.write(buf.subarray(0, n), () => {
             wireMeter.sent += n;
+            this.moved += n;
             resolve();
           }),
         );
@@ -180,7 +205,7 @@ class LeanConnection {
     this.socket.setTimeout(0);
     setTimeout(() => {
       if (this.socket.destroyed) return;
-      this.socket.setTimeout(this.timeoutMs);
+      this.socket.setTimeout(this.limits.timeoutMs);
       this.socket.resume();
     }, waitMs);
     return false;
@@ -188,6 +213,7 @@ class LeanConnection {
 
   private received(n: number): void {
     if (!this.current) return this.fail(new HttpFormatError('data without a request'));
+    this.moved += n;
     if (this.body) {
       this.bodyAt += n;
       wireMeter.received += n;
@@ -221,8 +247,17 @@ class LeanConnection {
     this.headers = {};
     for (const f of fields) {
       const i = f.indexOf(':');
-      if (i > 0) this.headers[f.slice(0, i).trim().toLowerCase()] = f.slice(i + 1).trim();
+      if (i <= 0) return this.fail(new HttpFormatError(`a header line without a name: ${f.slice(0, 40)}`));
+      const name = f.slice(0, i).trim().toLowerCase();
+      const value = f.slice(i + 1).trim();
+      // Two framings that disagree are a smuggling attempt or a broken proxy (RFC 9112 §6.3).
+      if (name === 'content-length' && name in this.headers && this.headers[name] !== value)
+        return this.fail(new HttpFormatError('two Content-Length headers that disagree'));
+      this.headers[name] = value;
     }
+    const declared = this.headers['content-length'];
+    if (declared !== undefined && !/^\d{1,15}$/.test(declared))
+      return this.fail(new HttpFormatError(`Content-Length "${declared.slice(0, 20)}" is not a length`));
     if (this.headers.connection?.toLowerCase() === 'close') this.reusable = false;
     const te = this.headers['transfer-encoding'];
     const bodiless = this.status === 204 || this.status === 304;
@@ -276,6 +311,7 @@ class LeanConnection {
   private finish(body: Buffer): void {
     const ex = this.current;
     if (!ex) return;
+    this.stopStallWatch();
     this.current = null;
     if (this.bodyUnsent) this.reusable = false;
     ex.resolve({
@@ -288,7 +324,32 @@ class LeanConnection {
     if (!this.reusable && !this.socket.destroyed) this.socket.destroy();
   }
 
+  /** Checks every stall window that the exchange moved enough bytes (see TransportLimits). */
+  private watchForStall(): void {
+    this.moved = 0;
+    if (this.stallTimer) clearInterval(this.stallTimer);
+    const exchange = this.current;
+    this.stallTimer = setInterval(() => {
+      if (this.current !== exchange) return this.stopStallWatch();
+      const capped = capSlice('upload') !== Infinity || capSlice('download') !== Infinity;
+      // Nothing at all is silence, the idle timeout's to judge (a paused server may come back).
+      if (this.moved > 0 && this.moved < this.limits.stallMinBytes && !capped)
+        this.fail(
+          new HttpFormatError(
+            `the transfer stalled (${this.moved} bytes in ${Math.round(this.limits.stallWindowMs / 1000)} s)`,
+          ),
+        );
+      this.moved = 0;
+    }, this.limits.stallWindowMs);
+  }
+
+  private stopStallWatch(): void {
+    if (this.stallTimer) clearInterval(this.stallTimer);
+    this.stallTimer = null;
+  }
+
   private fail(err: Error): void {
+    this.stopStallWatch();
     this.reusable = false;
     const ex = this.current;
     this.current = null;
@@ -307,7 +368,7 @@ export class LeanHttpHandler {
 
   constructor(
     private readonly inner: NodeHttpHandler,
-    private readonly timeoutMs: number,
+    private readonly limits: TransportLimits = DEFAULT_TRANSPORT_LIMITS,
   ) {}
 
   handle(request: HttpRequest, options?: Parameters<NodeHttpHandler['handle']>[1]): Promise<HandleResult> {
@@ -321,7 +382,7 @@ export class LeanHttpHandler {
     while (conn && (conn.socket.destroyed || !conn.reusable)) conn = idle.pop();
     conn ??= new LeanConnection(
       { protocol: request.protocol, hostname: request.hostname, port },
-      this.timeoutMs,
+      this.limits,
     );
     return new Promise<HandleResult>((resolve, reject) => {
       const signal = options?.abortSignal as AbortSignal | undefined;

@@ -28,9 +28,12 @@ function storageAt(endpoint: string, over: { unsignedPayload?: boolean } = {}) {
   });
 }
 
+/** A 206 answer to a range starting at 0 (RFC 9110: a 206 names its range in Content-Range). */
 function ok(body: Buffer, extra = ''): Buffer {
   return Buffer.concat([
-    Buffer.from(`HTTP/1.1 206 Partial Content\r\nContent-Length: ${body.length}\r\n${extra}\r\n`),
+    Buffer.from(
+      `HTTP/1.1 206 Partial Content\r\nContent-Length: ${body.length}\r\nContent-Range: bytes 0-${body.length - 1}/${body.length}\r\n${extra}\r\n`,
+    ),
     body,
   ]);
 }

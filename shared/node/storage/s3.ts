@@ -6,7 +6,13 @@ import type { Readable } from 'node:stream';
 import type * as S3Sdk from '@aws-sdk/client-s3';
 import type * as SmithyHttp from '@smithy/node-http-handler';
 import type { S3TargetConfig } from '../../settings.ts';
-import { BufferedBody, LeanHttpHandler, bodyInto } from './lean-http.ts';
+import {
+  BufferedBody,
+  DEFAULT_TRANSPORT_LIMITS,
+  LeanHttpHandler,
+  bodyInto,
+  type TransportLimits,
+} from './lean-http.ts';
 import { isSpooled, nativeCrc32, readSpooled, type PutBody } from './put-body.ts';
 import { StorageError, type Storage, type StorageProblem } from './storage.ts';
 
@@ -32,6 +38,8 @@ export interface S3Options extends S3TargetConfig {
   concurrency: number;
   /** false: always sign upload bodies (tests; a server known to refuse unsigned ones). */
   unsignedPayload?: boolean;
+  /** When a request is dropped as silent or stalled (tests shorten them). */
+  transport?: TransportLimits;
 }
 
 // With a native CRC32 the checksum the SDK would compute in JavaScript is handed over, and sent as-is.
@@ -131,9 +139,6 @@ function putPayload(
   return { Body: bytes, ChecksumCRC32: whenRequired ? undefined : crc32Base64(bytes) };
 }
 
-/** A request with no progress for this long is dropped (and retried by the retry decorator). */
-const REQUEST_TIMEOUT_MS = 120_000;
-
 export function createS3Storage(o: S3Options): Storage {
   const {
     DeleteObjectCommand,
@@ -165,12 +170,43 @@ export function createS3Storage(o: S3Options): Storage {
         httpAgent,
         httpsAgent,
         connectionTimeout: 10_000,
-        requestTimeout: REQUEST_TIMEOUT_MS,
+        requestTimeout: (o.transport ?? DEFAULT_TRANSPORT_LIMITS).timeoutMs,
       }),
-      REQUEST_TIMEOUT_MS,
+      o.transport,
     ),
   });
   const where = `S3 target "${o.label}" (${o.endpoint}, bucket "${o.bucket}")`;
+
+  /**
+   * The bytes of `range` in a GET's answer. A 206 must name the range asked for in its Content-Range
+   * (its end clamped at the object's end, at most) and carry exactly those bytes; a 200 is a server that
+   * ignored Range and sent the whole object, cut here. Anything else is a broken answer, retried.
+   */
+  function rangeIn(
+    res: { $metadata: { httpStatusCode?: number }; ContentRange?: string },
+    bytes: Buffer,
+    range: { start: number; end: number },
+    key: string,
+  ): Buffer {
+    const wrong = (why: string) =>
+      new StorageError(
+        'server',
+        o.label,
+        `${where} answered bytes ${range.start}-${range.end} of ${key} with ${why}.`,
+      );
+    if (res.$metadata.httpStatusCode === 200) {
+      if (bytes.length <= range.start) throw wrong(`the whole object, of ${bytes.length} bytes`);
+      return bytes.subarray(range.start, Math.min(range.end + 1, bytes.length));
+    }
+    const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(res.ContentRange ?? '');
+    const [from, to, total] = m ? [Number(m[1]), Number(m[2]), m[3] === '*' ? NaN : Number(m[3])] : [];
+    const clampedAtEnd = to !== undefined && (to === range.end || (to < range.end && to === total! - 1));
+    if (!m || from !== range.start || !clampedAtEnd || bytes.length !== to! - from + 1)
+      throw wrong(
+        `${res.ContentRange ? `"${res.ContentRange}"` : 'no Content-Range'} and ${bytes.length} bytes`,
+      );
+    return bytes;
+  }
 
   function fail(err: unknown, op: string, key?: string): never {
     const e = err as SdkError;
@@ -254,7 +290,7 @@ export function createS3Storage(o: S3Options): Storage {
             o.label,
             `${where}: ${key} did not come through the GET transport.`,
           );
-        return res.Body.bytes;
+        return range ? rangeIn(res, res.Body.bytes, range, key) : res.Body.bytes;
       } catch (err) {
         if (err instanceof StorageError) throw err;
         fail(err, 'download', key);
