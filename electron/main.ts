@@ -174,10 +174,14 @@ app.on('window-all-closed', () => {
   if (!tray || quitting) app.quit();
 });
 
-app.on('before-quit', () => {
+app.on('before-quit', (e) => {
   quitting = true;
-  service?.close();
-  service = null;
   tray?.destroy();
   tray = null;
+  const closing = service;
+  if (!closing) return;
+  // Running jobs stop first (a backup stays resumable), then the keystore closes, then Cairn quits.
+  e.preventDefault();
+  service = null;
+  void closing.close().finally(() => app.quit());
 });

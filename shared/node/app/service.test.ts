@@ -144,4 +144,47 @@ describe('cancelled backups', () => {
       again.close();
     }
   });
+
+  it('closing the app mid-backup stops the run before the keystore closes: no error, and it resumes after', async () => {
+    const home = path.join(tempDir(), 'home');
+    const src = path.join(tempDir(), 'src');
+    const { app, job } = await cancelledBackup(home, src);
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      // Resumed behind a slow link, then the app quits while it uploads.
+      proxy.setDelay(1000);
+      const running = jobWhere(
+        app,
+        () => job.id,
+        (j) => j.state === 'running',
+      );
+      await app.call('jobs.resume', { jobId: job.id });
+      await running;
+      await new Promise((r) => setTimeout(r, 1500));
+      await app.close();
+      await new Promise((r) => setTimeout(r, 1500)); // anything still running would fail by now
+      proxy.setDelay(0);
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+    const again = new AppService('web', home);
+    try {
+      await again.call('app.unlock', { passphrase: PASSPHRASE });
+      const listed = (await again.call('jobs.list', {})).find((j) => j.id === job.id);
+      expect(listed?.state).toBe('cancelled');
+      const done = jobWhere(
+        again,
+        () => job.id,
+        (j) => j.state === 'done' || j.state === 'failed',
+      );
+      await again.call('jobs.resume', { jobId: job.id });
+      expect(await done).toMatchObject({ state: 'done', error: null });
+      expect((await again.call('backups.list', {}))[0]!.fileCount).toBe(FILES);
+    } finally {
+      await again.close();
+    }
+  });
 });

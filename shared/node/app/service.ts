@@ -183,13 +183,31 @@ export class AppService {
     }
   }
 
-  close(): void {
+  /**
+   * Quitting: schedulers stop, running jobs are cancelled (a backup stays resumable, as after Cancel),
+   * and the keystore closes once their runs have stopped, or after `graceMs` (a run stuck on the
+   * network is then cut off as by a kill, which the keystore survives).
+   */
+  async close(graceMs = 15_000): Promise<void> {
     this.plans.stopScheduler();
     this.retention.stopScheduler();
     this.poolService.stopCompletion();
     for (const j of this.jobs.list()) if (isLive(j.state)) this.jobs.get(j.id).control.cancel();
-    this.engine?.close();
+    const engine = this.engine;
+    if (this.runs.size) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled(this.runs),
+        new Promise((r) => (timer = setTimeout(r, graceMs))),
+      ]);
+      clearTimeout(timer);
+    }
+    if (this.engine === engine) this.engine = null;
+    engine?.close();
   }
+
+  /** Runs of jobs still going (track), which close() lets stop before the keystore closes. */
+  private readonly runs = new Set<Promise<unknown>>();
 
   private lastRefresh = 0;
 
@@ -345,7 +363,7 @@ export class AppService {
    * then "done with problems" and says what.
    */
   private track(job: LiveJob, run: Promise<unknown>, onEarlyError?: (err: Error) => void): void {
-    run.then(
+    const tracked = run.then(
       (result) => {
         const end = (result ?? {}) as RunEnd;
         const problems = end.problems ?? null;
@@ -370,6 +388,9 @@ export class AppService {
         });
       },
     );
+    this.runs.add(tracked);
+    const done = () => this.runs.delete(tracked);
+    tracked.then(done, done);
   }
 
   private control(jobId: string, action: 'pause' | 'resume' | 'cancel'): JobView {

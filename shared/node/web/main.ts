@@ -50,7 +50,7 @@ let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
-  service.close();
+  await service.close(); // running jobs stop first (resumable), then the keystore closes
   await server.close();
   process.exit(0);
 };
