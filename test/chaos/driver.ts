@@ -137,6 +137,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
   try {
     for (let step = 1; step <= maxSteps && Date.now() < deadline && !report.violations.length; step++) {
       report.steps = step;
+      const stepStart = Date.now();
       const between: string[] = [];
       if (rng.chance(o.between ?? 0.07)) between.push(skewClock(rng, world, report.faults));
       if (rng.chance(o.between ?? 0.07)) between.push(await deleteWithinTolerance(rng, world, report.faults));
@@ -178,12 +179,28 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
       rerun = chosen
         .filter(([m]) => results.some((r) => r.killed && r.machine === m.name))
         .map(([m, op]): [Machine, OpName] => [m, op === 'backup' ? 'resume' : op]);
-      const line = { step, between, faults: plan, ops: results };
+      // Wall time of the whole step beside each operation's own `ms`: what the driver adds shows.
+      const line = {
+        step,
+        between,
+        faults: plan,
+        ops: results,
+        wallMs: Date.now() - stepStart,
+        at: Date.now() - started,
+      };
       log(line);
       o.log?.(summarize(line));
-      if (!report.violations.length && step % settleEvery === 0) await settle(false, rerun.map(([m]) => m));
+      if (!report.violations.length && step % settleEvery === 0)
+        await settle(
+          false,
+          rerun.map(([m]) => m),
+        );
     }
-    if (!report.violations.length) await settle(true, rerun.map(([m]) => m));
+    if (!report.violations.length)
+      await settle(
+        true,
+        rerun.map(([m]) => m),
+      );
   } finally {
     report.durationMs = Date.now() - started;
     report.harnessErrors = world.members.flatMap((m) => m.proxy?.errors ?? []);
@@ -201,6 +218,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
    * sources as the driver left them.
    */
   async function settle(final: boolean, killed: Machine[]): Promise<void> {
+    const settleStart = Date.now();
     await world.calm();
     const step = report.steps;
     const results: OpResult[] = [];
@@ -231,7 +249,14 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosReport> {
     for (const m of world.machines)
       if (treeOf(m) !== sources.get(m.name))
         report.violations.push(`settling at step ${step}: the source tree of ${m.name} changed under Cairn`);
-    log({ settle: step, final, ops: results, violations: report.violations });
+    log({
+      settle: step,
+      final,
+      ops: results,
+      violations: report.violations,
+      wallMs: Date.now() - settleStart,
+      at: Date.now() - started,
+    });
     o.log?.(
       `settled at step ${step}${final ? ' (final)' : ''}: ${results.length} operations, ${report.violations.length} violations`,
     );
