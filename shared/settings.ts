@@ -95,6 +95,11 @@ export const uploadsPerWorkerSchema = z
   .min(1, 'Uploads per worker must be at least 1.')
   .max(UPLOADS_PER_WORKER_MAX, `Uploads per worker must be at most ${UPLOADS_PER_WORKER_MAX}.`);
 
+/** "5MiB", "5MiB/s", "800KiB/s": bytes a second; "0" is 0; NaN when it is no rate. */
+export function parseRate(text: string): number {
+  return parseSize(text.trim().replace(/\/s$/i, ''));
+}
+
 /** A cap in bytes a second: 0 for none, else at least 64 KiB/s (storage/bandwidth.ts). */
 const rateLimitSchema = (what: 'Upload' | 'Download') =>
   z

@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { createS3Storage, type S3Options } from '../../shared/node/storage/s3.ts';
 
 /**
  * A raw HTTP/1.1 server that answers each request with whatever `reply` writes: the response framings
@@ -52,4 +53,21 @@ export async function rawHttpServer(
       return new Promise((r) => srv.close(() => r()));
     },
   };
+}
+
+/** An S3 storage on a raw server's endpoint (bucket "bkt", path style, example credentials). */
+export function rawS3Storage(endpoint: string, over: Partial<S3Options> = {}) {
+  return createS3Storage({
+    kind: 's3',
+    label: 'raw',
+    endpoint,
+    bucket: 'bkt',
+    region: 'us-east-1',
+    accessKeyId: 'AKIDEXAMPLE',
+    secretAccessKey: 'secret-example-secret-example',
+    pathStyle: true,
+    checksums: 'when-supported',
+    concurrency: 2,
+    ...over,
+  });
 }

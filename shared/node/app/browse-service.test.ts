@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiCallError, parseRequest, type Method, type Request } from '../../api/contract.ts';
-import type { JobView } from '../../api/views.ts';
+import { ApiCallError, type Method } from '../../api/contract.ts';
+import { callAs, jobFinished } from '../../../test/support/app-calls.ts';
 import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
 import { AppService } from './service.ts';
@@ -11,21 +11,7 @@ let s3: S3Server;
 let app: AppService;
 let backupId: string;
 
-/** As a bridge does: the contract's schema first, then the service. */
-async function call<M extends Method>(method: M, body: unknown) {
-  return app.call(method, parseRequest(method, body) as Request<M>);
-}
-
-function finished(jobId: string): Promise<JobView> {
-  return new Promise((resolve) => {
-    const check = (j: JobView) => {
-      if (j.id !== jobId || j.state === 'running') return;
-      app.jobs.events.off('job', check);
-      resolve(j);
-    };
-    app.jobs.events.on('job', check);
-  });
-}
+const call = <M extends Method>(method: M, body: unknown) => callAs(app, method, body);
 
 beforeAll(async () => {
   process.env.CAIRN_TEST_WEAK_KDF = '1';
@@ -42,7 +28,7 @@ beforeAll(async () => {
   const src = path.join(tempDir(), 'docs');
   writeRandomFile(path.join(src, 'a.txt'), 100);
   const job = await app.call('backup.start', { sources: [src] });
-  backupId = (await finished(job.id)).backupId;
+  backupId = (await jobFinished(app, job.id)).backupId;
 });
 afterAll(async () => {
   app?.close();
@@ -85,7 +71,7 @@ describe('browse, search, verify and restore-to-original requests', () => {
     const job = await call('backups.verify', { backupId });
     expect(job).toMatchObject({ kind: 'verify', state: 'running', backupId });
     await expect(call('backups.verify', { backupId })).rejects.toThrow(/is being verified already/);
-    const done = await finished(job.id);
+    const done = await jobFinished(app, job.id);
     expect(done.state).toBe('done');
     // One data blob and two folder listings (the source's folder and the root).
     expect(done.verified).toMatchObject({ blobs: 3, problems: [] });

@@ -1,29 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiCallError, parseRequest, type Method, type Request } from '../../api/contract.ts';
-import type { JobView } from '../../api/views.ts';
+import { ApiCallError, type Method } from '../../api/contract.ts';
+import { callAs, jobFinished } from '../../../test/support/app-calls.ts';
 import { tempDir } from '../../../test/support/fixtures.ts';
 import { AppService } from '../app/service.ts';
 import { entryPathIn } from './file-versions.ts';
 
 let app: AppService;
-async function call<M extends Method>(method: M, body: unknown) {
-  return app.call(method, parseRequest(method, body) as Request<M>);
-}
-function finished(jobId: string): Promise<JobView> {
-  return new Promise((resolve) => {
-    const check = (j: JobView) => {
-      if (j.id !== jobId || j.state === 'running') return;
-      app.jobs.events.off('job', check);
-      resolve(j);
-    };
-    app.jobs.events.on('job', check);
-  });
-}
+const call = <M extends Method>(method: M, body: unknown) => callAs(app, method, body);
 async function backUp(sources: string[]): Promise<string> {
   const job = await call('backup.start', { sources });
-  const done = await finished(job.id);
+  const done = await jobFinished(app, job.id);
   expect(done.state, done.error ?? undefined).toBe('done');
   return done.backupId!;
 }

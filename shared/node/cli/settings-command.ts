@@ -3,7 +3,7 @@ import {
   formatLimitHours,
   formatSize,
   parseLimitHours,
-  parseSize,
+  parseRate,
   type LimitHours,
   type PipelineSettings,
 } from '../../settings.ts';
@@ -14,9 +14,7 @@ import { withEngine } from './session.ts';
 /** "5MiB", "5MiB/s", "800KiB/s": bytes a second; "0": no cap. */
 export function rateOption(flag: string) {
   return (v: string): number => {
-    const text = v.trim().replace(/\/s$/i, '');
-    if (text === '0') return 0;
-    const n = parseSize(text);
+    const n = parseRate(v);
     if (Number.isNaN(n))
       throw new UsageError(`${flag} "${v}" is not a rate (examples: 5MiB, 800KiB/s, 0 for none).`);
     return n;

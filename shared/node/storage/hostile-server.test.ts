@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { rawHttpServer, type RawHttpServer } from '../../../test/support/raw-http.ts';
+import { rawHttpServer, rawS3Storage, type RawHttpServer } from '../../../test/support/raw-http.ts';
 import { storageProblem } from '../../../test/support/storage-problem.ts';
-import { createS3Storage } from './s3.ts';
 import { withRetry } from './retrying.ts';
 
 /**
@@ -22,20 +21,8 @@ const RANGE = { start: 1000, end: 1000 + 20_000 - 1 };
 const PART = DATA.subarray(RANGE.start, RANGE.end + 1);
 
 function storageAt(endpoint: string) {
-  return createS3Storage({
-    kind: 's3',
-    label: 'hostile',
-    endpoint,
-    bucket: 'bkt',
-    region: 'us-east-1',
-    accessKeyId: 'AKIDEXAMPLE',
-    secretAccessKey: 'secret-example-secret-example',
-    pathStyle: true,
-    checksums: 'when-supported',
-    concurrency: 2,
-    // A body that stalls: dropped after 1 s without enough progress (120 s and 4 KiB/s by default).
-    transport: { timeoutMs: 1000, stallWindowMs: 1000, stallMinBytes: 4096 },
-  });
+  // Dropped after 1 s of silence, or a second moving under 4 KiB (120 s and 60 KiB a minute by default).
+  return rawS3Storage(endpoint, { transport: { timeoutMs: 1000, stallWindowMs: 1000, stallMinBytes: 4096 } });
 }
 
 /** A proper answer to a ranged GET of PART. */

@@ -2,9 +2,8 @@ import net, { type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { spooledBody } from '../../../test/support/fixtures.ts';
-import { rawHttpServer, type RawHttpServer } from '../../../test/support/raw-http.ts';
+import { rawHttpServer, rawS3Storage, type RawHttpServer } from '../../../test/support/raw-http.ts';
 import { storageProblem } from '../../../test/support/storage-problem.ts';
-import { createS3Storage } from './s3.ts';
 
 let server: RawHttpServer | null = null;
 afterEach(async () => {
@@ -12,21 +11,7 @@ afterEach(async () => {
   server = null;
 });
 
-function storageAt(endpoint: string, over: { unsignedPayload?: boolean } = {}) {
-  return createS3Storage({
-    kind: 's3',
-    label: 'raw',
-    endpoint,
-    bucket: 'bkt',
-    region: 'us-east-1',
-    accessKeyId: 'AKIDEXAMPLE',
-    secretAccessKey: 'secret-example-secret-example',
-    pathStyle: true,
-    checksums: 'when-supported',
-    concurrency: 2,
-    ...over,
-  });
-}
+const storageAt = rawS3Storage;
 
 /** A 206 answer to a range starting at 0 (RFC 9110: a 206 names its range in Content-Range). */
 function ok(body: Buffer, extra = ''): Buffer {

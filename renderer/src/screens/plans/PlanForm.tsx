@@ -3,7 +3,7 @@ import { ApiCallError } from '../../../../shared/api/contract.ts';
 import { POOL_JOB_TARGET, type PlanView, type TargetView } from '../../../../shared/api/views.ts';
 import { SUGGESTED_EXCLUDES, type PlanDraft } from '../../../../shared/plans.ts';
 import { WEEKDAYS, type Schedule, type Weekday } from '../../../../shared/schedule.ts';
-import { formatSizeExact, parseSize } from '../../../../shared/settings.ts';
+import { formatSizeExact, parseRate, parseSize } from '../../../../shared/settings.ts';
 import { describeKeep } from '../../../../shared/retention.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useQuery } from '../../api/hooks.ts';
@@ -100,7 +100,7 @@ export function PlanForm(props: {
       errs.chunkSize = `“${chunk}” is not a size (examples: 8MiB, 512KiB).`;
     if (workers.trim() && !/^\d+$/.test(workers.trim())) errs.workers = `“${workers}” is not a whole number.`;
     // Empty: the Settings value; "0": none for this plan; "5MiB" or "5MiB/s": bytes a second.
-    const uploadLimit = limit.trim() ? parseSize(limit.trim().replace(/\/s$/i, '')) : undefined;
+    const uploadLimit = limit.trim() ? parseRate(limit) : undefined;
     if (uploadLimit !== undefined && Number.isNaN(uploadLimit))
       errs.uploadLimit = `“${limit}” is not a size a second (examples: 5MiB, 800KiB, 0 for none).`;
     const retention = retentionFromText(keep);

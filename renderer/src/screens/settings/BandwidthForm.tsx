@@ -3,7 +3,7 @@ import {
   downloadLimitSchema,
   formatMinuteOfDay as hhmm,
   parseLimitHours,
-  parseSize,
+  parseRate,
   uploadLimitSchema,
   type LimitHours,
 } from '../../../../shared/settings.ts';
@@ -17,7 +17,7 @@ type Errors = Partial<Record<'uploadLimit' | 'downloadLimit' | 'limitHours', str
 /** Empty: no cap. "5MiB" or "5MiB/s": bytes a second; NaN when it is not a size. */
 function rateOf(text: string): number {
   const t = text.trim();
-  return t === '' ? 0 : parseSize(t.replace(/\/s$/i, ''));
+  return t === '' ? 0 : parseRate(t);
 }
 
 function checkRate(text: string, schema: typeof uploadLimitSchema): string | undefined {
