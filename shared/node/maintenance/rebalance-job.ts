@@ -14,6 +14,7 @@ import { SettingsError } from '../home-and-settings.ts';
 import type { TargetRow } from '../db/local-db.ts';
 import { blobsInIndexFiles, writeIndexFiles } from '../retention/index-files.ts';
 import { killPoint } from '../retention/prune-packs.ts';
+import { inParallel } from '../jobs/in-parallel.ts';
 
 export interface RebalanceResult {
   /** The policy's scheme: under erasure coding the objects written and removed are shards. */
@@ -40,6 +41,8 @@ export interface RebalanceResult {
 
 /** Packs moved at once (each is read whole at most once: 4 × the pack size in memory). */
 const PARALLEL_PACKS = 4;
+/** Objects deleted at once once the new index is written (old index files, superseded copies). */
+const PARALLEL_DELETES = 16;
 
 /**
  * Moved copies are named in an index file (superseding nothing) every so many packs or bytes, so a
@@ -225,13 +228,16 @@ export async function runRebalance(
     killPoint('rebalance-indexed');
     // Nothing is deleted unless every lock is still in its bucket (as prune proves before it deletes).
     for (const l of locks) await l.check();
-    for (const t of members)
-      for (const id of oldIndex.get(t.id)!) await repo.storage(t).delete(ObjectKey.index(id));
-    for (const d of deletes) {
+    // Deletes go PARALLEL_DELETES at a time: one by one, a far bucket's round trips added up to minutes.
+    const oldIndexFiles = members.flatMap((t) => oldIndex.get(t.id)!.map((id) => ({ t, id })));
+    await inParallel(oldIndexFiles, PARALLEL_DELETES, ({ t, id }) =>
+      repo.storage(t).delete(ObjectKey.index(id)),
+    );
+    await inParallel(deletes, PARALLEL_DELETES, async (d) => {
       await repo.storage(ks.targetById(d.target)).delete(d.key);
       tally(d.target).remove++;
       killPoint('rebalance-deleting');
-    }
+    });
     result.targets = members.flatMap((t) => {
       const x = byTarget.get(t.id);
       return x ? [{ name: t.name, ...x }] : [];

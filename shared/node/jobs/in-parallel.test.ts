@@ -1,0 +1,30 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { inParallel } from './in-parallel.ts';
+
+describe('inParallel', () => {
+  it('runs every item, never more than the limit at once', async () => {
+    let now = 0;
+    let most = 0;
+    const seen: number[] = [];
+    await inParallel([...Array(40).keys()], 8, async (i) => {
+      most = Math.max(most, ++now);
+      await sleep(5);
+      seen.push(i);
+      now--;
+    });
+    expect(most).toBe(8);
+    expect(seen.sort((a, b) => a - b)).toEqual([...Array(40).keys()]);
+  });
+
+  it('rethrows the first failure once the runs under way have ended', async () => {
+    let ended = 0;
+    const run = inParallel([1, 2, 3, 4], 4, async (i) => {
+      await sleep(i === 1 ? 1 : 20);
+      if (i === 1) throw new Error('one failed');
+      ended++;
+    });
+    await expect(run).rejects.toThrow('one failed');
+    expect(ended).toBe(3);
+  });
+});
