@@ -8,7 +8,7 @@ import { initHomeWithTarget, listKeys, PASSPHRASE } from '../test/support/cairn-
 import { formatSize } from '../shared/settings.ts';
 import { sha256File, tempDir, writeRandomFile } from '../test/support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../test/support/versitygw.ts';
-import { fitsWidth, screenshot, webShell, type Shell } from './support/shells.ts';
+import { browseNewest, fitsWidth, screenshot, webShell, type Shell } from './support/shells.ts';
 
 const FILES = 10_000;
 
@@ -187,15 +187,7 @@ describe('seeing and finding what is backed up (web mode, Chromium, real engine,
   it('Browse → Versions… lists the report’s versions and brings the oldest back where it was', async () => {
     const current = fs.readFileSync(report);
     await nav(page, 'History');
-    await page
-      .getByRole('table', { name: 'Backups' })
-      .locator('tbody tr')
-      .first()
-      .getByRole('button', { name: 'Browse' })
-      .click();
-    await page.getByRole('button', { name: 'Documents', exact: true }).click();
-    await page.getByRole('button', { name: 'letters', exact: true }).click();
-    await page.locator('[data-testid=browse-table][data-dir="Documents/letters"]').waitFor();
+    await browseNewest(page, ['Documents', 'letters']);
     // Folders have no versions button; files and links do.
     expect(await page.getByRole('button', { name: 'Versions of 2024' }).count()).toBe(0);
     await page.getByRole('button', { name: 'Versions of report.docx' }).click();

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PASSPHRASE } from '../test/support/cairn-env.ts';
 import { cliJson, runCli, type CliOptions } from '../test/support/cli.ts';
 import { tempDir, writeRandomFile } from '../test/support/fixtures.ts';
-import { screenshot, webShell, type Shell } from './support/shells.ts';
+import { browseNewest, screenshot, webShell, type Shell } from './support/shells.ts';
 
 function nav(page: Page, name: string): Promise<void> {
   return page.getByRole('navigation', { name: 'Main' }).getByRole('button', { name, exact: true }).click();
@@ -106,16 +106,7 @@ describe('every screen at 1024 and 1280 px (web mode, Chromium, a pool of two fo
         [
           'browse',
           async () => {
-            await page
-              .getByRole('table', { name: 'Backups' })
-              .locator('tbody tr')
-              .first()
-              .getByRole('button', { name: 'Browse' })
-              .click();
-            await page.getByRole('button', { name: 'Documents', exact: true }).click();
-            await page.getByRole('button', { name: 'projects', exact: true }).click();
-            await page.getByRole('button', { name: '0', exact: true }).click();
-            await page.locator('[data-testid=browse-table][data-dir="Documents/projects/0"]').waitFor();
+            await browseNewest(page, ['Documents', 'projects', '0']);
           },
         ],
         [

@@ -193,3 +193,15 @@ export async function fitsWidth(page: Page, button: Locator, width: number): Pro
       .evaluate((e) => e.scrollWidth - e.clientWidth),
   ).toBeLessThanOrEqual(0);
 }
+
+/** History → Browse on the newest backup, then down through `folders`, until that folder's table shows. */
+export async function browseNewest(page: Page, folders: string[]): Promise<void> {
+  await page
+    .getByRole('table', { name: 'Backups' })
+    .locator('tbody tr')
+    .first()
+    .getByRole('button', { name: 'Browse' })
+    .click();
+  for (const name of folders) await page.getByRole('button', { name, exact: true }).click();
+  await page.locator(`[data-testid=browse-table][data-dir="${folders.join('/')}"]`).waitFor();
+}
