@@ -37,7 +37,7 @@ export function planWireFault(rng: Rng, world: World): StepFaultPlan {
   if (!rng.chance(0.6)) return {};
   const s3 = world.members.filter((m) => m.server);
   const member = rng.pick(s3).name;
-  const kind = rng.weighted({ pause: 3, serverKill: 3, http503: 2, truncated: 2, flipped: 2, latency: 3 });
+  const kind = rng.weighted({ pause: 3, serverKill: 4, http503: 2, truncated: 2, flipped: 2, latency: 3 });
   return { wire: { member, kind, atMs: rng.int(0, 600), forMs: rng.int(1000, 5000), rate: rng.next() } };
 }
 
@@ -67,8 +67,13 @@ export function startWireFault(
       proxy.setCorruption({ flip: 0.03 + f.rate * 0.2, random: () => rng.next() });
       break;
     case 'latency':
-      proxy.setDelay(20 + Math.floor(f.rate * 400));
-      fired = true;
+      // From atMs for forMs, like the others: a whole step under it made any command with many round
+      // trips look hung (seed 3900's rebalance).
+      at(f.atMs, () => {
+        proxy.setDelay(20 + Math.floor(f.rate * 400));
+        fired = true;
+        at(f.forMs, () => proxy.setDelay(0));
+      });
       break;
     case 'pause':
       at(f.atMs, () => {

@@ -3,6 +3,8 @@ import type net from 'node:net';
 
 export interface ProxyStats {
   requests: { method: string; path: string; status: number }[];
+  /** The most requests of each method relayed at once since the last reset (do round trips overlap?). */
+  peak: Record<string, number>;
 }
 
 export interface Proxy {
@@ -51,7 +53,8 @@ export interface Proxy {
 export async function startProxy(upstream: string, opts: { delayMs?: number } = {}): Promise<Proxy> {
   const up = new URL(upstream);
   let delay = opts.delayMs ?? 0;
-  const stats: ProxyStats = { requests: [] };
+  const stats: ProxyStats = { requests: [], peak: {} };
+  const inFlightBy: Record<string, number> = {};
   let inFlight = 0;
   const faults: { n: number; status: number; match: (m: string, p: string) => boolean }[] = [];
   let down: { until: number; kind: 503 | 'reset' } | null = null;
@@ -101,11 +104,15 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
       return;
     }
     inFlight++;
+    const method = req.method ?? '';
+    inFlightBy[method] = (inFlightBy[method] ?? 0) + 1;
+    stats.peak[method] = Math.max(stats.peak[method] ?? 0, inFlightBy[method]);
     let finished = false;
     const done = () => {
       if (!finished) {
         finished = true;
         inFlight--;
+        inFlightBy[method]!--;
       }
     };
     const upstream: { req?: http.ClientRequest } = {};
@@ -218,7 +225,7 @@ export async function startProxy(upstream: string, opts: { delayMs?: number } = 
   return {
     endpoint: `http://127.0.0.1:${port}`,
     stats,
-    reset: () => (stats.requests.length = 0),
+    reset: () => void ((stats.requests.length = 0), (stats.peak = {})),
     count: (method, prefix) =>
       stats.requests.filter((r) => r.method === method && r.path.includes(prefix)).length,
     failNext(n, status, match = () => true) {

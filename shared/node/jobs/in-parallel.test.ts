@@ -27,4 +27,16 @@ describe('inParallel', () => {
     await expect(run).rejects.toThrow('one failed');
     expect(ended).toBe(3);
   });
+
+  it('starts nothing more after a failure', async () => {
+    const started: number[] = [];
+    const run = inParallel([...Array(20).keys()], 2, async (i) => {
+      started.push(i);
+      await sleep(5);
+      if (i === 1) throw new Error('one failed');
+    });
+    await expect(run).rejects.toThrow('one failed');
+    // 0 and 1 ran together; when 1 failed, 0's worker had taken 2 at most.
+    expect(started.length).toBeLessThanOrEqual(3);
+  });
 });

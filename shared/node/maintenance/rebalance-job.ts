@@ -14,7 +14,7 @@ import { SettingsError } from '../home-and-settings.ts';
 import type { TargetRow } from '../db/local-db.ts';
 import { blobsInIndexFiles, writeIndexFiles } from '../retention/index-files.ts';
 import { killPoint } from '../retention/prune-packs.ts';
-import { inParallel } from '../jobs/in-parallel.ts';
+import { inParallel, PARALLEL_DELETES } from '../jobs/in-parallel.ts';
 
 export interface RebalanceResult {
   /** The policy's scheme: under erasure coding the objects written and removed are shards. */
@@ -41,8 +41,6 @@ export interface RebalanceResult {
 
 /** Packs moved at once (each is read whole at most once: 4 × the pack size in memory). */
 const PARALLEL_PACKS = 4;
-/** Objects deleted at once once the new index is written (old index files, superseded copies). */
-const PARALLEL_DELETES = 16;
 
 /**
  * Moved copies are named in an index file (superseding nothing) every so many packs or bytes, so a
@@ -228,7 +226,6 @@ export async function runRebalance(
     killPoint('rebalance-indexed');
     // Nothing is deleted unless every lock is still in its bucket (as prune proves before it deletes).
     for (const l of locks) await l.check();
-    // Deletes go PARALLEL_DELETES at a time: one by one, a far bucket's round trips added up to minutes.
     const oldIndexFiles = members.flatMap((t) => oldIndex.get(t.id)!.map((id) => ({ t, id })));
     await inParallel(oldIndexFiles, PARALLEL_DELETES, ({ t, id }) =>
       repo.storage(t).delete(ObjectKey.index(id)),

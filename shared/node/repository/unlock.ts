@@ -16,9 +16,15 @@ import { openConfig, type RepoConfig } from '../format/config.ts';
 import { RepositoryError } from '../pool/errors.ts';
 import { listKeyObjects, openRevocation, readKeySlot } from './key-slots.ts';
 
-/** The coordinator's own connection to a target: config, keys, index, snapshots, trees; never data packs. */
+/**
+ * Requests at once on the coordinator's own connection to a target. They are small (metadata, deletes):
+ * with four, a far bucket's round trips queued behind four sockets however many a job started.
+ */
+export const META_CONNECTIONS = 16;
+
+/** The coordinator's own connection to a target: config, keys, index, snapshots, trees, the deletes of maintenance; never data packs. */
 export function openMetaStorage(handle: TargetHandle): RetryingStorage {
-  return openTarget(handle, { concurrency: 4 });
+  return openTarget(handle, { concurrency: META_CONNECTIONS });
 }
 
 /**

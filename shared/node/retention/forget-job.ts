@@ -6,6 +6,7 @@ import type { SnapshotDoc } from '../format/snapshot.ts';
 import { SettingsError } from '../home-and-settings.ts';
 import type { JobListener } from '../jobs/job-events.ts';
 import { applyPolicyGrouped, matchesFilter, policyIsEmpty, type KeepPolicy } from './retention-policy.ts';
+import { inParallel, PARALLEL_DELETES } from '../jobs/in-parallel.ts';
 
 export interface ForgetOptions {
   /** Snapshots to remove by id (not with a policy). */
@@ -89,14 +90,14 @@ export async function runForget(
       );
     for (const lock of locks) lock.assertHeld();
     let done = 0;
-    for (const id of removed) {
+    await inParallel(removed, PARALLEL_DELETES, async (id) => {
       // Its own target first; a copy under the same name elsewhere goes too.
       const own = targets.find((t) => t.id === where.get(id));
       for (const t of own ? [own, ...targets.filter((x) => x !== own)] : targets)
         await repo.storage(t).delete(ObjectKey.snapshot(id));
       ks.snapshots.remove([id]);
       listener.files?.(++done, removed.length);
-    }
+    });
   } finally {
     for (const lock of locks) await lock.release();
   }

@@ -23,6 +23,7 @@ import {
   replicaTargetResult,
 } from './prune-replicas.ts';
 import { SettingsError } from '../home-and-settings.ts';
+import { inParallel, PARALLEL_DELETES } from '../jobs/in-parallel.ts';
 
 export interface PruneOptions {
   dryRun?: boolean;
@@ -279,10 +280,11 @@ async function carryOut(run: PruneRun, p: PrunePlanAll): Promise<void> {
   killPoint('index-written');
   for (const w of rewritten) {
     await locks.get(w.t.id)!.check();
-    for (const [i, id] of w.oldIndex.entries()) {
-      progress('delete-index', i, w.oldIndex.length);
+    let done = 0;
+    await inParallel(w.oldIndex, PARALLEL_DELETES, async (id) => {
       await repo.storage(w.t).delete(ObjectKey.index(id));
-    }
+      progress('delete-index', ++done, w.oldIndex.length);
+    });
     w.result.indexFilesRewritten = w.oldIndex.length;
   }
   killPoint('index-deleted');
@@ -290,7 +292,7 @@ async function carryOut(run: PruneRun, p: PrunePlanAll): Promise<void> {
     await locks.get(w.t.id)!.check();
     await deletePacks(repo, w.t, w.doomed, progress);
   }
-  for (const d of p.ecDoomed) await repo.storage(ks.targetById(d.target)).delete(d.key);
+  await inParallel(p.ecDoomed, PARALLEL_DELETES, (d) => repo.storage(ks.targetById(d.target)).delete(d.key));
   killPoint('packs-deleted');
   // The local index follows the bucket: the old index files are gone, so refresh rebuilds it.
   for (const w of rewritten) await repo.refresh(w.t);

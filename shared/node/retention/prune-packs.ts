@@ -7,6 +7,7 @@ import type { Repository } from '../repository/repository.ts';
 import { StorageError } from '../storage/storage.ts';
 import type { TargetRow } from '../db/local-db.ts';
 import type { PlanPack, PrunePlan } from './prune-plan.ts';
+import { inParallel, PARALLEL_DELETES } from '../jobs/in-parallel.ts';
 
 /** Prune's work on the packs of one target: choosing good copies, repacking, deleting. */
 
@@ -83,15 +84,11 @@ export async function deletePacks(
 ): Promise<void> {
   const s = repo.storage(t);
   let done = 0;
-  const queue = [...packs];
-  const worker = async () => {
-    for (let p = queue.shift(); p; p = queue.shift()) {
-      await s.delete(ObjectKey.pack(p.id));
-      if (++done === 1) killPoint('packs-deleting');
-      progress('delete-packs', done, packs.length);
-    }
-  };
-  await Promise.all([worker(), worker(), worker(), worker()]);
+  await inParallel(packs, PARALLEL_DELETES, async (p) => {
+    await s.delete(ObjectKey.pack(p.id));
+    if (++done === 1) killPoint('packs-deleting');
+    progress('delete-packs', done, packs.length);
+  });
 }
 
 /** Where repack reads live blobs from and writes new packs to. */
