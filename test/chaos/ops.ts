@@ -229,7 +229,7 @@ export const ops: Record<OpName, (ctx: OpContext, m: Machine) => Promise<OpResul
     );
   },
 
-  /** What a person does after a crash before anything else: `cairn unlock` (stale and own dead locks). */
+  /** `cairn unlock` as a person runs it after a crash, whatever other machines are doing. */
   async unlock(ctx, m) {
     const args = ['unlock'];
     return result('unlock', m, args, await run(ctx, m, args));
