@@ -24,6 +24,8 @@ export interface BenchOptions {
   quick: boolean;
   /** files suite: how many files (default 10,000; 1,000 with --quick); prune suite: default 100,000. */
   files?: number;
+  /** files suite: several counts in one run (`--files 10000,100000`), for the cost per file as it grows. */
+  fileCounts?: number[];
   /** chaos suite: how long (minutes) and with which seed. */
   minutes?: number;
   seed?: number;
@@ -76,7 +78,9 @@ const quick = Boolean(values.quick);
 const opts: BenchOptions = {
   quick,
   runs: Number(values.runs ?? (quick ? 1 : 3)),
-  ...(values.files ? { files: Number(values.files) } : {}),
+  ...(values.files
+    ? { files: Number(values.files.split(',')[0]), fileCounts: values.files.split(',').map(Number) }
+    : {}),
   ...(values.minutes ? { minutes: Number(values.minutes) } : {}),
   ...(values.seed ? { seed: Number(values.seed) } : {}),
   ...(values.machines ? { machines: Number(values.machines) } : {}),

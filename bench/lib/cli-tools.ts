@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { listKeys, s3TargetArgs } from '../../test/support/cairn-env.ts';
 import { tempDir } from '../../test/support/fixtures.ts';
+import { bytesUnder, firstDifference } from './home-folder.ts';
 import type { S3Server } from '../../test/support/versitygw.ts';
 import { timed, type ProcRun } from './tools.ts';
 
@@ -22,6 +23,10 @@ export interface ToolRun {
   again: ProcRun;
   restore: ProcRun;
   objects: number;
+  /** The tool's local data after the re-run (Cairn's CAIRN_HOME, restic's and Kopia's caches), bytes. */
+  localBytes?: number;
+  /** Cairn's restore compared with the source: null when identical, else the first difference. */
+  difference?: string | null;
 }
 
 export type Runner = (s3: S3Server, src: string) => Promise<ToolRun>;
@@ -39,12 +44,15 @@ export const cairnCli: Runner = async (s3, src) => {
   await timed(node, [CLI, ...targetAddArgs(s3, bucket)], env);
   const backup = await timed(node, [CLI, '--json', 'backup', src], env);
   const again = await timed(node, [CLI, '--json', 'backup', src], env);
+  const localBytes = bytesUnder(home);
   const id = (JSON.parse(again.stdout) as { snapshotId: string }).snapshotId;
   const to = tempDir('cairn-bench-restore-');
   const restore = await timed(node, [CLI, 'restore', id, '--to', to], env);
+  const difference = firstDifference(src, path.join(to, path.basename(src)));
   fs.rmSync(to, { recursive: true, force: true });
   fs.rmSync(path.dirname(home), { recursive: true, force: true });
-  return { tool: 'Cairn', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
+  const objects = (await listKeys(s3, bucket)).length;
+  return { tool: 'Cairn', backup, again, restore, objects, localBytes, difference };
 };
 
 export const resticCli =
@@ -61,11 +69,13 @@ export const resticCli =
     await timed(bin, ['init'], env);
     const backup = await timed(bin, ['backup', '--quiet', src], env);
     const again = await timed(bin, ['backup', '--quiet', src], env);
+    const localBytes = bytesUnder(env.RESTIC_CACHE_DIR);
     const to = tempDir('restic-restore-');
     const restore = await timed(bin, ['restore', 'latest', '--target', to], env);
     fs.rmSync(to, { recursive: true, force: true });
     fs.rmSync(env.RESTIC_CACHE_DIR, { recursive: true, force: true });
-    return { tool: 'restic', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
+    const objects = (await listKeys(s3, bucket)).length;
+    return { tool: 'restic', backup, again, restore, objects, localBytes };
   };
 
 export const kopiaCli =
@@ -99,12 +109,14 @@ export const kopiaCli =
     );
     const backup = await timed(bin, ['snapshot', 'create', ...cfg, src], env);
     const again = await timed(bin, ['snapshot', 'create', ...cfg, src], env);
+    const localBytes = bytesUnder(path.join(dir, 'cache'));
     const list = await timed(bin, ['snapshot', 'list', ...cfg, '--json', src], env);
     const snaps = JSON.parse(list.stdout) as { id: string }[];
     const to = tempDir('kopia-restore-');
     const restore = await timed(bin, ['snapshot', 'restore', ...cfg, snaps.at(-1)!.id, to], env);
     fs.rmSync(to, { recursive: true, force: true });
-    return { tool: 'Kopia', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
+    const objects = (await listKeys(s3, bucket)).length;
+    return { tool: 'Kopia', backup, again, restore, objects, localBytes };
   };
 
 /** rclone with a crypt remote over an S3 remote, configured through environment variables only. */

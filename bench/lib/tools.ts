@@ -11,6 +11,8 @@ export interface ProcRun {
   ms: number;
   /** Peak resident set (VmHWM) seen while it ran, bytes; sampled every 20 ms. */
   peakRss: number;
+  /** CPU time (user + system, all threads) at the last sample, ms: up to 20 ms short. */
+  cpuMs: number;
   stdout: string;
 }
 
@@ -37,10 +39,14 @@ export function timed(
     let stdout = '';
     let stderr = '';
     let peakRss = 0;
+    let cpuMs = 0;
     const sample = () => {
       try {
         const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'));
         if (m) peakRss = Math.max(peakRss, Number(m[1]) * 1024);
+        // Fields 14 and 15 of stat (utime, stime) in clock ticks of 10 ms; the name before may hold spaces.
+        const stat = fs.readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        cpuMs = (Number(stat[11]) + Number(stat[12])) * 10;
       } catch {
         // exited between samples
       }
@@ -53,7 +59,7 @@ export function timed(
       clearInterval(timer);
       const ms = performance.now() - t0;
       if (code !== 0) reject(new Error(`${cmd} ${args.join(' ')} exited ${code}: ${stderr.slice(-2000)}`));
-      else resolve({ ms, peakRss, stdout });
+      else resolve({ ms, peakRss, cpuMs, stdout });
     });
   });
 }
