@@ -22,7 +22,10 @@ import { listKeyObjects, openRevocation, readKeySlot } from './key-slots.ts';
  */
 export const META_CONNECTIONS = 16;
 
-/** The coordinator's own connection to a target: config, keys, index, snapshots, trees, the deletes of maintenance; never data packs. */
+/**
+ * The coordinator's own connection to a target: config, keys, index, snapshots, trees, the deletes of
+ * maintenance; never data packs.
+ */
 export function openMetaStorage(handle: TargetHandle): RetryingStorage {
   return openTarget(handle, { concurrency: META_CONNECTIONS });
 }
