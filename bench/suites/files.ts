@@ -69,7 +69,7 @@ export async function filesSuite(o: BenchOptions): Promise<SuiteResult> {
   const missing = tools.filter(([, run]) => !run).map(([tool]) => tool);
   const s = (ms: number) => fmt(ms / 1000, 1);
   const perCount: Table[] = counts.map((count) => ({
-    title: `${count.toLocaleString('en')} files (${fmt(shapes.get(count)! / 2 ** 20, 0)} MiB) in ${Math.ceil(count / 1000)} folders, sizes lognormal around 1.3 KB, half text; versitygw on loopback; median of ${o.runs} per CLI run (process start and key derivation included)`,
+    title: `${count.toLocaleString('en')} files (${fmt(shapes.get(count)! / 2 ** 20, 0)} MiB) in ${Math.ceil(count / 1000)} folder${count > 1000 ? 's' : ''}, sizes lognormal around 1.3 KB, half text; versitygw on loopback; median of ${o.runs} per CLI run (process start and key derivation included)`,
     columns: [
       'tool',
       'first backup s (CPU s)',
