@@ -4,6 +4,8 @@ import {
   rebalanceText,
   redundancyText,
   snapshotRedundancyText,
+  storageHeadline,
+  storageRedundancyLine,
   type RedundancyView,
 } from './pool-text.ts';
 
@@ -22,6 +24,29 @@ const base: RedundancyView = {
 };
 
 describe('pool texts', () => {
+  // The newcomer run-through (session 41): with no target added yet, Storage said "One target · 0 packs
+  // · 0 B" and, in green, "One copy of each pack: the policy keeps no second copy."
+  it('says there is no target yet before one is added', () => {
+    const none = { pooled: false, targets: [], storedBytes: 0, redundancy: { ...base, packs: 0, copies: 1 } };
+    expect(storageHeadline(none)).toBe('No target yet');
+    expect(storageRedundancyLine(0, none.redundancy)).toBe(
+      'Nothing is stored yet: add a bucket or a folder below, then back up.',
+    );
+    expect(storageHeadline({ ...none, targets: [{}] })).toBe('One target · 0 packs · 0 B');
+    expect(
+      storageHeadline({
+        ...none,
+        pooled: true,
+        targets: [{}, {}],
+        storedBytes: 2048,
+        redundancy: { packs: 1 },
+      }),
+    ).toBe('A pool of 2 targets · 1 pack (2 KiB)');
+    expect(storageRedundancyLine(1, { ...base, copies: 1 })).toBe(
+      'One copy of each pack: the policy keeps no second copy.',
+    );
+  });
+
   it('says fully redundant only when every pack has its copies', () => {
     expect(redundancyText(base)).toBe('Fully redundant: every pack has its 3 copies.');
     expect(

@@ -125,6 +125,27 @@ export function policyChangeText(
   return lines;
 }
 
+/** The Storage screen's headline: what the repository is stored on (nothing yet, one target, a pool). */
+export function storageHeadline(p: {
+  pooled: boolean;
+  targets: readonly unknown[];
+  storedBytes: number;
+  redundancy: { packs: number };
+}): string {
+  if (p.targets.length === 0) return 'No target yet';
+  const packs = `${p.redundancy.packs.toLocaleString('en')} ${p.redundancy.packs === 1 ? 'pack' : 'packs'}`;
+  return p.pooled
+    ? `A pool of ${p.targets.length} targets · ${packs} (${formatSize(p.storedBytes)})`
+    : `One target · ${packs} · ${formatSize(p.storedBytes)}`;
+}
+
+/** The redundancy line of the Storage screen: with no target yet there is nothing to be redundant. */
+export function storageRedundancyLine(targets: number, r: RedundancyView): string {
+  return targets === 0
+    ? 'Nothing is stored yet: add a bucket or a folder below, then back up.'
+    : redundancyText(r);
+}
+
 /** The repository's redundancy in a sentence: never "fully redundant" before every copy is stored. */
 export function redundancyText(r: RedundancyView): string {
   const units = r.scheme === 'ec' ? shardsWord : copiesWord;

@@ -1,9 +1,9 @@
 import { useEffect, useState } from 'react';
 import type { PoolOperationView, PoolView } from '../../../../shared/api/views.ts';
-import { redundancyText } from '../../../../shared/pool-text.ts';
+import { storageHeadline, storageRedundancyLine } from '../../../../shared/pool-text.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useJobs, useQuery } from '../../api/hooks.ts';
-import { formatCount, formatSize, messageOf } from '../../api/format.ts';
+import { messageOf } from '../../api/format.ts';
 import { PolicyForm } from './PolicyForm.tsx';
 import { TargetTable, type TargetChange } from './TargetTable.tsx';
 import { JobCard } from '../../components/JobCard.tsx';
@@ -85,11 +85,7 @@ export function StorageScreen() {
     <div className="screen storage-screen">
       <header className="screen-head">
         <h1>Storage</h1>
-        <span className="muted">
-          {p.pooled
-            ? `A pool of ${p.targets.length} targets · ${formatCount(r.packs)} packs (${formatSize(p.storedBytes)})`
-            : `One target · ${formatCount(r.packs)} packs · ${formatSize(p.storedBytes)}`}
-        </span>
+        <span className="muted">{storageHeadline(p)}</span>
       </header>
 
       <section
@@ -99,7 +95,7 @@ export function StorageScreen() {
         data-state={r.state}
       >
         <p className={`redundancy-line redundancy-${r.state}`} data-testid="redundancy-text">
-          {redundancyText(r)}
+          {storageRedundancyLine(p.targets.length, r)}
         </p>
         <p className="muted small">
           Repair writes every copy the policy asks for and a pack lacks (copies queued while a target was out
