@@ -3,7 +3,12 @@ import { SearchPatternError, BrowseError, type SnapshotBrowser } from '../engine
 import { ApiCallError, type Request, type Responses } from '../../api/contract.ts';
 import type { DiffView, JobView, VerificationView } from '../../api/views.ts';
 import type { Engine } from '../engine/engine.ts';
-import { OriginalLocationError, originalPlaces, restoreToOriginal } from '../engine/restore-original.ts';
+import {
+  OriginalLocationError,
+  originalPlaces,
+  restoredInto,
+  restoreToOriginal,
+} from '../engine/restore-original.ts';
 import { VerifyHistory } from '../engine/verify-history.ts';
 import type { LiveJob, LiveJobs } from './live-jobs.ts';
 import { restoreOutcome } from './restore-view.ts';
@@ -181,7 +186,7 @@ export function browseHandlers(deps: {
       const b = e.snapshot(backupId);
       let places: string[];
       try {
-        places = originalPlaces(b.sources, paths).map((p) => p.parent);
+        places = originalPlaces(b.sources, paths).map(restoredInto);
       } catch (err) {
         if (err instanceof OriginalLocationError) throw new ApiCallError(err.message, 'paths');
         throw err;

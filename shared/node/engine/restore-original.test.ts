@@ -11,7 +11,7 @@ import { JobControl } from '../jobs/job-control.ts';
 import { openDb } from '../db/db.ts';
 import { migrations } from '../db/schema.ts';
 import { VerifyTable } from '../db/verify-table.ts';
-import { originalPlaces, restoreToOriginal } from './restore-original.ts';
+import { originalPlaces, restoredInto, restoreToOriginal } from './restore-original.ts';
 import { VerifyHistory } from './verify-history.ts';
 
 let s3: S3Server;
@@ -52,6 +52,13 @@ describe('restore to the original location', () => {
     expect(originalPlaces(['/home/ada/docs'], ['docs/a/b.txt', '/docs/c/'])).toEqual([
       { parent: '/home/ada', paths: ['docs/a/b.txt', 'docs/c'] },
     ]);
+    // What "into" names: the deepest folder holding all that is restored there.
+    expect(restoredInto({ parent: '/home/ada', paths: ['docs', 'pics'] })).toBe('/home/ada');
+    expect(restoredInto({ parent: '/home/ada', paths: ['docs/a/b.txt', 'docs/c'] })).toBe('/home/ada/docs');
+    expect(restoredInto({ parent: '/home/ada', paths: ['docs/a/b.txt'] })).toBe('/home/ada/docs/a');
+    expect(restoredInto({ parent: '/home/ada', paths: ['docs/a/b.txt', 'docs/ab/c'] })).toBe(
+      '/home/ada/docs',
+    );
     expect(() => originalPlaces(['/home/ada/docs'], ['music/x'])).toThrow(
       '"music/x" is not in this backup: its paths start with a source\'s name (docs).',
     );
@@ -92,6 +99,7 @@ describe('restore to the original location', () => {
     const over = await restoreToOriginal(engine, snapshotId, { paths: ['docs/letter.txt'], overwrite: true });
     expect(over.failed).toEqual([]);
     expect(over.restoredFiles).toBe(1);
+    expect(over.places).toEqual([docs]); // where letter.txt is, not the source's parent
     expect(sha256File(path.join(docs, 'letter.txt'))).toBe(want.letter);
     expect(fs.readdirSync(docs).sort()).toEqual(['letter.txt', 'sub']); // no temporaries left
   });

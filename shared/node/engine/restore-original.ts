@@ -43,6 +43,24 @@ export function originalPlaces(sources: readonly string[], paths: readonly strin
 }
 
 /**
+ * The deepest folder holding everything restored at a place: what "into" names and Open folder shows. One
+ * file restored where it was is in its own folder, not at its source's parent (the newcomer run-through
+ * read "1 file into /tmp/newcomer2" for a file four folders down).
+ */
+export function restoredInto(place: OriginalPlace): string {
+  const folders = place.paths.map((p) =>
+    path.posix
+      .dirname(p)
+      .split('/')
+      .filter((x) => x && x !== '.'),
+  );
+  const common: string[] = [];
+  for (let i = 0; folders.every((f) => i < f.length && f[i] === folders[0]![i]); i++)
+    common.push(folders[0]![i]!);
+  return path.join(place.parent, ...common);
+}
+
+/**
  * Restores selected paths of a snapshot where they were backed up from. Each source's parent folder is
  * a restore destination like any other (RestoreDestination): below it no link Cairn did not create is
  * followed, so a source folder replaced by a link is refused, not written through. `overwrite` decides
@@ -81,9 +99,9 @@ export async function restoreToOriginal(
             restoredBytes: total.restoredBytes + r.restoredBytes,
             alreadyPresent: total.alreadyPresent + r.alreadyPresent,
             failed: [...total.failed, ...failed],
-            places: [...total.places, place.parent],
+            places: [...total.places, restoredInto(place)],
           }
-        : { ...r, failed, places: [place.parent] };
+        : { ...r, failed, places: [restoredInto(place)] };
   }
   return total!;
 }
