@@ -140,6 +140,12 @@ describe('kill -9 mid-backup, then cairn resume', () => {
     fs.appendFileSync(path.join(src, 'c.bin'), 'new tail');
     const r = await runCli(['resume'], cli);
     expect(r.code).toBe(0);
+    // It says what it resumes in words, not by an internal job id (the newcomer run-through's card read
+    // "Resuming backup job 2ea87744d3a9.").
+    expect(r.stderr).toContain(
+      `Resuming the interrupted backup of ${src}: what it stored before is reused, not sent again.`,
+    );
+    expect(r.stderr).not.toMatch(/job [0-9a-f]{12}/);
     // A resumed backup reports as a backup does.
     expect(r.stderr).toMatch(
       /^Files: \d+ new, \d+ changed, \d+ unchanged .*; read .*, uploaded .* in \d+ packs\.$/m,

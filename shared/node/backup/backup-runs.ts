@@ -92,7 +92,10 @@ export class BackupJobs {
     if (!job || job.state === 'done') throw new SettingsError(`No interrupted job ${jobId}.`);
     this.ks.jobs.claim(job.id);
     listener.started?.({ backupId: job.id, jobId: job.id });
-    listener.notice?.(`Resuming backup job ${job.id}.`);
+    // In the person's words: the app shows this on the job card, where an internal job id means nothing.
+    listener.notice?.(
+      `Resuming the interrupted backup of ${job.sources.join(', ')}: what it stored before is reused, not sent again.`,
+    );
     return this.run(
       {
         jobId: job.id,
