@@ -225,7 +225,9 @@ export interface SearchView {
   limit: number;
   /** More than `limit` versions matched; the search stopped there. */
   truncated: boolean;
+  /** Backups searched, and those holding at least one match. */
   snapshots: number;
+  snapshotsWithMatches: number;
   treesRead: number;
 }
 

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliJson, runCli } from '../support/cli.ts';
@@ -43,6 +44,17 @@ describe('cairn find', () => {
     expect(lines[1]).toContain(path.join(src, '2024', 'invoice-1.pdf'));
     expect(lines[1]).toMatch(new RegExp(`${ids[1]}.*10 B`));
     expect(text.stderr).toContain('2 files, 2 versions in 2 snapshots.');
+
+    // A file in some of the snapshots searched says in how many of them (the newcomer run-through read
+    // "in 3 snapshots" for a file that two held).
+    fs.rmSync(path.join(src, 'report.docx'));
+    await cliJson(['backup', src], cli);
+    const fewer = await runCli(['find', 'report.docx'], cli);
+    expect(fewer.stderr).toContain('1 file, 2 versions in 2 of 3 snapshots.');
+    expect(await cliJson<SearchResult>(['find', 'report.docx'], cli)).toMatchObject({
+      snapshots: 3,
+      snapshotsWithMatches: 2,
+    });
 
     const capped = await runCli(['find', '*', '--limit', '2'], cli);
     expect(capped.stderr).toContain('More than 2 matches: showing the first 2. Refine the pattern');

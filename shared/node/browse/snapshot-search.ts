@@ -42,7 +42,10 @@ export interface SearchResult {
   limit: number;
   /** More than `limit` versions matched: the search stopped there. */
   truncated: boolean;
+  /** Snapshots searched. */
   snapshots: number;
+  /** Snapshots holding at least one match. */
+  snapshotsWithMatches: number;
   /** Tree blobs decoded; a subtree already searched in another snapshot is not counted again. */
   treesRead: number;
 }
@@ -126,6 +129,9 @@ export async function searchSnapshots(
     limit,
     truncated,
     snapshots: ordered.length,
+    snapshotsWithMatches: new Set(
+      out.flatMap((f) => f.versions.flatMap((v) => v.foundIn.map((x) => x.snapshotId))),
+    ).size,
     treesRead: counter.trees,
   };
 }

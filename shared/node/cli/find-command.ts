@@ -42,7 +42,7 @@ export function registerFindCommand(
         });
       const summary = r.truncated
         ? `More than ${r.limit} matches: showing the first ${r.versions}. Refine the pattern (or raise --limit).`
-        : `${plural(r.files.length, 'file')}, ${plural(r.versions, 'version')} in ${plural(r.snapshots, 'snapshot')}.`;
+        : `${plural(r.files.length, 'file')}, ${plural(r.versions, 'version')} in ${r.snapshotsWithMatches < r.snapshots ? `${r.snapshotsWithMatches} of ` : ''}${plural(r.snapshots, 'snapshot')}.`;
       o.info(summary);
       o.result(r, r.files.length ? table(rows) : `Nothing matches "${r.query}".`);
     });

@@ -2,7 +2,7 @@ import { useState } from 'react';
 import type { SearchView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useQuery } from '../../api/hooks.ts';
-import { counted, messageOf } from '../../api/format.ts';
+import { counted, formatCount, messageOf } from '../../api/format.ts';
 import { EntryIcon } from '../browse/EntryIcon.tsx';
 import { RestoreDialog, type RestoreRequest } from '../browse/RestoreDialog.tsx';
 import { VersionsTable } from '../browse/VersionsTable.tsx';
@@ -73,7 +73,7 @@ export function SearchScreen() {
               ? `More than ${result.limit} matches: showing the first ${result.versions}. Refine the search.`
               : result.files.length === 0
                 ? `Nothing matches "${result.query}" in ${counted(result.snapshots, 'backup')}.`
-                : `${counted(result.files.length, 'match', 'matches')}, ${counted(result.versions, 'version')}, in ${counted(result.snapshots, 'backup')}.`}
+                : `${counted(result.files.length, 'match', 'matches')}, ${counted(result.versions, 'version')}, in ${result.snapshotsWithMatches < result.snapshots ? `${formatCount(result.snapshotsWithMatches)} of ` : ''}${counted(result.snapshots, 'backup')}.`}
           </p>
           <ul className="found">
             {result.files.map((f) => (
