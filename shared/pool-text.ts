@@ -133,7 +133,7 @@ export function storageHeadline(p: {
   redundancy: { packs: number };
 }): string {
   if (p.targets.length === 0) return 'No target yet';
-  const packs = `${p.redundancy.packs.toLocaleString('en')} ${p.redundancy.packs === 1 ? 'pack' : 'packs'}`;
+  const packs = plural(p.redundancy.packs, 'pack');
   return p.pooled
     ? `A pool of ${p.targets.length} targets · ${packs} (${formatSize(p.storedBytes)})`
     : `One target · ${packs} · ${formatSize(p.storedBytes)}`;
