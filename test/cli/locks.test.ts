@@ -209,6 +209,15 @@ describe('locks in the bucket', () => {
       await engine.repo.storage(t).delete(ObjectKey.lock(removed.lockId));
       await expect(removed.check()).rejects.toThrow(/removed by someone else/);
       await removed.release();
+
+      // Its own refresh found it gone first: said as removed, not as a late refresh (CI caught the latter).
+      process.env.CAIRN_LOCK_REFRESH_MS = '100';
+      const refreshed = await acquire();
+      await engine.repo.storage(t).delete(ObjectKey.lock(refreshed.lockId));
+      await new Promise((r) => setTimeout(r, 350));
+      expect(() => refreshed.assertHeld()).toThrow(/removed by someone else/);
+      await expect(refreshed.check()).rejects.toThrow(/removed by someone else/);
+      await refreshed.release();
     } finally {
       for (const [k, v] of [
         ['CAIRN_LOCK_REFRESH_MS', saved.refresh],

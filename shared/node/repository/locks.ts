@@ -83,6 +83,8 @@ export class RepoLock {
    * that can never have reached the bucket after another machine's listing found the lock stale.
    */
   private lost = false;
+  /** Set when a refresh found the object gone: said as such, not as a late refresh. */
+  private removed = false;
 
   private constructor(
     private readonly ctx: LockContext,
@@ -197,6 +199,7 @@ export class RepoLock {
     try {
       if (!(await this.ctx.storage.head(ObjectKey.lock(this.id)))) {
         this.lost = true;
+        this.removed = true;
         return;
       }
       this.ctx.journal?.wrote(id);
@@ -222,10 +225,11 @@ export class RepoLock {
 
   /** Throws when the lock was not refreshed in time (or found removed): others may have removed it. */
   assertHeld(): void {
+    if (this.removed) throw this.removedError();
     const ago = since(this.lastRefresh);
     if (this.lost || ago > RepoLock.holdMs())
       throw new LockLostError(
-        `The lock on target "${this.label}" could not be refreshed in time (${Math.round(ago / 60_000)} minutes since it was last written), or was removed; stopped before changing anything more.`,
+        `The lock on target "${this.label}" could not be refreshed in time (${Math.round(ago / 60_000)} minutes since it was last written); stopped before changing anything more.`,
       );
   }
 
@@ -233,10 +237,13 @@ export class RepoLock {
   async check(): Promise<void> {
     await this.refreshing;
     this.assertHeld();
-    if (!(await this.ctx.storage.head(ObjectKey.lock(this.id))))
-      throw new LockLostError(
-        `The lock on target "${this.label}" was removed by someone else ("cairn unlock --all", or another machine found it stale); stopped before changing anything more.`,
-      );
+    if (!(await this.ctx.storage.head(ObjectKey.lock(this.id)))) throw this.removedError();
+  }
+
+  private removedError(): LockLostError {
+    return new LockLostError(
+      `The lock on target "${this.label}" was removed by someone else ("cairn unlock --all", or another machine found it stale); stopped before changing anything more.`,
+    );
   }
 
   async release(): Promise<void> {
