@@ -25,7 +25,13 @@ export const RESTORE_STAGES: StageName[] = ['transfer', 'open', 'write'];
 export interface StatsFrame {
   /** Epoch ms at the end of the interval. */
   at: number;
+  /** Wall time since this run's frames began (the charts' time axis). */
   elapsedMs: number;
+  /**
+   * The job's working time, ms: since it began (the walk included), every earlier run's added, the time
+   * it stood paused left out. What "elapsed" shows.
+   */
+  activeMs?: number;
   bytesDone: number;
   bytesTotal: number;
   chunksDone: number;
@@ -43,7 +49,10 @@ export interface StatsFrame {
   plainMbps?: number;
   /** With wire bytes: their plaintext worth since the first of them, MB/s (an ETA's first seconds). */
   plainMeanMbps?: number;
-  /** Mean plaintext throughput since start, MB/s. */
+  /**
+   * Mean since the job began, MB/s: with wire bytes, the bytes every run sent over the working time;
+   * otherwise the plaintext this run moved over its working time.
+   */
   meanMbps: number;
   /** Per-slot gaps closed during the interval, ms. */
   gapsMs: number[];

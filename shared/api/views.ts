@@ -53,7 +53,10 @@ export interface JobView {
   mbps: number;
   meanMbps: number;
   etaSeconds: number | null;
-  /** Time the job has been running, ms (from the engine's frames). */
+  /**
+   * Time the job has worked, ms (from the engine's frames): every run of a resumed job, the time it
+   * stood paused left out.
+   */
   elapsedMs?: number;
   /** Files finished (restored, or failed) out of those the job handles, when the job reports them. */
   files?: { done: number; total: number };
@@ -92,6 +95,16 @@ export interface JobView {
   pool?: { action: 'repair' | 'rebalance'; done: number; total: number };
   /** Verify only: distinct blobs checked and the files with a bad or missing blob. */
   verified?: { blobs: number; bytes: number; problems: VerifyProblemView[] };
+  /**
+   * A finished backup: its files by what happened to them, and what it sent (every run of a resumed job;
+   * the snapshot and index included). `newChunks` 0: nothing new was sent.
+   */
+  outcome?: {
+    files: { new: number; changed: number; unchanged: number };
+    removed: number;
+    sentBytes: number;
+    newChunks: number;
+  };
   /** A finished backup in a pool: the repository's redundancy right after it (pool-text.ts words it). */
   redundancy?: RedundancyView;
 }

@@ -22,7 +22,7 @@ export function LiveCharts({ jobId, kind, finished }: { jobId: string; kind: Job
       <div className="charts">
         <p className="notice" data-testid="nothing-uploaded">
           {last.bytesDone > 0
-            ? `Nothing new to upload: all ${formatSize(last.bytesDone)} read in ${formatDuration(last.elapsedMs / 1000)} (${formatRate(last.meanMbps)}) was already stored, so only the list of files was sent.`
+            ? `Nothing new to upload: all ${formatSize(last.bytesDone)} read in ${formatDuration(last.elapsedMs / 1000)} (${formatRate(last.bytesDone / 1000 / Math.max(1, last.elapsedMs))}) was already stored, so only the list of files was sent.`
             : 'Nothing new to upload: no file changed since the last backup, so only the list of files was sent.'}
         </p>
         <StageSplit frames={s.frames} version={version} />

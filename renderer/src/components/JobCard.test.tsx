@@ -67,6 +67,49 @@ describe('JobCard', () => {
     expect(screen.queryByTestId('job-current')).toBeNull();
     expect(screen.getByTestId('job-stored').textContent).toMatch(/4 chunks \(32 MiB\), completing 2 files/);
   });
+
+  it('an interrupted job whose size is known shows how far it got on its bar', () => {
+    card(
+      job({
+        state: 'interrupted',
+        bytesDone: 32 << 20,
+        bytesTotal: 80 << 20,
+        stored: { files: 2, bytes: 32 << 20, chunks: 4 },
+      }),
+    );
+    expect(screen.getByRole('progressbar').getAttribute('aria-valuenow')).toBe('40');
+    expect(screen.getByTestId('job-percent').textContent).toBe('40 %');
+  });
+
+  it('a finished incremental backup says what changed and what it sent, not "2.42 MiB of 2.42 MiB"', () => {
+    const outcome = {
+      files: { new: 2, changed: 1, unchanged: 1200 },
+      removed: 3,
+      sentBytes: 1.5 * 2 ** 20,
+      newChunks: 4,
+    };
+    const size = Math.round(2.42 * 2 ** 20);
+    card(job({ state: 'done', bytesDone: size, bytesTotal: size, meanMbps: 4.9, outcome }));
+    expect(screen.queryByText(/ of 2\.42 MiB/)).toBeNull();
+    expect(screen.getByTestId('job-outcome').textContent).toBe(
+      '1,203 files (2.42 MiB): 2 new, 1 changed, 1,200 unchanged, 3 removed · sent 1.5 MiB',
+    );
+    expect(screen.getByText(/^mean /)).toBeTruthy();
+    cleanup();
+    // Nothing new: the read rate is no upload speed, and no mean is shown.
+    const quiet = {
+      ...outcome,
+      files: { new: 0, changed: 0, unchanged: 1203 },
+      removed: 0,
+      sentBytes: 900,
+      newChunks: 0,
+    };
+    card(job({ state: 'done', bytesDone: size, bytesTotal: size, meanMbps: 812, outcome: quiet }));
+    expect(screen.getByTestId('job-outcome').textContent).toBe(
+      '1,203 files (2.42 MiB): none new or changed · nothing new to send',
+    );
+    expect(screen.queryByText(/^mean /)).toBeNull();
+  });
 });
 
 describe('JobCard states say what is true now', () => {

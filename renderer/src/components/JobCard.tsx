@@ -24,6 +24,23 @@ const moving = (j: JobView) => j.state === 'running' || j.state === 'pausing' ||
 const resumable = (j: JobView) =>
   j.kind === 'backup' && j.backupId !== '' && (j.state === 'interrupted' || j.state === 'cancelled');
 
+/** A finished backup in words: "1,203 files (2.42 MiB): 2 new, 1 changed, 1,200 unchanged · sent 1.5 MiB". */
+function outcomeLine(o: NonNullable<JobView['outcome']>, bytes: number): string {
+  const { files } = o;
+  const all = files.new + files.changed + files.unchanged;
+  const parts =
+    files.new + files.changed === 0
+      ? ['none new or changed']
+      : [
+          `${formatCount(files.new)} new`,
+          `${formatCount(files.changed)} changed`,
+          `${formatCount(files.unchanged)} unchanged`,
+        ];
+  if (o.removed > 0) parts.push(`${formatCount(o.removed)} removed`);
+  const sent = o.newChunks === 0 ? 'nothing new to send' : `sent ${formatSize(o.sentBytes)}`;
+  return `${formatCount(all)} ${all === 1 ? 'file' : 'files'} (${formatSize(bytes)}): ${parts.join(', ')} · ${sent}`;
+}
+
 export function JobCard(props: {
   job: JobView;
   selected: boolean;
@@ -95,14 +112,20 @@ export function JobCard(props: {
             {pool.total === 0 && !live ? ': none' : ''}
           </span>
         )}
-        {!stepwise && !job.step && (job.bytesTotal > 0 || moving(job) || job.state === 'done') && (
-          <>
-            <span data-testid="job-percent">{shown.toFixed(0)} %</span>
-            <span>
-              {formatSize(job.bytesDone)} of {formatSize(job.bytesTotal)}
-            </span>
-          </>
+        {job.outcome && job.state === 'done' && (
+          <span data-testid="job-outcome">{outcomeLine(job.outcome, job.bytesTotal)}</span>
         )}
+        {!stepwise &&
+          !job.step &&
+          !job.outcome &&
+          (job.bytesTotal > 0 || moving(job) || job.state === 'done') && (
+            <>
+              <span data-testid="job-percent">{shown.toFixed(0)} %</span>
+              <span>
+                {formatSize(job.bytesDone)} of {formatSize(job.bytesTotal)}
+              </span>
+            </>
+          )}
         {job.files && live && (
           <span>
             {formatCount(job.files.done)} of {formatCount(job.files.total)} files
@@ -113,7 +136,9 @@ export function JobCard(props: {
         {job.state === 'running' && !prune && !waiting && !job.step && (!pool || pool.total > 0) && (
           <span className="job-eta">ETA {formatDuration(job.etaSeconds)}</span>
         )}
-        {job.state === 'done' && !stepwise && <span>mean {formatRate(job.meanMbps)}</span>}
+        {job.state === 'done' && !stepwise && (!job.outcome || job.outcome.newChunks > 0) && (
+          <span>mean {formatRate(job.meanMbps)}</span>
+        )}
         {job.target && <span className="muted">→ {job.target}</span>}
       </div>
       {job.step && live && (

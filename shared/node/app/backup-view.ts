@@ -1,6 +1,7 @@
 import path from 'node:path';
-import type { BackupView } from '../../api/views.ts';
-import type { SnapshotInfo } from '../engine/engine.ts';
+import type { BackupView, JobView } from '../../api/views.ts';
+import type { BackupResult, SnapshotInfo } from '../engine/engine.ts';
+import type { JobRunStats } from '../engine/exports.ts';
 
 /** A snapshot as History lists it. */
 export function backupView(b: SnapshotInfo): BackupView {
@@ -39,4 +40,15 @@ export function titleFor(sources: string[]): string {
   return names.length <= 2
     ? names.join(', ')
     : `${names.slice(0, 2).join(', ')} and ${names.length - 2} more`;
+}
+
+/** A finished backup job's card: its files by what happened to them, and what every run of it sent. */
+export function backupOutcome(r: BackupResult, runs: JobRunStats | undefined): JobView['outcome'] {
+  const earlierWire = runs && runs.runs > 1 ? runs.prior.wireBytes : 0;
+  return {
+    files: r.files,
+    removed: r.removed,
+    sentBytes: r.bytesUploaded + earlierWire,
+    newChunks: r.blobsNew,
+  };
 }

@@ -79,19 +79,27 @@ export function stoppedBackups(e: Engine): Parameters<LiveJobs['add']>[0][] {
     ...e.interruptedJobs().map((j) => ({ j, state: 'interrupted' as const })),
     ...e.cancelledJobs().map((j) => ({ j, state: 'cancelled' as const })),
   ];
-  return stopped.map(({ j, state }) => ({
-    id: j.id,
-    kind: 'backup',
-    state,
-    backupId: j.id,
-    title: titleFor(j.sources),
-    target: jobTarget(e, j.targetId),
-    startedAt: j.createdAt,
-    bytesTotal: 0,
-    bytesDone: 0,
-    error: state === 'cancelled' ? null : j.error,
-    stored: e.local.jobStored(j.id),
-  }));
+  return stopped.map(({ j, state }) => {
+    const stored = e.local.jobStored(j.id);
+    // How far it got and how long it worked, as its runs left them (none before its first frame).
+    const runs = e.local.jobRunStats(j.id);
+    const total = runs?.progress?.bytesTotal ?? 0;
+    const worked = runs ? runs.prior.activeMs + runs.current.activeMs : 0;
+    return {
+      id: j.id,
+      kind: 'backup',
+      state,
+      backupId: j.id,
+      title: titleFor(j.sources),
+      target: jobTarget(e, j.targetId),
+      startedAt: j.createdAt,
+      bytesTotal: total,
+      bytesDone: total > 0 ? Math.min(total, stored.bytes) : 0,
+      ...(worked > 0 ? { elapsedMs: worked } : {}),
+      error: state === 'cancelled' ? null : j.error,
+      stored,
+    };
+  });
 }
 
 /** Where a backup job stores: its target, or in a pool "the pool" (placement spreads its packs). */

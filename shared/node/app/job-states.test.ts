@@ -95,6 +95,7 @@ describe('job states tell the truth', () => {
       expect(paused.bytesDone).toBeGreaterThan(0); // the pack that was uploading finished
       const puts = packPuts();
       const from = events.length;
+      const pausedAt = Date.now();
       await sleep(2500);
       const during = events.slice(from).filter((e) => e.id === job.id);
       expect(during.every((e) => e.state === 'paused')).toBe(true);
@@ -105,13 +106,21 @@ describe('job states tell the truth', () => {
         paused.bytesDone,
       );
       expect(packPuts()).toBe(puts);
+      // Its elapsed time stands still while nothing moves.
+      const still = (await app.call('jobs.list', {})).find((j) => j.id === job.id)!;
+      expect(still.elapsedMs! - paused.elapsedMs!).toBeLessThan(500);
       // Nor did it go on to its end (the open pack, the trees, the snapshot) while it said "Paused".
       expect(await app.call('backups.list', {})).toEqual([]);
 
       proxy.setDelay(0);
+      const resumedAt = Date.now();
       expect((await app.call('jobs.resume', { jobId: job.id })).state).toBe('running');
       const end = await jobWhere(app, job.id, ended);
       expect(end).toMatchObject({ state: 'done', bytesDone: FILES << 20, bytesTotal: FILES << 20 });
+      // Working time: the pause (2.5 s and more) is not in it.
+      expect(end.elapsedMs!).toBeLessThan(Date.now() - end.startedAt - (resumedAt - pausedAt) + 500);
+      expect(end.outcome).toMatchObject({ files: { new: FILES, changed: 0, unchanged: 0 }, removed: 0 });
+      expect(end.outcome!.sentBytes).toBeGreaterThan(FILES << 20);
     } finally {
       proxy.setDelay(0);
       app.close();
@@ -119,7 +128,9 @@ describe('job states tell the truth', () => {
   });
 
   it("a resumed backup's totals are the whole job's, from its first figure to its last", async () => {
-    const { app, src, events } = await service();
+    const made = await service();
+    const { src, events } = made;
+    let app = made.app;
     proxy.setDelay(1000);
     try {
       const job = await app.call('backup.start', { sources: [src] });
@@ -130,19 +141,39 @@ describe('job states tell the truth', () => {
       expect(cancelled.state).toBe('cancelled');
       const storedFiles = cancelled.stored!.files;
       expect(storedFiles).toBeGreaterThan(0);
+      // After a restart the stopped card shows how far it got and how long it worked.
+      app.close();
+      const again = new AppService('web', app.home);
+      app = again;
+      await again.call('app.unlock', { passphrase: PASSPHRASE });
+      // A copy: in this process the list holds the live card, which the resumed run goes on changing.
+      const listed = { ...(await again.call('jobs.list', {})).find((j) => j.id === job.id)! };
+      expect(listed).toMatchObject({ state: 'cancelled', bytesTotal: FILES << 20 });
+      expect(listed.bytesDone).toBe(listed.stored!.bytes);
+      expect(listed.bytesDone).toBeGreaterThan(0);
+      expect(listed.elapsedMs).toBeGreaterThan(0);
+      // Resumed on a 4 MB/s uplink: its mean is what went on the wire over its working time, never
+      // above the link (the data read again and found stored is no speed).
       proxy.setDelay(0);
+      proxy.setBandwidth(4e6);
       const from = events.length;
-      await app.call('jobs.resume', { jobId: job.id });
-      const end = await jobWhere(app, job.id, ended);
+      again.jobs.events.on('job', (j: JobView) => events.push({ ...j }));
+      await again.call('jobs.resume', { jobId: job.id });
+      const end = await jobWhere(again, job.id, ended);
       expect(end).toMatchObject({ state: 'done', bytesDone: FILES << 20, bytesTotal: FILES << 20 });
       const figures = events.slice(from).filter((e) => e.id === job.id && e.bytesTotal > 0);
       expect(figures.length).toBeGreaterThan(0);
       for (const f of figures) {
         expect(f.bytesTotal).toBe(FILES << 20);
         expect(f.bytesDone).toBeGreaterThanOrEqual(storedFiles << 20);
+        // Elapsed goes on from the first run's, never back to 0.
+        if (f.elapsedMs !== undefined) expect(f.elapsedMs).toBeGreaterThanOrEqual(listed.elapsedMs!);
       }
+      expect(end.meanMbps).toBeLessThan(1.2 * 4);
+      expect(end.outcome!.sentBytes).toBeGreaterThan(FILES << 20); // every run's
     } finally {
       proxy.setDelay(0);
+      proxy.setBandwidth(null);
       app.close();
     }
   });

@@ -199,7 +199,7 @@ export class LiveJobs {
           mbps: rate ?? 0,
           meanMbps: f.meanMbps,
           etaSeconds: still ? null : etaSeconds(f.bytesTotal - f.bytesDone, plainRate ?? 0),
-          elapsedMs: f.elapsedMs,
+          elapsedMs: f.activeMs ?? f.elapsedMs,
         });
         this.emit('stats', { jobId: job.view.id, frame: f, chunks });
       },

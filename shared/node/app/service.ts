@@ -8,7 +8,7 @@ import { ApiCallError, type Method, type Request, type Responses } from '../../a
 import { POOL_JOB_TARGET, type AppStatus, type BackupView, type JobView } from '../../api/views.ts';
 import { Engine, PlanBusyError, defaultHome, keystorePath, type BackupResult } from '../engine/engine.ts';
 import { toApiError } from './api-error.ts';
-import { backupView, titleFor } from './backup-view.ts';
+import { backupOutcome, backupView, titleFor } from './backup-view.ts';
 import { browseHandlers } from './browse-service.ts';
 import { backupSetupHandlers, rememberExcludes } from './backup-setup.ts';
 import { JobArchive, jobTarget, stoppedBackups } from './job-archive.ts';
@@ -335,6 +335,7 @@ export class AppService {
       this.jobs.update(job, {
         backupId: r.snapshotId,
         redundancy: this.engine ? this.poolService.redundancy(this.engine) : undefined,
+        outcome: backupOutcome(r, this.engine?.local.jobRunStats(r.jobId)),
       });
       // Its snapshot is written: done, even when a cancel came after the last file was stored.
       return { completed: true };

@@ -8,6 +8,7 @@ import { decodeTree } from '../format/tree.ts';
 import { storeFiles } from './backup-reads.ts';
 import { compileExcludes } from './exclude.ts';
 import { JobCancelledError, type JobControl } from '../jobs/job-control.ts';
+import type { JobClock } from '../jobs/stats-collector.ts';
 import { waitingPacks, type JobListener } from '../jobs/job-events.ts';
 import type { TargetRow } from '../db/local-db.ts';
 import type { TransferSummary } from '../jobs/stats-collector.ts';
@@ -111,6 +112,8 @@ type BackupJobSpec = {
   begin?: () => void;
   /** Called before the index and snapshot are written: throws when the job's lock was lost. */
   beforeCommit?: () => Promise<void>;
+  /** The job's working time across its runs (job-accounting.ts). */
+  clock?: JobClock;
 };
 
 async function backupJob(
@@ -192,6 +195,7 @@ async function backupJob(
     alreadyDone: walk.resumed,
     seal,
     control: job.control,
+    clock: job.clock,
     listener,
     waiting,
     stopWaiting,

@@ -9,7 +9,7 @@ import type { JobControl } from '../jobs/job-control.ts';
 import type { JobListener } from '../jobs/job-events.ts';
 import type { JobFile } from '../db/job-table.ts';
 import type { LocalDb, TargetRow } from '../db/local-db.ts';
-import { StatsCollector, type TransferSummary } from '../jobs/stats-collector.ts';
+import { StatsCollector, type JobClock, type TransferSummary } from '../jobs/stats-collector.ts';
 import { packSpoolFiles } from '../pipeline/pack-spool.ts';
 import { packPlacement } from '../pool/pack-placement.ts';
 import { startPool } from '../pipeline/storage-access.ts';
@@ -51,6 +51,8 @@ interface StoreOptions {
   alreadyDone?: { bytes: number; blobs: number };
   seal: (nodes: TreeNode[]) => string;
   control?: JobControl;
+  /** The job's working time across its runs, and what earlier runs sent (job-accounting.ts). */
+  clock?: JobClock;
   listener: JobListener;
   /** Told of packs waiting for their write quorum (job-events.ts waitingPacks). */
   waiting?: (packId: string, reason: string | null) => void;
@@ -134,6 +136,11 @@ class StoreRun {
       reads.reduce((s, r) => s + nodeOfRead(r).size, 0),
       reads.reduce((s, r) => s + Math.ceil(nodeOfRead(r).size / settings.chunkSize), 0),
       (f) => listener.progress?.(f),
+      {
+        wireOnly: true,
+        clock: o.clock,
+        ...(o.control ? { stillMs: () => o.control!.stillMs() } : {}),
+      },
     );
     if (o.alreadyDone) {
       this.stats.adjustTotals(o.alreadyDone.bytes, o.alreadyDone.blobs);

@@ -157,7 +157,7 @@ export class BackupJobs {
     recorded: () => boolean,
     lockWaitMs = BACKUP_LOCK_WAIT_MS,
   ): Promise<BackupResult> {
-    const run = accountRun(this.ks.jobs, job.jobId, listener, { resumed: !job.begin });
+    const run = accountRun(this.ks.jobs, job.jobId, listener, { resumed: !job.begin, control: job.control });
     let lock: RepoLock | null = null;
     try {
       lock = await this.repo.lock(job.target, {
@@ -168,7 +168,11 @@ export class BackupJobs {
       });
       stepTimer('backup')('lock');
       const held = lock;
-      return await runBackupJob(this.repo, { ...job, beforeCommit: () => held.check() }, run.listener);
+      return await runBackupJob(
+        this.repo,
+        { ...job, clock: run.clock, beforeCommit: () => held.check() },
+        run.listener,
+      );
     } catch (err) {
       throw recorded() ? this.failed(job.jobId, err) : err;
     } finally {

@@ -76,7 +76,13 @@ export async function runVerifyJob(
           ...x,
           message: `blob ${hex.slice(0, 12)}… is not in the repository (its pack is missing)`,
         });
-  const stats = new StatsCollector(bytes, needs.length, (f) => listener.progress?.(f));
+  const control = opts.control;
+  const stats = new StatsCollector(
+    bytes,
+    needs.length,
+    (f) => listener.progress?.(f),
+    control ? { stillMs: () => control.stillMs() } : {},
+  );
   stats.startTicking();
   const pool = await startFetchPool(ks, opts.settings);
   try {

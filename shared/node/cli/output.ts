@@ -89,7 +89,8 @@ export function progressLine(f: StatsFrame, o: { paused?: boolean } = {}): strin
   const width = 24;
   const filled = Math.round(ratio * width);
   const bar = '█'.repeat(filled) + '░'.repeat(width - filled);
-  const rate = f.meanMbps > 0 ? f.meanMbps : f.mbps;
+  // Plaintext left over plaintext a second: the wire's mean is worth more plaintext when it compresses.
+  const rate = f.plainMeanMbps ?? (f.meanMbps > 0 ? f.meanMbps : f.mbps);
   const etaS = rate > 0 ? (f.bytesTotal - f.bytesDone) / 1e6 / rate : 0;
   const eta = o.paused
     ? 'paused'

@@ -13,6 +13,7 @@ export type { Unlocker } from '../crypto/keys.ts';
 export type { LockedKeystore } from '../db/local-db.ts';
 export { PACK_SIZE_MAX, PACK_SIZE_MIN } from '../format/config.ts';
 export { JobCancelledError, JobControl } from '../jobs/job-control.ts';
+export type { JobRunStats } from '../jobs/job-accounting.ts';
 export type { JobListener } from '../jobs/job-events.ts';
 export type { RedundancyReport } from '../maintenance/pool-admin.ts';
 export { defaultWorkerCount, WorkerPool, workersBesideKeyDerivation } from '../pipeline/worker-pool.ts';

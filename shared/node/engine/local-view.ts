@@ -1,4 +1,5 @@
 import type { JobRow } from '../db/job-table.ts';
+import type { JobRunStats } from '../jobs/job-accounting.ts';
 import type { LocalDb, TargetRow } from '../db/local-db.ts';
 import { poolStatus, type PoolStatus } from '../pool/pool-status.ts';
 
@@ -48,6 +49,11 @@ export class LocalView {
 
   job(id: string): JobRow | undefined {
     return this.ks.jobs.get(id);
+  }
+
+  /** A backup job's counters across its runs (job-accounting.ts), once it has begun. */
+  jobRunStats(id: string): JobRunStats | undefined {
+    return this.ks.jobs.getStats<JobRunStats>(id);
   }
 
   /** Files, bytes and chunks a job has stored so far. */

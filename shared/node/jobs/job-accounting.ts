@@ -5,6 +5,8 @@
  */
 import type { JobListener } from './job-events.ts';
 import type { JobTable } from '../db/job-table.ts';
+import type { JobControl } from './job-control.ts';
+import type { JobClock } from './stats-collector.ts';
 
 export interface RunCounters {
   /** Time the job was running, ms (not the time between a crash and the resume). */
@@ -20,6 +22,8 @@ export interface JobRunStats {
   runs: number;
   prior: RunCounters;
   current: RunCounters;
+  /** Plaintext bytes done and in all at the last frame: a stopped job's card shows how far it got. */
+  progress?: { bytesDone: number; bytesTotal: number };
 }
 
 const zero = (): RunCounters => ({ activeMs: 0, readBytes: 0, wireBytes: 0 });
@@ -42,25 +46,32 @@ export function accountRun(
   jobs: JobTable,
   jobId: string,
   listener: JobListener,
-  opts: { resumed: boolean },
-): { listener: JobListener; end(): void } {
+  opts: { resumed: boolean; control?: JobControl },
+): { listener: JobListener; clock: JobClock; end(): void } {
   const saved = jobs.getStats<JobRunStats>(jobId);
   const prior = opts.resumed && saved ? add(saved.prior, saved.current) : zero();
   const runs = (opts.resumed && saved ? saved.runs : 0) + 1;
   const start = Date.now();
   const current = zero();
+  let progress = opts.resumed ? saved?.progress : undefined;
   // The row of a new job exists once the job has begun: saving before that updates nothing.
+  // Time paused with nothing moving is not working time.
+  const worked = () => Math.max(0, Date.now() - start - (opts.control?.stillMs() ?? 0));
   const save = () => {
-    current.activeMs = Date.now() - start;
-    jobs.setStats(jobId, { runs, prior, current } satisfies JobRunStats);
+    current.activeMs = worked();
+    jobs.setStats(jobId, { runs, prior, current, ...(progress ? { progress } : {}) } satisfies JobRunStats);
   };
   save();
   const timer = setInterval(save, SAVE_EVERY_MS);
   timer.unref();
   return {
+    clock: { activeMs: () => prior.activeMs + worked(), earlierWireBytes: prior.wireBytes },
     // Delegating, not spreading: a listener may keep its methods on a prototype.
     listener: {
-      progress: (f) => listener.progress?.(f),
+      progress: (f) => {
+        progress = { bytesDone: f.bytesDone, bytesTotal: f.bytesTotal };
+        listener.progress?.(f);
+      },
       notice: (m) => listener.notice?.(m),
       waiting: (r) => listener.waiting?.(r),
       files: (done, total) => listener.files?.(done, total),

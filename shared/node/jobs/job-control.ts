@@ -12,6 +12,9 @@ export class JobControl {
   private quietFlag = false;
   private readonly wakers = new Set<() => void>();
   private readonly settleWatchers = new Set<() => void>();
+  /** Time spent settled (paused with nothing moving): not the job's working time. */
+  private stillTotal = 0;
+  private stillSince: number | null = null;
 
   /** Paused, and no transfer of the job is under way. */
   get settled(): boolean {
@@ -22,7 +25,22 @@ export class JobControl {
   reportQuiet(quiet: boolean): void {
     const was = this.settled;
     this.quietFlag = quiet;
+    this.noteStill();
     if (this.settled !== was) for (const w of this.settleWatchers) w();
+  }
+
+  /** How long the job has stood still so far, ms: elapsed time minus this is the time it worked. */
+  stillMs(now = Date.now()): number {
+    return this.stillTotal + (this.stillSince === null ? 0 : Math.max(0, now - this.stillSince));
+  }
+
+  private noteStill(): void {
+    const now = Date.now();
+    if (this.settled && this.stillSince === null) this.stillSince = now;
+    else if (!this.settled && this.stillSince !== null) {
+      this.stillTotal += Math.max(0, now - this.stillSince);
+      this.stillSince = null;
+    }
   }
 
   /** Called when `settled` changes; returns an unsubscribe function. */
@@ -43,6 +61,7 @@ export class JobControl {
   pause(): void {
     this.pausedFlag = true;
     this.quietFlag = false;
+    this.noteStill();
     for (const w of this.wakers) w();
   }
 
@@ -50,12 +69,14 @@ export class JobControl {
     const was = this.settled;
     this.pausedFlag = false;
     this.quietFlag = false;
+    this.noteStill();
     for (const w of this.wakers) w();
     if (was) for (const w of this.settleWatchers) w();
   }
 
   cancel(): void {
     this.cancelledFlag = true;
+    this.noteStill();
     for (const w of this.wakers) w();
   }
 

@@ -91,4 +91,47 @@ describe('StatsCollector', () => {
     expect(f.stageMs).toEqual({ transfer: 80, open: 12, write: 5 });
     expect(Object.keys(f.stageMs)).not.toContain('hash');
   });
+
+  it('a paused job: its working time leaves the still time out, and so do its gaps and wire idle', () => {
+    vi.useFakeTimers({ now: 0 });
+    let still = 0;
+    const c = new StatsCollector(3_000_000, 3, () => {}, { stillMs: () => still });
+    c.transferStarted();
+    vi.setSystemTime(100);
+    c.add(chunk(0, 0, 100), true);
+    vi.setSystemTime(10_100); // paused for 10 s, nothing in flight
+    still = 10_000;
+    const paused = c.frame();
+    expect(paused.activeMs).toBe(100);
+    expect(paused.wireIdle).toBe(0);
+    c.transferStarted();
+    vi.setSystemTime(10_200);
+    c.add(chunk(0, 10_100, 10_200), true);
+    const s = c.finish(2_000_000, 2);
+    expect(s.gapMedianMs).toBe(0); // the pause is not a gap
+    expect(s.wireIdle).toBe(0);
+    expect(s.durationMs).toBe(200);
+  });
+
+  it('a resumed backup: working time and the mean go on from its earlier runs, on the wire only', () => {
+    vi.useFakeTimers({ now: 0 });
+    const c = new StatsCollector(100_000_000, 100, () => {}, {
+      clock: { activeMs: () => 60_000 + Date.now(), earlierWireBytes: 30_000_000 },
+      wireOnly: true,
+    });
+    c.addAlreadyDone(30_000_000, 30);
+    // Re-reading what the first run stored (deduplicated, nothing sent) is no speed.
+    vi.setSystemTime(250);
+    c.add({ ...chunk(0, 0, 0), bytes: 40_000_000, wireBytes: 0 }, false);
+    let f = c.frame();
+    expect(f.mbps).toBe(0);
+    expect(f.bytesDone).toBe(70_000_000);
+    expect(f.activeMs).toBe(60_250);
+    expect(f.meanMbps).toBeCloseTo(30_000_000 / 1000 / 60_250);
+    vi.setSystemTime(10_000);
+    c.addWire(5_000_000);
+    f = c.frame();
+    expect(f.mbps).toBeCloseTo(5_000_000 / 1000 / 9750);
+    expect(f.meanMbps).toBeCloseTo(35_000_000 / 1000 / 70_000);
+  });
 });

@@ -10,6 +10,22 @@ export interface TransferSummary {
   wireIdle: number;
 }
 
+/** A job's working time across its runs (paused time left out), and the wire bytes its earlier runs sent. */
+export interface JobClock {
+  activeMs(): number;
+  earlierWireBytes: number;
+}
+
+export interface CollectorOptions {
+  intervalMs?: number;
+  /** Time the job has stood still so far (paused, nothing moving): not working time, gaps or idle. */
+  stillMs?: () => number;
+  /** The job's clock (job-accounting.ts): working time of every run so far, and what earlier runs sent. */
+  clock?: JobClock;
+  /** Rates from the wire only, from the first frame: re-reading data already stored is no speed. */
+  wireOnly?: boolean;
+}
+
 /**
  * Turns per-chunk timings into 250 ms frames: throughput, per-slot gaps (end of one transfer on a slot to
  * the start of the next on that slot) and wire idle (time with no transfer in flight on any slot).
@@ -32,7 +48,8 @@ export class StatsCollector {
   private storedWire = 0;
   private frameGaps: number[] = [];
   private readonly allGaps: number[] = [];
-  private readonly lastEndBySlot = new Map<number, number>();
+  /** Per slot: when its last transfer ended, and the still time by then. */
+  private readonly lastEndBySlot = new Map<number, { end: number; still: number }>();
   private stage: Partial<Record<StageName, number>> = {};
   private targetBytes = new Map<string, number>();
   private inFlight = 0;
@@ -43,17 +60,28 @@ export class StatsCollector {
   private idleInFrame = 0;
   private idleTotal = 0;
   private timer: NodeJS.Timeout | null = null;
+  /** Still time when idling began: a pause is not idle wire. */
+  private stillAtIdle = 0;
+  private readonly still: () => number;
 
   constructor(
     private bytesTotal: number,
     private chunksTotal: number,
     private readonly emit: (f: StatsFrame) => void,
-    private readonly intervalMs = 250,
-  ) {}
+    private readonly opts: CollectorOptions = {},
+  ) {
+    this.still = opts.stillMs ?? (() => 0);
+    if (opts.wireOnly) this.wireSeen = true;
+  }
 
   startTicking(): void {
-    this.timer = setInterval(() => this.emit(this.frame()), this.intervalMs);
+    this.timer = setInterval(() => this.emit(this.frame()), this.opts.intervalMs ?? 250);
     this.timer.unref();
+  }
+
+  /** The job's working time, ms: every run's, paused time left out. */
+  activeMs(now = Date.now()): number {
+    return this.opts.clock ? this.opts.clock.activeMs() : Math.max(0, now - this.start - this.still());
   }
 
   /** Bytes already stored before this run (a resumed job) count as done, not as throughput. */
@@ -72,7 +100,7 @@ export class StatsCollector {
     const now = Date.now();
     this.firstXfer ??= now;
     if (this.inFlight === 0 && this.idleSince !== null) {
-      this.addIdle(now - Math.max(this.idleSince, this.frameStart), now - this.idleSince);
+      this.closeIdle(now);
       this.idleSince = null;
     }
     this.inFlight++;
@@ -90,21 +118,25 @@ export class StatsCollector {
       this.storedPlain += t.bytes;
       this.storedWire += t.wireBytes;
     }
+    const still = this.still();
     const prev = this.lastEndBySlot.get(t.slot);
     if (prev !== undefined) {
-      const gap = Math.max(0, t.xferStart - prev);
+      const gap = Math.max(0, t.xferStart - prev.end - (still - prev.still));
       this.frameGaps.push(gap);
       this.allGaps.push(gap);
     }
-    this.lastEndBySlot.set(t.slot, t.xferEnd);
+    this.lastEndBySlot.set(t.slot, { end: t.xferEnd, still });
     this.inFlight = Math.max(0, this.inFlight - 1);
     this.lastXferEnd = Date.now();
-    if (this.inFlight === 0) this.idleSince = this.lastXferEnd;
+    if (this.inFlight === 0) {
+      this.idleSince = this.lastXferEnd;
+      this.stillAtIdle = still;
+    }
   }
 
   /** Bytes a worker put on the wire (as its sockets took them), reported every 100 ms. */
   addWire(bytes: number): void {
-    if (!this.wireSeen) this.firstWireAt = Date.now();
+    if (this.wireTotal === 0) this.firstWireAt = Date.now();
     this.frameWire += bytes;
     this.wireTotal += bytes;
     this.wireSeen = true;
@@ -115,15 +147,20 @@ export class StatsCollector {
     this.targetBytes.set(target, (this.targetBytes.get(target) ?? 0) + bytes);
   }
 
-  private addIdle(inFrame: number, total: number): void {
-    this.idleInFrame += Math.max(0, inFrame);
-    this.idleTotal += Math.max(0, total);
+  /** Idle from idleSince to now, less the time the job stood still meanwhile. */
+  private closeIdle(now: number): void {
+    const still = this.still();
+    const stood = still - this.stillAtIdle;
+    const since = this.idleSince!;
+    this.idleInFrame += Math.max(0, now - Math.max(since, this.frameStart) - stood);
+    this.idleTotal += Math.max(0, now - since - stood);
+    this.stillAtIdle = still;
   }
 
   frame(): StatsFrame {
     const now = Date.now();
     if (this.idleSince !== null) {
-      this.addIdle(now - Math.max(this.idleSince, this.frameStart), now - this.idleSince);
+      this.closeIdle(now);
       this.idleSince = now;
     }
     const span = Math.max(1, now - this.frameStart);
@@ -137,13 +174,14 @@ export class StatsCollector {
       chunksDone: this.chunksDone,
       chunksTotal: this.chunksTotal,
       mbps: this.wireSeen ? wire : this.frameBytes / 1000 / span,
-      ...(this.wireSeen
+      ...(this.wireTotal > 0
         ? {
             plainMbps: wire * plainPerWire,
             plainMeanMbps: (this.wireTotal * plainPerWire) / 1000 / Math.max(250, now - this.firstWireAt),
           }
         : {}),
-      meanMbps: (this.bytesDone - this.bytesBefore) / 1000 / Math.max(1, now - this.start),
+      activeMs: this.activeMs(now),
+      meanMbps: this.meanMbps(now),
       gapsMs: this.frameGaps,
       wireIdle: Math.min(1, this.idleInFrame / span),
       stageMs: this.stage,
@@ -165,11 +203,23 @@ export class StatsCollector {
     return f;
   }
 
+  /**
+   * Mean since the job began, MB/s: with the wire, the bytes every run sent over its working time (under
+   * an upload cap, never above it); else the plaintext this run moved.
+   */
+  private meanMbps(now: number): number {
+    if (this.wireSeen)
+      return (
+        ((this.opts.clock?.earlierWireBytes ?? 0) + this.wireTotal) / 1000 / Math.max(1, this.activeMs(now))
+      );
+    return (this.bytesDone - this.bytesBefore) / 1000 / Math.max(1, now - this.start - this.still());
+  }
+
   /** Stops ticking, emits a last frame, and summarises this run (bytes moved in this run only). */
   finish(bytesThisRun: number, chunksThisRun: number): TransferSummary {
     if (this.timer) clearInterval(this.timer);
     this.emit(this.frame());
-    const durationMs = Date.now() - this.start;
+    const durationMs = Date.now() - this.start - this.still();
     // Idle after the last transfer (finishing files, the manifest) is not counted either.
     if (this.idleSince !== null && this.lastXferEnd > 0)
       this.idleTotal -= Math.max(0, Date.now() - this.lastXferEnd);

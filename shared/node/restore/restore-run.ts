@@ -106,7 +106,13 @@ class RestoreRun {
       fsync: opts.fsync ?? false,
       onCurrent: (p) => listener.current?.(p),
     });
-    this.stats = new StatsCollector(sel.plannedBytes, sel.plannedBlobs, (f) => listener.progress?.(f));
+    const control = opts.control;
+    this.stats = new StatsCollector(
+      sel.plannedBytes,
+      sel.plannedBlobs,
+      (f) => listener.progress?.(f),
+      control ? { stillMs: () => control.stillMs() } : {},
+    );
   }
 
   private get cancelled(): boolean {
