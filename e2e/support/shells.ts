@@ -14,7 +14,7 @@ import { expect } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CHROMIUM = process.env.CAIRN_CHROMIUM ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
+export const CHROMIUM_ARGS = [
   '--no-sandbox',
   '--disable-gpu',
   '--disable-background-networking',
@@ -50,12 +50,12 @@ if (!fs.existsSync(CHROMIUM)) {
   );
 }
 
-interface WebProcess {
+export interface WebProcess {
   proc: ChildProcess;
   launchUrl: string;
 }
 
-function startWebProcess(env: Record<string, string>): Promise<WebProcess> {
+export function startWebProcess(env: Record<string, string>): Promise<WebProcess> {
   // The UI tests unlock through the page; a passphrase in the environment (the CLI's, which the tests
   // share) would unlock web mode at start instead (headless-unlock.test.ts covers that).
   const { CAIRN_PASSPHRASE: _passphrase, ...forWeb } = { ...process.env, ...env };

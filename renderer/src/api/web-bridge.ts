@@ -13,12 +13,14 @@ import {
  * comes from the URL fragment (never sent to the server as part of a URL) and is kept for this tab.
  */
 export function createWebBridge(location: Location): CairnApi {
-  const fromHash = new URLSearchParams(location.hash.slice(1)).get('token');
-  if (fromHash) {
-    sessionStorage.setItem('cairn.token', fromHash);
-    history.replaceState(null, '', location.pathname + location.search);
-  }
+  const fromHash = takeHashToken(location);
   const token = fromHash ?? sessionStorage.getItem('cairn.token') ?? '';
+  // Cairn restarted on the same address has a new token: the address it printed, pasted into this tab,
+  // changes only the fragment (no load). The page starts again with it.
+  window.addEventListener('hashchange', () => {
+    const next = takeHashToken(location);
+    if (next !== null && next !== token) location.reload();
+  });
   const listeners = new Map<EventName, Set<(p: unknown) => void>>();
   const connection = new Set<(up: boolean) => void>();
   let wasUp = false;
@@ -81,4 +83,13 @@ export function createWebBridge(location: Location): CairnApi {
       return () => set.delete(listener as (p: unknown) => void);
     },
   };
+}
+
+/** The token in the URL fragment, kept for this tab and taken out of the address bar; null if none. */
+function takeHashToken(location: Location): string | null {
+  const fromHash = new URLSearchParams(location.hash.slice(1)).get('token');
+  if (!fromHash) return null;
+  sessionStorage.setItem('cairn.token', fromHash);
+  history.replaceState(null, '', location.pathname + location.search);
+  return fromHash;
 }

@@ -77,7 +77,10 @@ export async function startWebServer(
     const auth = req.headers.authorization ?? '';
     if (!tokenOk(auth.startsWith('Bearer ') ? auth.slice(7) : undefined)) {
       return send(res, 401, {
-        error: { message: 'Missing or wrong session token: open the URL Cairn printed.' },
+        error: {
+          message:
+            'This page does not hold the session token of the Cairn running now (Cairn restarted, or the address was opened without its token): open the address Cairn printed when it started, the one ending in #token=…',
+        },
       });
     }
     if (!isMethod(method)) return send(res, 404, { error: { message: `Unknown method ${method}.` } });
