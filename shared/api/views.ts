@@ -71,6 +71,8 @@ export interface JobView {
    * (it goes on by itself once they answer). Absent otherwise.
    */
   waitingFor?: string;
+  /** A running backup's upload cap (all its uploads together), and the hours it holds in. */
+  uploadCap?: { bytesPerSecond: number; hours?: { from: number; to: number } };
   /** A stopped backup (cancelled or interrupted): what it stored so far, reused when it resumes. */
   stored?: { files: number; bytes: number; chunks: number };
   /** Sent once when the job was discarded: lists drop it. */

@@ -112,6 +112,25 @@ describe('JobCard', () => {
   });
 });
 
+describe('JobCard and the upload cap', () => {
+  it('a running backup under a cap says so beside its rate, with the hours it holds in', () => {
+    card(job({ bytesDone: 1, bytesTotal: 10, mbps: 5.2, uploadCap: { bytesPerSecond: 5 << 20 } }));
+    expect(screen.getByTestId('job-cap').textContent).toBe('capped at 5 MiB/s');
+    cleanup();
+    card(
+      job({
+        bytesDone: 1,
+        bytesTotal: 10,
+        uploadCap: { bytesPerSecond: 5 << 20, hours: { from: 22 * 60, to: 6 * 60 } },
+      }),
+    );
+    expect(screen.getByTestId('job-cap').textContent).toBe('capped at 5 MiB/s 22:00–06:00');
+    cleanup();
+    card(job({ bytesDone: 1, bytesTotal: 10 }));
+    expect(screen.queryByTestId('job-cap')).toBeNull();
+  });
+});
+
 describe('JobCard states say what is true now', () => {
   const buttons = () => screen.queryAllByRole('button').map((b) => b.textContent);
 

@@ -2,6 +2,7 @@ import { POOL_JOB_TARGET, type JobView } from '../../../shared/api/views.ts';
 import { redundancyText } from '../../../shared/pool-text.ts';
 import { PRUNE_PHASE_LABELS } from '../../../shared/retention.ts';
 import { isLive } from '../../../shared/job-state.ts';
+import { formatLimitHours } from '../../../shared/settings.ts';
 import { getApi } from '../api/bridge.ts';
 import { formatCount, formatDuration, formatRate, formatSize, messageOf, percent } from '../api/format.ts';
 
@@ -132,6 +133,12 @@ export function JobCard(props: {
           </span>
         )}
         {moving(job) && !stepwise && !job.step && <span>{formatRate(job.mbps)}</span>}
+        {job.uploadCap && live && (
+          <span data-testid="job-cap" title="Settings → Bandwidth, or the plan's own cap">
+            capped at {formatSize(job.uploadCap.bytesPerSecond)}/s
+            {job.uploadCap.hours ? ` ${formatLimitHours(job.uploadCap.hours)}` : ''}
+          </span>
+        )}
         {job.elapsedMs !== undefined && live && <span>elapsed {formatDuration(job.elapsedMs / 1000)}</span>}
         {job.state === 'running' && !prune && !waiting && !job.step && (!pool || pool.total > 0) && (
           <span className="job-eta">ETA {formatDuration(job.etaSeconds)}</span>

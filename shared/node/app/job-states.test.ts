@@ -178,6 +178,29 @@ describe('job states tell the truth', () => {
     }
   });
 
+  it('a resumed backup takes the upload cap set now, and its card says when a cap holds', async () => {
+    const { app, src } = await service();
+    try {
+      await app.call('settings.save', { uploadLimit: 512 << 10 });
+      const job = await app.call('backup.start', { sources: [src] });
+      const capped = await jobWhere(app, job.id, (j) => j.bytesDone > 0 || ended(j));
+      expect(capped.state).toBe('running');
+      expect(capped.uploadCap).toEqual({ bytesPerSecond: 512 << 10 });
+      await app.call('jobs.cancel', { jobId: job.id });
+      expect((await jobWhere(app, job.id, ended)).state).toBe('cancelled');
+      // The cap cleared in Settings: the rest goes at full speed (at 512 KiB/s it would take a minute).
+      await app.call('settings.save', { uploadLimit: 0 });
+      const t0 = Date.now();
+      await app.call('jobs.resume', { jobId: job.id });
+      const end = await jobWhere(app, job.id, ended);
+      expect(end.state).toBe('done');
+      expect(Date.now() - t0).toBeLessThan(25_000);
+      expect(end.uploadCap).toBeUndefined();
+    } finally {
+      app.close();
+    }
+  });
+
   it("on a 4 MB/s uplink the throughput is the wire's, without pack-sized spikes, and the ETA is there from the first seconds", async () => {
     const { app, src } = await service();
     const LINK = 4; // MB/s (10^6 bytes a second), the proxy's cap on upload bodies

@@ -161,6 +161,13 @@ export class LiveJobs {
       // Shown with the next frame (at most every 250 ms), not an event per file.
       files: (done, total) => void (job.view.files = { done, total }),
       current: (p) => void (job.view.current = p),
+      uploadCap: (cap) => {
+        if (cap) this.update(job, { uploadCap: cap });
+        else if (job.view.uploadCap) {
+          delete job.view.uploadCap;
+          this.update(job, {});
+        }
+      },
       chunk: (t) => job.pendingChunks.push(t),
       notice: (m) => this.update(job, { notices: [...job.view.notices, m].slice(-20) }),
       waiting: (reason) => {

@@ -175,6 +175,14 @@ async function backupJob(
   if (walk.unreadable.length) throw unreadableError(walk.unreadable);
   stopIfCancelled();
   job.begin?.();
+  listener.uploadCap?.(
+    settings.uploadLimit
+      ? {
+          bytesPerSecond: settings.uploadLimit,
+          ...(settings.limitHours ? { hours: settings.limitHours } : {}),
+        }
+      : null,
+  );
   ks.markListed(target.id, lost.listedAt);
   trees.start();
   const warnings: string[] = walk.skipped.map((s) => `Skipped ${s}.`);

@@ -17,6 +17,11 @@ import type { LocalDb, TargetRow } from '../db/local-db.ts';
 /** What one resume run may set for itself (not saved with the job). */
 export interface ResumeRun {
   pauseLimitMs?: PipelineSettings['pauseLimitMs'];
+  /**
+   * The link's caps that hold now (the saved settings, or a plan's cap): a job resumed later keeps its
+   * chunk size and workers, not the caps it began under. Absent: as recorded.
+   */
+  caps?: Pick<PipelineSettings, 'uploadLimit' | 'downloadLimit' | 'limitHours'>;
   /** How long to wait for a prune's exclusive lock (ms; default 10 minutes, as for a backup). */
   lockWaitMs?: number;
 }
@@ -102,7 +107,7 @@ export class BackupJobs {
         target: this.ks.targetById(job.targetId),
         sources: job.sources,
         settings: {
-          ...(JSON.parse(job.settings) as PipelineSettings),
+          ...withCaps(JSON.parse(job.settings) as PipelineSettings, run.caps),
           ...(run.pauseLimitMs === undefined ? {} : { pauseLimitMs: run.pauseLimitMs }),
         },
         forceRead: false,
@@ -198,6 +203,13 @@ export class BackupJobs {
     }
     return e;
   }
+}
+
+/** Recorded settings with the caps that hold now in place of the recorded ones. */
+function withCaps(recorded: PipelineSettings, caps: ResumeRun['caps']): PipelineSettings {
+  if (!caps) return recorded;
+  const { uploadLimit: _u, downloadLimit: _d, limitHours: _h, ...kept } = recorded;
+  return { ...kept, ...caps };
 }
 
 /** Exclude patterns, checked before anything runs; a bad one is a settings error naming it. */

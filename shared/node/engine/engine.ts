@@ -85,7 +85,10 @@ export class Engine {
     this.plans = new PlanAdmin(
       ks,
       (sources, opts, l, c) => this.backup(sources, opts, l, c),
-      { resume: (id, l, c) => this.resumeJob(id, l, c), interrupted: () => this.interruptedJobs() },
+      {
+        resume: (id, l, c, caps) => this.resumeJob(id, l, c, caps),
+        interrupted: () => this.interruptedJobs(),
+      },
       isProcessAlive,
       (opts) => this.forget(opts),
     );
@@ -301,11 +304,23 @@ export class Engine {
 
   /** Continues every interrupted backup job; a job still running in another live process is left alone. */
   resume(listener: JobListener = {}, run: ResumeRun = {}): Promise<BackupResult[]> {
-    return this.backups.resumeAll(listener, run);
+    return this.backups.resumeAll(listener, { caps: this.caps(), ...run });
   }
 
-  resumeJob(jobId: string, listener: JobListener = {}, control?: JobControl): Promise<BackupResult> {
-    return this.backups.resume(jobId, listener, control);
+  /** `overrides`: a plan's own upload cap, over the saved one. */
+  resumeJob(
+    jobId: string,
+    listener: JobListener = {},
+    control?: JobControl,
+    overrides: SettingsOverrides = {},
+  ): Promise<BackupResult> {
+    return this.backups.resume(jobId, listener, control, { caps: this.caps(overrides) });
+  }
+
+  /** The link's caps that hold now: what a resumed job keeps to. */
+  private caps(overrides: SettingsOverrides = {}): NonNullable<ResumeRun['caps']> {
+    const { uploadLimit, downloadLimit, limitHours } = this.settings(overrides);
+    return { uploadLimit, downloadLimit, limitHours };
   }
 
   listSnapshots(): SnapshotInfo[] {

@@ -77,6 +77,7 @@ export function accountRun(
       files: (done, total) => listener.files?.(done, total),
       current: (path) => listener.current?.(path),
       started: (ids) => listener.started?.(ids),
+      uploadCap: (cap) => listener.uploadCap?.(cap),
       chunk: (t) => {
         current.readBytes += t.bytes;
         current.wireBytes += t.wireBytes;

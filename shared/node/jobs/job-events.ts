@@ -1,3 +1,4 @@
+import type { LimitHours } from '../../settings.ts';
 import type { ChunkTiming, StatsFrame } from '../../stats.ts';
 
 /** What a running job tells its observer (the CLI's progress bar, the app's charts). */
@@ -16,6 +17,8 @@ export interface JobListener {
   current?(path: string): void;
   /** The backup and its job exist in the keystore (before any chunk moves). */
   started?(ids: { backupId: string; jobId: string }): void;
+  /** The upload cap this run keeps to (bytes a second, and the hours it holds in); null: none. */
+  uploadCap?(cap: { bytesPerSecond: number; hours?: LimitHours } | null): void;
 }
 
 /**

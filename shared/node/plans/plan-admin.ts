@@ -22,7 +22,13 @@ export type PlanInfo = PlanView;
 
 export class PlanBusyError extends SettingsError {}
 
-type ResumeJob = (jobId: string, listener: JobListener, control?: JobControl) => Promise<BackupResult>;
+type ResumeJob = (
+  jobId: string,
+  listener: JobListener,
+  control?: JobControl,
+  /** The plan's own upload cap (absent: the saved one; 0: none). */
+  caps?: { uploadLimit?: number },
+) => Promise<BackupResult>;
 
 type RunBackup = (
   sources: string[],
@@ -148,7 +154,7 @@ export class PlanAdmin {
       };
       const unfinished = this.unfinishedJob(row, target?.id ?? this.defaultTargetId());
       r = unfinished
-        ? await this.jobs.resume(unfinished, tracking, control)
+        ? await this.jobs.resume(unfinished, tracking, control, { uploadLimit: row.spec.uploadLimit })
         : await this.backup(
             row.spec.sources,
             {
