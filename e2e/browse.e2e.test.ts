@@ -299,6 +299,7 @@ describe('seeing and finding what is backed up (web mode, Chromium, real engine,
         document.querySelector('[data-testid=changes-summary]')?.textContent ?? '',
       ),
     );
+    expect(await summary.textContent()).toMatch(new RegExp(` · the changed files hold ${formatSize(5000)}$`));
     expect(await changes.getByRole('row', { name: /letters\/report\.docx/ }).textContent()).toBe(
       `ChangedDocuments/letters/report.docx${formatSize(3000)} → ${formatSize(5000)}`,
     );

@@ -283,6 +283,8 @@ export interface DiffView {
   symlinks: { added: number; removed: number; changed: number };
   bytesAdded: number;
   bytesRemoved: number;
+  /** What the changed files hold now. */
+  bytesChanged: number;
   /** The first entries in path order; `truncated` when there were more. */
   entries: {
     path: string;

@@ -62,7 +62,7 @@ describe('cairn diff between two backups of a folder built by hand', () => {
       ['-', '4.88 KiB', 'work/old/deep/b.bin'],
     ]);
     expect(text.stderr).toContain(
-      'Files: 1 added, 3 removed, 1 changed; folders: 1 added, 2 removed. Bytes: 1.17 KiB added, 9.08 KiB removed.',
+      'Files: 1 added, 3 removed, 1 changed; folders: 1 added, 2 removed. Bytes: 1.17 KiB added, 9.08 KiB removed; the changed file holds 1.46 KiB.',
     );
 
     // By id prefix, in JSON; the other way round is the reverse.

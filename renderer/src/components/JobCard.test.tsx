@@ -112,6 +112,32 @@ describe('JobCard', () => {
   });
 });
 
+describe('JobCard says what each control does', () => {
+  const buttons = () => screen.queryAllByRole('button').map((b) => b.textContent);
+
+  it('an interrupted backup offers Resume and Discard, says what each does, and no Cancel', () => {
+    card(job({ state: 'interrupted', stored: { files: 2, bytes: 32 << 20, chunks: 4 } }));
+    expect(buttons()).toContain('Resume');
+    expect(buttons()).toContain('Discard');
+    expect(buttons()).not.toContain('Cancel');
+    expect(screen.getByTestId('job-stored').textContent).toMatch(
+      /Resume continues from there; Discard forgets the job \(a prune later frees what only it stored\)\.$/,
+    );
+  });
+
+  it('a restore names the target it reads from, not an arrow towards it', () => {
+    card(job({ kind: 'restore', state: 'done', target: 'versity', bytesDone: 5, bytesTotal: 5 }));
+    expect(screen.getByText('from versity')).toBeTruthy();
+    expect(screen.queryByText(/→/)).toBeNull();
+  });
+
+  it('a long title stays whole in its tooltip', () => {
+    const title = 'Quarterly reports, tax documents and 17 more';
+    card(job({ title }));
+    expect(screen.getByText(`Backup · ${title}`).getAttribute('title')).toBe(`Backup · ${title}`);
+  });
+});
+
 describe('JobCard and the upload cap', () => {
   it('a running backup under a cap says so beside its rate, with the hours it holds in', () => {
     card(job({ bytesDone: 1, bytesTotal: 10, mbps: 5.2, uploadCap: { bytesPerSecond: 5 << 20 } }));

@@ -69,6 +69,10 @@ export function JobCard(props: {
     job.kind === 'backup' && job.backupId !== '' && (resumable(job) || job.state === 'failed');
   const waiting = job.state === 'running' && job.waitingFor;
   const oneTarget = job.target !== POOL_JOB_TARGET;
+  const title =
+    job.kind === 'verify' || job.kind === 'prune' || job.kind === 'pool'
+      ? job.title
+      : `${job.kind === 'backup' ? 'Backup' : 'Restore'} · ${job.title}`;
   return (
     <li
       className={`job job-${job.state}${props.selected ? ' selected' : ''}`}
@@ -76,10 +80,8 @@ export function JobCard(props: {
       data-state={job.state}
     >
       <button type="button" className="job-main" onClick={props.onSelect} aria-pressed={props.selected}>
-        <span className="job-title">
-          {job.kind === 'verify' || job.kind === 'prune' || job.kind === 'pool'
-            ? job.title
-            : `${job.kind === 'backup' ? 'Backup' : 'Restore'} · ${job.title}`}
+        <span className="job-title" title={title}>
+          {title}
         </span>
         <span className={`badge badge-${waiting ? 'waiting' : job.state}`}>
           {waiting ? (oneTarget ? 'Waiting for its target' : 'Waiting for targets') : STATE_LABEL[job.state]}
@@ -146,7 +148,15 @@ export function JobCard(props: {
         {job.state === 'done' && !stepwise && (!job.outcome || job.outcome.newChunks > 0) && (
           <span>mean {formatRate(job.meanMbps)}</span>
         )}
-        {job.target && <span className="muted">→ {job.target}</span>}
+        {job.target && (
+          <span className="muted">
+            {job.kind === 'backup'
+              ? `→ ${job.target}`
+              : job.kind === 'restore' || job.kind === 'verify'
+                ? `from ${job.target}`
+                : `on ${job.target}`}
+          </span>
+        )}
       </div>
       {job.step && live && (
         <p className="job-current" data-testid="job-step">
@@ -173,7 +183,8 @@ export function JobCard(props: {
         <p className="job-stored" data-testid="job-stored">
           {job.stored.chunks === 0
             ? 'Nothing was stored before it stopped.'
-            : `Stored before it stopped: ${formatCount(job.stored.chunks)} ${job.stored.chunks === 1 ? 'chunk' : 'chunks'} (${formatSize(job.stored.bytes)}), completing ${formatCount(job.stored.files)} ${job.stored.files === 1 ? 'file' : 'files'}. Resuming does not send them again.`}
+            : `Stored before it stopped: ${formatCount(job.stored.chunks)} ${job.stored.chunks === 1 ? 'chunk' : 'chunks'} (${formatSize(job.stored.bytes)}), completing ${formatCount(job.stored.files)} ${job.stored.files === 1 ? 'file' : 'files'}. Resuming does not send them again.`}{' '}
+          Resume continues from there; Discard forgets the job (a prune later frees what only it stored).
         </p>
       )}
       {job.redundancy && job.state === 'done' && (
@@ -201,7 +212,8 @@ export function JobCard(props: {
             Resume
           </button>
         )}
-        {!stepwise && ((live && job.state !== 'cancelling') || job.state === 'interrupted') && (
+        {/* An interrupted job is not running: nothing to cancel (Discard forgets it). */}
+        {!stepwise && live && job.state !== 'cancelling' && (
           <button type="button" className="danger" onClick={() => act('jobs.cancel')}>
             Cancel
           </button>

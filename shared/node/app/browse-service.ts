@@ -94,8 +94,11 @@ export function browseHandlers(deps: {
         if (entries.length < keep) entries.push(d);
         else more = true;
       });
-      const { files, dirs, symlinks, bytesAdded, bytesRemoved } = c;
-      return { from, to, files, dirs, symlinks, bytesAdded, bytesRemoved, entries, truncated: more };
+      const { files, dirs, symlinks, bytesAdded, bytesRemoved, bytesChanged } = c;
+      return {
+        ...{ from, to, files, dirs, symlinks, bytesAdded, bytesRemoved, bytesChanged },
+        ...{ entries, truncated: more },
+      };
     },
     'backups.verify': ({ backupId }) => {
       const e = deps.engine();

@@ -20,6 +20,8 @@ export interface DiffCounts {
   bytesAdded: number;
   /** Bytes of files only in the first backup, plus the shrinkage of changed files that shrank. */
   bytesRemoved: number;
+  /** Bytes the changed files hold in the second backup (a file rewritten at its size adds none above). */
+  bytesChanged: number;
   /** Folders compared whose trees differed; a folder whose tree id is the same in both costs nothing. */
   treesRead: number;
 }
@@ -53,6 +55,7 @@ export async function diffTrees(
     symlinks: { added: 0, removed: 0, changed: 0 },
     bytesAdded: 0,
     bytesRemoved: 0,
+    bytesChanged: 0,
     treesRead: 0,
   };
   const load = (id: string) => {
@@ -109,6 +112,7 @@ export async function diffTrees(
         });
         if (file) {
           c.files.changed++;
+          c.bytesChanged += y.size;
           if (y.size > x.size) c.bytesAdded += y.size - x.size;
           else c.bytesRemoved += x.size - y.size;
         } else c.symlinks.changed++;

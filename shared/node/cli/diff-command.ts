@@ -51,7 +51,11 @@ export function summaryOf(c: DiffCounts): string {
   const l = c.symlinks;
   if (l.added + l.removed + l.changed > 0)
     parts.push(`symlinks: ${l.added} added, ${l.removed} removed, ${l.changed} changed`);
-  return `${parts.join('; ')}. Bytes: ${formatSize(c.bytesAdded)} added, ${formatSize(c.bytesRemoved)} removed.`;
+  const changed =
+    f.changed > 0
+      ? `; the changed ${f.changed === 1 ? 'file holds' : 'files hold'} ${formatSize(c.bytesChanged)}`
+      : '';
+  return `${parts.join('; ')}. Bytes: ${formatSize(c.bytesAdded)} added, ${formatSize(c.bytesRemoved)} removed${changed}.`;
 }
 
 /** Lines to stdout in 64 KiB writes: a diff of a million files is not a million writes. */

@@ -60,6 +60,7 @@ export function BackupChanges({ backup, backups }: { backup: BackupView; backups
               ` · ${counted(d.dirs.added, 'folder')} added, ${formatCount(d.dirs.removed)} removed`}
             {' · '}
             {formatSize(d.bytesAdded)} more, {formatSize(d.bytesRemoved)} less
+            {d.files.changed > 0 && ` · the changed files hold ${formatSize(d.bytesChanged)}`}
           </p>
           {d.entries.length === 0 ? (
             <p className="muted">No file differs.</p>
