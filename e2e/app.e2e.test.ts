@@ -72,6 +72,12 @@ for (const shellKind of shells) {
       recoveryKey = (await key.textContent())!.trim();
       expect(recoveryKey).toMatch(/^([A-Z2-7]{4}-){13}[A-Z2-7]{4}$/);
       expect(await page.getByRole('button', { name: 'Continue' }).isDisabled()).toBe(true);
+      // Copy puts the key on the clipboard as shown; Print is offered (printing only the key).
+      if (tag === 'web') await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+      await page.getByRole('button', { name: 'Copy', exact: true }).click();
+      await page.getByText('Copied.').waitFor();
+      if (tag === 'web') expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(recoveryKey);
+      expect(await page.getByRole('button', { name: 'Print', exact: true }).isEnabled()).toBe(true);
       await screenshot(page, `${tag}-recovery-key`, { doc: tag === 'web' });
       await page.getByLabel(/I have stored the recovery key/).check();
       await page.getByRole('button', { name: 'Continue' }).click();

@@ -26,6 +26,7 @@ export function UnlockScreen({
   const [busy, setBusy] = useState(false);
   const [created, setCreated] = useState<{ status: AppStatus; recoveryKey: string } | null>(null);
   const [stored, setStored] = useState(false);
+  const [copied, setCopied] = useState<string | null>(null);
 
   const submit = async (e: React.FormEvent) => {
     e.preventDefault();
@@ -52,7 +53,7 @@ export function UnlockScreen({
   if (created) {
     return (
       <main className="unlock">
-        <section className="card unlock-card" aria-label="Recovery key">
+        <section className="card unlock-card recovery-card" aria-label="Recovery key">
           <h1>Your recovery key</h1>
           <p className="muted">
             It opens your backups if the passphrase is forgotten, from any computer. It is shown only now:
@@ -61,6 +62,27 @@ export function UnlockScreen({
           <p className="recovery-key" data-testid="recovery-key">
             {created.recoveryKey}
           </p>
+          <div className="recovery-actions">
+            <button
+              type="button"
+              onClick={() =>
+                navigator.clipboard.writeText(created.recoveryKey).then(
+                  () => setCopied('Copied.'),
+                  () => setCopied('The clipboard refused it: select the key and copy it by hand.'),
+                )
+              }
+            >
+              Copy
+            </button>
+            <button type="button" onClick={() => window.print()}>
+              Print
+            </button>
+            {copied && (
+              <span role="status" className="muted">
+                {copied}
+              </span>
+            )}
+          </div>
           <label className="check">
             <input type="checkbox" checked={stored} onChange={(e) => setStored(e.target.checked)} /> I have
             stored the recovery key somewhere safe
