@@ -47,7 +47,10 @@ export interface StatsFrame {
    * stored so far, compression and extra copies included), what an ETA over plaintext bytes divides by.
    */
   plainMbps?: number;
-  /** With wire bytes: their plaintext worth since the first of them, MB/s (an ETA's first seconds). */
+  /**
+   * Plaintext worth of what moved since the first byte did, MB/s (an ETA's first seconds): the wire's
+   * bytes times their plaintext worth, or (a restore) the plaintext written. Absent before anything moved.
+   */
   plainMeanMbps?: number;
   /**
    * Mean since the job began, MB/s: with wire bytes, the bytes every run sent over the working time;

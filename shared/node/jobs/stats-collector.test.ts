@@ -134,4 +134,17 @@ describe('StatsCollector', () => {
     expect(f.mbps).toBeCloseTo(5_000_000 / 1000 / 9750);
     expect(f.meanMbps).toBeCloseTo(35_000_000 / 1000 / 70_000);
   });
+
+  it('a restore: its mean since the first byte moved, for the first seconds of an ETA (start-up is not the rate)', () => {
+    vi.useFakeTimers({ now: 0 });
+    const c = new StatsCollector(500_000_000, 500, () => {});
+    vi.setSystemTime(2000); // 2 s of start-up (the key, the plan): nothing moved
+    expect(c.frame().plainMeanMbps).toBeUndefined();
+    c.transferStarted();
+    vi.setSystemTime(2500);
+    c.add({ ...chunk(0, 2000, 2500), bytes: 50_000_000 }, true);
+    const f = c.frame();
+    expect(f.plainMeanMbps).toBeCloseTo(100); // 50 MB in 0.5 s
+    expect(f.meanMbps).toBeCloseTo(20); // over the whole 2.5 s
+  });
 });

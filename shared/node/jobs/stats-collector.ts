@@ -179,7 +179,14 @@ export class StatsCollector {
             plainMbps: wire * plainPerWire,
             plainMeanMbps: (this.wireTotal * plainPerWire) / 1000 / Math.max(250, now - this.firstWireAt),
           }
-        : {}),
+        : !this.wireSeen && this.firstXfer !== null && this.bytesDone > this.bytesBefore
+          ? {
+              plainMeanMbps:
+                (this.bytesDone - this.bytesBefore) /
+                1000 /
+                Math.max(250, now - this.firstXfer - this.still()),
+            }
+          : {}),
       activeMs: this.activeMs(now),
       meanMbps: this.meanMbps(now),
       gapsMs: this.frameGaps,
