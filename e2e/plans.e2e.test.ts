@@ -192,7 +192,7 @@ describe('backup plans in web mode (Chromium, real engine, real versitygw)', () 
     await nav(page, 'History');
     await page.getByRole('table', { name: 'Backups' }).waitFor();
     const counts = await page.getByTestId('file-counts').allTextContents();
-    expect(counts.filter((t) => / · 2 left out$/.test(t)).length).toBeGreaterThanOrEqual(2);
+    expect(counts.filter((t) => / · 2 entries left out$/.test(t)).length).toBeGreaterThanOrEqual(2);
     await nav(page, 'Back up');
     await page.waitForFunction(() =>
       /^Last backup: .*, OK$|^Backing up now/.test(

@@ -117,14 +117,16 @@ export function HistoryScreen({
                   </td>
                   <td
                     className="num"
-                    title={`${formatCount(b.files.new)} new, ${formatCount(b.files.changed)} changed, ${formatCount(b.files.unchanged)} unchanged${b.removed ? `, ${formatCount(b.removed)} removed since the previous backup` : ''}${b.excluded ? `, ${formatCount(b.excluded)} left out by exclude patterns` : ''}`}
+                    title={`${formatCount(b.files.new)} new, ${formatCount(b.files.changed)} changed, ${formatCount(b.files.unchanged)} unchanged${b.removed ? `, ${formatCount(b.removed)} removed since the previous backup` : ''}${b.excluded ? `, ${formatCount(b.excluded)} ${b.excluded === 1 ? 'entry' : 'entries'} left out by exclude patterns (a folder counts once, with all it holds)` : ''}`}
                   >
                     {formatCount(b.fileCount)}
                     <div className="muted small wrap wide-only" data-testid="file-counts">
                       {formatCount(b.files.new)} new · {formatCount(b.files.changed)} changed ·{' '}
                       {formatCount(b.files.unchanged)} unchanged
                       {b.removed ? ` · ${formatCount(b.removed)} removed` : ''}
-                      {b.excluded ? ` · ${formatCount(b.excluded)} left out` : ''}
+                      {b.excluded
+                        ? ` · ${formatCount(b.excluded)} ${b.excluded === 1 ? 'entry' : 'entries'} left out`
+                        : ''}
                     </div>
                   </td>
                   <td className="num">{formatSize(b.totalBytes)}</td>
