@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { parseSize } from '../../../shared/settings.ts';
-import { formatCount, formatDuration, formatRate, formatSize, formatSizeExact } from './format.ts';
+import {
+  formatCount,
+  formatDate,
+  formatDuration,
+  formatRate,
+  formatSize,
+  formatSizeExact,
+  formatWhen,
+} from './format.ts';
 
 describe('formatSize', () => {
   it('picks the unit by magnitude: never "30144 KiB" or "5000000 KiB"', () => {
@@ -46,5 +54,19 @@ describe('counts and durations', () => {
     expect(formatRate(0.05)).toBe('49 KiB/s');
     expect(formatRate(0.002)).toBe('2.0 KiB/s');
     expect(formatRate(0)).toBe('0.0 MiB/s');
+  });
+});
+
+describe('dates: one style, long and short', () => {
+  it('the short form is the long one without what the reader knows (today, this year)', () => {
+    const now = new Date(2026, 10, 27, 20, 40).getTime();
+    const today = new Date(2026, 10, 27, 9, 5).getTime();
+    const may = new Date(2026, 4, 3, 10, 2).getTime();
+    const lastYear = new Date(2025, 11, 31, 23, 59).getTime();
+    const time = (ms: number) => new Date(ms).toLocaleTimeString(undefined, { timeStyle: 'short' });
+    expect(formatWhen(today, now)).toBe(time(today));
+    expect(formatDate(today)).toContain(time(today));
+    expect(formatWhen(may, now)).toBe(formatDate(may).replace(/,? 2026/, ''));
+    expect(formatWhen(lastYear, now)).toBe(formatDate(lastYear));
   });
 });

@@ -23,8 +23,22 @@ export function formatDuration(seconds: number | null): string {
   return `${Math.floor(m / 60)}h ${String(m % 60).padStart(2, '0')}m`;
 }
 
+/** A date and time in full ("Nov 27, 2026, 8:40 PM" in en-US): lists where the year matters. */
 export function formatDate(ms: number): string {
   return new Date(ms).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+/**
+ * The same style, short: the time alone today, the date without its year this year ("May 3, 10:02 AM"),
+ * else in full. For status lines ("Last backup", "Next", "Verified").
+ */
+export function formatWhen(ms: number, now: number = Date.now()): string {
+  const d = new Date(ms);
+  const n = new Date(now);
+  const time = d.toLocaleTimeString(undefined, { timeStyle: 'short' });
+  if (d.toDateString() === n.toDateString()) return time;
+  if (d.getFullYear() !== n.getFullYear()) return formatDate(ms);
+  return `${d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' })}, ${time}`;
 }
 
 export function percent(done: number, total: number): number {

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import type { JobView, VerificationView } from '../../../../shared/api/views.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useJobs, useQuery } from '../../api/hooks.ts';
-import { counted, formatCount, formatDate, messageOf, percent } from '../../api/format.ts';
+import { counted, formatCount, formatDate, formatWhen, messageOf, percent } from '../../api/format.ts';
 import './browse.css';
 import { isLive } from '../../../../shared/job-state.ts';
 
@@ -94,7 +94,7 @@ export function HistoryRowActions(props: {
 function VerifyOutcome({ v }: { v: VerificationView }) {
   const [showing, setShowing] = useState(false);
   const at = v.finishedAt ?? v.startedAt;
-  const when = new Date(at).toLocaleDateString(undefined, { month: 'short', day: 'numeric' });
+  const when = formatWhen(at);
   const text =
     v.state === 'ok'
       ? `Verified OK (${counted(v.blobs ?? 0, 'chunk')}) · ${when}`

@@ -3,7 +3,7 @@ import { POOL_JOB_TARGET, type PlanView } from '../../../../shared/api/views.ts'
 import { describeSchedule } from '../../../../shared/schedule.ts';
 import { getApi } from '../../api/bridge.ts';
 import { useQuery } from '../../api/hooks.ts';
-import { messageOf } from '../../api/format.ts';
+import { formatWhen, messageOf } from '../../api/format.ts';
 import { PlanForm } from './PlanForm.tsx';
 import './plans.css';
 import { planStatus, retentionLine, statusText, until } from './plan-status.ts';
@@ -121,7 +121,7 @@ export function PlansScreen(props: { draftSources: string[] | null; onDraftUsed:
                 )}
                 {p.nextDueAt !== null && !p.running && (
                   <div className="muted small-text" data-testid="plan-next">
-                    Next: {until(p.nextDueAt, now)} ({new Date(p.nextDueAt).toLocaleString()})
+                    Next: {until(p.nextDueAt, now)} ({formatWhen(p.nextDueAt, now)})
                   </div>
                 )}
               </div>

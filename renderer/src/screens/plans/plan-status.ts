@@ -1,4 +1,5 @@
 import type { BackupView, PlanView } from '../../../../shared/api/views.ts';
+import { formatWhen } from '../../api/format.ts';
 import { describeKeep } from '../../../../shared/retention.ts';
 
 /** "just now", "5 min ago", "2 h ago", "3 days ago" (a time ahead of `now` counts as just now). */
@@ -65,13 +66,9 @@ export function statusText(s: LastBackup, now: number): string {
   }
 }
 
-/** "10:02" today, else "3 May 10:02". */
+/** The time alone today, else the date too (format.ts formatWhen: the app's one short style). */
 export function clockTime(ms: number, now: number): string {
-  const d = new Date(ms);
-  const hm = d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
-  return new Date(now).toDateString() === d.toDateString()
-    ? hm
-    : `${d.toLocaleDateString(undefined, { day: 'numeric', month: 'short' })} ${hm}`;
+  return formatWhen(ms, now);
 }
 
 /** "Keeps 7 daily, 4 weekly · last applied 10:02, removed 2"; null for a plan that keeps everything. */
