@@ -81,7 +81,13 @@ for (const shellKind of shells) {
       await screenshot(page, `${tag}-recovery-key`, { doc: tag === 'web' });
       await page.getByLabel(/I have stored the recovery key/).check();
       await page.getByRole('button', { name: 'Continue' }).click();
-      await nav(page, 'Settings');
+      // Storage with no target yet says where targets are added, and takes the user there.
+      await nav(page, 'Storage');
+      expect(await page.getByTestId('redundancy-text').textContent()).toBe(
+        'Nothing is stored yet: add a bucket or a folder in Settings, then back up.',
+      );
+      await page.getByRole('button', { name: 'Add a target in Settings' }).click();
+      await page.getByRole('heading', { name: 'Settings' }).waitFor();
       await page.getByRole('button', { name: 'Add a target' }).click();
       const form = page.getByRole('form', { name: 'Add a target' });
       await form.getByLabel('Name', { exact: true }).fill('versity');

@@ -30,7 +30,7 @@ describe('pool texts', () => {
     const none = { pooled: false, targets: [], storedBytes: 0, redundancy: { ...base, packs: 0, copies: 1 } };
     expect(storageHeadline(none)).toBe('No target yet');
     expect(storageRedundancyLine(0, none.redundancy)).toBe(
-      'Nothing is stored yet: add a bucket or a folder below, then back up.',
+      'Nothing is stored yet: add a bucket or a folder in Settings, then back up.',
     );
     expect(storageHeadline({ ...none, targets: [{}] })).toBe('One target · 0 packs · 0 B');
     expect(

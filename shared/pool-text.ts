@@ -142,7 +142,7 @@ export function storageHeadline(p: {
 /** The redundancy line of the Storage screen: with no target yet there is nothing to be redundant. */
 export function storageRedundancyLine(targets: number, r: RedundancyView): string {
   return targets === 0
-    ? 'Nothing is stored yet: add a bucket or a folder below, then back up.'
+    ? 'Nothing is stored yet: add a bucket or a folder in Settings, then back up.'
     : redundancyText(r);
 }
 

@@ -123,7 +123,7 @@ export function App() {
         )}
         {tab === 'restore' && <RestoreWizard key={restoreBackup ?? 'none'} initialBackup={restoreBackup} />}
         {tab === 'search' && <SearchScreen />}
-        {tab === 'storage' && <StorageScreen />}
+        {tab === 'storage' && <StorageScreen onGoToSettings={() => setTab('settings')} />}
         {tab === 'settings' && <SettingsScreen />}
       </main>
     </div>

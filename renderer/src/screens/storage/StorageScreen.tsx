@@ -23,7 +23,8 @@ const RESULT_LABEL: Record<Action, string> = {
  * the redundancy policy in plain words (and changing it), the repository's redundancy, and Repair /
  * Rebalance with what they did.
  */
-export function StorageScreen() {
+/** `onGoToSettings`: targets are added, edited and removed in Settings. */
+export function StorageScreen({ onGoToSettings }: { onGoToSettings: () => void }) {
   const q = useQuery('pool.status', {});
   const [pool, setPool] = useState<PoolView | null>(null);
   const [running, setRunning] = useState<Action | null>(null);
@@ -97,6 +98,13 @@ export function StorageScreen() {
         <p className={`redundancy-line redundancy-${r.state}`} data-testid="redundancy-text">
           {storageRedundancyLine(p.targets.length, r)}
         </p>
+        {p.targets.length === 0 && (
+          <div className="actions start">
+            <button type="button" className="primary" onClick={onGoToSettings}>
+              Add a target in Settings
+            </button>
+          </div>
+        )}
         <p className="muted small">
           Repair writes every copy the policy asks for and a pack lacks (copies queued while a target was out
           of reach, copies lost with a target, packs from before the policy changed). Rebalance moves copies
