@@ -108,7 +108,8 @@ describe('retention in web mode (Chromium, real engine, real versitygw)', () => 
 
     await nav(page, 'History');
     await page.getByRole('button', { name: 'Refresh' }).click();
-    const rows = page.locator('[data-testid=backup]').filter({ hasText: letters });
+    // A source is shown as its name and the folder it is in; its whole path is its tooltip.
+    const rows = page.locator('[data-testid=backup]').filter({ has: page.locator(`[title="${letters}"]`) });
     await rows.first().waitFor();
     expect(await rows.count()).toBe(1);
     expect(await rows.first().getAttribute('data-backup')).toBe(previous);

@@ -100,7 +100,15 @@ describe('every screen at 1024 and 1280 px (web mode, Chromium, a pool of two fo
           'history',
           async () => {
             await nav(page, 'History');
-            await page.getByRole('table', { name: 'Backups' }).locator('tbody tr').first().waitFor();
+            const first = page.getByRole('table', { name: 'Backups' }).locator('tbody tr').first();
+            await first.waitFor();
+            // What changed is the point of History: the breakdown shows at every width, and a row stays
+            // at most five lines tall (a date and a path each wrapped to three or four before).
+            expect(await first.getByTestId('file-counts').isVisible()).toBe(true);
+            expect((await first.boundingBox())!.height).toBeLessThanOrEqual(5 * 22);
+            // Nor does the table scroll inside its box: every row's actions are in view.
+            const scroll = page.locator('.table-scroll').first();
+            expect(await scroll.evaluate((e) => e.scrollWidth - e.clientWidth)).toBeLessThanOrEqual(1);
           },
         ],
         [

@@ -2,7 +2,7 @@ import { useCallback, useEffect, useState, type ReactNode } from 'react';
 import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
 import { JobCard } from '../components/JobCard.tsx';
-import { formatCount, formatDate, formatDuration, formatSize } from '../api/format.ts';
+import { formatCount, formatDate, formatDuration, formatSize, formatWhen } from '../api/format.ts';
 import type { BackupView, SnapshotRedundancyView } from '../../../shared/api/views.ts';
 import { snapshotRedundancyText } from '../../../shared/pool-text.ts';
 import { DeleteBackupDialog } from './browse/DeleteBackupDialog.tsx';
@@ -106,10 +106,12 @@ export function HistoryScreen({
                   className={open === b.id ? 'selected' : ''}
                   onClick={() => setOpen(open === b.id ? null : b.id)}
                 >
-                  <td className="date">{formatDate(b.createdAt)}</td>
+                  <td className="date" title={formatDate(b.createdAt)}>
+                    {formatWhen(b.createdAt)}
+                  </td>
                   <td className="paths">
                     {b.sources.map((s) => (
-                      <div key={s}>{breakAfterSlashes(s)}</div>
+                      <SourcePath key={s} path={s} />
                     ))}
                   </td>
                   <td className="wide-only wider-only">
@@ -120,13 +122,8 @@ export function HistoryScreen({
                     title={`${formatCount(b.files.new)} new, ${formatCount(b.files.changed)} changed, ${formatCount(b.files.unchanged)} unchanged${b.removed ? `, ${formatCount(b.removed)} removed since the previous backup` : ''}${b.excluded ? `, ${formatCount(b.excluded)} ${b.excluded === 1 ? 'entry' : 'entries'} left out by exclude patterns (a folder counts once, with all it holds)` : ''}`}
                   >
                     {formatCount(b.fileCount)}
-                    <div className="muted small wrap wide-only" data-testid="file-counts">
-                      {formatCount(b.files.new)} new · {formatCount(b.files.changed)} changed ·{' '}
-                      {formatCount(b.files.unchanged)} unchanged
-                      {b.removed ? ` · ${formatCount(b.removed)} removed` : ''}
-                      {b.excluded
-                        ? ` · ${formatCount(b.excluded)} ${b.excluded === 1 ? 'entry' : 'entries'} left out`
-                        : ''}
+                    <div className="muted small wrap" data-testid="file-counts">
+                      {fileChanges(b)}
                     </div>
                   </td>
                   <td className="num">{formatSize(b.totalBytes)}</td>
@@ -204,6 +201,32 @@ function RedundancyCell({ view }: { view: SnapshotRedundancyView | undefined }) 
 }
 
 /** A path that may wrap after each "/" rather than mid-name ("/tmp/newuser/sr" + "c"). */
+/** What changed, shortly: the counts that are not zero ("3 new · 1 changed · 2 removed"), or "no change". */
+function fileChanges(b: BackupView): string {
+  const parts = [
+    b.files.new ? `${formatCount(b.files.new)} new` : '',
+    b.files.changed ? `${formatCount(b.files.changed)} changed` : '',
+    b.removed ? `${formatCount(b.removed)} removed` : '',
+  ].filter(Boolean);
+  const changes = parts.length ? parts.join(' · ') : 'no change';
+  return b.excluded
+    ? `${changes} · ${formatCount(b.excluded)} ${b.excluded === 1 ? 'entry' : 'entries'} left out`
+    : changes;
+}
+
+/** A source as its name, with the folder it is in below on one line (the whole path in its tooltip). */
+function SourcePath({ path }: { path: string }) {
+  const cut = path.replace(/\/+$/, '').lastIndexOf('/');
+  const name = cut >= 0 ? path.slice(cut + 1) || path : path;
+  const parent = cut > 0 ? path.slice(0, cut) : cut === 0 ? '/' : '';
+  return (
+    <div className="source-path" title={path}>
+      <span>{breakAfterSlashes(name)}</span>
+      {parent && <span className="muted small source-parent">in {parent}</span>}
+    </div>
+  );
+}
+
 function breakAfterSlashes(p: string): ReactNode[] {
   return p.split('/').flatMap((part, i) => (i === 0 ? [part] : [<wbr key={i} />, `/${part}`]));
 }
