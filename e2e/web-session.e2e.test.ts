@@ -21,7 +21,10 @@ async function stop(web: WebProcess): Promise<void> {
 
 describe('web mode restarted on the same address', () => {
   it('a tab of the earlier start says what to do, and takes the new address without a reload by hand', async () => {
-    const env = { CAIRN_HOME: path.join(tempDir('cairn-e2e-'), 'home'), CAIRN_PORT: String(await freePort()) };
+    const env = {
+      CAIRN_HOME: path.join(tempDir('cairn-e2e-'), 'home'),
+      CAIRN_PORT: String(await freePort()),
+    };
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
     let web = await startWebProcess(env);
     try {
