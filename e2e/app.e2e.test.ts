@@ -193,6 +193,13 @@ for (const shellKind of shells) {
         .filter({ hasText: 'engine stopped answering' })
         .waitFor({ timeout: 2000 });
       expect(await page.locator('.job-eta').first().isVisible()).toBe(false);
+      // The banner takes its own row: the name of the app and of the screen stay in view below it.
+      const banner = (await page
+        .getByRole('alert')
+        .filter({ hasText: 'engine stopped answering' })
+        .boundingBox())!;
+      for (const under of [page.locator('.brand'), page.getByRole('heading', { level: 1 })])
+        expect((await under.first().boundingBox())!.y).toBeGreaterThanOrEqual(banner.y + banner.height - 1);
       proxy.setDelay(0);
       page = await shell.restart();
       await page.getByLabel('Passphrase', { exact: true }).fill(PASSPHRASE);
