@@ -109,7 +109,10 @@ describe.sequential('Job cards — web mode in Chromium', () => {
       .first()
       .waitFor({ timeout: 60_000 });
     expect(await stateOf(card), (await card.textContent()) ?? '').toBe('done');
-    expect(await figures(card)).toMatch(/100 %\s*40(\.0)? MiB of 40(\.0)? MiB/);
+    // The whole job's figures: every file, and what both runs sent (not only the resumed run's).
+    expect(await card.getByTestId('job-outcome').textContent()).toMatch(
+      /^40 files \(40 MiB\): 40 new · sent 4\d(\.\d+)? MiB$/,
+    );
   });
 
   it('a target out of reach: the card is there within 3 s, says what it waits for, and Cancel works', async () => {

@@ -29,15 +29,13 @@ const resumable = (j: JobView) =>
 function outcomeLine(o: NonNullable<JobView['outcome']>, bytes: number): string {
   const { files } = o;
   const all = files.new + files.changed + files.unchanged;
-  const parts =
-    files.new + files.changed === 0
-      ? ['none new or changed']
-      : [
-          `${formatCount(files.new)} new`,
-          `${formatCount(files.changed)} changed`,
-          `${formatCount(files.unchanged)} unchanged`,
-        ];
-  if (o.removed > 0) parts.push(`${formatCount(o.removed)} removed`);
+  // The counts that are not zero, as History says them (unchanged is the rest).
+  const parts = [
+    files.new ? `${formatCount(files.new)} new` : '',
+    files.changed ? `${formatCount(files.changed)} changed` : '',
+    o.removed ? `${formatCount(o.removed)} removed` : '',
+  ].filter(Boolean);
+  if (parts.length === 0) parts.push('no change');
   const sent = o.newChunks === 0 ? 'nothing new to send' : `sent ${formatSize(o.sentBytes)}`;
   return `${formatCount(all)} ${all === 1 ? 'file' : 'files'} (${formatSize(bytes)}): ${parts.join(', ')} · ${sent}`;
 }
