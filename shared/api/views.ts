@@ -99,13 +99,13 @@ export interface JobView {
   verified?: { blobs: number; bytes: number; problems: VerifyProblemView[] };
   /**
    * A finished backup: its files by what happened to them, and what it sent (every run of a resumed job;
-   * the snapshot and index included). `newChunks` 0: nothing new was sent.
+   * the snapshot and index included). `newData` false: only the list of files was sent.
    */
   outcome?: {
     files: { new: number; changed: number; unchanged: number };
     removed: number;
     sentBytes: number;
-    newChunks: number;
+    newData: boolean;
   };
   /** A finished backup in a pool: the repository's redundancy right after it (pool-text.ts words it). */
   redundancy?: RedundancyView;

@@ -86,7 +86,7 @@ describe('JobCard', () => {
       files: { new: 2, changed: 1, unchanged: 1200 },
       removed: 3,
       sentBytes: 1.5 * 2 ** 20,
-      newChunks: 4,
+      newData: true,
     };
     const size = Math.round(2.42 * 2 ** 20);
     card(job({ state: 'done', bytesDone: size, bytesTotal: size, meanMbps: 4.9, outcome }));
@@ -102,7 +102,7 @@ describe('JobCard', () => {
       files: { new: 0, changed: 0, unchanged: 1203 },
       removed: 0,
       sentBytes: 900,
-      newChunks: 0,
+      newData: false,
     };
     card(job({ state: 'done', bytesDone: size, bytesTotal: size, meanMbps: 812, outcome: quiet }));
     expect(screen.getByTestId('job-outcome').textContent).toBe(

@@ -36,7 +36,7 @@ function outcomeLine(o: NonNullable<JobView['outcome']>, bytes: number): string 
     o.removed ? `${formatCount(o.removed)} removed` : '',
   ].filter(Boolean);
   if (parts.length === 0) parts.push('no change');
-  const sent = o.newChunks === 0 ? 'nothing new to send' : `sent ${formatSize(o.sentBytes)}`;
+  const sent = !o.newData ? 'nothing new to send' : `sent ${formatSize(o.sentBytes)}`;
   return `${formatCount(all)} ${all === 1 ? 'file' : 'files'} (${formatSize(bytes)}): ${parts.join(', ')} · ${sent}`;
 }
 
@@ -143,7 +143,7 @@ export function JobCard(props: {
         {job.state === 'running' && !prune && !waiting && !job.step && (!pool || pool.total > 0) && (
           <span className="job-eta">ETA {formatDuration(job.etaSeconds)}</span>
         )}
-        {job.state === 'done' && !stepwise && (!job.outcome || job.outcome.newChunks > 0) && (
+        {job.state === 'done' && !stepwise && (!job.outcome || job.outcome.newData) && (
           <span>mean {formatRate(job.meanMbps)}</span>
         )}
         {job.target && (

@@ -45,10 +45,11 @@ export function titleFor(sources: string[]): string {
 /** A finished backup job's card: its files by what happened to them, and what every run of it sent. */
 export function backupOutcome(r: BackupResult, runs: JobRunStats | undefined): JobView['outcome'] {
   const earlierWire = runs && runs.runs > 1 ? runs.prior.wireBytes : 0;
+  // An earlier run's wire bytes are packs it sent: new data, even when this run found all of it stored.
   return {
     files: r.files,
     removed: r.removed,
     sentBytes: r.bytesUploaded + earlierWire,
-    newChunks: r.blobsNew,
+    newData: r.blobsNew > 0 || earlierWire > 0,
   };
 }
