@@ -125,8 +125,18 @@ describe('JobCard says what each control does', () => {
     );
   });
 
-  it('a restore names the target it reads from, not an arrow towards it', () => {
-    card(job({ kind: 'restore', state: 'done', target: 'versity', bytesDone: 5, bytesTotal: 5 }));
+  it('a restore names the target it reads from, not an arrow towards it, and its title once', () => {
+    card(
+      job({
+        kind: 'restore',
+        state: 'done',
+        target: 'versity',
+        bytesDone: 5,
+        bytesTotal: 5,
+        title: 'Restore to /tmp/x',
+      }),
+    );
+    expect(screen.getByText('Restore to /tmp/x')).toBeTruthy();
     expect(screen.getByText('from versity')).toBeTruthy();
     expect(screen.queryByText(/→/)).toBeNull();
   });

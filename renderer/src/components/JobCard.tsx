@@ -67,10 +67,8 @@ export function JobCard(props: {
     job.kind === 'backup' && job.backupId !== '' && (resumable(job) || job.state === 'failed');
   const waiting = job.state === 'running' && job.waitingFor;
   const oneTarget = job.target !== POOL_JOB_TARGET;
-  const title =
-    job.kind === 'verify' || job.kind === 'prune' || job.kind === 'pool'
-      ? job.title
-      : `${job.kind === 'backup' ? 'Backup' : 'Restore'} · ${job.title}`;
+  // A backup's title is its sources; the other jobs' titles say what they do ("Restore to …").
+  const title = job.kind === 'backup' ? `Backup · ${job.title}` : job.title;
   return (
     <li
       className={`job job-${job.state}${props.selected ? ' selected' : ''}`}

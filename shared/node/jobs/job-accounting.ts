@@ -69,7 +69,10 @@ export function accountRun(
     // Delegating, not spreading: a listener may keep its methods on a prototype.
     listener: {
       progress: (f) => {
+        const first = progress === undefined;
         progress = { bytesDone: f.bytesDone, bytesTotal: f.bytesTotal };
+        // The job's size is kept at once: a kill before the next tick still leaves it for the card.
+        if (first) save();
         listener.progress?.(f);
       },
       notice: (m) => listener.notice?.(m),
