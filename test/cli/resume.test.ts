@@ -200,7 +200,11 @@ describe('kill -9 mid-backup, then cairn resume', () => {
     } finally {
       engine.close();
     }
-    const r = await runCli(['--json', 'resume'], cli);
+    // A resume takes this run's upload cap as a backup does (the cap a job began under does not follow it).
+    const slow = await runCli(['resume', '--limit-upload', '1KiB'], cli);
+    expect(slow.code).not.toBe(0);
+    expect(slow.stderr).toMatch(/Upload limit must be at least 64KiB a second/);
+    const r = await runCli(['--json', 'resume', '--limit-upload', '64MiB'], cli);
     expect(r.code, r.stderr).toBe(0);
     const [done] = JSON.parse(r.stdout) as { snapshotId: string }[];
     const dest = tempDir();

@@ -359,14 +359,16 @@ program
       'wait this long for a running prune to finish (default 10)',
     ).argParser(intOption('Minutes')),
   )
-  .action(async (opts: { pauseLimit?: number; lockWait?: number }) => {
+  .addOption(limitUploadOption())
+  .action(async (opts: { pauseLimit?: number; lockWait?: number; limitUpload?: number }) => {
     const o = out();
     const run = {
       ...(opts.pauseLimit === undefined ? {} : { pauseLimitMs: opts.pauseLimit * 60_000 }),
       ...(opts.lockWait === undefined ? {} : { lockWaitMs: opts.lockWait * 60_000 }),
     };
+    const caps = opts.limitUpload === undefined ? {} : { uploadLimit: opts.limitUpload };
     const uninterrupt = onInterrupt('Stopped. What the backup stored is kept: "cairn resume" continues it.');
-    const rs = await withEngine((e) => e.resume(o.listener(), run), { workers: true });
+    const rs = await withEngine((e) => e.resume(o.listener(), run, caps), { workers: true });
     uninterrupt();
     o.endProgress();
     for (const r of rs) reportBackup(o, r);

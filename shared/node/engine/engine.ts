@@ -303,8 +303,13 @@ export class Engine {
   }
 
   /** Continues every interrupted backup job; a job still running in another live process is left alone. */
-  resume(listener: JobListener = {}, run: ResumeRun = {}): Promise<BackupResult[]> {
-    return this.backups.resumeAll(listener, { caps: this.caps(), ...run });
+  /** `overrides`: this run's upload cap (the CLI's --limit-upload), over the saved one. */
+  resume(
+    listener: JobListener = {},
+    run: ResumeRun = {},
+    overrides: SettingsOverrides = {},
+  ): Promise<BackupResult[]> {
+    return this.backups.resumeAll(listener, { caps: this.caps(overrides), ...run });
   }
 
   /** `overrides`: a plan's own upload cap, over the saved one. */
