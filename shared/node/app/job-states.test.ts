@@ -226,6 +226,11 @@ describe('job states tell the truth', () => {
       const moving = frames.filter((f) => f.mbps > 0).map((f) => f.mbps);
       // Counted when a 16 MiB pack was stored, one 250 ms frame read 67 MB/s on this link.
       expect(Math.max(...moving)).toBeLessThan(6 * LINK);
+      // Progress moves with the wire too, never backwards, and not by a pack at once (16 MiB when a
+      // pack's upload ended, nothing for seconds before).
+      const steps = frames.slice(1).map((f, i) => f.bytesDone - frames[i]!.bytesDone);
+      expect(Math.min(...steps)).toBeGreaterThanOrEqual(0);
+      expect(Math.max(...steps)).toBeLessThan(8 << 20);
       // Over the upload (idle frames between socket writes included), the frames average the link's rate.
       const first = frames.findIndex((f) => f.mbps > 0);
       const last = frames.findLastIndex((f) => f.mbps > 0);

@@ -139,6 +139,11 @@ class StoreRun {
       {
         wireOnly: true,
         clock: o.clock,
+        inFlightPlain: () => {
+          let n = 0;
+          for (const id of this.packsUnstored) n += this.packBytes.get(id) ?? 0;
+          return n;
+        },
         ...(o.control ? { stillMs: () => o.control!.stillMs() } : {}),
       },
     );

@@ -147,4 +147,25 @@ describe('StatsCollector', () => {
     expect(f.plainMeanMbps).toBeCloseTo(100); // 50 MB in 0.5 s
     expect(f.meanMbps).toBeCloseTo(20); // over the whole 2.5 s
   });
+
+  it("a backup's progress moves with the wire while its packs upload, and a stored pack adds no jump", () => {
+    vi.useFakeTimers({ now: 0 });
+    let uploading = 16_000_000; // plaintext of the packs closed and not yet stored
+    const c = new StatsCollector(32_000_000, 32, () => {}, {
+      wireOnly: true,
+      inFlightPlain: () => uploading,
+    });
+    vi.setSystemTime(250);
+    c.addWire(4_000_000);
+    expect(c.frame().bytesDone).toBe(4_000_000);
+    vi.setSystemTime(500);
+    c.addWire(20_000_000); // more than the packs under way hold (a retried upload): capped by them
+    expect(c.frame().bytesDone).toBe(16_000_000);
+    // The pack is stored: its plaintext is done, nothing is under way; no step back, none forward.
+    uploading = 0;
+    c.transferStarted();
+    c.add({ ...chunk(0, 0, 500), bytes: 16_000_000, wireBytes: 16_000_000 }, true, false);
+    vi.setSystemTime(750);
+    expect(c.frame().bytesDone).toBe(16_000_000);
+  });
 });

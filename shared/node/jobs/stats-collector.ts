@@ -24,6 +24,11 @@ export interface CollectorOptions {
   clock?: JobClock;
   /** Rates from the wire only, from the first frame: re-reading data already stored is no speed. */
   wireOnly?: boolean;
+  /**
+   * Plaintext of the packs closed and not yet stored (a backup): progress counts the wire bytes sent for
+   * them at their plaintext worth, up to this, so it moves as they upload rather than a pack at once.
+   */
+  inFlightPlain?: () => number;
 }
 
 /**
@@ -60,6 +65,8 @@ export class StatsCollector {
   private idleInFrame = 0;
   private idleTotal = 0;
   private timer: NodeJS.Timeout | null = null;
+  /** The last bytes-done a frame showed. */
+  private lastShown = 0;
   /** Still time when idling began: a pause is not idle wire. */
   private stillAtIdle = 0;
   private readonly still: () => number;
@@ -169,7 +176,7 @@ export class StatsCollector {
     const f: StatsFrame = {
       at: now,
       elapsedMs: now - this.start,
-      bytesDone: this.bytesDone,
+      bytesDone: this.shownDone(plainPerWire),
       bytesTotal: this.bytesTotal,
       chunksDone: this.chunksDone,
       chunksTotal: this.chunksTotal,
@@ -208,6 +215,23 @@ export class StatsCollector {
     this.idleInFrame = 0;
     this.stage = {};
     return f;
+  }
+
+  /**
+   * Bytes done as shown: stored, plus what is under way at its plaintext worth. Never less than shown
+   * before (the worth of a wire byte is an estimate until the packs are stored; progress does not go back).
+   */
+  private shownDone(plainPerWire: number): number {
+    const now = Math.min(this.bytesTotal, this.bytesDone + this.uploading(plainPerWire));
+    this.lastShown = Math.min(this.bytesTotal, Math.max(this.lastShown, now));
+    return this.lastShown;
+  }
+
+  /** Plaintext worth of the wire bytes sent for packs not yet stored, at most what those packs hold. */
+  private uploading(plainPerWire: number): number {
+    if (!this.opts.inFlightPlain) return 0;
+    const sent = Math.max(0, this.wireTotal - this.storedWire) * plainPerWire;
+    return Math.max(0, Math.min(this.opts.inFlightPlain(), sent));
   }
 
   /**
