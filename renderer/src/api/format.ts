@@ -41,6 +41,16 @@ export function formatWhen(ms: number, now: number = Date.now()): string {
   return `${d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' })}, ${time}`;
 }
 
+/** What a backup changed, the counts that are not zero ("3 new", "1 changed", "2 removed"), or "no change". */
+export function changeParts(files: { new: number; changed: number }, removed = 0): string[] {
+  const parts = [
+    files.new ? `${formatCount(files.new)} new` : '',
+    files.changed ? `${formatCount(files.changed)} changed` : '',
+    removed ? `${formatCount(removed)} removed` : '',
+  ].filter(Boolean);
+  return parts.length ? parts : ['no change'];
+}
+
 export function percent(done: number, total: number): number {
   return total > 0 ? Math.min(100, (done / total) * 100) : 0;
 }

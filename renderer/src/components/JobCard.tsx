@@ -4,7 +4,15 @@ import { PRUNE_PHASE_LABELS } from '../../../shared/retention.ts';
 import { isLive } from '../../../shared/job-state.ts';
 import { formatLimitHours } from '../../../shared/settings.ts';
 import { getApi } from '../api/bridge.ts';
-import { formatCount, formatDuration, formatRate, formatSize, messageOf, percent } from '../api/format.ts';
+import {
+  changeParts,
+  formatCount,
+  formatDuration,
+  formatRate,
+  formatSize,
+  messageOf,
+  percent,
+} from '../api/format.ts';
 
 const STATE_LABEL: Record<JobView['state'], string> = {
   running: 'Running',
@@ -30,12 +38,7 @@ function outcomeLine(o: NonNullable<JobView['outcome']>, bytes: number): string 
   const { files } = o;
   const all = files.new + files.changed + files.unchanged;
   // The counts that are not zero, as History says them (unchanged is the rest).
-  const parts = [
-    files.new ? `${formatCount(files.new)} new` : '',
-    files.changed ? `${formatCount(files.changed)} changed` : '',
-    o.removed ? `${formatCount(o.removed)} removed` : '',
-  ].filter(Boolean);
-  if (parts.length === 0) parts.push('no change');
+  const parts = changeParts(files, o.removed);
   const sent = !o.newData ? 'nothing new to send' : `sent ${formatSize(o.sentBytes)}`;
   return `${formatCount(all)} ${all === 1 ? 'file' : 'files'} (${formatSize(bytes)}): ${parts.join(', ')} · ${sent}`;
 }

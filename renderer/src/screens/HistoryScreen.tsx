@@ -2,7 +2,14 @@ import { useCallback, useEffect, useState, type ReactNode } from 'react';
 import { useJobs, useQuery } from '../api/hooks.ts';
 import { LiveCharts } from '../charts/LiveCharts.tsx';
 import { JobCard } from '../components/JobCard.tsx';
-import { formatCount, formatDate, formatDuration, formatSize, formatWhen } from '../api/format.ts';
+import {
+  changeParts,
+  formatCount,
+  formatDate,
+  formatDuration,
+  formatSize,
+  formatWhen,
+} from '../api/format.ts';
 import type { BackupView, SnapshotRedundancyView } from '../../../shared/api/views.ts';
 import { snapshotRedundancyText } from '../../../shared/pool-text.ts';
 import { DeleteBackupDialog } from './browse/DeleteBackupDialog.tsx';
@@ -203,12 +210,7 @@ function RedundancyCell({ view }: { view: SnapshotRedundancyView | undefined }) 
 /** A path that may wrap after each "/" rather than mid-name ("/tmp/newuser/sr" + "c"). */
 /** What changed, shortly: the counts that are not zero ("3 new · 1 changed · 2 removed"), or "no change". */
 function fileChanges(b: BackupView): string {
-  const parts = [
-    b.files.new ? `${formatCount(b.files.new)} new` : '',
-    b.files.changed ? `${formatCount(b.files.changed)} changed` : '',
-    b.removed ? `${formatCount(b.removed)} removed` : '',
-  ].filter(Boolean);
-  const changes = parts.length ? parts.join(' · ') : 'no change';
+  const changes = changeParts(b.files, b.removed).join(' · ');
   return b.excluded
     ? `${changes} · ${formatCount(b.excluded)} ${b.excluded === 1 ? 'entry' : 'entries'} left out`
     : changes;
