@@ -16,9 +16,10 @@ import { storePackWaiting } from '../shared/node/pool/quorum-wait.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
 import { ecRangeReader } from './ec-range.ts';
 import { hedgedGet, type HedgedRead } from './hedged-get.ts';
-import { readExactly } from './read-exactly.ts';
+import { readExactly, type ReadAfter } from './read-exactly.ts';
 import { PackWriter } from './pack-writer.ts';
 import { BufferPool, ReadBuffers, SlotPool } from './pools.ts';
+import { batchedPost, eachMessage, ownBytes } from '../shared/node/pipeline/message-batch.ts';
 import { readSpooledInto, type SpooledBody } from '../shared/node/storage/put-body.ts';
 import type {
   BackupTask,
@@ -64,7 +65,7 @@ const storages = new Map<number, RetryingStorage>();
 const decisions = new Map<number, (upload: boolean) => void>();
 
 const now = () => performance.timeOrigin + performance.now();
-const post = (m: FromWorker) => port.postMessage(m);
+const post = batchedPost<FromWorker>((msgs) => port.postMessage(msgs));
 
 reportWire(post);
 
@@ -163,9 +164,16 @@ async function backup(task: BackupTask): Promise<void> {
   const plainBuf = await readBuffers.take(task.length);
   try {
     const readStart = now();
-    const plain = await readExactly(task.path, plainBuf, task.length, task.offset);
+    let after: ReadAfter | undefined;
+    const plain = await readExactly(
+      task.path,
+      plainBuf,
+      task.length,
+      task.offset,
+      task.whole ? (st) => (after = st) : undefined,
+    );
     const readEnd = now();
-    const id = blobId(sodium, idKey, plain);
+    const id = ownBytes(blobId(sodium, idKey, plain));
     const hashEnd = now();
     const upload = await new Promise<boolean>((resolve) => {
       decisions.set(task.tid, resolve);
@@ -180,7 +188,7 @@ async function backup(task: BackupTask): Promise<void> {
       stages: { read: readEnd - readStart, hash: hashEnd - readEnd },
     };
     if (!upload) {
-      post({ t: 'packed', tid: task.tid, id, packId: null, timing });
+      post({ t: 'packed', tid: task.tid, id, packId: null, timing, ...(after ? { after } : {}) });
       return;
     }
     const { flags, payload } = maybeCompress(plain);
@@ -188,7 +196,7 @@ async function backup(task: BackupTask): Promise<void> {
     const sealEnd = now();
     timing.stages.seal = sealEnd - hashEnd;
     timing.xferStart = timing.xferEnd = sealEnd;
-    post({ t: 'packed', tid: task.tid, id, packId, timing });
+    post({ t: 'packed', tid: task.tid, id, packId, timing, ...(after ? { after } : {}) });
   } catch (err) {
     post({ t: 'failed', tid: task.tid, error: failure(err) });
   } finally {
@@ -418,7 +426,9 @@ function restoreBlobs(
   }
 }
 
-port.on('message', (m: ToWorker) => {
+port.on('message', (data: ToWorker | ToWorker[]) => eachMessage(data, onMessage));
+
+function onMessage(m: ToWorker): void {
   if (m.t === 'backup') void backup(m.task);
   else if (m.t === 'restore') void restore(m.task);
   else if (m.t === 'flush') void flush();
@@ -428,7 +438,7 @@ port.on('message', (m: ToWorker) => {
     decisions.delete(m.tid);
     resolve?.(m.upload);
   }
-});
+}
 // Each target's client is built now, while the coordinator is still planning: the first task would
 // otherwise wait for it (~0.1 s of SDK set-up per worker). A target that cannot be opened is reported
 // by the task that needs it.

@@ -1,3 +1,5 @@
+import { TINY_TASK_BYTES } from '../shared/node/pipeline/worker-protocol.ts';
+
 /** Upload/download slots of one worker: a slot is held only while a transfer is on the wire. */
 export class SlotPool {
   private readonly free: number[];
@@ -48,6 +50,7 @@ const SMALL_READ_BYTES = 1 << 20;
  * five per worker by the task credits).
  */
 export class ReadBuffers {
+  private readonly tiny = new BufferPool(TINY_TASK_BYTES);
   private readonly small = new BufferPool(SMALL_READ_BYTES);
   private readonly large: BufferPool;
   /** Chunks up to SMALL_READ_BYTES: every buffer is small, none is waited for. */
@@ -64,6 +67,7 @@ export class ReadBuffers {
   }
 
   take(length: number): Promise<Buffer> {
+    if (this.capped && length <= TINY_TASK_BYTES) return Promise.resolve(this.tiny.take());
     if (this.capped && length <= SMALL_READ_BYTES) return Promise.resolve(this.small.take());
     if (!this.capped || this.largeOut < this.largeMax) {
       this.largeOut++;
@@ -73,6 +77,7 @@ export class ReadBuffers {
   }
 
   give(b: Buffer): void {
+    if (this.capped && b.length === TINY_TASK_BYTES) return this.tiny.give(b);
     if (this.capped && b.length === SMALL_READ_BYTES) return this.small.give(b);
     const w = this.waiters.shift();
     if (w) return w(b);

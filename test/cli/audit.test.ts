@@ -165,6 +165,29 @@ describe('the bucket wins over the keystore', () => {
     }
   });
 
+  it('a small file rewritten while the backup reads its folder is read again, then stored with a warning', async () => {
+    // A file read in one task is looked at by its worker once read (an fstat), not by the coordinator.
+    const { cli } = await initHomeWithTarget(s3, { bucket: await s3.createBucket() });
+    const src = path.join(tempDir(), 's');
+    for (let i = 0; i < 3000; i++) fs.mkdirSync(path.join(src, `d${i % 30}`), { recursive: true });
+    for (let i = 0; i < 3000; i++) fs.writeFileSync(path.join(src, `d${i % 30}`, `f${i}.txt`), `file ${i}\n`);
+    const hot = path.join(src, 'd29', 'zz-hot.txt');
+    fs.writeFileSync(hot, 'version 0000\n');
+    let n = 0;
+    const writer = setInterval(
+      () => fs.writeFileSync(hot, `version ${String(++n % 10000).padStart(4, '0')}\n`),
+      1,
+    );
+    try {
+      const r = await runCli(['--json', 'backup', src], cli);
+      expect(r.code).toBe(0);
+      const { warnings } = JSON.parse(r.stdout) as { warnings: string[] };
+      expect(warnings.join('\n')).toMatch(/zz-hot\.txt changed while it was being read/);
+    } finally {
+      clearInterval(writer);
+    }
+  });
+
   it('a resume on a second machine of the same repository downloads nothing it did not write', async () => {
     const bucket = await s3.createBucket();
     const a = await initHomeWithTarget(s3, { bucket, endpoint: proxy.endpoint });

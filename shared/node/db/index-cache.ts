@@ -69,7 +69,6 @@ const DAMAGED_HERE = (b: string) =>
  * by the next backup that has them.
  */
 export class IndexCache extends IndexBookkeeping {
-  private readonly hasStmt;
   /** has() when some blob is marked damaged (one more lookup per blob, so only then). */
   private readonly hasUndamagedStmt;
   private damagedAny: boolean;
@@ -83,10 +82,23 @@ export class IndexCache extends IndexBookkeeping {
     { id: Buffer; copies: readonly number[]; lastResort?: readonly number[]; ec?: BlobLocation['ec'] }
   >();
   private readonly damagedCopiesStmt;
+  /**
+   * has(): whether each pack is readable, by its id in latin1. A backup asks once per chunk, and the
+   * readability subqueries were most of that cost; packs are few. Cleared when this process changes
+   * copies, and when another connection has committed (PRAGMA data_version, looked at every 100 ms).
+   */
+  private readonly packReadable = new Map<string, boolean>();
+  private readonly packOfStmt;
+  private readonly readableStmt;
+  private readonly dataVersionStmt;
+  private dataVersion = -1;
+  private dataVersionAt = 0;
 
   constructor(db: Db) {
     super(db);
-    this.hasStmt = db.prepare(`SELECT 1 FROM blobs b WHERE b.id = ? AND ${STORED_COPY}`);
+    this.packOfStmt = db.prepare('SELECT pack_id FROM blobs WHERE id = ?').pluck();
+    this.readableStmt = db.prepare(`SELECT ${readable('@p')}`).pluck();
+    this.dataVersionStmt = db.prepare('PRAGMA data_version').pluck();
     this.hasUndamagedStmt = db.prepare(
       `SELECT 1 FROM blobs b WHERE b.id = ? AND ${STORED_COPY} AND NOT ${DAMAGED_HERE('b')}`,
     );
@@ -121,10 +133,24 @@ export class IndexCache extends IndexBookkeeping {
 
   protected invalidate(): void {
     this.packs.clear();
+    this.packReadable.clear();
   }
 
   has(id: Uint8Array): boolean {
-    return (this.damagedAny ? this.hasUndamagedStmt : this.hasStmt).get(id) !== undefined;
+    if (this.damagedAny) return this.hasUndamagedStmt.get(id) !== undefined;
+    const pack = this.packOfStmt.get(id) as Buffer | undefined;
+    if (!pack) return false;
+    const now = Date.now();
+    if (now - this.dataVersionAt > 100) {
+      this.dataVersionAt = now;
+      const v = this.dataVersionStmt.get() as number;
+      if (v !== this.dataVersion) this.packReadable.clear();
+      this.dataVersion = v;
+    }
+    const key = pack.toString('latin1');
+    let ok = this.packReadable.get(key);
+    if (ok === undefined) this.packReadable.set(key, (ok = this.readableStmt.get({ p: pack }) === 1));
+    return ok;
   }
 
   /**
@@ -199,7 +225,7 @@ export class IndexCache extends IndexBookkeeping {
           this.insertBlob.run(b.id, b.kind, p.id, b.offset, b.storedLength, b.plainLength);
       }
     })();
-    this.packs.clear();
+    this.invalidate();
   }
 
   packSize(packId: Uint8Array): number {
@@ -292,7 +318,7 @@ export class IndexCache extends IndexBookkeeping {
       this.db.prepare('DELETE FROM pack_copies WHERE target_id = ?').run(targetId);
       this.db.exec('DELETE FROM packs WHERE id NOT IN (SELECT pack_id FROM pack_copies)');
     })();
-    this.packs.clear();
+    this.invalidate();
   }
 
   /**
@@ -339,7 +365,7 @@ export class IndexCache extends IndexBookkeeping {
       }
       this.db.exec('DELETE FROM keep_packs');
     })();
-    this.packs.clear();
+    this.invalidate();
   }
 
   /**

@@ -5,6 +5,7 @@ import type { FromWorker, ToWorker, WorkerInit } from './worker-protocol.ts';
 import type { JobControl } from '../jobs/job-control.ts';
 import { PackSpool } from './pack-spool.ts';
 import { workerEntry } from './worker-bundle.ts';
+import { batchedPost, eachMessage } from './message-batch.ts';
 
 /**
  * A worker's data lives in Buffers outside the JS heap; its young generation only sees small, short-lived
@@ -32,6 +33,8 @@ export function workersBesideKeyDerivation(count: number, cores = defaultWorkerC
 interface Slot {
   worker: Worker;
   outstanding: number;
+  /** Posts to the worker, batched per turn of the event loop (message-batch.ts). */
+  send: (m: ToWorker) => void;
 }
 
 /**
@@ -94,7 +97,11 @@ export class WorkerPool {
         const worker =
           adopted?.worker ??
           new Worker(entry, { resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
-        const slot: Slot = { worker, outstanding: 0 };
+        const slot: Slot = {
+          worker,
+          outstanding: 0,
+          send: batchedPost<ToWorker>((msgs) => worker.postMessage(msgs)),
+        };
         pool.slots.push(slot);
         worker.on('error', (err) => pool.crash(err as Error));
         worker.on('exit', (code) => {
@@ -141,6 +148,11 @@ export class WorkerPool {
     kind: 'backup' | 'restore';
     tasks: Iterator<T>;
     credits: number;
+    /**
+     * What a task costs of its worker's credits, in sixteenths (default 16: one credit). A backup's
+     * small files cost less: a folder of 1 KB files keeps a worker busy only with many in hand.
+     */
+    cost?: (task: T) => number;
     handle: (m: FromWorker, reply: (msg: ToWorker) => void) => boolean;
     stop?: () => boolean;
     control?: JobControl;
@@ -155,7 +167,7 @@ export class WorkerPool {
       let settled = false;
       let flushing = false;
       let flushed = 0;
-      const listeners: [Worker, (m: FromWorker) => void][] = [];
+      const listeners: [Worker, (data: FromWorker | FromWorker[]) => void][] = [];
       const unwake = o.control?.onWake(() => feedAll());
       const finish = (err?: Error) => {
         if (settled) return;
@@ -168,12 +180,13 @@ export class WorkerPool {
       };
       this.onCrash = (err) => finish(err);
       const total = () => this.slots.reduce((s, x) => s + x.outstanding, 0);
+      const costs = new Map<number, number>();
       // While paused, the control learns when the last task and transfer in flight have finished.
       const sayQuiet = () => {
         if (o.control?.paused) o.control.reportQuiet(total() === 0 && !o.busy?.());
       };
       const feed = (slot: Slot) => {
-        while (!exhausted && slot.outstanding < o.credits) {
+        while (!exhausted && slot.outstanding < o.credits * 16) {
           if (o.stop?.() || o.control?.cancelled) {
             exhausted = true;
             break;
@@ -184,9 +197,14 @@ export class WorkerPool {
             exhausted = true;
             break;
           }
-          slot.outstanding++;
-          slot.worker.postMessage(
-            o.kind === 'backup' ? { t: 'backup', task: next.value } : { t: 'restore', task: next.value },
+          const cost = o.cost?.(next.value) ?? 16;
+          costs.set(next.value.tid, cost);
+          slot.outstanding += cost;
+          // The task's shape follows `kind` (the caller's T is BackupTask or RestoreTask).
+          slot.send(
+            (o.kind === 'backup'
+              ? { t: 'backup', task: next.value }
+              : { t: 'restore', task: next.value }) as unknown as ToWorker,
           );
         }
         // Paused, the open packs wait too: flushing them would move data, and the run would go on to
@@ -198,7 +216,7 @@ export class WorkerPool {
         if (!o.flushAtEnd) return finish();
         if (flushing) return;
         flushing = true;
-        for (const s of this.slots) s.worker.postMessage({ t: 'flush' } satisfies ToWorker);
+        for (const s of this.slots) s.send({ t: 'flush' });
       };
       const feedAll = () => {
         try {
@@ -208,16 +226,22 @@ export class WorkerPool {
         }
       };
       for (const slot of this.slots) {
-        const listener = (m: FromWorker) => {
+        const one = (m: FromWorker) => {
           if (m.t === 'flushed') {
             if (++flushed === this.slots.length) finish();
             return;
           }
+          if (o.handle(m, slot.send)) {
+            const tid = (m as { tid: number }).tid;
+            slot.outstanding -= costs.get(tid) ?? 16;
+            costs.delete(tid);
+          } else sayQuiet();
+        };
+        const listener = (data: FromWorker | FromWorker[]) => {
+          if (settled) return;
           try {
-            if (o.handle(m, (msg) => slot.worker.postMessage(msg))) {
-              slot.outstanding--;
-              feed(slot);
-            } else sayQuiet();
+            eachMessage(data, one);
+            feed(slot);
           } catch (err) {
             finish(err as Error);
           }
@@ -231,7 +255,7 @@ export class WorkerPool {
 
   /** Sends a message to every worker. */
   broadcast(msg: ToWorker): void {
-    for (const s of this.slots) s.worker.postMessage(msg);
+    for (const s of this.slots) s.send(msg);
   }
 
   async close(): Promise<void> {

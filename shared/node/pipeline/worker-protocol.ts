@@ -35,11 +35,19 @@ export interface WorkerInit {
 
 export type { PackPlacement };
 
+/**
+ * A backup task this small costs a sixteenth of a credit (worker-pool.ts) and reads into a buffer of this
+ * size: a worker holds up to sixteen times as many of them, in as little memory as one 1 MiB read.
+ */
+export const TINY_TASK_BYTES = 64 << 10;
+
 export interface BackupTask {
   tid: number;
   path: string;
   offset: number;
   length: number;
+  /** The task is the whole file: the worker says what the file was once read (`packed.after`). */
+  whole?: boolean;
 }
 
 /** One ranged GET of a pack and the blobs in it, each written to zero or more (fd, position). */
@@ -118,7 +126,15 @@ export type FromWorker =
   | { t: 'wire'; sent: number; received: number }
   | { t: 'hashed'; tid: number; id: Uint8Array }
   /** The chunk is sealed into the open pack `packId` (uploaded later), or was already stored. */
-  | { t: 'packed'; tid: number; id: Uint8Array; packId: string | null; timing: ChunkTiming }
+  | {
+      t: 'packed';
+      tid: number;
+      id: Uint8Array;
+      packId: string | null;
+      timing: ChunkTiming;
+      /** A whole-file task: the open file's size and mtime once read. */
+      after?: { size: number; mtimeMs: number };
+    }
   | {
       t: 'pack-stored';
       packId: string;
