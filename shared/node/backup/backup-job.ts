@@ -12,7 +12,16 @@ import type { JobClock } from '../jobs/stats-collector.ts';
 import { waitingPacks, type JobListener } from '../jobs/job-events.ts';
 import type { TargetRow } from '../db/local-db.ts';
 import type { TransferSummary } from '../jobs/stats-collector.ts';
-import { resolveSources, unreadableError, walkForBackup } from './walk.ts';
+import { resolveSources, unreadableError, walkForBackup, type WalkHooks } from './walk.ts';
+import { listSource, ReadQueue } from './read-queue.ts';
+
+/**
+ * A walk holds at most this many files to read (~470 bytes each with their folders); a backup with more
+ * walks twice: once to prove every source readable, once streaming, with QUEUE_FILES in hand.
+ * CAIRN_WALK_HOLD_FILES sets another limit (tests and benchmarks of the second way).
+ */
+const HOLD_FILES = Number(process.env.CAIRN_WALK_HOLD_FILES) || 50_000;
+const QUEUE_FILES = 2_048;
 import { completeCopies } from '../repository/copy-completion.ts';
 import { poolStatus } from '../pool/pool-status.ts';
 import { killPoint } from '../retention/prune-packs.ts';
@@ -159,7 +168,7 @@ async function backupJob(
   }));
   const seal = (nodes: Parameters<TreeWriter['add']>[0]) => trees.add(nodes);
   const resumed = ks.jobs.files(jobId);
-  const walk = await walkForBackup(sources, {
+  const hooks: WalkHooks = {
     parentRoot: parent?.doc.tree ?? null,
     loadTree: async (id) => decodeTree(await repo.loadTree(id), `tree ${id}`),
     resumed: (rel) => {
@@ -169,8 +178,9 @@ async function backupJob(
     stored: (content) => content.every((h) => ks.index.has(Buffer.from(h, 'hex'))),
     seal,
     exclude: compileExcludes(job.exclude ?? []),
-  });
-  resumed.clear();
+    chunkSize: settings.chunkSize,
+  };
+  let walk = await walkForBackup(sources, { ...hooks, holdMax: HOLD_FILES });
   timed('walk');
   if (walk.unreadable.length) throw unreadableError(walk.unreadable);
   stopIfCancelled();
@@ -192,14 +202,24 @@ async function backupJob(
     );
   for (const w of warnings) listener.notice?.(w);
   const filesTotal = walk.files.new + walk.files.changed + walk.files.unchanged;
-  let filesDone = filesTotal - walk.reads.length; // matched without reading
+  let filesDone = filesTotal - walk.toRead.files; // matched without reading
   listener.files?.(filesDone, filesTotal);
 
+  // More files to read than a walk holds: they are proven readable, and the sources are walked again
+  // while they are stored, the walk handing over each file to read as it finds it.
+  const queue = walk.overflow ? new ReadQueue(QUEUE_FILES) : null;
+  const walking =
+    queue &&
+    walkForBackup(sources, { ...hooks, proven: true, toRead: (f) => queue.push(f) }).finally(() =>
+      queue.end(),
+    );
+  walking?.catch(() => undefined); // awaited below; storing may throw first
   const stored = await storeFiles(repo, {
     target,
     jobId,
     settings,
-    reads: walk.reads,
+    reads: queue ?? listSource(walk.reads),
+    toRead: walk.toRead,
     alreadyDone: walk.resumed,
     seal,
     control: job.control,
@@ -210,6 +230,16 @@ async function backupJob(
     warnings,
     fileStored: () => listener.files?.(++filesDone, filesTotal),
   });
+  if (walking) {
+    walk = await walking;
+    if (walk.unreadable.length && !stored.failure && !job.control?.cancelled)
+      throw new BackupFailedError(
+        `Backup stopped: ${unreadableError(walk.unreadable).message.replace(/; nothing was backed up\.$/, '')} (it changed during the backup). Run "cairn resume" to continue.`,
+        jobId,
+        true,
+      );
+  }
+  resumed.clear();
   timed('store');
   const { bytesRead, blobsNew, transfer } = stored;
   let { bytesUploaded, packsWritten } = stored;

@@ -15,6 +15,7 @@ import { packSpoolFiles } from '../pipeline/pack-spool.ts';
 import { packPlacement } from '../pool/pack-placement.ts';
 import { startPool } from '../pipeline/storage-access.ts';
 import { fileStored, relOf, sourceOf, type FileToRead } from './walk.ts';
+import type { ReadSource } from './read-queue.ts';
 
 /** A file being read: its blob ids arrive chunk by chunk; it is stored once each is in a stored pack. */
 interface FileState {
@@ -49,7 +50,10 @@ interface StoreOptions {
   target: TargetRow;
   jobId: string;
   settings: PipelineSettings;
-  reads: FileToRead[];
+  /** The files to read: the walk's list, or the walk as it goes (read-queue.ts). */
+  reads: ReadSource;
+  /** What the files to read hold (a streamed walk's are counted by the walk that proved them). */
+  toRead: { files: number; bytes: number; chunks: number };
   /** What earlier runs of this job stored: part of its totals, done from the start (a resume). */
   alreadyDone?: { bytes: number; blobs: number };
   seal: (nodes: TreeNode[]) => string;
@@ -74,15 +78,20 @@ interface StoreOptions {
  */
 export async function storeFiles(repo: Repository, o: StoreOptions): Promise<StoreResult> {
   const run = new StoreRun(repo, o);
-  const pool = o.reads.length > 0 ? await run.startWorkers() : null;
-  const giveUp = () => pool?.broadcast({ t: 'stop-waiting' });
+  const pool = o.reads.more() || o.toRead.files > 0 ? await run.startWorkers() : null;
+  const giveUp = () => {
+    o.reads.close?.();
+    pool?.broadcast({ t: 'stop-waiting' });
+  };
   run.onFailure = giveUp;
   o.stopWaiting?.addEventListener('abort', giveUp);
   try {
-    for (let round: Iterable<FileState> = run.firstReads(); pool && !run.failure; round = run.rereads()) {
+    for (let first = true; pool && !run.failure; first = false) {
+      const rereads = run.rereads();
       await pool.run({
         kind: 'backup',
-        tasks: run.plan(round),
+        tasks: run.plan(first ? () => run.firstRead() : () => rereads.shift()),
+        ...(first ? { more: () => o.reads.more(), onMore: (feed) => o.reads.onMore(feed) } : {}),
         credits: o.settings.uploadsPerWorker + (o.settings.preparedPerWorker ?? PREPARED_PER_WORKER),
         cost: (t) => (t.length <= TINY_TASK_BYTES ? 1 : 16),
         control: o.control,
@@ -94,6 +103,7 @@ export async function storeFiles(repo: Repository, o: StoreOptions): Promise<Sto
       if (!run.hasRereads()) break;
     }
   } finally {
+    o.reads.close?.();
     o.stopWaiting?.removeEventListener('abort', giveUp);
     await pool?.close();
     run.flushFinished();
@@ -121,8 +131,6 @@ class StoreRun {
   private readonly finished: JobFile[] = [];
   /** Started, not yet stored. */
   private readonly reading = new Set<FileState>();
-  /** Of o.reads. */
-  private planned = 0;
   private readonly reread: FileState[] = [];
   private indexing: Promise<unknown> = Promise.resolve();
   private unindexed = 0;
@@ -135,22 +143,17 @@ class StoreRun {
     private readonly o: StoreOptions,
   ) {
     this.ks = repo.ks;
-    const { reads, settings, listener } = o;
-    this.stats = new StatsCollector(
-      reads.reduce((s, r) => s + nodeOfRead(r).size, 0),
-      reads.reduce((s, r) => s + Math.ceil(nodeOfRead(r).size / settings.chunkSize), 0),
-      (f) => listener.progress?.(f),
-      {
-        wireOnly: true,
-        clock: o.clock,
-        inFlightPlain: () => {
-          let n = 0;
-          for (const id of this.packsUnstored) n += this.packBytes.get(id) ?? 0;
-          return n;
-        },
-        ...(o.control ? { stillMs: () => o.control!.stillMs() } : {}),
+    const { listener } = o;
+    this.stats = new StatsCollector(o.toRead.bytes, o.toRead.chunks, (f) => listener.progress?.(f), {
+      wireOnly: true,
+      clock: o.clock,
+      inFlightPlain: () => {
+        let n = 0;
+        for (const id of this.packsUnstored) n += this.packBytes.get(id) ?? 0;
+        return n;
       },
-    );
+      ...(o.control ? { stillMs: () => o.control!.stillMs() } : {}),
+    });
     if (o.alreadyDone) {
       this.stats.adjustTotals(o.alreadyDone.bytes, o.alreadyDone.blobs);
       this.stats.addAlreadyDone(o.alreadyDone.bytes, o.alreadyDone.blobs);
@@ -176,23 +179,23 @@ class StoreRun {
     this.onFailure();
   }
 
-  *firstReads(): Generator<FileState> {
-    for (const read of this.o.reads) {
-      const size = nodeOfRead(read).size;
-      const f: FileState = {
-        read,
-        size,
-        chunks: Math.ceil(size / this.o.settings.chunkSize),
-        ids: [],
-        hashed: 0,
-        unstored: 0,
-        attempt: 0,
-        done: false,
-      };
-      this.planned++;
-      this.reading.add(f);
-      yield f;
-    }
+  /** The next file of the walk, now in flight; undefined when none is there now. */
+  firstRead(): FileState | undefined {
+    const read = this.o.reads.next();
+    if (!read) return undefined;
+    const size = nodeOfRead(read).size;
+    const f: FileState = {
+      read,
+      size,
+      chunks: Math.ceil(size / this.o.settings.chunkSize),
+      ids: [],
+      hashed: 0,
+      unstored: 0,
+      attempt: 0,
+      done: false,
+    };
+    this.reading.add(f);
+    return f;
   }
 
   rereads(): FileState[] {
@@ -203,23 +206,38 @@ class StoreRun {
     return this.reread.length > 0;
   }
 
-  *plan(files: Iterable<FileState>): Generator<BackupTask> {
+  /** The chunks of each file `nextFile` gives, as tasks; done for now when it gives none. */
+  plan(nextFile: () => FileState | undefined): Iterator<BackupTask> {
     const { chunkSize } = this.o.settings;
-    for (const f of files) {
-      if (f.chunks === 0) {
-        this.fileHashed(f);
-        continue;
-      }
-      const path = sourceOf(f.read);
-      this.o.listener.current?.(relOf(f.read));
-      for (let idx = 0; idx < f.chunks; idx++) {
-        const offset = idx * chunkSize;
-        const tid = this.nextTid++;
-        this.tasks.set(tid, { file: f, idx, attempt: f.attempt });
-        const length = Math.min(chunkSize, f.size - offset);
-        yield f.chunks === 1 ? { tid, path, offset, length, whole: true } : { tid, path, offset, length };
-      }
-    }
+    let f: FileState | undefined;
+    let idx = 0;
+    let path = '';
+    return {
+      next: () => {
+        for (;;) {
+          if (f && idx < f.chunks) {
+            const offset = idx * chunkSize;
+            const tid = this.nextTid++;
+            this.tasks.set(tid, { file: f, idx, attempt: f.attempt });
+            idx++;
+            const length = Math.min(chunkSize, f.size - offset);
+            const task =
+              f.chunks === 1 ? { tid, path, offset, length, whole: true } : { tid, path, offset, length };
+            return { done: false, value: task };
+          }
+          f = nextFile();
+          idx = 0;
+          if (!f) return { done: true, value: undefined };
+          if (f.chunks === 0) {
+            this.fileHashed(f);
+            f = undefined;
+            continue;
+          }
+          path = sourceOf(f.read);
+          this.o.listener.current?.(relOf(f.read));
+        }
+      },
+    };
   }
 
   /** A pack is closed and not yet stored (or failed): uploading, or about to. */
@@ -420,11 +438,11 @@ class StoreRun {
   /** After the workers stopped: the index files written, what was not stored named. */
   async finish(): Promise<StoreResult> {
     await this.indexing;
-    const { reads } = this.o;
     const transfer = this.stats.finish(this.bytesRead, this.blobsNew);
-    const incomplete = this.reading.size + (reads.length - this.planned);
+    const left = this.o.reads.left();
+    const incomplete = this.reading.size + left.length;
     if (!this.failure && !this.o.control?.cancelled && incomplete > 0) {
-      const first = this.reading.values().next().value?.read ?? reads[this.planned]!;
+      const first = this.reading.values().next().value?.read ?? left[0]!;
       this.failure = `${incomplete} files were not fully stored (first: ${sourceOf(first)}).`;
     }
     const { bytesRead, bytesUploaded, blobsNew, blobsStored, packsWritten, copiesQueued, failure } = this;

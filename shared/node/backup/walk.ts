@@ -65,6 +65,18 @@ export interface WalkHooks {
   seal(nodes: TreeNode[]): string;
   /** What exclude patterns name: neither recorded nor descended into (exclude.ts). */
   exclude?: ExcludeFn;
+  /**
+   * Holding (the default): the files to read are kept in `reads`, up to `holdMax` of them; past it the
+   * walk lets go of what it holds (`overflow`) and goes on only to prove every source readable and count.
+   * Streaming: each file to read is handed to `toRead` as it is found (its folder waits for it), and the
+   * walk waits while `toRead` says there are enough in hand.
+   */
+  holdMax?: number;
+  toRead?: (f: FileToRead) => void | Promise<void>;
+  /** For `toRead.chunks`: the chunk size files are read in. */
+  chunkSize?: number;
+  /** A second walk of sources an earlier one proved readable: files are not opened to prove it again. */
+  proven?: boolean;
 }
 
 export interface WalkResult {
@@ -86,6 +98,10 @@ export interface WalkResult {
   excluded: number;
   /** Files and folders that cannot be read: the backup must not start. */
   unreadable: string[];
+  /** The files the walk found to read: how many, their bytes and their chunks (whether held or not). */
+  toRead: { files: number; bytes: number; chunks: number };
+  /** More files to read than `holdMax`: `reads` and `top` are not whole; walk again, streaming. */
+  overflow: boolean;
 }
 
 const sameFile = (a: PriorFile, st: Stats) =>
@@ -141,7 +157,14 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
     skipped: [],
     excluded: 0,
     unreadable: [],
+    toRead: { files: 0, bytes: 0, chunks: 0 },
+    overflow: false,
   };
+  const holdMax = hooks.toRead ? Infinity : (hooks.holdMax ?? Infinity);
+  // Once past holdMax nothing more is held or sealed: the walk only proves and counts.
+  const seal = (nodes: TreeNode[]) => (r.overflow ? '' : hooks.seal(nodes));
+  // Each folder waits for its own walk as for a file: streamed files may be stored before it is walked.
+  r.top.waiting = 1;
   const prevTop = hooks.parentRoot ? byName(await hooks.loadTree(hooks.parentRoot)) : null;
   const topSeen = new Map<string, TreeNode['type'] | null>();
   for (const abs of sources) {
@@ -150,6 +173,7 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
     topSeen.set(name, await visit(r.top, abs, name, st, prevTop?.get(name)));
   }
   if (prevTop) r.removed += await filesGone(prevTop, topSeen);
+  r.top.waiting--;
 
   /** Records one entry; answers its type, or null for a special file left out. */
   async function visit(
@@ -187,21 +211,32 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
       }
       if (wasFile) r.files.changed++;
       else r.files.new++;
-      const problem = unreadable(abs);
+      const problem = hooks.proven ? null : unreadable(abs);
       if (problem) r.unreadable.push(`${abs} (${problem})`);
+      r.toRead.files++;
+      r.toRead.bytes += st.size;
+      r.toRead.chunks += hooks.chunkSize ? Math.ceil(st.size / hooks.chunkSize) : 0;
       dir.nodes.push(nodeOf(name, 'file', st, { content: [] }));
-      r.reads.push(
-        dir.parent ? { dir, slot: dir.nodes.length - 1 } : { dir, slot: dir.nodes.length - 1, abs },
-      );
+      if (r.overflow) return 'file';
+      const read = dir.parent
+        ? { dir, slot: dir.nodes.length - 1 }
+        : { dir, slot: dir.nodes.length - 1, abs };
       dir.waiting++;
+      if (hooks.toRead) await hooks.toRead(read);
+      else if (r.reads.length < holdMax) r.reads.push(read);
+      else {
+        r.overflow = true;
+        r.reads = [];
+      }
       return 'file';
     } else if (st.isDirectory()) {
       r.dirs++;
       dir.nodes.push(nodeOf(name, 'dir', st, { subtree: '' }));
-      const sub: BackupDir = { rel, abs, nodes: [], waiting: 0, parent: dir, slot: dir.nodes.length - 1 };
+      const sub: BackupDir = { rel, abs, nodes: [], waiting: 1, parent: dir, slot: dir.nodes.length - 1 };
+      dir.waiting++;
       await walkDir(sub, prev?.type === 'dir' ? prev.subtree! : null);
-      if (sub.waiting === 0) sealOne(sub, hooks.seal);
-      else dir.waiting++;
+      // Its walk is done: sealed now unless files in it are still to be stored (then the last one does).
+      fileStored(sub, seal);
       return 'dir';
     }
     r.skipped.push(`${abs} (not a regular file, folder or symlink)`);

@@ -160,6 +160,12 @@ export class WorkerPool {
     busy?: () => boolean;
     /** Backups: once every task has answered, have each worker close and upload its open pack. */
     flushAtEnd?: boolean;
+    /**
+     * Tasks still to come when the iterator is done for now (a backup whose walk goes on): `more()` says
+     * whether any may, and the pool is fed again when `onMore`'s callback is called.
+     */
+    more?: () => boolean;
+    onMore?: (feed: () => void) => void;
   }): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (this.crashed) return reject(this.crashed);
@@ -194,7 +200,7 @@ export class WorkerPool {
           if (o.control?.paused) break;
           const next = o.tasks.next();
           if (next.done) {
-            exhausted = true;
+            if (!o.more?.()) exhausted = true;
             break;
           }
           const cost = o.cost?.(next.value) ?? 16;
@@ -225,6 +231,9 @@ export class WorkerPool {
           finish(err as Error);
         }
       };
+      o.onMore?.(() => {
+        if (!settled) feedAll();
+      });
       for (const slot of this.slots) {
         const one = (m: FromWorker) => {
           if (m.t === 'flushed') {
