@@ -40,6 +40,26 @@ function fresh(): { db: Db; index: IndexCache } {
 }
 
 describe('the index cache: packs with copies', () => {
+  it('a pack another process found missing stops deduplicating within a moment (has() caches readability)', async () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const db = openDb(file, { create: true });
+    withTargets(db, 1);
+    const index = new IndexCache(db);
+    const other = new IndexCache(openDb(file, { create: false }));
+    try {
+      index.addPack(pack(1, [1]), [blob(1)]);
+      expect(index.has(id(101))).toBe(true);
+      other.setCopyStates(1, [{ id: id(1), state: 'missing' }]);
+      await new Promise((r) => setTimeout(r, 150));
+      expect(index.has(id(101))).toBe(false);
+      // This process's own change is seen at once.
+      index.setCopyStates(1, [{ id: id(1), state: 'stored' }]);
+      expect(index.has(id(101))).toBe(true);
+    } finally {
+      db.close();
+    }
+  });
+
   it('a blob is found while any copy of its pack is stored, and then only there', () => {
     const { db, index } = fresh();
     try {
