@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliJson, runCli } from '../support/cli.ts';
 import { initHomeWithTarget, listKeys } from '../support/cairn-env.ts';
@@ -69,5 +70,29 @@ describe('everyday data: many small files, incremental runs', () => {
     expect(r.code).toBe(0);
     expect(describeTree(path.join(dest, 'everyday'))).toEqual(describeTree(src));
     expect((await listKeys(s3, bucket, 'snapshots/')).length).toBe(3);
+  });
+
+  it('an unchanged file whose blobs lost their rows since the parent is stored again, not trusted', async () => {
+    // The parent's blobs are taken as stored without a lookup each only while no blob row was deleted
+    // since its job finished (a prune, a target's index read again); here rows go behind its back.
+    const bucket = await s3.createBucket();
+    const { home, cli } = await initHomeWithTarget(s3, { bucket });
+    const src = path.join(tempDir(), 'kept');
+    for (let i = 0; i < 20; i++) writeRandomFile(path.join(src, `f${i}.bin`), 3000 + i);
+    const first = await cliJson<BackupJson & { blobsNew: number }>(['backup', src], cli);
+    expect(first.blobsNew).toBe(20);
+    const again = await cliJson<BackupJson & { blobsNew: number }>(['backup', src], cli);
+    expect(again.blobsNew).toBe(0);
+    const db = new Database(path.join(home, 'keystore.db'));
+    db.pragma('foreign_keys = ON');
+    // The data blobs' rows dropped, as refresh drops a pack's when a prune elsewhere replaced the index.
+    db.prepare(`DELETE FROM blobs WHERE kind = 'data'`).run();
+    db.close();
+    const third = await cliJson<BackupJson & { blobsNew: number }>(['backup', src], cli);
+    expect(third.files).toEqual({ new: 0, changed: 20, unchanged: 0 }); // read again: their content was not found
+    expect(third.blobsNew).toBe(20);
+    const dest = tempDir();
+    expect((await runCli(['restore', third.snapshotId, '--to', dest], cli)).code).toBe(0);
+    expect(describeTree(path.join(dest, 'kept'))).toEqual(describeTree(src));
   });
 });

@@ -168,6 +168,10 @@ async function backupJob(
   }));
   const seal = (nodes: Parameters<TreeWriter['add']>[0]) => trees.add(nodes);
   const resumed = ks.jobs.files(jobId);
+  // Every blob of the parent is stored when its rows are all kept, no pack lacks a readable copy and none
+  // is marked damaged: unchanged files then need no lookup each.
+  const parentKept =
+    !!parent && ks.jobs.blobsKept(parent.id) && !ks.index.anyUnreadablePack() && !ks.index.anyDamagedBlobs();
   const hooks: WalkHooks = {
     parentRoot: parent?.doc.tree ?? null,
     loadTree: async (id) => decodeTree(await repo.loadTree(id), `tree ${id}`),
@@ -175,7 +179,8 @@ async function backupJob(
       const r = resumed.get(rel);
       return r && { ...r, content: r.content.map((b) => b.toString('hex')) };
     },
-    stored: (content) => content.every((h) => ks.index.has(Buffer.from(h, 'hex'))),
+    stored: (content, fromParent) =>
+      (fromParent && parentKept) || content.every((h) => ks.index.has(Buffer.from(h, 'hex'))),
     seal,
     exclude: compileExcludes(job.exclude ?? []),
     chunkSize: settings.chunkSize,

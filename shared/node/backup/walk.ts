@@ -59,8 +59,8 @@ export interface WalkHooks {
   parentRoot: string | null;
   /** What an interrupted run of this job recorded for the file at this relative path. */
   resumed(rel: string): PriorFile | undefined;
-  /** True when every blob is in the index (not in a pack the bucket lost). */
-  stored(content: string[]): boolean;
+  /** True when every blob is in the index (not in a pack the bucket lost); `fromParent`: the parent's content. */
+  stored(content: string[], fromParent: boolean): boolean;
   /** Encodes a finished folder, stores its tree blob when new, returns its id. */
   seal(nodes: TreeNode[]): string;
   /** What exclude patterns name: neither recorded nor descended into (exclude.ts). */
@@ -195,7 +195,7 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
       const fromParent = wasFile ? asPrior(prev) : undefined;
       const fromRun = hooks.resumed(rel);
       const prior = [fromRun, fromParent].find((p) => p && sameFile(p, st)) ?? null;
-      if (prior && hooks.stored(prior.content)) {
+      if (prior && hooks.stored(prior.content, prior === fromParent)) {
         dir.nodes.push(nodeOf(name, 'file', st, { content: prior.content }));
         r.blobsReused += prior.content.length;
         if (prior === fromRun) {

@@ -402,6 +402,11 @@ export class IndexCache extends IndexBookkeeping {
     this.damagedAny = this.anyDamagedBlobs();
   }
 
+  /** Whether some pack has no readable copy (whole, or k shards) left. */
+  anyUnreadablePack(): boolean {
+    return this.db.prepare(`SELECT 1 FROM packs p WHERE NOT ${readable('p.id')} LIMIT 1`).get() !== undefined;
+  }
+
   /** Whether any blob is marked damaged (restores skip the bookkeeping when none is). */
   anyDamagedBlobs(): boolean {
     return this.db.prepare('SELECT 1 FROM damaged_blobs LIMIT 1').get() !== undefined;

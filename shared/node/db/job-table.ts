@@ -87,10 +87,27 @@ export class JobTable {
   finish(id: string, snapshotId: string): void {
     this.db.transaction(() => {
       this.db
-        .prepare(`UPDATE jobs SET state = 'done', snapshot_id = ?, pid = NULL, updated_at = ? WHERE id = ?`)
+        .prepare(
+          `UPDATE jobs SET state = 'done', snapshot_id = ?, pid = NULL, updated_at = ?,
+             blob_deletions = (SELECT n FROM blob_deletions) WHERE id = ?`,
+        )
         .run(snapshotId, Date.now(), id);
       this.db.prepare('DELETE FROM job_files WHERE job_id = ?').run(id);
     })();
+  }
+
+  /**
+   * Whether every blob of `snapshotId` still has its row: a job of this keystore finished it, and no blob
+   * row was deleted since (a prune, a target's index read again, a target removed).
+   */
+  blobsKept(snapshotId: string): boolean {
+    const r = this.db
+      .prepare(
+        `SELECT j.blob_deletions = (SELECT n FROM blob_deletions) AS kept FROM jobs j
+         WHERE j.snapshot_id = ? AND j.state = 'done' AND j.blob_deletions IS NOT NULL`,
+      )
+      .get(snapshotId) as { kept: number } | undefined;
+    return r?.kept === 1;
   }
 
   fail(id: string, error: string): void {

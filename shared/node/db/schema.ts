@@ -210,4 +210,17 @@ export const migrations: string[] = [
     PRIMARY KEY (blob_id, pack_id)
   ) WITHOUT ROWID;
   `,
+  // Blob rows deleted, counted (issue 31): a backup whose parent snapshot was finished by this keystore
+  // when the count was what it is now knows every blob of that snapshot still has its row, and skips a
+  // lookup per unchanged file (a third of an unchanged re-run of 300,000 files).
+  `
+  CREATE TABLE blob_deletions (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    n INTEGER NOT NULL
+  );
+  INSERT INTO blob_deletions (id, n) VALUES (1, 0);
+  CREATE TRIGGER count_blob_deletions AFTER DELETE ON blobs
+    BEGIN UPDATE blob_deletions SET n = n + 1 WHERE id = 1; END;
+  ALTER TABLE jobs ADD COLUMN blob_deletions INTEGER;  -- the count when the job finished
+  `,
 ];
