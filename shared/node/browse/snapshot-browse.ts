@@ -111,6 +111,8 @@ export class SnapshotBrowser {
    * the marker counts nodes. Trees not held locally are not fetched for a count.
    */
   private localCount(treeHex: string): number | null {
+    const counted = this.repo.ks.index.treeNodes(Buffer.from(treeHex, 'hex'));
+    if (counted !== undefined) return counted;
     const plain = this.repo.ks.index.getTree(Buffer.from(treeHex, 'hex'));
     if (!plain) return null;
     let n = 0;

@@ -1,4 +1,5 @@
 import { CopyTable } from './copy-table.ts';
+import { openPayload } from '../format/blob-codec.ts';
 
 /**
  * The index cache's bookkeeping beside its packs and blobs: which index files are loaded per target,
@@ -30,13 +31,24 @@ export abstract class IndexBookkeeping extends CopyTable {
       .run(id, targetId, Date.now());
   }
 
+  /** A cached tree's plaintext (inflated when it was kept compressed). */
   getTree(id: Uint8Array): Buffer | undefined {
-    return (
-      this.db.prepare('SELECT plain FROM tree_cache WHERE id = ?').get(id) as { plain: Buffer } | undefined
-    )?.plain;
+    const r = this.db.prepare('SELECT plain, flags FROM tree_cache WHERE id = ?').get(id) as
+      { plain: Buffer; flags: number } | undefined;
+    return r && openPayload(r.flags, r.plain, `cached tree ${Buffer.from(id).toString('hex')}`);
   }
 
-  putTree(id: Uint8Array, plain: Uint8Array): void {
-    this.db.prepare('INSERT OR IGNORE INTO tree_cache (id, plain) VALUES (?, ?)').run(id, plain);
+  /** How many entries a cached tree holds, when it was counted as it was cached. */
+  treeNodes(id: Uint8Array): number | undefined {
+    const r = this.db.prepare('SELECT nodes FROM tree_cache WHERE id = ?').get(id) as
+      { nodes: number | null } | undefined;
+    return r?.nodes ?? undefined;
+  }
+
+  /** Caches a tree: its plaintext, or the payload its pack holds (`flags`: compression, as a blob's). */
+  putTree(id: Uint8Array, payload: Uint8Array, opts: { flags?: number; nodes?: number } = {}): void {
+    this.db
+      .prepare('INSERT OR IGNORE INTO tree_cache (id, plain, flags, nodes) VALUES (?, ?, ?, ?)')
+      .run(id, payload, opts.flags ?? 0, opts.nodes ?? null);
   }
 }

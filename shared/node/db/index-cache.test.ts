@@ -1,5 +1,7 @@
 import path from 'node:path';
+import { deflateRawSync } from 'node:zlib';
 import Database from 'better-sqlite3';
+import { Compression } from '../../format/constants.ts';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../../../test/support/fixtures.ts';
 import { openDb, type Db } from './db.ts';
@@ -221,5 +223,32 @@ describe('snapshot ids from a prefix', () => {
       'No snapshot is named by "ef": give at least 4 characters of its id ("cairn ls" lists them).',
     );
     expect(snapshots.notFound('9999')).toBe('No snapshot with id 9999: "cairn ls" lists them.');
+  });
+});
+
+describe('the tree cache', () => {
+  it('keeps a tree as its pack holds it (compressed) with its entry count, and gives back the plaintext', () => {
+    const { db, index } = fresh();
+    try {
+      const plain = Buffer.from(
+        JSON.stringify({ nodes: Array.from({ length: 50 }, (_, i) => ({ name: `f${i}` })) }),
+      );
+      const packed = deflateRawSync(plain);
+      index.putTree(id(1), packed, { flags: Compression.deflateRaw, nodes: 50 });
+      index.putTree(id(2), plain);
+      expect(index.getTree(id(1))).toEqual(plain);
+      expect(index.getTree(id(2))).toEqual(plain);
+      expect(index.treeNodes(id(1))).toBe(50);
+      expect(index.treeNodes(id(2))).toBeUndefined();
+      const stored = db.prepare('SELECT length(plain) AS n FROM tree_cache WHERE id = ?').get(id(1)) as {
+        n: number;
+      };
+      expect(stored.n).toBe(packed.length);
+      // A cached payload that does not inflate is named, not returned as a tree.
+      index.putTree(id(3), Buffer.from('not deflate at all'), { flags: Compression.deflateRaw });
+      expect(() => index.getTree(id(3))).toThrow(/cached tree 0303.* does not inflate/);
+    } finally {
+      db.close();
+    }
   });
 });

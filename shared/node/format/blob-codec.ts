@@ -45,6 +45,19 @@ export function maybeCompress(plaintext: Buffer): { flags: number; payload: Buff
   return { flags: Compression.deflateRaw, payload: packed };
 }
 
+/** Trees are bounded as JSON objects are (json-object.ts): a cached one never inflates past this. */
+const TREE_MAX_BYTES = 256 << 20;
+
+/** A payload kept as a pack holds it (the local tree cache): inflated when `flags` says it is compressed. */
+export function openPayload(flags: number, payload: Buffer, what: string): Buffer {
+  if ((flags & COMPRESSION_MASK) !== Compression.deflateRaw) return payload;
+  try {
+    return inflateRawSync(payload, { maxOutputLength: TREE_MAX_BYTES });
+  } catch (err) {
+    throw new ObjectFormatError('bad-content', `${what} does not inflate: ${(err as Error).message}`);
+  }
+}
+
 export function blobMagic(kind: BlobKind): string {
   return kind === 'tree' ? Magic.treeBlob : Magic.dataBlob;
 }

@@ -17,7 +17,7 @@ const MAX_TREES_PER_PACK = 10_000;
  * nothing); after it, a full pack goes up at once, so memory holds at most one pack of new trees.
  */
 export class TreeWriter {
-  private queue: { id: Buffer; plain: Buffer }[] = [];
+  private queue: { id: Buffer; plain: Buffer; nodes: number }[] = [];
   private queuedBytes = 0;
   private readonly queued = new Set<string>();
   private started = false;
@@ -42,7 +42,7 @@ export class TreeWriter {
     const hex = id.toString('hex');
     if (!this.queued.has(hex) && !this.repo.ks.index.has(id)) {
       this.queued.add(hex);
-      this.queue.push({ id, plain });
+      this.queue.push({ id, plain, nodes: nodes.length });
       this.queuedBytes += plain.length;
       if (this.started && this.queuedBytes >= this.repo.ks.config.packSize) this.flush();
     }
@@ -78,13 +78,15 @@ export class TreeWriter {
     }
   }
 
-  private async writePack(trees: { id: Buffer; plain: Buffer }[]): Promise<void> {
+  private async writePack(trees: { id: Buffer; plain: Buffer; nodes: number }[]): Promise<void> {
     const { sodium, ks } = this.repo;
     const parts: Buffer[] = [];
     const packId = sodium.randomBytes(32);
     const layout = new PackLayout(packId);
+    const cached: { id: Buffer; payload: Buffer; flags: number; nodes: number }[] = [];
     for (const tr of trees) {
       const { flags, payload } = maybeCompress(tr.plain);
+      cached.push({ id: tr.id, payload, flags, nodes: tr.nodes });
       const out = Buffer.alloc(sealedLength(payload.length));
       layout.seal(sodium, ks.keys.blobSeal, out, {
         kind: 'tree',
@@ -131,7 +133,7 @@ export class TreeWriter {
         queued.map((q) => q.targetId),
         shards ? queued.map((q) => q.shard!) : undefined,
       );
-    for (const tr of trees) ks.index.putTree(tr.id, tr.plain);
+    for (const tr of cached) ks.index.putTree(tr.id, tr.payload, { flags: tr.flags, nodes: tr.nodes });
     this.written.bytes += wireBytes;
     this.written.packs++;
     this.written.copiesQueued += queued.length;
