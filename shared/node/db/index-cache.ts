@@ -3,6 +3,7 @@ import type { PackEntry } from '../format/pack.ts';
 import { distinctShards } from '../format/shard-codec.ts';
 import { IndexBookkeeping } from './index-bookkeeping.ts';
 import { PackReadability, readable, toPack, type RawLocation, type RawPack } from './index-rows.ts';
+import { decodeIndexEntries, encodeIndexEntries } from '../format/index-file.ts';
 import type { Db } from './db.ts';
 
 /** Whether an index file in the bucket describes the pack yet (`stored`: only this machine knows it). */
@@ -85,7 +86,7 @@ export class IndexCache extends IndexBookkeeping {
    * The blobs of packs this process stored that no index file describes yet, as they were packed: their
    * index file is written without reading thousands of rows back (1.3 s at a time at 300,000 files).
    */
-  private readonly unindexedBlobs = new Map<string, readonly PackEntry[]>();
+  private readonly unindexedBlobs = new Map<string, Buffer>();
 
   constructor(db: Db) {
     super(db);
@@ -212,7 +213,7 @@ export class IndexCache extends IndexBookkeeping {
       }
     })();
     for (const { pack: p, blobs } of list)
-      if (p.state === 'stored') this.unindexedBlobs.set(p.id.toString('hex'), blobs);
+      if (p.state === 'stored') this.unindexedBlobs.set(p.id.toString('hex'), encodeIndexEntries(blobs));
     this.invalidate();
   }
 
@@ -270,9 +271,15 @@ export class IndexCache extends IndexBookkeeping {
     return [...out.values()];
   }
 
+  /** The blobs of a pack this process stored and no index file describes yet, in an index file's layout. */
+  unindexedEntries(packId: Uint8Array): Buffer | undefined {
+    return this.unindexedBlobs.get(Buffer.from(packId).toString('hex'));
+  }
+
   blobsOfPack(packId: Uint8Array): PackEntry[] {
-    const known = this.unindexedBlobs.get(Buffer.from(packId).toString('hex'));
-    if (known) return [...known];
+    const hex = Buffer.from(packId).toString('hex');
+    const known = this.unindexedBlobs.get(hex);
+    if (known) return decodeIndexEntries(known, `pack ${hex}`);
     return (
       this.db
         .prepare(

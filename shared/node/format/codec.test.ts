@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadSodium } from '../crypto/provider.ts';
 import { blobId, openBlob, sealBlobInto } from './blob-codec.ts';
-import { openIndexFile, sealIndexFile } from './index-file.ts';
+import { decodeIndexEntries, encodeIndexEntries, openIndexFile, sealIndexFile } from './index-file.ts';
 import { openPackTrailer, sealPackTrailer } from './pack.ts';
 import { ObjectFormatError, sealObject, sealedLength } from './sealed-object.ts';
 import { decodeTree, encodeTree } from './tree.ts';
@@ -85,6 +85,24 @@ describe('format v2 codecs', () => {
     expect(problem(() => openIndexFile(s, meta, key(), sealIndexFile(s, meta, id, file)))).toBe(
       'auth-failed',
     );
+  });
+
+  it("write the same index file from blobs already in its layout (a backup's packs waiting for it)", () => {
+    const meta = key();
+    const id = key();
+    const nonce = Buffer.alloc(24, 7);
+    const blobs = [
+      { kind: 'data' as const, id: key(), offset: 0, storedLength: 4000, plainLength: 9000 },
+      { kind: 'tree' as const, id: key(), offset: 4000, storedLength: 70, plainLength: 300 },
+    ];
+    const pack = { id: key(), size: 4070 + 100, blobs };
+    const file = { supersedes: [], packs: [pack] };
+    const fromEncoded = {
+      supersedes: [],
+      packs: [{ ...pack, blobs: [], encoded: encodeIndexEntries(blobs) }],
+    };
+    expect(sealIndexFile(s, meta, id, fromEncoded, nonce)).toEqual(sealIndexFile(s, meta, id, file, nonce));
+    expect(decodeIndexEntries(encodeIndexEntries(blobs), 'x')).toEqual(blobs);
   });
 
   it("round-trip a pool's index file, whose packs say where their copies are", () => {

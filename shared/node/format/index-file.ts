@@ -15,6 +15,8 @@ export interface IndexedPack {
    */
   ec?: { k: number; m: number; shards: readonly (number | null)[] };
   blobs: PackEntry[];
+  /** The blobs already in an index file's layout (encodeIndexEntries): written instead of `blobs`. */
+  encoded?: Buffer;
 }
 
 export interface IndexFile {
@@ -35,6 +37,39 @@ const COPIES_EC = 1;
 const NO_TARGET = 0xffff;
 
 const ENTRY = 1 + BLOB_ID_BYTES + 4 + 4 + 4;
+
+/**
+ * A pack's blobs as an index file lists them, 45 bytes each (kind, id, offset, stored and plain length):
+ * how the packs a backup stored wait for their index file (as objects they took ~150 bytes each).
+ */
+export function encodeIndexEntries(blobs: readonly PackEntry[]): Buffer {
+  const b = Buffer.allocUnsafe(blobs.length * ENTRY);
+  let at = 0;
+  for (const e of blobs) {
+    b[at] = BlobKindCode[e.kind];
+    b.set(e.id, at + 1);
+    at += 1 + BLOB_ID_BYTES;
+    at = b.writeUInt32LE(e.offset, at);
+    at = b.writeUInt32LE(e.storedLength, at);
+    at = b.writeUInt32LE(e.plainLength, at);
+  }
+  return b;
+}
+
+export function decodeIndexEntries(b: Buffer, what: string): PackEntry[] {
+  const out: PackEntry[] = [];
+  for (let at = 0; at + ENTRY <= b.length; at += ENTRY)
+    out.push({
+      kind: kindFromCode(b[at]!, what),
+      id: b.subarray(at + 1, at + 1 + BLOB_ID_BYTES),
+      offset: b.readUInt32LE(at + 1 + BLOB_ID_BYTES),
+      storedLength: b.readUInt32LE(at + 5 + BLOB_ID_BYTES),
+      plainLength: b.readUInt32LE(at + 9 + BLOB_ID_BYTES),
+    });
+  return out;
+}
+
+const entryCount = (p: IndexedPack) => (p.encoded ? p.encoded.length / ENTRY : p.blobs.length);
 
 /**
  * An index file: which blobs are where, so a new machine knows the repository without reading packs.
@@ -61,7 +96,7 @@ export function sealIndexFile(
     } else if (pool && (!p.copies?.length || p.copies.length > 255 || !p.copies.every(poolId)))
       throw new Error(`pack ${p.id.toString('hex')} needs 1 to 255 copies in a pool's index file`);
     const placement = !pool ? 0 : p.ec ? 3 + p.ec.shards.length * 2 : 2 + p.copies!.length * 2;
-    size += PACK_ID_BYTES + 8 + placement + 4 + p.blobs.length * ENTRY;
+    size += PACK_ID_BYTES + 8 + placement + 4 + entryCount(p) * ENTRY;
   }
   const b = Buffer.alloc(size);
   let at = b.writeUInt32LE(file.supersedes.length, 0);
@@ -84,7 +119,12 @@ export function sealIndexFile(
       at = b.writeUInt8(p.copies!.length, at);
       for (const c of p.copies!) at = b.writeUInt16LE(c, at);
     }
-    at = b.writeUInt32LE(p.blobs.length, at);
+    at = b.writeUInt32LE(entryCount(p), at);
+    if (p.encoded) {
+      b.set(p.encoded, at);
+      at += p.encoded.length;
+      continue;
+    }
     for (const e of p.blobs) {
       b[at] = BlobKindCode[e.kind];
       b.set(e.id, at + 1);

@@ -235,9 +235,12 @@ export class Repository {
    */
   async writePendingIndex(t: TargetRow): Promise<number> {
     const inPool = this.ks.poolTable.state() !== null && t.poolId !== null;
-    const packs = this.ks.index
-      .unindexedPacks(inPool ? undefined : t.id)
-      .map((p) => ({ id: p.id, size: p.size, blobs: this.ks.index.blobsOfPack(p.id) }));
+    const packs = this.ks.index.unindexedPacks(inPool ? undefined : t.id).map((p) => {
+      const encoded = this.ks.index.unindexedEntries(p.id);
+      return encoded
+        ? { id: p.id, size: p.size, blobs: [], encoded }
+        : { id: p.id, size: p.size, blobs: this.ks.index.blobsOfPack(p.id) };
+    });
     return this.writeIndex(t, packs);
   }
 
