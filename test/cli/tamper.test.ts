@@ -1,7 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { inflateRawSync } from 'node:zlib';
 import Database from 'better-sqlite3';
+import { Compression } from '../../shared/format/constants.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliJson, runCli } from '../support/cli.ts';
 import { initHomeWithTarget } from '../support/cairn-env.ts';
@@ -29,11 +31,17 @@ interface BlobAt {
   length: number;
 }
 
+/** The trees the keystore caches, as plaintext (most are kept compressed, as their packs hold them). */
+function cachedTrees(db: Database.Database): Buffer[] {
+  const rows = db.prepare('SELECT plain, flags FROM tree_cache').all() as { plain: Buffer; flags: number }[];
+  return rows.map((r) => (r.flags === Compression.deflateRaw ? inflateRawSync(r.plain) : r.plain));
+}
+
 /** Where the blobs of one file sit, found as Cairn finds them: its tree node, then the index. */
 function blobsOf(home: string, name: string): BlobAt[] {
   const db = new Database(path.join(home, 'keystore.db'), { readonly: true });
   try {
-    for (const { plain } of db.prepare('SELECT plain FROM tree_cache').all() as { plain: Buffer }[]) {
+    for (const plain of cachedTrees(db)) {
       const node = (
         JSON.parse(plain.toString()) as { nodes: { name: string; content?: string[] }[] }
       ).nodes.find((n) => n.name === name);
@@ -136,7 +144,7 @@ describe('a damaged folder listing (tree blob)', () => {
     // The tree blob that lists data/hurt: its id is in the parent's listing, its place in the index.
     const db = new Database(path.join(home, 'keystore.db'));
     let hurt: BlobAt | undefined;
-    for (const { plain } of db.prepare('SELECT plain FROM tree_cache').all() as { plain: Buffer }[]) {
+    for (const plain of cachedTrees(db)) {
       const node = (
         JSON.parse(plain.toString()) as { nodes: { name: string; subtree?: string }[] }
       ).nodes.find((n) => n.name === 'hurt');

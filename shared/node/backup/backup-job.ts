@@ -15,6 +15,13 @@ import type { TransferSummary } from '../jobs/stats-collector.ts';
 import { resolveSources, unreadableError, walkForBackup, type WalkHooks } from './walk.ts';
 import { listSource, ReadQueue } from './read-queue.ts';
 
+import { completeCopies } from '../repository/copy-completion.ts';
+import { poolStatus } from '../pool/pool-status.ts';
+import { killPoint } from '../retention/prune-packs.ts';
+import { StorageError } from '../storage/storage.ts';
+import { proveStored } from './backup-proof.ts';
+import { stepTimer } from '../debug-timing.ts';
+
 /**
  * A walk holds at most this many files to read (~470 bytes each with their folders); a backup with more
  * walks twice: once to prove every source readable, once streaming, with QUEUE_FILES in hand.
@@ -22,12 +29,6 @@ import { listSource, ReadQueue } from './read-queue.ts';
  */
 const HOLD_FILES = Number(process.env.CAIRN_WALK_HOLD_FILES) || 50_000;
 const QUEUE_FILES = 2_048;
-import { completeCopies } from '../repository/copy-completion.ts';
-import { poolStatus } from '../pool/pool-status.ts';
-import { killPoint } from '../retention/prune-packs.ts';
-import { StorageError } from '../storage/storage.ts';
-import { proveStored } from './backup-proof.ts';
-import { stepTimer } from '../debug-timing.ts';
 
 export interface BackupResult {
   snapshotId: string;
@@ -239,7 +240,7 @@ async function backupJob(
     walk = await walking;
     if (walk.unreadable.length && !stored.failure && !job.control?.cancelled)
       throw new BackupFailedError(
-        `Backup stopped: ${unreadableError(walk.unreadable).message.replace(/; nothing was backed up\.$/, '')} (it changed during the backup). Run "cairn resume" to continue.`,
+        `Backup stopped: ${unreadableError(walk.unreadable).message.replace(/; nothing was backed up\.$/, '')} (it changed during the backup). Fix the cause and run "cairn resume" to continue.`,
         jobId,
         true,
       );
