@@ -44,7 +44,12 @@ const ENTRY = 1 + BLOB_ID_BYTES + 4 + 4 + 4;
  */
 export function encodeIndexEntries(blobs: readonly PackEntry[]): Buffer {
   const b = Buffer.allocUnsafe(blobs.length * ENTRY);
-  let at = 0;
+  writeEntries(b, 0, blobs);
+  return b;
+}
+
+/** Writes entries at `at` in the index file's layout; returns where they end. */
+function writeEntries(b: Buffer, at: number, blobs: readonly PackEntry[]): number {
   for (const e of blobs) {
     b[at] = BlobKindCode[e.kind];
     b.set(e.id, at + 1);
@@ -53,7 +58,7 @@ export function encodeIndexEntries(blobs: readonly PackEntry[]): Buffer {
     at = b.writeUInt32LE(e.storedLength, at);
     at = b.writeUInt32LE(e.plainLength, at);
   }
-  return b;
+  return at;
 }
 
 export function decodeIndexEntries(b: Buffer, what: string): PackEntry[] {
@@ -123,16 +128,7 @@ export function sealIndexFile(
     if (p.encoded) {
       b.set(p.encoded, at);
       at += p.encoded.length;
-      continue;
-    }
-    for (const e of p.blobs) {
-      b[at] = BlobKindCode[e.kind];
-      b.set(e.id, at + 1);
-      at += 1 + BLOB_ID_BYTES;
-      at = b.writeUInt32LE(e.offset, at);
-      at = b.writeUInt32LE(e.storedLength, at);
-      at = b.writeUInt32LE(e.plainLength, at);
-    }
+    } else at = writeEntries(b, at, p.blobs);
   }
   return sealObject(sodium, {
     magic: Magic.index,
