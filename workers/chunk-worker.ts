@@ -3,9 +3,8 @@ import '../shared/node/quiet-sdk.ts';
 import { performance } from 'node:perf_hooks';
 import { parentPort } from 'node:worker_threads';
 import { loadSodium, type SodiumProvider, type SodiumProviderName } from '../shared/node/crypto/provider.ts';
-import { blobId, maybeCompress, openBlob } from '../shared/node/format/blob-codec.ts';
+import { blobId, maybeCompress } from '../shared/node/format/blob-codec.ts';
 import { ObjectFormatError, sealedLength } from '../shared/node/format/sealed-object.ts';
-import { describeWriteError, writeSparse, writeWholeFile } from '../shared/node/pipeline/restore-dest.ts';
 import { openTarget } from '../shared/node/storage/open-target.ts';
 import { loadS3Sdk } from '../shared/node/storage/s3.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../shared/node/storage/retrying.ts';
@@ -15,6 +14,7 @@ import { RANGE_MAX } from '../shared/limits.ts';
 import { storePackWaiting } from '../shared/node/pool/quorum-wait.ts';
 import type { ChunkTiming } from '../shared/stats.ts';
 import { ecRangeReader } from './ec-range.ts';
+import { restoreBlobs, type BlobKeys } from './restore-blobs.ts';
 import { hedgedGet, type HedgedRead } from './hedged-get.ts';
 import { readExactly, type ReadAfter } from './read-exactly.ts';
 import { PackWriter } from './pack-writer.ts';
@@ -49,6 +49,7 @@ const idKey = Buffer.from(init.idKey);
 const sealKey = Buffer.from(init.sealKey);
 const metaKey = Buffer.from(init.metaKey);
 const shardKey = init.shardKey ? Buffer.from(init.shardKey) : undefined;
+const blobKeys: BlobKeys = { sodium, sealKey, idKey };
 await sodium.prepareKeyedHash(idKey);
 if (shardKey) await sodium.prepareKeyedHash(shardKey);
 const slots = new SlotPool(init.slots);
@@ -294,7 +295,7 @@ async function restoreRange(
     writeMs += w;
   };
   try {
-    restoreBlobs(task, body, plainBuf, { ok, failed, created, notCreated }, timing, spent);
+    restoreBlobs(blobKeys, task, body, plainBuf, { ok, failed, created, notCreated }, timing, spent);
     // A blob of a whole copy that fails authentication is read again, alone, before it counts as
     // damaged: a byte flipped on the wire is not damage in the bucket.
     for (let again = 0; !task.ec && again < 2 && failed.some((f) => DAMAGE.has(f.error.problem)); again++) {
@@ -318,7 +319,7 @@ async function restoreRange(
           created: [] as number[],
           notCreated: [] as typeof notCreated,
         };
-        restoreBlobs({ ...task, start: b.offset, blobs: [b] }, one, plainBuf, out2, timing, spent);
+        restoreBlobs(blobKeys, { ...task, start: b.offset, blobs: [b] }, one, plainBuf, out2, timing, spent);
         if (!out2.ok.length) continue;
         failed.splice(
           failed.findIndex((f) => f.id === hex),
@@ -349,7 +350,7 @@ async function restoreRange(
           created: [] as number[],
           notCreated: [] as typeof notCreated,
         };
-        restoreBlobs(redo, second, plainBuf, out2, timing, spent);
+        restoreBlobs(blobKeys, redo, second, plainBuf, out2, timing, spent);
         failed.splice(0, failed.length, ...out2.failed);
         ok.push(...out2.ok);
         created.push(...out2.created.map((i) => at[i]!));
@@ -379,52 +380,6 @@ async function restoreRange(
 const DAMAGE = new Set(['truncated', 'bad-magic', 'auth-failed', 'bad-length', 'bad-content']);
 
 const readEcRange = ecRangeReader((id) => storage(id).patience(FAILOVER_WINDOW_MS), sodium, shardKey);
-
-function restoreBlobs(
-  task: RestoreTask,
-  body: Buffer,
-  into: Buffer,
-  out: Pick<Extract<FromWorker, { t: 'restored' }>, 'ok' | 'failed' | 'created' | 'notCreated'>,
-  timing: ChunkTiming,
-  spent: (openMs: number, writeMs: number) => void,
-): void {
-  for (const [at, b] of task.blobs.entries()) {
-    const hex = Buffer.from(b.id).toString('hex');
-    try {
-      const t0 = now();
-      const sealed = body.subarray(b.offset - task.start, b.offset - task.start + b.storedLength);
-      const plain = openBlob(sodium, sealed, {
-        sealKey,
-        idKey,
-        kind: b.kind,
-        id: b.id,
-        length: b.plainLength,
-        into,
-      });
-      const t1 = now();
-      for (const w of b.writes) {
-        try {
-          writeSparse(w.fd, plain, w.position);
-        } catch (err) {
-          // The destination's failure, not the blob's: named as such (restore-job adds the file).
-          throw Object.assign(new Error(describeWriteError(err)), { destination: true });
-        }
-        timing.bytes += plain.length;
-      }
-      if (b.create) {
-        const problem = writeWholeFile(b.create, plain);
-        if (problem === null) out.created.push(at);
-        else out.notCreated.push({ at, message: problem });
-        timing.bytes += plain.length;
-      }
-      if (b.writes.length === 0 && !b.create) timing.bytes += plain.length;
-      spent(t1 - t0, now() - t1);
-      out.ok.push(hex);
-    } catch (err) {
-      out.failed.push({ id: hex, error: failure(err) });
-    }
-  }
-}
 
 port.on('message', (data: ToWorker | ToWorker[]) => eachMessage(data, onMessage));
 
