@@ -86,7 +86,7 @@ describe('everyday data: many small files, incremental runs', () => {
     const db = new Database(path.join(home, 'keystore.db'));
     db.pragma('foreign_keys = ON');
     // The data blobs' rows dropped, as refresh drops a pack's when a prune elsewhere replaced the index.
-    db.prepare(`DELETE FROM blobs WHERE kind = 'data'`).run();
+    db.prepare(`DELETE FROM blobs WHERE kind = 0`).run();
     db.close();
     const third = await cliJson<BackupJson & { blobsNew: number }>(['backup', src], cli);
     expect(third.files).toEqual({ new: 0, changed: 20, unchanged: 0 }); // read again: their content was not found

@@ -114,7 +114,7 @@ describe('prune in a pool of replicas (issue 10)', () => {
     // its odd ones: every blob is intact in one copy, and no run of two blobs in either.
     const db = new Database(path.join(home, 'keystore.db'), { readonly: true });
     const blobs = db
-      .prepare('SELECT hex(pack_id) AS pack, offset FROM blobs ORDER BY pack_id, offset')
+      .prepare('SELECT hex(pack_id) AS pack, offset FROM blob_rows ORDER BY pack_id, offset')
       .all() as { pack: string; offset: number }[];
     db.close();
     const copies = new Map<string, string[]>();

@@ -48,7 +48,7 @@ function blobsOf(home: string, name: string): BlobAt[] {
       if (!node?.content) continue;
       return node.content.map((hex) => {
         const r = db
-          .prepare('SELECT pack_id, offset, stored_length FROM blobs WHERE id = ?')
+          .prepare('SELECT pack_id, offset, stored_length FROM blob_rows WHERE id = ?')
           .get(Buffer.from(hex, 'hex')) as {
           pack_id: Buffer;
           offset: number;
@@ -150,7 +150,7 @@ describe('a damaged folder listing (tree blob)', () => {
       ).nodes.find((n) => n.name === 'hurt');
       if (!node?.subtree) continue;
       const r = db
-        .prepare('SELECT pack_id, offset, stored_length FROM blobs WHERE id = ?')
+        .prepare('SELECT pack_id, offset, stored_length FROM blob_rows WHERE id = ?')
         .get(Buffer.from(node.subtree, 'hex')) as { pack_id: Buffer; offset: number; stored_length: number };
       const id = r.pack_id.toString('hex');
       hurt = { pack: `data/${id.slice(0, 2)}/${id}`, offset: r.offset, length: r.stored_length };

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { deflateRawSync } from 'node:zlib';
 import Database from 'better-sqlite3';
@@ -202,6 +203,99 @@ describe('keystore migration 7 (pack copies)', () => {
       // The blobs still belong to their packs: deleting a pack cascades to them.
       db.prepare('DELETE FROM packs WHERE id = ?').run(id(2));
       expect(index.counts()).toMatchObject({ packs: 2, blobs: 2 });
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe('blob rows kept where their pack keeps them (migration 14)', () => {
+  it('existing rows move over in pack order, keep their kinds and damage marks, and go with their pack', () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const old = new Database(file);
+    const before = migrations.findIndex((m) => m.includes('CREATE TABLE blobs_v14'));
+    for (const m of migrations.slice(0, before)) old.exec(m);
+    old.pragma(`user_version = ${FIRST_V2_VERSION - 1 + before}`);
+    withTargets(old, 1);
+    const ins = old.prepare(
+      `INSERT INTO packs (id, kind, size, state, job_id, created_at) VALUES (?, ?, 5000, 'indexed', NULL, ?)`,
+    );
+    ins.run(id(1), 'data', 5);
+    ins.run(id(2), 'tree', 6);
+    for (const n of [1, 2])
+      old.prepare(`INSERT INTO pack_copies (pack_id, target_id, state) VALUES (?, 1, 'stored')`).run(id(n));
+    const b = old.prepare(
+      'INSERT INTO blobs (id, kind, pack_id, offset, stored_length, plain_length) VALUES (?, ?, ?, ?, 60, 20)',
+    );
+    b.run(id(101), 'data', id(1), 120);
+    b.run(id(102), 'data', id(1), 0);
+    b.run(id(103), 'data', id(1), 60);
+    b.run(id(104), 'tree', id(2), 0);
+    old.prepare('INSERT INTO damaged_blobs (blob_id, pack_id) VALUES (?, ?)').run(id(103), id(1));
+    old.close();
+
+    const db = openDb(file, { create: false });
+    try {
+      const index = new IndexCache(db);
+      expect(index.counts()).toEqual({ packs: 2, blobs: 4, missingPacks: 0 });
+      expect(index.blobsOfPack(id(1)).map((e) => [e.id[0], e.offset, e.kind])).toEqual([
+        [102, 0, 'data'],
+        [103, 60, 'data'],
+        [101, 120, 'data'],
+      ]);
+      expect(index.lookup(id(104))).toMatchObject({ kind: 'tree', offset: 0, packSize: 5000 });
+      expect(index.lookup(id(104))!.packId.equals(id(2))).toBe(true);
+      expect(index.has(id(101))).toBe(true);
+      expect(index.has(id(103))).toBe(false);
+      // A pack added now gets a number of its own: nothing it holds lands among the others' rows.
+      index.addPack(pack(3, [1]), [blob(5), blob(6, 60)]);
+      expect(index.blobsOfPack(id(3)).map((e) => e.id[0])).toEqual([105, 106]);
+      expect(index.blobsOfPack(id(1))).toHaveLength(3);
+      db.prepare('DELETE FROM packs WHERE id = ?').run(id(1));
+      expect(index.counts()).toMatchObject({ packs: 2, blobs: 3 });
+      expect(index.lookup(id(101))).toBeUndefined();
+      expect(index.lookup(id(105))!.packId.equals(id(3))).toBe(true);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('ids that share their first 8 bytes are two blobs', () => {
+    const { db, index } = fresh();
+    try {
+      const a = Buffer.alloc(32, 7);
+      const b = Buffer.from(a);
+      b[31] = 8;
+      index.addPack(pack(1, [1]), [{ ...blob(0), id: a }]);
+      expect(index.has(b)).toBe(false);
+      index.addPack(pack(2, [1]), [{ ...blob(0), id: b, offset: 40 }]);
+      expect(index.lookup(a)!.packId.equals(id(1))).toBe(true);
+      expect(index.lookup(b)).toMatchObject({ offset: 40 });
+      expect(index.lookup(b)!.packId.equals(id(2))).toBe(true);
+      // Read again from an index file, a known blob keeps its one row.
+      index.addPack(pack(1, [1]), [{ ...blob(0), id: a }]);
+      expect(index.counts().blobs).toBe(2);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('a blob costs the keystore under 90 bytes (it was 176: two 32-byte ids in two random-order B-trees)', () => {
+    const { db, index } = fresh();
+    try {
+      const perPack = 2000;
+      const packs = 20;
+      for (let p = 0; p < packs; p++)
+        index.addPack(
+          { ...pack(0, [1]), id: randomBytes(32) },
+          Array.from({ length: perPack }, (_, i) => ({ ...blob(0, i * 1400), id: randomBytes(32) })),
+        );
+      const bytes = (
+        db.prepare(`SELECT sum(pgsize) AS n FROM dbstat WHERE name IN ('blobs', 'blobs_by_id')`).get() as {
+          n: number;
+        }
+      ).n;
+      expect(bytes / (perPack * packs)).toBeLessThan(90);
     } finally {
       db.close();
     }

@@ -2,7 +2,20 @@ import type { BlobKind } from '../../format/constants.ts';
 import type { PackEntry } from '../format/pack.ts';
 import { distinctShards } from '../format/shard-codec.ts';
 import { IndexBookkeeping } from './index-bookkeeping.ts';
-import { PackReadability, readable, toPack, type RawLocation, type RawPack } from './index-rows.ts';
+import {
+  PACK_SPAN,
+  PackReadability,
+  blobWithId,
+  kindCode,
+  kindOf,
+  packIdOf,
+  packNumOf,
+  readable,
+  rowsOfPack,
+  toPack,
+  type RawLocation,
+  type RawPack,
+} from './index-rows.ts';
 import { decodeIndexEntries, encodeIndexEntries } from '../format/index-file.ts';
 import type { Db } from './db.ts';
 
@@ -55,10 +68,9 @@ export interface BlobLocation {
   plainLength: number;
 }
 
-const STORED_COPY = readable('b.pack_id');
 /** SQL: blob row `b` is marked damaged where it points (check --read-data). */
 const DAMAGED_HERE = (b: string) =>
-  `EXISTS (SELECT 1 FROM damaged_blobs d WHERE d.blob_id = ${b}.id AND d.pack_id = ${b}.pack_id)`;
+  `EXISTS (SELECT 1 FROM damaged_blobs d WHERE d.blob_id = ${b}.id AND d.pack_id = ${packIdOf(b)})`;
 
 /**
  * The local copy of the repository index: which blob is in which pack, which targets hold a copy of each
@@ -71,7 +83,10 @@ export class IndexCache extends IndexBookkeeping {
   private readonly hasUndamagedStmt;
   private damagedAny: boolean;
   private readonly lookupStmt;
+  private readonly findBlob;
+  private readonly rowStays;
   private readonly insertBlob;
+  private readonly moveBlob;
   private readonly insertPack;
   private readonly insertCopy;
   /** Per pack, one id Buffer and one copies array, shared by the locations of its blobs. */
@@ -90,25 +105,35 @@ export class IndexCache extends IndexBookkeeping {
 
   constructor(db: Db) {
     super(db);
-    this.packOfStmt = db.prepare('SELECT pack_id FROM blobs WHERE id = ?').pluck();
+    this.findBlob = db.prepare(`SELECT pos FROM blobs b WHERE ${blobWithId('b', '@id')}`).pluck();
+    this.packOfStmt = db
+      .prepare(
+        `SELECT p.id FROM blobs b JOIN packs p ON p.num = ${packNumOf('b')} WHERE ${blobWithId('b', '@id')}`,
+      )
+      .pluck();
     this.packReadable = new PackReadability(db);
     this.hasUndamagedStmt = db.prepare(
-      `SELECT 1 FROM blobs b WHERE b.id = ? AND ${STORED_COPY} AND NOT ${DAMAGED_HERE('b')}`,
+      `SELECT 1 FROM blobs b WHERE ${blobWithId('b', '@id')} AND ${readable(packIdOf('b'))} AND NOT ${DAMAGED_HERE('b')}`,
     );
     this.damagedAny = this.anyDamagedBlobs();
     this.lookupStmt = db.prepare(
-      `SELECT b.id, b.kind, b.pack_id, p.size AS pack_size, p.ec_k, p.ec_m, b.offset, b.stored_length, b.plain_length
-       FROM blobs b JOIN packs p ON p.id = b.pack_id WHERE b.id = ?`,
+      `SELECT b.id, ${kindOf('b')} AS kind, p.id AS pack_id, p.size AS pack_size, p.ec_k, p.ec_m, b.offset,
+         b.stored_length, b.plain_length
+       FROM blobs b JOIN packs p ON p.num = ${packNumOf('b')} WHERE ${blobWithId('b', '@id')}`,
     );
     this.damagedCopiesStmt = db.prepare(
       `SELECT d.target_id FROM damaged_copies d JOIN pack_copies c
          ON c.pack_id = d.pack_id AND c.target_id = d.target_id AND c.shard IS NULL
        WHERE d.pack_id = ? AND c.state != 'stored' ORDER BY d.target_id`,
     );
-    this.insertPack = db.prepare(
-      `INSERT INTO packs (id, kind, size, state, job_id, created_at, ec_k, ec_m) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT(id) DO UPDATE SET state = CASE WHEN excluded.state = 'indexed' THEN 'indexed' ELSE packs.state END`,
-    );
+    this.insertPack = db
+      .prepare(
+        `INSERT INTO packs (id, kind, size, state, job_id, created_at, ec_k, ec_m, num)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(num), 0) + 1 FROM packs))
+         ON CONFLICT(id) DO UPDATE SET state = CASE WHEN excluded.state = 'indexed' THEN 'indexed' ELSE packs.state END
+         RETURNING num`,
+      )
+      .pluck();
     // An index file says a copy exists; a listing that found it missing outranks that until a listing
     // finds it again (reconcile). A queued copy another machine completed is stored.
     this.insertCopy = db.prepare(
@@ -116,11 +141,15 @@ export class IndexCache extends IndexBookkeeping {
        ON CONFLICT(pack_id, target_id) DO UPDATE SET state = 'stored', shard = excluded.shard WHERE state = 'queued'`,
     );
     // A blob already known in a pack with no stored copy left, or found damaged there, moves to the new pack.
+    this.rowStays = db
+      .prepare(`SELECT ${readable(packIdOf('b'))} AND NOT ${DAMAGED_HERE('b')} FROM blobs b WHERE b.pos = ?`)
+      .pluck();
+    // OR IGNORE: a place already taken means two index files describe one pack differently; the first stays.
     this.insertBlob = db.prepare(
-      `INSERT INTO blobs (id, kind, pack_id, offset, stored_length, plain_length) VALUES (?, ?, ?, ?, ?, ?)
-       ON CONFLICT(id) DO UPDATE SET pack_id = excluded.pack_id, offset = excluded.offset,
-         stored_length = excluded.stored_length, plain_length = excluded.plain_length
-       WHERE NOT ${readable('blobs.pack_id')} OR ${DAMAGED_HERE('blobs')}`,
+      'INSERT OR IGNORE INTO blobs (pos, id, kind, offset, stored_length, plain_length) VALUES (?, ?, ?, ?, ?, ?)',
+    );
+    this.moveBlob = db.prepare(
+      'UPDATE OR IGNORE blobs SET pos = ?, kind = ?, offset = ?, stored_length = ?, plain_length = ? WHERE pos = ?',
     );
   }
 
@@ -135,9 +164,9 @@ export class IndexCache extends IndexBookkeeping {
   }
 
   has(id: Uint8Array): boolean {
-    if (this.damagedAny) return this.hasUndamagedStmt.get(id) !== undefined;
-    const pack = this.packOfStmt.get(id) as Buffer | undefined;
-    return pack !== undefined && this.packReadable.of(pack);
+    if (this.damagedAny) return this.hasUndamagedStmt.get({ id }) !== undefined;
+    const pos = this.findBlob.get({ id }) as number | undefined;
+    return pos !== undefined && this.packReadable.of(Math.floor(pos / PACK_SPAN));
   }
 
   /**
@@ -146,7 +175,7 @@ export class IndexCache extends IndexBookkeeping {
    * pack: a Buffer from SQLite costs ~250 bytes, two per blob were half a restore's heap.
    */
   lookup(id: Uint8Array): BlobLocation | undefined {
-    const r = this.lookupStmt.get(id) as RawLocation | undefined;
+    const r = this.lookupStmt.get({ id }) as RawLocation | undefined;
     if (!r) return undefined;
     const hex = r.pack_id.toString('hex');
     let pack = this.packs.get(hex);
@@ -192,9 +221,7 @@ export class IndexCache extends IndexBookkeeping {
 
   /** The pack the index places a blob in, stored or not (undefined when no row names the blob). */
   packOf(id: Uint8Array): Buffer | undefined {
-    return (
-      this.db.prepare('SELECT pack_id FROM blobs WHERE id = ?').get(id) as { pack_id: Buffer } | undefined
-    )?.pack_id;
+    return this.packOfStmt.get({ id }) as Buffer | undefined;
   }
 
   /** Records a pack, its copies and its blobs in one transaction (a stored pack, or one read from an index file). */
@@ -206,15 +233,35 @@ export class IndexCache extends IndexBookkeeping {
     const now = Date.now();
     this.db.transaction(() => {
       for (const { pack: p, blobs } of list) {
-        this.insertPack.run(p.id, p.kind, p.size, p.state, p.jobId, now, p.ec?.k ?? null, p.ec?.m ?? null);
+        if (blobs.length > PACK_SPAN)
+          throw new Error(
+            `Pack ${p.id.toString('hex')} is said to hold ${blobs.length} blobs, more than any pack can.`,
+          );
+        const num = this.insertPack.get(
+          p.id,
+          p.kind,
+          p.size,
+          p.state,
+          p.jobId,
+          now,
+          p.ec?.k ?? null,
+          p.ec?.m ?? null,
+        ) as number;
         p.copies.forEach((t, i) => this.insertCopy.run(p.id, t, p.shards?.[i] ?? null));
-        for (const b of blobs)
-          this.insertBlob.run(b.id, b.kind, p.id, b.offset, b.storedLength, b.plainLength);
+        blobs.forEach((b, rank) => this.addBlob(num * PACK_SPAN + rank, b));
       }
     })();
     for (const { pack: p, blobs } of list)
       if (p.state === 'stored') this.unindexedBlobs.set(p.id.toString('hex'), encodeIndexEntries(blobs));
     this.invalidate();
+  }
+
+  private addBlob(pos: number, b: PackEntry): void {
+    const kind = kindCode(b.kind);
+    const was = this.findBlob.get({ id: b.id }) as number | undefined;
+    if (was === undefined) this.insertBlob.run(pos, b.id, kind, b.offset, b.storedLength, b.plainLength);
+    else if (was !== pos && this.rowStays.get(was) !== 1)
+      this.moveBlob.run(pos, kind, b.offset, b.storedLength, b.plainLength, was);
   }
 
   packSize(packId: Uint8Array): number {
@@ -283,9 +330,10 @@ export class IndexCache extends IndexBookkeeping {
     return (
       this.db
         .prepare(
-          'SELECT id, kind, offset, stored_length, plain_length FROM blobs WHERE pack_id = ? ORDER BY offset',
+          `SELECT b.id, ${kindOf('b')} AS kind, b.offset, b.stored_length, b.plain_length FROM blobs b
+           WHERE b.pos BETWEEN ${rowsOfPack('(SELECT num FROM packs WHERE id = ?)')} ORDER BY b.offset`,
         )
-        .all(packId) as {
+        .all(packId, packId) as {
         id: Buffer;
         kind: BlobKind;
         offset: number;
@@ -358,7 +406,6 @@ export class IndexCache extends IndexBookkeeping {
       if (opts.drop) {
         this.db.prepare(`DELETE FROM pack_copies WHERE ${others}`).run(targetId);
         const orphans = 'SELECT id FROM packs WHERE id NOT IN (SELECT pack_id FROM pack_copies)';
-        this.db.exec(`DELETE FROM blobs WHERE pack_id IN (${orphans})`);
         this.db.exec(`DELETE FROM packs WHERE id IN (${orphans})`);
       } else {
         this.db.prepare(`UPDATE pack_copies SET state = 'missing' WHERE ${others}`).run(targetId);
@@ -376,10 +423,11 @@ export class IndexCache extends IndexBookkeeping {
   markBlobsDamaged(packId: Uint8Array, ids: readonly Uint8Array[]): void {
     const st = this.db.prepare(
       `INSERT OR IGNORE INTO damaged_blobs (blob_id, pack_id)
-       SELECT id, pack_id FROM blobs WHERE id = ? AND pack_id = ?`,
+       SELECT b.id, p.id FROM blobs b JOIN packs p ON p.num = ${packNumOf('b')}
+       WHERE ${blobWithId('b', '@id')} AND p.id = @pack`,
     );
     this.db.transaction(() => {
-      for (const id of ids) st.run(id, packId);
+      for (const id of ids) st.run({ id, pack: packId });
     })();
     this.damagedAny = this.anyDamagedBlobs();
   }
@@ -404,7 +452,8 @@ export class IndexCache extends IndexBookkeeping {
     // again) or that is gone names nothing, and would keep every lookup on the slower path.
     this.db.exec(
       `DELETE FROM damaged_blobs WHERE NOT EXISTS
-         (SELECT 1 FROM blobs b WHERE b.id = damaged_blobs.blob_id AND b.pack_id = damaged_blobs.pack_id)`,
+         (SELECT 1 FROM blobs b WHERE ${blobWithId('b', 'damaged_blobs.blob_id')}
+            AND ${packIdOf('b')} = damaged_blobs.pack_id)`,
     );
     this.damagedAny = this.anyDamagedBlobs();
   }

@@ -1,5 +1,6 @@
 import os from 'node:os';
-import type { Db } from './db.ts';
+import { reclaimFreePages, type Db } from './db.ts';
+import { rowsOfPack } from './index-rows.ts';
 
 /** A job's record: what a kill -9 leaves (a dead 'running' job is an interrupted one; shared/job-state.ts). */
 export type JobRecordState = 'running' | 'done' | 'failed' | 'cancelled';
@@ -94,6 +95,7 @@ export class JobTable {
         .run(snapshotId, Date.now(), id);
       this.db.prepare('DELETE FROM job_files WHERE job_id = ?').run(id);
     })();
+    reclaimFreePages(this.db);
   }
 
   /**
@@ -137,7 +139,7 @@ export class JobTable {
     const c = this.db
       .prepare(
         `SELECT COUNT(b.id) AS chunks, COALESCE(SUM(b.plain_length), 0) AS bytes
-         FROM packs p JOIN blobs b ON b.pack_id = p.id WHERE p.job_id = ? AND p.kind = 'data'`,
+         FROM packs p JOIN blobs b ON b.pos BETWEEN ${rowsOfPack('p.num')} WHERE p.job_id = ? AND p.kind = 'data'`,
       )
       .get(id) as { chunks: number; bytes: number };
     const f = this.db.prepare('SELECT COUNT(*) AS files FROM job_files WHERE job_id = ?').get(id) as {

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
@@ -91,6 +93,58 @@ describe('keystore migration 10 (revocation records)', () => {
     try {
       const rows = db.prepare('SELECT id, proven FROM revoked_key_slots').all();
       expect(rows).toEqual([{ id: '00112233445566aa', proven: 0 }]);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe("a finished job's resume rows", () => {
+  const files = (n: number) =>
+    Array.from({ length: n }, (_, i) => ({
+      path: `folder/file-${i}.txt`,
+      size: i,
+      mtimeMs: 1,
+      ctimeMs: 1,
+      inode: i,
+      content: [randomBytes(32)],
+    }));
+  const finishJob = (db: ReturnType<typeof openDb>) => {
+    db.exec(
+      `INSERT INTO targets (id, name, config, created_at) VALUES (1, 't', '{"kind":"dir","path":"/x"}', 0)`,
+    );
+    const jobs = new JobTable(db);
+    jobs.create({ id: 'job1', targetId: 1, sources: ['/a'], settings: '{}' });
+    jobs.recordFiles('job1', files(30_000));
+    jobs.finish('job1', 'snap1');
+  };
+
+  it('give their pages back to the file system once the job is done', () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const db = openDb(file, { create: true });
+    try {
+      finishJob(db);
+      expect(db.pragma('freelist_count', { simple: true })).toBeLessThan(256);
+      db.pragma('wal_checkpoint(TRUNCATE)');
+      expect(fs.statSync(file).size).toBeLessThan(1024 * 1024);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('do so too in a keystore made before pages could be given back (it is rewritten once)', () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const old = new Database(file);
+    for (const m of migrations) old.exec(m);
+    old.pragma(`user_version = ${FIRST_V2_VERSION - 1 + migrations.length}`);
+    old.close();
+    const db = openDb(file, { create: false });
+    try {
+      expect(db.pragma('auto_vacuum', { simple: true })).toBe(0);
+      finishJob(db);
+      expect(db.pragma('auto_vacuum', { simple: true })).toBe(2);
+      expect(db.pragma('freelist_count', { simple: true })).toBeLessThan(256);
+      expect(new JobTable(db).get('job1')).toMatchObject({ state: 'done', snapshotId: 'snap1' });
     } finally {
       db.close();
     }

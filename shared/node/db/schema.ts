@@ -230,4 +230,40 @@ export const migrations: string[] = [
   ALTER TABLE tree_cache ADD COLUMN flags INTEGER NOT NULL DEFAULT 0;
   ALTER TABLE tree_cache ADD COLUMN nodes INTEGER;
   `,
+  // Blob rows kept where their pack keeps them (issue 31). A row was keyed by its 32-byte id and named its
+  // pack's 32-byte id, with a second B-tree by pack: 176 bytes a blob, and every insert landed at a random
+  // place in both. Now each pack has a small number, a row's key is its place (pack number × 2^26 + its
+  // rank in the pack), so a pack's rows are written in order and found by a key range, and the id is
+  // found through an index of its first 8 bytes: 77 bytes a blob, one random insert into a small index.
+  // One row per id still holds: the index cache checks before it inserts (SQLite cannot, on a prefix).
+  `
+  ALTER TABLE packs ADD COLUMN num INTEGER;  -- this keystore's number for the pack (blob rows name it)
+  UPDATE packs SET num = r.n
+    FROM (SELECT id, row_number() OVER (ORDER BY created_at, id) AS n FROM packs) AS r WHERE r.id = packs.id;
+  CREATE UNIQUE INDEX packs_by_num ON packs(num);
+  CREATE TABLE blobs_v14 (
+    pos INTEGER PRIMARY KEY,       -- packs.num × 2^26 + the blob's rank among the pack's blobs
+    id BLOB NOT NULL,              -- keyed BLAKE3 of the plaintext
+    kind INTEGER NOT NULL CHECK (kind IN (0, 1)),  -- 0 data, 1 tree
+    offset INTEGER NOT NULL,
+    stored_length INTEGER NOT NULL,
+    plain_length INTEGER NOT NULL
+  );
+  INSERT INTO blobs_v14 (pos, id, kind, offset, stored_length, plain_length)
+    SELECT p.num * 67108864 + row_number() OVER (PARTITION BY b.pack_id ORDER BY b.offset, b.id) - 1,
+           b.id, CASE b.kind WHEN 'tree' THEN 1 ELSE 0 END, b.offset, b.stored_length, b.plain_length
+    FROM blobs b JOIN packs p ON p.id = b.pack_id;
+  DROP TRIGGER count_blob_deletions;
+  DROP TABLE blobs;
+  ALTER TABLE blobs_v14 RENAME TO blobs;
+  CREATE INDEX blobs_by_id ON blobs(substr(id, 1, 8));
+  CREATE TRIGGER count_blob_deletions AFTER DELETE ON blobs
+    BEGIN UPDATE blob_deletions SET n = n + 1 WHERE id = 1; END;
+  CREATE TRIGGER pack_blobs_go AFTER DELETE ON packs
+    BEGIN DELETE FROM blobs WHERE pos BETWEEN old.num * 67108864 AND old.num * 67108864 + 67108863; END;
+  CREATE VIEW blob_rows AS
+    SELECT b.id, CASE b.kind WHEN 1 THEN 'tree' ELSE 'data' END AS kind, p.id AS pack_id, b.offset,
+           b.stored_length, b.plain_length
+    FROM blobs b JOIN packs p ON p.num = b.pos >> 26;
+  `,
 ];
