@@ -280,6 +280,37 @@ describe('blob rows kept where their pack keeps them (migration 14)', () => {
     }
   });
 
+  it('once has() has said no often, a filter answers it, and never hides a blob that has a row', async () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const db = openDb(file, { create: true });
+    withTargets(db, 1);
+    const index = new IndexCache(db);
+    const other = new IndexCache(openDb(file, { create: false }));
+    try {
+      const known = Array.from({ length: 3000 }, () => randomBytes(32));
+      index.addPack(
+        { ...pack(0, [1]), id: randomBytes(32) },
+        known.map((id, i) => ({ ...blob(0, i * 60), id })),
+      );
+      for (let i = 0; i < 2000; i++) expect(index.has(randomBytes(32))).toBe(false);
+      expect(known.every((id) => index.has(id))).toBe(true);
+      // Rows this connection adds are in it at once; another process's, within a moment.
+      const mine = Array.from({ length: 50 }, () => randomBytes(32));
+      index.addPack(
+        { ...pack(0, [1]), id: randomBytes(32) },
+        mine.map((id, i) => ({ ...blob(0, i * 60), id })),
+      );
+      expect(mine.every((id) => index.has(id))).toBe(true);
+      const theirs = randomBytes(32);
+      other.addPack({ ...pack(0, [1]), id: randomBytes(32) }, [{ ...blob(0), id: theirs }]);
+      await new Promise((r) => setTimeout(r, 150));
+      expect(index.has(theirs)).toBe(true);
+      expect(known.every((id) => index.has(id))).toBe(true);
+    } finally {
+      db.close();
+    }
+  });
+
   it('a blob costs the keystore under 90 bytes (it was 176: two 32-byte ids in two random-order B-trees)', () => {
     const { db, index } = fresh();
     try {

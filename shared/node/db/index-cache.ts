@@ -1,7 +1,7 @@
 import type { BlobKind } from '../../format/constants.ts';
 import type { PackEntry } from '../format/pack.ts';
 import { distinctShards } from '../format/shard-codec.ts';
-import { IndexBookkeeping } from './index-bookkeeping.ts';
+import { PackQueries } from './pack-queries.ts';
 import {
   PACK_SPAN,
   PackReadability,
@@ -12,61 +12,14 @@ import {
   packNumOf,
   readable,
   rowsOfPack,
-  toPack,
   type RawLocation,
-  type RawPack,
 } from './index-rows.ts';
 import { decodeIndexEntries, encodeIndexEntries } from '../format/index-file.ts';
 import type { Db } from './db.ts';
+import { KnownIds } from './id-filter.ts';
 
-/** Whether an index file in the bucket describes the pack yet (`stored`: only this machine knows it). */
-export type PackState = 'stored' | 'indexed';
-/** One copy of a pack on one target: present, still to be written there, or absent from its listing. */
-export type CopyState = 'stored' | 'queued' | 'missing';
-
-export interface PackRow {
-  id: Buffer;
-  kind: BlobKind;
-  size: number;
-  state: PackState;
-  jobId: string | null;
-  /** An erasure-coded pack: k data and m parity shards, one per target. */
-  ec?: { k: number; m: number };
-}
-
-/**
- * A pack to record, with the targets that hold a copy of it; for an erasure-coded pack, `shards[i]` is
- * the shard `copies[i]` holds.
- */
-export type NewPack = PackRow & { copies: readonly number[]; shards?: readonly number[] };
-
-/** Where one shard of an erasure-coded pack is stored. */
-export interface ShardCopy {
-  shard: number;
-  targetId: number;
-}
-
-export interface BlobLocation {
-  id: Buffer;
-  kind: BlobKind;
-  packId: Buffer;
-  /**
-   * The targets holding a stored copy of the pack, at least one; shared by every blob of the pack. When
-   * no copy is stored but some were found damaged (check --read-data), those: their other blobs are intact.
-   */
-  copies: readonly number[];
-  /**
-   * Whole copies found damaged, read only once every stored copy failed (a restore's last resort: the
-   * blobs check did not flag are intact there). Never counted as stored: backups store such blobs again.
-   */
-  lastResort?: readonly number[];
-  /** An erasure-coded pack: its stored shards (at least k), shared by every blob of the pack. */
-  ec?: { k: number; m: number; shards: readonly ShardCopy[] };
-  packSize: number;
-  offset: number;
-  storedLength: number;
-  plainLength: number;
-}
+import type { BlobLocation, NewPack } from './index-types.ts';
+export type { BlobLocation, CopyState, NewPack, PackRow, PackState, ShardCopy } from './index-types.ts';
 
 /** SQL: blob row `b` is marked damaged where it points (check --read-data). */
 const DAMAGED_HERE = (b: string) =>
@@ -78,7 +31,7 @@ const DAMAGED_HERE = (b: string) =>
  * copies is stored (each absent from its bucket's listing) no longer counts: its blobs are stored again
  * by the next backup that has them.
  */
-export class IndexCache extends IndexBookkeeping {
+export class IndexCache extends PackQueries {
   /** has() when some blob is marked damaged (one more lookup per blob, so only then). */
   private readonly hasUndamagedStmt;
   private damagedAny: boolean;
@@ -97,6 +50,7 @@ export class IndexCache extends IndexBookkeeping {
   private readonly damagedCopiesStmt;
   private readonly packOfStmt;
   private readonly packReadable: PackReadability;
+  private readonly known: KnownIds;
   /**
    * The blobs of packs this process stored that no index file describes yet, as they were packed: their
    * index file is written without reading thousands of rows back (1.3 s at a time at 300,000 files).
@@ -112,6 +66,7 @@ export class IndexCache extends IndexBookkeeping {
       )
       .pluck();
     this.packReadable = new PackReadability(db);
+    this.known = new KnownIds(db);
     this.hasUndamagedStmt = db.prepare(
       `SELECT 1 FROM blobs b WHERE ${blobWithId('b', '@id')} AND ${readable(packIdOf('b'))} AND NOT ${DAMAGED_HERE('b')}`,
     );
@@ -164,8 +119,10 @@ export class IndexCache extends IndexBookkeeping {
   }
 
   has(id: Uint8Array): boolean {
+    if (this.known.rulesOut(id)) return false;
     if (this.damagedAny) return this.hasUndamagedStmt.get({ id }) !== undefined;
     const pos = this.findBlob.get({ id }) as number | undefined;
+    if (pos === undefined) this.known.missed();
     return pos !== undefined && this.packReadable.of(Math.floor(pos / PACK_SPAN));
   }
 
@@ -251,8 +208,10 @@ export class IndexCache extends IndexBookkeeping {
         blobs.forEach((b, rank) => this.addBlob(num * PACK_SPAN + rank, b));
       }
     })();
-    for (const { pack: p, blobs } of list)
+    for (const { pack: p, blobs } of list) {
+      this.known.added(blobs.map((b) => b.id));
       if (p.state === 'stored') this.unindexedBlobs.set(p.id.toString('hex'), encodeIndexEntries(blobs));
+    }
     this.invalidate();
   }
 
@@ -262,60 +221,6 @@ export class IndexCache extends IndexBookkeeping {
     if (was === undefined) this.insertBlob.run(pos, b.id, kind, b.offset, b.storedLength, b.plainLength);
     else if (was !== pos && this.rowStays.get(was) !== 1)
       this.moveBlob.run(pos, kind, b.offset, b.storedLength, b.plainLength, was);
-  }
-
-  packSize(packId: Uint8Array): number {
-    return (this.db.prepare('SELECT size FROM packs WHERE id = ?').get(packId) as { size: number }).size;
-  }
-
-  /** Every indexed pack with at least one stored copy (what a target joining a pool is told). */
-  indexedPacks(): PackRow[] {
-    return (
-      this.db
-        .prepare(
-          `SELECT p.* FROM packs p WHERE p.state = 'indexed' AND ${readable('p.id')} ORDER BY p.created_at`,
-        )
-        .all() as RawPack[]
-    ).map(toPack);
-  }
-
-  /**
-   * Packs written by this machine that no index file in the bucket describes yet, with a stored copy on
-   * `targetId` (on any target when it is undefined).
-   */
-  unindexedPacks(targetId?: number): PackRow[] {
-    return (
-      this.db
-        .prepare(
-          `SELECT p.* FROM packs p WHERE p.state = 'stored' AND EXISTS (SELECT 1 FROM pack_copies c
-             WHERE c.pack_id = p.id AND c.state = 'stored' AND (? IS NULL OR c.target_id = ?))
-           ORDER BY p.created_at`,
-        )
-        .all(targetId ?? null, targetId ?? null) as RawPack[]
-    ).map(toPack);
-  }
-
-  /** The packs a backup job stored, with their stored copies (or shards). */
-  packsOfJob(
-    jobId: string,
-  ): { id: Buffer; size: number; copies: { targetId: number; shard: number | null }[] }[] {
-    const rows = this.db
-      .prepare(
-        `SELECT p.id, p.size, c.target_id, c.shard FROM packs p JOIN pack_copies c ON c.pack_id = p.id
-         WHERE p.job_id = ? AND c.state = 'stored' ORDER BY p.id`,
-      )
-      .all(jobId) as { id: Buffer; size: number; target_id: number; shard: number | null }[];
-    const out = new Map<
-      string,
-      { id: Buffer; size: number; copies: { targetId: number; shard: number | null }[] }
-    >();
-    for (const r of rows) {
-      const hex = r.id.toString('hex');
-      let p = out.get(hex);
-      if (!p) out.set(hex, (p = { id: r.id, size: r.size, copies: [] }));
-      p.copies.push({ targetId: r.target_id, shard: r.shard });
-    }
-    return [...out.values()];
   }
 
   /** The blobs of a pack this process stored and no index file describes yet, in an index file's layout. */
@@ -456,11 +361,6 @@ export class IndexCache extends IndexBookkeeping {
             AND ${packIdOf('b')} = damaged_blobs.pack_id)`,
     );
     this.damagedAny = this.anyDamagedBlobs();
-  }
-
-  /** Whether some pack has no readable copy (whole, or k shards) left. */
-  anyUnreadablePack(): boolean {
-    return this.db.prepare(`SELECT 1 FROM packs p WHERE NOT ${readable('p.id')} LIMIT 1`).get() !== undefined;
   }
 
   /** Whether any blob is marked damaged (restores skip the bookkeeping when none is). */

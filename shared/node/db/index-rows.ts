@@ -1,6 +1,6 @@
 import type { BlobKind } from '../../format/constants.ts';
 import type { Db } from './db.ts';
-import type { PackRow, PackState } from './index-cache.ts';
+import type { PackRow, PackState } from './index-types.ts';
 
 /** SQL: the pack `pack` can be read (a whole copy, or k shards of an erasure-coded pack, are stored). */
 export const readable = (pack: string) =>
