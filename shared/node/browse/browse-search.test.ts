@@ -130,4 +130,28 @@ describe('searching across backups', () => {
     expect(capped.versions).toBe(10);
     await expect(searchSnapshots(engine.repo, snapshots(), 'a**', 10)).rejects.toThrow(/whole path segment/);
   });
+
+  it('plain text passes over folders whose trees cannot hold it, and still finds names their JSON escapes', async () => {
+    const src = path.join(work, 'leaves');
+    for (let d = 0; d < 5; d++)
+      for (let i = 0; i < 20; i++) writeRandomFile(path.join(src, `d${d}`, `plain-${i}.txt`), 10);
+    writeRandomFile(path.join(src, 'd3', 'say "quoted".txt'), 10);
+    writeRandomFile(path.join(src, 'd2', 'Deep', 'PLAIN-match.txt'), 10);
+    const { snapshotId } = await engine.backup([src], {});
+    const one = engine.listSnapshots().find((x) => x.id === snapshotId)!;
+    const names = async (q: string) =>
+      (await searchSnapshots(engine.repo, [{ doc: one, target: one.target }], q, 100)).files.map((f) =>
+        path.relative(src, f.path),
+      );
+    expect(await names('y "q')).toEqual(['d3/say "quoted".txt']);
+    expect(await names('plain-m')).toEqual(['d2/Deep/PLAIN-match.txt']);
+    expect(await names('plain-19')).toEqual([
+      'd0/plain-19.txt',
+      'd1/plain-19.txt',
+      'd2/plain-19.txt',
+      'd3/plain-19.txt',
+      'd4/plain-19.txt',
+    ]);
+    expect(await names('nowhere')).toEqual([]);
+  });
 });

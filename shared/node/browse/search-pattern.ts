@@ -32,6 +32,8 @@ export interface SearchPattern {
   matches(state: State): boolean;
   /** A string naming a state, for memo keys. */
   key(state: State): string;
+  /** Plain text (names containing it, at any depth): its matcher, which a tree's raw text can be tried on. */
+  readonly plainText?: RegExp;
 }
 
 /** Sorted, distinct segment indices. */
@@ -83,5 +85,6 @@ export function compileSearch(raw: string): SearchPattern {
     },
     matches: (state) => state.includes(end),
     key: (state) => state.join(','),
+    ...(plain && !anchored ? { plainText: segs[1] as RegExp } : {}),
   };
 }

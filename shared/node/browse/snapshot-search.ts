@@ -150,7 +150,12 @@ async function searchTree(
   if (known) return known;
   counter.trees++;
   const out: RelMatch[] = [];
-  for (const node of decodeTree(await repo.loadTree(treeHex), `tree ${treeHex}`)) {
+  const plain = await repo.loadTree(treeHex);
+  if (pattern.plainText && holdsNoMatch(plain, pattern.plainText)) {
+    memo.set(key, out);
+    return out;
+  }
+  for (const node of decodeTree(plain, `tree ${treeHex}`)) {
     const next = pattern.step(state, node.name);
     if (pattern.matches(next)) {
       out.push({
@@ -182,4 +187,14 @@ export function fingerprint(n: TreeNode): string {
         ? `d:${n.subtree}`
         : `l:${n.linkTarget ?? ''}`;
   return createHash('sha256').update(what).digest('hex').slice(0, 16);
+}
+
+/**
+ * Whether a tree can be passed over without decoding it (most of a search's time at a million files):
+ * no folder in it, and plain text that is not in its JSON at all. Only when nothing in it is escaped,
+ * since a name with an escape is not its JSON text; `"dir"` can then only be a folder's type.
+ */
+function holdsNoMatch(plain: Buffer, text: RegExp): boolean {
+  const json = plain.toString('utf8');
+  return !json.includes('\\') && !json.includes('"dir"') && !text.test(json);
 }

@@ -21,6 +21,7 @@ import {
 import { readPassphrase } from './passphrase.ts';
 import { withEngine } from './session.ts';
 import { registerFindCommand } from './find-command.ts';
+import { registerLsCommand } from './ls-command.ts';
 import { registerDiffCommand } from './diff-command.ts';
 import {
   limitDownloadOption,
@@ -203,48 +204,7 @@ program
     o.result(r, r.snapshotId);
   });
 
-program
-  .command('ls')
-  .description('list snapshots (from every machine), or the files of one snapshot')
-  .argument('[snapshot-id]')
-  .action(async (id?: string) => {
-    const o = out();
-    await withEngine(async (e) => {
-      await e.refresh();
-      if (!id) {
-        const rows = e.listSnapshots();
-        o.result(
-          rows,
-          table([
-            ['ID', 'TIME', 'HOST', 'FILES', 'SIZE', 'SOURCES'],
-            ...rows.map((s) => [
-              s.id,
-              s.time,
-              s.host,
-              String(s.summary.files.new + s.summary.files.changed + s.summary.files.unchanged),
-              formatSize(s.summary.totalBytes),
-              s.sources.join(' '),
-            ]),
-          ]),
-        );
-      } else {
-        const rows = await e.listEntries(e.resolveSnapshotId(id));
-        o.result(
-          rows,
-          table([
-            ['KIND', 'MODE', 'SIZE', 'MODIFIED', 'PATH'],
-            ...rows.map((r) => [
-              r.kind,
-              (r.mode & 0o7777).toString(8).padStart(4, '0'),
-              r.kind === 'file' ? formatSize(r.size) : '-',
-              new Date(r.mtimeMs).toISOString(),
-              r.linkTarget ? `${r.path} -> ${r.linkTarget}` : r.path,
-            ]),
-          ]),
-        );
-      }
-    });
-  });
+registerLsCommand(program, out);
 
 interface RestoreOptions {
   to?: string;

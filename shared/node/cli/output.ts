@@ -107,7 +107,9 @@ export function plural(n: number, noun: string, nouns = `${noun}s`): string {
 
 export function table(rows: string[][]): string {
   if (rows.length === 0) return '';
-  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  // A loop, not Math.max(...): spreading a list of a few hundred thousand rows overflows the stack.
+  const widths = rows[0]!.map(() => 0);
+  for (const r of rows) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
   return rows
     .map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  '))
     .join('\n');

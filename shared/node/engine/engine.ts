@@ -30,7 +30,7 @@ import { KeystoreError } from '../db/db.ts';
 import { LocalDb, type LockedKeystore, type TargetRow } from '../db/local-db.ts';
 import { runRestoreJob, type RestoreResult } from '../restore/restore-job.ts';
 import type { RestoreSelection } from '../restore/restore-selection.ts';
-import { snapshotChildren, snapshotEntries } from '../repository/snapshot-tree.ts';
+import { snapshotChildren, snapshotEntries, walkSnapshot } from '../repository/snapshot-tree.ts';
 import { runVerifyJob, type VerifyResult } from '../check/verify-job.ts';
 import { stepTimer } from '../debug-timing.ts';
 
@@ -350,6 +350,19 @@ export class Engine {
     const s = this.listSnapshots().find((x) => x.id === id);
     if (!s) throw new SettingsError(this.ks.snapshots.notFound(id));
     return s;
+  }
+
+  /** Every entry of a snapshot as its trees are read, parents before children: nothing is held. */
+  async *eachEntry(snapshotId: string): AsyncGenerator<EntryInfo> {
+    for await (const { path: p, node } of walkSnapshot(this.repo, this.snapshot(snapshotId).tree))
+      yield {
+        path: p,
+        kind: node.type,
+        size: node.size,
+        mode: node.mode,
+        mtimeMs: node.mtimeMs,
+        linkTarget: node.linkTarget ?? null,
+      };
   }
 
   async listEntries(snapshotId: string, dir?: string): Promise<EntryInfo[]> {
