@@ -9,15 +9,7 @@ import { Engine, defaultHome } from '../engine/engine.ts';
 import { selectWhileLocked, type RestoreSelection, PACK_SIZE_MAX, PACK_SIZE_MIN } from '../engine/exports.ts';
 import { restoreToOriginal } from '../engine/restore-original.ts';
 import { VerifyHistory } from '../engine/verify-history.ts';
-import {
-  UsageError,
-  createOutput,
-  flushJsonResult,
-  plural,
-  reportBackup,
-  table,
-  type Output,
-} from './output.ts';
+import { UsageError, createOutput, flushJsonResult, plural, reportBackup, type Output } from './output.ts';
 import { readPassphrase } from './passphrase.ts';
 import { withEngine } from './session.ts';
 import { registerFindCommand } from './find-command.ts';
