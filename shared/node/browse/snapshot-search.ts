@@ -195,6 +195,5 @@ export function fingerprint(n: TreeNode): string {
  * since a name with an escape is not its JSON text; `"dir"` can then only be a folder's type.
  */
 function holdsNoMatch(plain: Buffer, text: RegExp): boolean {
-  const json = plain.toString('utf8');
-  return !json.includes('\\') && !json.includes('"dir"') && !text.test(json);
+  return !plain.includes(0x5c) && !plain.includes('"dir"') && !text.test(plain.toString('utf8'));
 }
