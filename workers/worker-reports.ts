@@ -12,6 +12,8 @@ export function failure(err: unknown): WorkerFailure {
   if ((err as { destination?: boolean }).destination)
     return { message: (err as Error).message, problem: 'destination' };
   const e = err as NodeJS.ErrnoException;
+  // A source that ended before its recorded size: the coordinator reads it again rather than stopping.
+  if (e.code === 'ESHRUNK') return { message: `${e.code}: ${e.message}`, problem: 'ESHRUNK' };
   return { message: e.code ? `${e.code}: ${e.message}` : String(e.message ?? err), problem: 'source' };
 }
 

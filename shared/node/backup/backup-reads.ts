@@ -54,6 +54,13 @@ export async function storeFiles(repo: Repository, o: StoreOptions): Promise<Sto
   return await run.finish();
 }
 
+/**
+ * Reads of a file that came up short before the backup stops on it. A file rewritten in place is empty
+ * for a moment; on a busy machine the writer can be descheduled in that moment, so one read in several
+ * can land there. A file that changed (not shrank) is read at most twice, then kept with a warning.
+ */
+const SHRUNK_READS = 5;
+
 /** One storeFiles call: the files in flight, the blobs decided, the packs stored, the counters. */
 class StoreRun {
   private readonly ks: LocalDb;
@@ -236,7 +243,7 @@ class StoreRun {
     if (m.t === 'failed') {
       const st =
         m.error.problem === 'ESHRUNK' &&
-        f.attempt === 0 &&
+        f.attempt < SHRUNK_READS - 1 &&
         fsSync.statSync(fsPath(sourceOf(f.read)), { throwIfNoEntry: false });
       if (st)
         this.readAgain(f, st); // it shrank while being read
@@ -285,7 +292,7 @@ class StoreRun {
    * attempt number and are dropped (their blobs stay in their packs, unreferenced).
    */
   private readAgain(f: FileState, st: fsSync.Stats): void {
-    f.attempt = 1;
+    f.attempt++;
     Object.assign(nodeOfRead(f.read), {
       size: st.size,
       mtimeMs: st.mtimeMs,

@@ -103,8 +103,9 @@ export type ToWorker =
 export interface WorkerFailure {
   message: string;
   /**
-   * StorageProblem, ObjectProblem, 'source' for a local read problem, 'spool' for a pack's temporary
-   * file, 'destination' for a restore's write to its destination.
+   * StorageProblem, ObjectProblem, 'source' for a local read problem, 'ESHRUNK' for a source that ended
+   * before its recorded size (read again), 'spool' for a pack's temporary file, 'destination' for a
+   * restore's write to its destination.
    */
   problem: string;
   target?: string;
