@@ -30,7 +30,12 @@ import { KeystoreError } from '../db/db.ts';
 import { LocalDb, type LockedKeystore, type TargetRow } from '../db/local-db.ts';
 import { runRestoreJob, type RestoreResult } from '../restore/restore-job.ts';
 import type { RestoreSelection } from '../restore/restore-selection.ts';
-import { snapshotChildren, snapshotEntries, walkSnapshot } from '../repository/snapshot-tree.ts';
+import {
+  snapshotChildren,
+  snapshotEntries,
+  walkSnapshot,
+  type SnapshotEntry,
+} from '../repository/snapshot-tree.ts';
 import { runVerifyJob, type VerifyResult } from '../check/verify-job.ts';
 import { stepTimer } from '../debug-timing.ts';
 
@@ -354,15 +359,7 @@ export class Engine {
 
   /** Every entry of a snapshot as its trees are read, parents before children: nothing is held. */
   async *eachEntry(snapshotId: string): AsyncGenerator<EntryInfo> {
-    for await (const { path: p, node } of walkSnapshot(this.repo, this.snapshot(snapshotId).tree))
-      yield {
-        path: p,
-        kind: node.type,
-        size: node.size,
-        mode: node.mode,
-        mtimeMs: node.mtimeMs,
-        linkTarget: node.linkTarget ?? null,
-      };
+    for await (const e of walkSnapshot(this.repo, this.snapshot(snapshotId).tree)) yield entryInfo(e);
   }
 
   async listEntries(snapshotId: string, dir?: string): Promise<EntryInfo[]> {
@@ -371,14 +368,7 @@ export class Engine {
       dir === undefined
         ? await snapshotEntries(this.repo, snap.tree)
         : await snapshotChildren(this.repo, snap.tree, dir);
-    return list.map(({ path: p, node }) => ({
-      path: p,
-      kind: node.type,
-      size: node.size,
-      mode: node.mode,
-      mtimeMs: node.mtimeMs,
-      linkTarget: node.linkTarget ?? null,
-    }));
+    return list.map(entryInfo);
   }
 
   restore(
@@ -454,3 +444,12 @@ export class Engine {
   removeLocks = (opts: { all?: boolean } = {}): Promise<LockView[]> =>
     locksOnTargets(this.repo, this.ks.listTargets(), opts);
 }
+
+const entryInfo = ({ path: p, node }: SnapshotEntry): EntryInfo => ({
+  path: p,
+  kind: node.type,
+  size: node.size,
+  mode: node.mode,
+  mtimeMs: node.mtimeMs,
+  linkTarget: node.linkTarget ?? null,
+});
