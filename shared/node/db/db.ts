@@ -41,7 +41,8 @@ export function openDb(file: string, opts: { create: boolean }): Db {
     db.pragma('journal_size_limit = 67108864');
     db.pragma('foreign_keys = ON');
     db.pragma('busy_timeout = 5000');
-    migrate(db, file);
+    // A migration that rebuilt a table leaves the old one's pages free (schema 14: most of the file).
+    if (migrate(db, file)) reclaimFreePages(db);
   } catch (err) {
     db.close();
     throw describeDbError(err, file);
@@ -69,7 +70,8 @@ export function reclaimFreePages(db: Db): void {
   }
 }
 
-function migrate(db: Db, file: string): void {
+/** Applies the migrations this keystore lacks; true when any ran. */
+function migrate(db: Db, file: string): boolean {
   const current = db.pragma('user_version', { simple: true }) as number;
   const latest = FIRST_V2_VERSION - 1 + migrations.length;
   if (current > 0 && current < FIRST_V2_VERSION) {
@@ -82,7 +84,7 @@ function migrate(db: Db, file: string): void {
       `The keystore at ${file} is schema version ${current}, newer than this Cairn understands (${latest}).`,
     );
   }
-  if (current === latest) return;
+  if (current === latest) return false;
   // SQLite's way to rebuild a table (the pragma cannot change inside a transaction): without it, dropping
   // a referenced table would cascade its deletions. The foreign keys are checked before the commit.
   db.pragma('foreign_keys = OFF');
@@ -102,6 +104,7 @@ function migrate(db: Db, file: string): void {
   } finally {
     db.pragma('foreign_keys = ON');
   }
+  return true;
 }
 
 /** SQLite's own words for a damaged file are not a sentence a person can act on: name the file. */

@@ -150,3 +150,37 @@ describe("a finished job's resume rows", () => {
     }
   });
 });
+
+describe('keystore migration 14 (blob rows by place)', () => {
+  it("gives back the old table's pages at once, whether or not a backup follows", () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const old = new Database(file);
+    const before = migrations.findIndex((m) => m.includes('CREATE TABLE blobs_v14'));
+    for (const m of migrations.slice(0, before)) old.exec(m);
+    old.pragma(`user_version = ${FIRST_V2_VERSION - 1 + before}`);
+    old.exec(
+      `INSERT INTO targets (id, name, config, created_at) VALUES (1, 't', '{"kind":"dir","path":"/x"}', 0)`,
+    );
+    const pack = randomBytes(32);
+    old
+      .prepare(
+        `INSERT INTO packs (id, kind, size, state, job_id, created_at) VALUES (?, 'data', 1, 'indexed', NULL, 0)`,
+      )
+      .run(pack);
+    const b = old.prepare(
+      `INSERT INTO blobs (id, kind, pack_id, offset, stored_length, plain_length) VALUES (?, 'data', ?, ?, 60, 20)`,
+    );
+    old.transaction(() => {
+      for (let i = 0; i < 20_000; i++) b.run(randomBytes(32), pack, i * 60);
+    })();
+    old.close();
+    const db = openDb(file, { create: false });
+    try {
+      expect(db.prepare('SELECT count(*) AS n FROM blobs').get()).toEqual({ n: 20_000 });
+      expect(db.pragma('auto_vacuum', { simple: true })).toBe(2);
+      expect(db.pragma('freelist_count', { simple: true })).toBeLessThan(256);
+    } finally {
+      db.close();
+    }
+  });
+});
