@@ -30,12 +30,7 @@ import { KeystoreError } from '../db/db.ts';
 import { LocalDb, type LockedKeystore, type TargetRow } from '../db/local-db.ts';
 import { runRestoreJob, type RestoreResult } from '../restore/restore-job.ts';
 import type { RestoreSelection } from '../restore/restore-selection.ts';
-import {
-  snapshotChildren,
-  snapshotEntries,
-  walkSnapshot,
-  type SnapshotEntry,
-} from '../repository/snapshot-tree.ts';
+import { eachEntryInfo, entryInfos } from './snapshot-entries.ts';
 import { runVerifyJob, type VerifyResult } from '../check/verify-job.ts';
 import { stepTimer } from '../debug-timing.ts';
 
@@ -358,17 +353,12 @@ export class Engine {
   }
 
   /** Every entry of a snapshot as its trees are read, parents before children: nothing is held. */
-  async *eachEntry(snapshotId: string): AsyncGenerator<EntryInfo> {
-    for await (const e of walkSnapshot(this.repo, this.snapshot(snapshotId).tree)) yield entryInfo(e);
+  eachEntry(snapshotId: string): AsyncGenerator<EntryInfo> {
+    return eachEntryInfo(this.repo, this.snapshot(snapshotId).tree);
   }
 
-  async listEntries(snapshotId: string, dir?: string): Promise<EntryInfo[]> {
-    const snap = this.snapshot(snapshotId);
-    const list =
-      dir === undefined
-        ? await snapshotEntries(this.repo, snap.tree)
-        : await snapshotChildren(this.repo, snap.tree, dir);
-    return list.map(entryInfo);
+  listEntries(snapshotId: string, dir?: string): Promise<EntryInfo[]> {
+    return entryInfos(this.repo, this.snapshot(snapshotId).tree, dir);
   }
 
   restore(
@@ -444,12 +434,3 @@ export class Engine {
   removeLocks = (opts: { all?: boolean } = {}): Promise<LockView[]> =>
     locksOnTargets(this.repo, this.ks.listTargets(), opts);
 }
-
-const entryInfo = ({ path: p, node }: SnapshotEntry): EntryInfo => ({
-  path: p,
-  kind: node.type,
-  size: node.size,
-  mode: node.mode,
-  mtimeMs: node.mtimeMs,
-  linkTarget: node.linkTarget ?? null,
-});
