@@ -77,7 +77,8 @@ class StoreRun {
   onFailure: () => void = () => undefined;
   /** Ids this run decided to upload whose pack is not stored yet (then the index has them). */
   private readonly decided = new Set<string>();
-  private readonly blobWaiters = new Map<string, FileState[]>();
+  /** Files waiting for a blob's pack, with the read they wait for (a file read again waits anew). */
+  private readonly blobWaiters = new Map<string, { f: FileState; attempt: number }[]>();
   private readonly finished: JobFile[] = [];
   /** Started, not yet stored. */
   private readonly reading = new Set<FileState>();
@@ -264,7 +265,7 @@ class StoreRun {
       f.unstored++;
       let w = this.blobWaiters.get(hex);
       if (!w) this.blobWaiters.set(hex, (w = []));
-      w.push(f);
+      w.push({ f, attempt });
     }
     if (++f.hashed === f.chunks) this.fileHashed(f);
     return true;
@@ -368,7 +369,8 @@ class StoreRun {
     for (const b of blobs) {
       const hex = b.id.toString('hex');
       this.decided.delete(hex);
-      for (const f of this.blobWaiters.get(hex) ?? []) {
+      for (const { f, attempt } of this.blobWaiters.get(hex) ?? []) {
+        if (attempt !== f.attempt) continue; // a read that was started over counts its blobs anew
         f.unstored--;
         this.maybeDone(f);
       }
