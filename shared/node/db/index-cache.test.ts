@@ -8,6 +8,7 @@ import { tempDir } from '../../../test/support/fixtures.ts';
 import { openDb, type Db } from './db.ts';
 import { IndexCache, type NewPack } from './index-cache.ts';
 import { FIRST_V2_VERSION, migrations } from './schema.ts';
+import { keystoreBefore } from './old-keystore.test-support.ts';
 import { SnapshotCache } from './snapshot-cache.ts';
 import type { SnapshotDoc } from '../format/snapshot.ts';
 
@@ -212,10 +213,7 @@ describe('keystore migration 7 (pack copies)', () => {
 describe('blob rows kept where their pack keeps them (migration 14)', () => {
   it('existing rows move over in pack order, keep their kinds and damage marks, and go with their pack', () => {
     const file = path.join(tempDir(), 'keystore.db');
-    const old = new Database(file);
-    const before = migrations.findIndex((m) => m.includes('CREATE TABLE blobs_v14'));
-    for (const m of migrations.slice(0, before)) old.exec(m);
-    old.pragma(`user_version = ${FIRST_V2_VERSION - 1 + before}`);
+    const old = keystoreBefore(file, 'CREATE TABLE blobs_v14');
     withTargets(old, 1);
     const ins = old.prepare(
       `INSERT INTO packs (id, kind, size, state, job_id, created_at) VALUES (?, ?, 5000, 'indexed', NULL, ?)`,

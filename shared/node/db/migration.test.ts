@@ -8,6 +8,7 @@ import { openDb } from './db.ts';
 import { JobTable } from './job-table.ts';
 import { PlanTable } from './plan-table.ts';
 import { FIRST_V2_VERSION, migrations } from './schema.ts';
+import { keystoreBefore } from './old-keystore.test-support.ts';
 
 describe('keystore migrations', () => {
   it('a keystore of the previous schema gains plans and job excludes, keeping its jobs', () => {
@@ -154,10 +155,7 @@ describe("a finished job's resume rows", () => {
 describe('keystore migration 14 (blob rows by place)', () => {
   it("gives back the old table's pages at once, whether or not a backup follows", () => {
     const file = path.join(tempDir(), 'keystore.db');
-    const old = new Database(file);
-    const before = migrations.findIndex((m) => m.includes('CREATE TABLE blobs_v14'));
-    for (const m of migrations.slice(0, before)) old.exec(m);
-    old.pragma(`user_version = ${FIRST_V2_VERSION - 1 + before}`);
+    const old = keystoreBefore(file, 'CREATE TABLE blobs_v14');
     old.exec(
       `INSERT INTO targets (id, name, config, created_at) VALUES (1, 't', '{"kind":"dir","path":"/x"}', 0)`,
     );
