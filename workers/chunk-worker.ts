@@ -20,6 +20,7 @@ import { readExactly, type ReadAfter } from './read-exactly.ts';
 import { PackWriter } from './pack-writer.ts';
 import { BufferPool, ReadBuffers, SlotPool } from './pools.ts';
 import { batchedPost, eachMessage, ownBytes } from '../shared/node/pipeline/message-batch.ts';
+import { fromWorkerCodec, toWorkerCodec } from '../shared/node/pipeline/wire-codec.ts';
 import { readSpooledInto, type SpooledBody } from '../shared/node/storage/put-body.ts';
 import type {
   BackupTask,
@@ -66,7 +67,7 @@ const storages = new Map<number, RetryingStorage>();
 const decisions = new Map<number, (upload: boolean) => void>();
 
 const now = () => performance.timeOrigin + performance.now();
-const post = batchedPost<FromWorker>((msgs) => port.postMessage(msgs));
+const post = batchedPost<FromWorker>((items, transfer) => port.postMessage(items, transfer), fromWorkerCodec);
 
 reportWire(post);
 
@@ -381,7 +382,7 @@ const DAMAGE = new Set(['truncated', 'bad-magic', 'auth-failed', 'bad-length', '
 
 const readEcRange = ecRangeReader((id) => storage(id).patience(FAILOVER_WINDOW_MS), sodium, shardKey);
 
-port.on('message', (data: ToWorker | ToWorker[]) => eachMessage(data, onMessage));
+port.on('message', (data: ToWorker | unknown[]) => eachMessage(data, onMessage, toWorkerCodec));
 
 function onMessage(m: ToWorker): void {
   if (m.t === 'backup') void backup(m.task);

@@ -6,6 +6,7 @@ import type { JobControl } from '../jobs/job-control.ts';
 import { PackSpool } from './pack-spool.ts';
 import { workerEntry } from './worker-bundle.ts';
 import { batchedPost, eachMessage } from './message-batch.ts';
+import { fromWorkerCodec, toWorkerCodec } from './wire-codec.ts';
 
 /**
  * A worker's data lives in Buffers outside the JS heap; its young generation only sees small, short-lived
@@ -100,7 +101,10 @@ export class WorkerPool {
         const slot: Slot = {
           worker,
           outstanding: 0,
-          send: batchedPost<ToWorker>((msgs) => worker.postMessage(msgs)),
+          send: batchedPost<ToWorker>(
+            (items, transfer) => worker.postMessage(items, transfer),
+            toWorkerCodec,
+          ),
         };
         pool.slots.push(slot);
         worker.on('error', (err) => pool.crash(err as Error));
@@ -173,7 +177,7 @@ export class WorkerPool {
       let settled = false;
       let flushing = false;
       let flushed = 0;
-      const listeners: [Worker, (data: FromWorker | FromWorker[]) => void][] = [];
+      const listeners: [Worker, (data: FromWorker | unknown[]) => void][] = [];
       const unwake = o.control?.onWake(() => feedAll());
       const finish = (err?: Error) => {
         if (settled) return;
@@ -246,10 +250,10 @@ export class WorkerPool {
             costs.delete(tid);
           } else sayQuiet();
         };
-        const listener = (data: FromWorker | FromWorker[]) => {
+        const listener = (data: FromWorker | unknown[]) => {
           if (settled) return;
           try {
-            eachMessage(data, one);
+            eachMessage(data, one, fromWorkerCodec);
             feed(slot);
           } catch (err) {
             finish(err as Error);
