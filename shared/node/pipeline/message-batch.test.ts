@@ -73,6 +73,29 @@ describe('messages between the coordinator and its workers', () => {
         ],
       },
       { t: 'pack-stored', packId: 'ef'.repeat(32), size: 5, blobs: [], timing, copies: [1], queued: [] },
+      {
+        t: 'restored',
+        tid: 9,
+        ok: ['04'.repeat(32), '05'.repeat(32)],
+        failed: [],
+        created: [1],
+        notCreated: [],
+        timing,
+        from: 3,
+        slow: { targetId: 2, ms: 1501.5 },
+        cached: true,
+      },
+      { t: 'restored', tid: 11, ok: [], failed: [], created: [], notCreated: [], timing },
+      // With a failure: rare, with messages, sent as an object.
+      {
+        t: 'restored',
+        tid: 12,
+        ok: [],
+        failed: [{ id: '06'.repeat(32), error: { message: 'auth failed', problem: 'auth-failed' } }],
+        created: [],
+        notCreated: [],
+        timing,
+      },
     ];
     const to: ToWorker[] = [
       // A path with a lone surrogate (a name that is not UTF-8) and one with an emoji.
@@ -81,6 +104,60 @@ describe('messages between the coordinator and its workers', () => {
       { t: 'flush' },
       { t: 'decide', tid: 7, upload: true },
       { t: 'decide', tid: 8, upload: false },
+      {
+        t: 'restore',
+        task: {
+          tid: 9,
+          targetId: 2,
+          packKey: 'data/ab/' + 'ab'.repeat(32),
+          failover: true,
+          hedge: { targetId: 3, afterMs: 1500 },
+          start: 100,
+          end: 4_194_403,
+          blobs: [
+            {
+              id: id(4),
+              kind: 'data',
+              offset: 100,
+              storedLength: 700,
+              plainLength: 1300,
+              writes: [
+                { fd: 31, position: 2 ** 33 },
+                { fd: 32, position: 0 },
+              ],
+            },
+            {
+              id: id(5),
+              kind: 'tree',
+              offset: 800,
+              storedLength: 70,
+              plainLength: 130,
+              writes: [],
+              create: {
+                temp: '/r/.cairn-tmp-\udc80',
+                final: '/r/été',
+                mode: 0o100644,
+                mtimeMs: 1.7e12 + 0.5,
+                fsync: true,
+              },
+            },
+          ],
+        },
+      },
+      // Erasure-coded: nested, rare, sent as an object.
+      {
+        t: 'restore',
+        task: {
+          tid: 10,
+          targetId: 1,
+          packKey: 'k',
+          start: 0,
+          end: 9,
+          blobs: [],
+          ec: { packId: 'ab'.repeat(32), k: 2, m: 1, packLength: 10, shards: [{ shard: 0, targetId: 1 }] },
+        },
+      },
+      { t: 'restore', task: { tid: 11, targetId: 1, packKey: 'k', start: 0, end: 9, blobs: [] } },
     ];
     const roundTrip = async <M>(msgs: M[], codec: typeof fromWorkerCodec | typeof toWorkerCodec) => {
       const { port1, port2 } = new MessageChannel();
@@ -94,12 +171,13 @@ describe('messages between the coordinator and its workers', () => {
       return { data, got };
     };
     const a = await roundTrip(from, fromWorkerCodec);
-    // pack-closed, [hashed, packed, packed], wire, [pack-stored, pack-stored]
+    // pack-closed, [hashed, packed, packed], wire, [pack-stored, pack-stored, restored, restored], restored
     expect(a.data.map((x) => (x instanceof ArrayBuffer ? 'bytes' : (x as FromWorker).t))).toEqual([
       'pack-closed',
       'bytes',
       'wire',
       'bytes',
+      'restored',
     ]);
     expect(plain(a.got)).toEqual(plain(from));
     expect(
@@ -112,8 +190,10 @@ describe('messages between the coordinator and its workers', () => {
       'bytes',
       'flush',
       'bytes',
+      'restore',
+      'bytes',
     ]);
-    expect(b.got).toEqual(to);
+    expect(plain(b.got)).toEqual(plain(to));
   });
 
   it('send a message the codec cannot write (an id of another length) as an object', () => {

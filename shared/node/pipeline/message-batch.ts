@@ -1,4 +1,4 @@
-import { WireReader, WireWriter, type MessageCodec } from './wire-codec.ts';
+import { WireReader, WireWriter, type MessageCodec } from './wire-records.ts';
 
 /**
  * Messages between the coordinator and its workers go in batches: one `postMessage` per turn of the

@@ -1,144 +1,34 @@
-import type { ChunkTiming, StageName } from '../../stats.ts';
 import type { FromWorker, PackedBlob, ToWorker } from './worker-protocol.ts';
-
-/**
- * A backup's per-chunk messages cross the thread boundary as bytes: records written into one
- * ArrayBuffer per batch, transferred, not cloned. Structured clone rebuilds every object on the other
- * thread; measured here, a batch of 64 `packed` messages cost 6.5 µs of CPU a message (both threads),
- * the same records as bytes 0.35 µs. A backup of small files sends four such messages a file and one
- * blob entry a file in `pack-stored`: at a million files that was ~25 CPU-seconds, most of them on the
- * coordinator, the backup's bottleneck. Other messages (rare, or restores') still go as objects.
- *
- * Ids in a decoded message are views of the batch: a receiver copies what it keeps.
- */
-export interface MessageCodec<M> {
-  /** The record's length in bytes, or -1: the message goes as an object. */
-  size(m: M): number;
-  write(m: M, w: WireWriter): void;
-  read(r: WireReader): M;
-}
-
-export class WireWriter {
-  readonly buffer: ArrayBuffer;
-  private readonly bytes: Buffer;
-  private readonly view: DataView;
-  private at = 0;
-
-  constructor(length: number) {
-    this.buffer = new ArrayBuffer(length);
-    this.bytes = Buffer.from(this.buffer);
-    this.view = new DataView(this.buffer);
-  }
-  u8(n: number): void {
-    this.view.setUint8(this.at++, n);
-  }
-  u32(n: number): void {
-    this.view.setUint32(this.at, n, true);
-    this.at += 4;
-  }
-  i32(n: number): void {
-    this.view.setInt32(this.at, n, true);
-    this.at += 4;
-  }
-  f64(n: number): void {
-    this.view.setFloat64(this.at, n, true);
-    this.at += 8;
-  }
-  id(id: Uint8Array): void {
-    if (id.length !== 32) throw new Error(`a blob id is 32 bytes, not ${id.length}`);
-    this.bytes.set(id, this.at);
-    this.at += 32;
-  }
-  /** A pack id: 64 hex digits (see `isPackId`). */
-  hexId(hex: string): void {
-    this.at += this.bytes.write(hex, this.at, 32, 'hex');
-  }
-  /** UTF-16 code units, so any JS string (a path with a lone surrogate too) comes back unchanged. */
-  str(s: string): void {
-    this.u32(s.length);
-    this.at += this.bytes.write(s, this.at, s.length * 2, 'utf16le');
-  }
-}
-
-export class WireReader {
-  private readonly bytes: Buffer;
-  private readonly view: DataView;
-  private at = 0;
-
-  constructor(buffer: ArrayBuffer) {
-    this.bytes = Buffer.from(buffer);
-    this.view = new DataView(buffer);
-  }
-  get done(): boolean {
-    return this.at >= this.bytes.length;
-  }
-  u8(): number {
-    return this.view.getUint8(this.at++);
-  }
-  u32(): number {
-    this.at += 4;
-    return this.view.getUint32(this.at - 4, true);
-  }
-  i32(): number {
-    this.at += 4;
-    return this.view.getInt32(this.at - 4, true);
-  }
-  f64(): number {
-    this.at += 8;
-    return this.view.getFloat64(this.at - 8, true);
-  }
-  id(): Buffer {
-    this.at += 32;
-    return this.bytes.subarray(this.at - 32, this.at);
-  }
-  hexId(): string {
-    this.at += 32;
-    return this.bytes.toString('hex', this.at - 32, this.at);
-  }
-  str(): string {
-    const n = this.u32() * 2;
-    this.at += n;
-    return this.bytes.toString('utf16le', this.at - n, this.at);
-  }
-}
-
-const isPackId = (s: string) => s.length === 64 && /^[0-9a-f]+$/.test(s);
-
-const STAGES: StageName[] = ['read', 'hash', 'seal', 'transfer', 'open', 'write'];
-const TIMING_BYTES = 4 + 4 * 8 + STAGES.length * 8;
-
-function writeTiming(t: ChunkTiming, w: WireWriter): void {
-  w.i32(t.slot);
-  w.f64(t.bytes);
-  w.f64(t.wireBytes);
-  w.f64(t.xferStart);
-  w.f64(t.xferEnd);
-  for (const s of STAGES) w.f64(t.stages[s] ?? NaN);
-}
-
-function readTiming(r: WireReader): ChunkTiming {
-  const t: ChunkTiming = {
-    slot: r.i32(),
-    bytes: r.f64(),
-    wireBytes: r.f64(),
-    xferStart: r.f64(),
-    xferEnd: r.f64(),
-    stages: {},
-  };
-  for (const s of STAGES) {
-    const ms = r.f64();
-    if (!Number.isNaN(ms)) t.stages[s] = ms;
-  }
-  return t;
-}
+import {
+  isHexId,
+  readTiming,
+  TIMING_BYTES,
+  writeTiming,
+  type MessageCodec,
+  type WireReader,
+  type WireWriter,
+} from './wire-records.ts';
+import {
+  readRestore,
+  readRestored,
+  restoredSize,
+  restoreSize,
+  writeRestore,
+  writeRestored,
+} from './wire-restore.ts';
 
 const BACKUP = 1;
 const DECIDE = 2;
+const RESTORE = 3;
 
 export const toWorkerCodec: MessageCodec<ToWorker> = {
   size(m) {
     if (m.t === 'backup') return 1 + 4 + 8 + 8 + 1 + 4 + m.task.path.length * 2;
     if (m.t === 'decide') return 1 + 4 + 1;
+    if (m.t === 'restore') {
+      const n = restoreSize(m.task);
+      return n < 0 ? n : 1 + n;
+    }
     return -1;
   },
   write(m, w) {
@@ -154,11 +44,15 @@ export const toWorkerCodec: MessageCodec<ToWorker> = {
       w.u8(DECIDE);
       w.u32(m.tid);
       w.u8(m.upload ? 1 : 0);
+    } else if (m.t === 'restore') {
+      w.u8(RESTORE);
+      writeRestore(m.task, w);
     }
   },
   read(r) {
     const tag = r.u8();
     if (tag === DECIDE) return { t: 'decide', tid: r.u32(), upload: r.u8() === 1 };
+    if (tag === RESTORE) return readRestore(r);
     if (tag !== BACKUP) throw new Error(`unknown message record ${tag} to a worker`);
     const tid = r.u32();
     const offset = r.f64();
@@ -175,10 +69,12 @@ export const toWorkerCodec: MessageCodec<ToWorker> = {
 const HASHED = 1;
 const PACKED = 2;
 const PACK_STORED = 3;
+const RESTORED = 4;
+
 const BLOB_BYTES = 1 + 32 + 4 + 4 + 4;
 
 function packStoredSize(m: Extract<FromWorker, { t: 'pack-stored' }>): number {
-  if (!isPackId(m.packId)) return -1;
+  if (!isHexId(m.packId)) return -1;
   let n = 1 + 32 + 8 + TIMING_BYTES + 4 + m.copies.length * 4 + 1 + 4 + 1 + 8 + 4 + 4;
   if (m.shards) n += m.shards.length * 4;
   for (const q of m.queued) n += 4 + 1 + 4 + 4 + q.message.length * 2;
@@ -256,10 +152,14 @@ export const fromWorkerCodec: MessageCodec<FromWorker> = {
   size(m) {
     if (m.t === 'hashed') return 1 + 4 + 32;
     if (m.t === 'packed') {
-      if (m.packId !== null && !isPackId(m.packId)) return -1;
+      if (m.packId !== null && !isHexId(m.packId)) return -1;
       return 1 + 4 + 32 + 1 + (m.packId === null ? 0 : 32) + TIMING_BYTES + 1 + (m.after ? 16 : 0);
     }
     if (m.t === 'pack-stored') return packStoredSize(m);
+    if (m.t === 'restored') {
+      const n = restoredSize(m);
+      return n < 0 ? n : 1 + n;
+    }
     return -1;
   },
   write(m, w) {
@@ -280,11 +180,16 @@ export const fromWorkerCodec: MessageCodec<FromWorker> = {
         w.f64(m.after.mtimeMs);
       }
     } else if (m.t === 'pack-stored') writePackStored(m, w);
+    else if (m.t === 'restored') {
+      w.u8(RESTORED);
+      writeRestored(m, w);
+    }
   },
   read(r) {
     const tag = r.u8();
     if (tag === HASHED) return { t: 'hashed', tid: r.u32(), id: r.id() };
     if (tag === PACK_STORED) return readPackStored(r);
+    if (tag === RESTORED) return readRestored(r);
     if (tag !== PACKED) throw new Error(`unknown message record ${tag} from a worker`);
     const tid = r.u32();
     const id = r.id();
