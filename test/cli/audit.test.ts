@@ -171,18 +171,20 @@ describe('the bucket wins over the keystore', () => {
     const src = path.join(tempDir(), 's');
     for (let i = 0; i < 3000; i++) fs.mkdirSync(path.join(src, `d${i % 30}`), { recursive: true });
     for (let i = 0; i < 3000; i++) fs.writeFileSync(path.join(src, `d${i % 30}`, `f${i}.txt`), `file ${i}\n`);
-    const hot = path.join(src, 'd29', 'zz-hot.txt');
-    fs.writeFileSync(hot, 'version 0000\n');
+    // Several files, so that under load (a writer's tick delayed, a second read landing between two
+    // writes, which is then stored without a warning, correctly) at least one is caught changing twice.
+    const hot = Array.from({ length: 8 }, (_, k) => path.join(src, 'd29', `zz-hot-${k}.txt`));
+    for (const h of hot) fs.writeFileSync(h, 'version 0000\n');
     let n = 0;
-    const writer = setInterval(
-      () => fs.writeFileSync(hot, `version ${String(++n % 10000).padStart(4, '0')}\n`),
-      1,
-    );
+    const writer = setInterval(() => {
+      n++;
+      for (const h of hot) fs.writeFileSync(h, `version ${String(n % 10000).padStart(4, '0')}\n`);
+    }, 1);
     try {
       const r = await runCli(['--json', 'backup', src], cli);
       expect(r.code).toBe(0);
       const { warnings } = JSON.parse(r.stdout) as { warnings: string[] };
-      expect(warnings.join('\n')).toMatch(/zz-hot\.txt changed while it was being read/);
+      expect(warnings.join('\n')).toMatch(/zz-hot-\d\.txt changed while it was being read/);
     } finally {
       clearInterval(writer);
     }
