@@ -186,9 +186,10 @@ describe('messages between the coordinator and its workers', () => {
     expect(plain(b.got)).toEqual(plain(to));
   });
 
-  it('send a message the codec cannot write (a pack id that is not 64 hex digits) as an object', () => {
+  it('send a message the codec cannot write (a pack id that is not 64 hex digits, an id that is not 32 bytes) as an object', () => {
     const odd: FromWorker = { t: 'packed', tid: 1, id: id(1), packId: 'not hex', timing };
-    const { items } = encodeBatch([odd], fromWorkerCodec);
-    expect(items).toEqual([odd]);
+    const short: FromWorker = { t: 'hashed', tid: 2, id: new Uint8Array(31) };
+    const { items } = encodeBatch([odd, short], fromWorkerCodec);
+    expect(items).toEqual([odd, short]);
   });
 });

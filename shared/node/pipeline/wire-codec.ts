@@ -78,6 +78,8 @@ function packStoredSize(m: Extract<FromWorker, { t: 'pack-stored' }>): number {
   let n = 1 + 32 + 8 + TIMING_BYTES + 4 + m.copies.length * 4 + 1 + 4 + 1 + 8 + 4 + 4;
   if (m.shards) n += m.shards.length * 4;
   for (const q of m.queued) n += 4 + 1 + 4 + 4 + q.message.length * 2;
+  // An id of another length (never made here) goes as an object rather than fail the batch.
+  if (m.blobs.some((b) => b.id.length !== 32)) return -1;
   return n + m.blobs.length * BLOB_BYTES;
 }
 
@@ -150,9 +152,9 @@ function readPackStored(r: WireReader): FromWorker {
 
 export const fromWorkerCodec: MessageCodec<FromWorker> = {
   size(m) {
-    if (m.t === 'hashed') return 1 + 4 + 32;
+    if (m.t === 'hashed') return m.id.length === 32 ? 1 + 4 + 32 : -1;
     if (m.t === 'packed') {
-      if (m.packId !== null && !isHexId(m.packId)) return -1;
+      if (m.id.length !== 32 || (m.packId !== null && !isHexId(m.packId))) return -1;
       return 1 + 4 + 32 + 1 + (m.packId === null ? 0 : 32) + TIMING_BYTES + 1 + (m.after ? 16 : 0);
     }
     if (m.t === 'pack-stored') return packStoredSize(m);

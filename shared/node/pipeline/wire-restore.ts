@@ -18,6 +18,7 @@ export function restoreSize(t: RestoreTask): number {
   if (t.ec) return -1;
   let n = 4 + 4 + 4 + t.packKey.length * 2 + 1 + 4 + 8 + 8 + 8 + 4;
   for (const b of t.blobs) {
+    if (b.id.length !== 32) return -1;
     n += 32 + 1 + 4 + 4 + 4 + 4 + b.writes.length * WRITE_BYTES + 1;
     if (b.create) n += 8 + (b.create.temp.length + b.create.final.length) * 2 + 4 + 8 + 1;
   }
