@@ -75,7 +75,7 @@ const BLOB_BYTES = 1 + 32 + 4 + 4 + 4;
 
 function packStoredSize(m: Extract<FromWorker, { t: 'pack-stored' }>): number {
   if (!isHexId(m.packId)) return -1;
-  let n = 1 + 32 + 8 + TIMING_BYTES + 4 + m.copies.length * 4 + 1 + 4 + 1 + 8 + 4 + 4;
+  let n = 32 + 8 + TIMING_BYTES + 4 + m.copies.length * 4 + 1 + 4 + 1 + 8 + 4 + 4;
   if (m.shards) n += m.shards.length * 4;
   for (const q of m.queued) n += 4 + 1 + 4 + 4 + q.message.length * 2;
   // An id of another length (never made here) goes as an object rather than fail the batch.
@@ -84,7 +84,6 @@ function packStoredSize(m: Extract<FromWorker, { t: 'pack-stored' }>): number {
 }
 
 function writePackStored(m: Extract<FromWorker, { t: 'pack-stored' }>, w: WireWriter): void {
-  w.u8(PACK_STORED);
   w.hexId(m.packId);
   w.f64(m.size);
   writeTiming(m.timing, w);
@@ -157,12 +156,9 @@ export const fromWorkerCodec: MessageCodec<FromWorker> = {
       if (m.id.length !== 32 || (m.packId !== null && !isHexId(m.packId))) return -1;
       return 1 + 4 + 32 + 1 + (m.packId === null ? 0 : 32) + TIMING_BYTES + 1 + (m.after ? 16 : 0);
     }
-    if (m.t === 'pack-stored') return packStoredSize(m);
-    if (m.t === 'restored') {
-      const n = restoredSize(m);
-      return n < 0 ? n : 1 + n;
-    }
-    return -1;
+    // Each record's tag is one byte before it.
+    const n = m.t === 'pack-stored' ? packStoredSize(m) : m.t === 'restored' ? restoredSize(m) : -1;
+    return n < 0 ? n : 1 + n;
   },
   write(m, w) {
     if (m.t === 'hashed') {
@@ -181,8 +177,10 @@ export const fromWorkerCodec: MessageCodec<FromWorker> = {
         w.f64(m.after.size);
         w.f64(m.after.mtimeMs);
       }
-    } else if (m.t === 'pack-stored') writePackStored(m, w);
-    else if (m.t === 'restored') {
+    } else if (m.t === 'pack-stored') {
+      w.u8(PACK_STORED);
+      writePackStored(m, w);
+    } else if (m.t === 'restored') {
       w.u8(RESTORED);
       writeRestored(m, w);
     }
