@@ -14,6 +14,7 @@ import type { TargetRow } from '../db/local-db.ts';
 import type { TransferSummary } from '../jobs/stats-collector.ts';
 import { resolveSources, unreadableError, walkForBackup, type WalkHooks } from './walk.ts';
 import { listSource, ReadQueue } from './read-queue.ts';
+import { proveReadable } from './prove-walk.ts';
 
 import { completeCopies } from '../repository/copy-completion.ts';
 import { poolStatus } from '../pool/pool-status.ts';
@@ -24,7 +25,7 @@ import { stepTimer } from '../debug-timing.ts';
 
 /**
  * A walk holds at most this many files to read (~470 bytes each with their folders); a backup with more
- * walks twice: once to prove every source readable, once streaming, with QUEUE_FILES in hand.
+ * proves every source readable (prove-walk.ts), then walks again streaming, with QUEUE_FILES in hand.
  * CAIRN_WALK_HOLD_FILES sets another limit (tests and benchmarks of the second way).
  */
 const HOLD_FILES = Number(process.env.CAIRN_WALK_HOLD_FILES) || 50_000;
@@ -187,8 +188,14 @@ async function backupJob(
     chunkSize: settings.chunkSize,
   };
   let walk = await walkForBackup(sources, { ...hooks, holdMax: HOLD_FILES });
+  // More files to read than a walk holds: that walk stopped; every source is proven readable and counted
+  // before anything is written, then walked again while it is stored.
+  const proof = walk.overflow
+    ? proveReadable(sources, { exclude: hooks.exclude, chunkSize: settings.chunkSize })
+    : null;
   timed('walk');
-  if (walk.unreadable.length) throw unreadableError(walk.unreadable);
+  const unreadable = proof?.unreadable ?? walk.unreadable;
+  if (unreadable.length) throw unreadableError(unreadable);
   stopIfCancelled();
   job.begin?.();
   listener.uploadCap?.(
@@ -201,32 +208,39 @@ async function backupJob(
   );
   ks.markListed(target.id, lost.listedAt);
   trees.start();
-  const warnings: string[] = walk.skipped.map((s) => `Skipped ${s}.`);
+  const warnings: string[] = (proof?.skipped ?? walk.skipped).map((s) => `Skipped ${s}.`);
   if (lost.missing > 0)
     warnings.push(
       `${lost.missing} pack${lost.missing === 1 ? ' is' : 's are'} missing from target "${target.name}"; their blobs are stored again where the files still exist.`,
     );
   for (const w of warnings) listener.notice?.(w);
-  const filesTotal = walk.files.new + walk.files.changed + walk.files.unchanged;
-  let filesDone = filesTotal - walk.toRead.files; // matched without reading
+  // The proof counts every file as one to read; the walk that stores takes out those it matches.
+  const filesTotal = proof ? proof.files : walk.files.new + walk.files.changed + walk.files.unchanged;
+  let filesDone = proof ? 0 : filesTotal - walk.toRead.files; // matched without reading
   listener.files?.(filesDone, filesTotal);
 
-  // More files to read than a walk holds: they are proven readable, and the sources are walked again
-  // while they are stored, the walk handing over each file to read as it finds it.
-  const queue = walk.overflow ? new ReadQueue(QUEUE_FILES) : null;
+  // The sources are walked again while they are stored, the walk handing over each file to read as it
+  // finds it.
+  const queue = proof ? new ReadQueue(QUEUE_FILES) : null;
   const walking =
     queue &&
-    walkForBackup(sources, { ...hooks, proven: true, toRead: (f) => queue.push(f) }).finally(() =>
-      queue.end(),
-    );
+    walkForBackup(sources, {
+      ...hooks,
+      proven: true,
+      toRead: (f) => queue.push(f),
+      matched: (size, earlier) => {
+        queue.matched(size, settings.chunkSize ? Math.ceil(size / settings.chunkSize) : 0, earlier);
+        listener.files?.(++filesDone, filesTotal);
+      },
+    }).finally(() => queue.end());
   walking?.catch(() => undefined); // awaited below; storing may throw first
   const stored = await storeFiles(repo, {
     target,
     jobId,
     settings,
     reads: queue ?? listSource(walk.reads),
-    toRead: walk.toRead,
-    alreadyDone: walk.resumed,
+    toRead: proof ?? walk.toRead,
+    ...(proof ? {} : { alreadyDone: walk.resumed }),
     seal,
     control: job.control,
     clock: job.clock,

@@ -109,6 +109,10 @@ class StoreRun {
       this.stats.adjustTotals(o.alreadyDone.bytes, o.alreadyDone.blobs);
       this.stats.addAlreadyDone(o.alreadyDone.bytes, o.alreadyDone.blobs);
     }
+    // A streamed walk's totals count every file; one it matches is done (an earlier run's) or not to do.
+    o.reads.onMatched?.((bytes, chunks, earlier) =>
+      earlier ? this.stats.addAlreadyDone(bytes, chunks) : this.stats.adjustTotals(-bytes, -chunks),
+    );
     this.stats.startTicking();
   }
 

@@ -12,7 +12,14 @@ export interface ReadSource {
   onMore(fn: () => void): void;
   /** The backup takes no more files. */
   close?(): void;
+  /**
+   * Calls `fn` with what the walk matched without reading (all of it so far, then as it comes): bytes and
+   * chunks counted among the files to read that are not read; `earlier`: an interrupted run stored them.
+   */
+  onMatched?(fn: Matched): void;
 }
+
+export type Matched = (bytes: number, chunks: number, earlier: boolean) => void;
 
 /** The files of a walk that held them all. */
 export function listSource(reads: FileToRead[]): ReadSource {
@@ -37,6 +44,8 @@ export class ReadQueue implements ReadSource {
   private closed = false;
   private wake: () => void = () => undefined;
   private room: (() => void) | null = null;
+  private tell: Matched | null = null;
+  private readonly untold = { bytes: [0, 0], chunks: [0, 0] };
 
   constructor(private readonly max: number) {}
 
@@ -68,6 +77,20 @@ export class ReadQueue implements ReadSource {
 
   onMore(fn: () => void): void {
     this.wake = fn;
+  }
+
+  /** The walk matched a file without reading it. */
+  matched(bytes: number, chunks: number, earlier: boolean): void {
+    if (this.tell) return this.tell(bytes, chunks, earlier);
+    this.untold.bytes[+earlier]! += bytes;
+    this.untold.chunks[+earlier]! += chunks;
+  }
+
+  onMatched(fn: Matched): void {
+    this.tell = fn;
+    for (const earlier of [false, true])
+      if (this.untold.bytes[+earlier] || this.untold.chunks[+earlier])
+        fn(this.untold.bytes[+earlier]!, this.untold.chunks[+earlier]!, earlier);
   }
 
   /** The walk is done. */
