@@ -105,10 +105,26 @@ export class KnownIds {
     this.filter = filter;
   }
 
-  /** Rows this connection inserted. */
-  added(ids: Iterable<Uint8Array>): void {
+  /**
+   * Inside a write transaction, once it holds the write lock (no other connection can commit): whether
+   * the filter knows every row. `certainlyNot` is then exact until the transaction ends.
+   */
+  currentWhileWriting(): boolean {
+    if (!this.filter) return false;
+    if (this.dataVersion.get() === this.version) return true;
+    this.drop();
+    return false;
+  }
+
+  /** After `currentWhileWriting` said yes, in the same transaction: the id has no row. */
+  certainlyNot(id: Uint8Array): boolean {
+    return this.filter !== null && !this.filter.mayHave(id);
+  }
+
+  /** A row this connection inserted (a transaction rolled back leaves only a false "maybe"). */
+  added(id: Uint8Array): void {
     if (!this.filter) return;
-    for (const id of ids) this.filter.add(id);
+    this.filter.add(id);
     if (this.filter.full) this.drop();
   }
 

@@ -309,6 +309,41 @@ describe('blob rows kept where their pack keeps them (migration 14)', () => {
     }
   });
 
+  it('a pack recorded with the filter built never gives a blob a second row, even one another process just added', () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const db = openDb(file, { create: true });
+    withTargets(db, 1);
+    const index = new IndexCache(db);
+    const other = new IndexCache(openDb(file, { create: false }));
+    const rowsOf = (x: Buffer) => db.prepare('SELECT count(*) FROM blobs WHERE id = ?').pluck().get(x);
+    try {
+      const stored = Array.from({ length: 2000 }, () => randomBytes(32));
+      index.addPack(
+        { ...pack(0, [1]), id: randomBytes(32) },
+        stored.map((id, i) => ({ ...blob(0, i * 60), id })),
+      );
+      for (let i = 0; i < 2000; i++) expect(index.has(randomBytes(32))).toBe(false); // the filter is built
+      // Another process records a blob, and this one, within the filter's 100 ms, a pack that holds it too
+      // (two backups of one file) and a blob it already has: each keeps one row.
+      const theirs = randomBytes(32);
+      other.addPack({ ...pack(0, [1]), id: randomBytes(32) }, [{ ...blob(0), id: theirs }]);
+      const fresh = randomBytes(32);
+      index.addPacks([
+        { pack: { ...pack(0, [1]), id: randomBytes(32) }, blobs: [{ ...blob(0), id: theirs }] },
+        {
+          pack: { ...pack(0, [1]), id: randomBytes(32) },
+          blobs: [{ ...blob(0), id: stored[7]! }, { ...blob(0, 60), id: fresh }],
+        },
+        // One list may name a blob twice (two index files describe it): the second finds the first's row.
+        { pack: { ...pack(0, [1]), id: randomBytes(32) }, blobs: [{ ...blob(0), id: fresh }] },
+      ]);
+      expect([rowsOf(theirs), rowsOf(stored[7]!), rowsOf(fresh)]).toEqual([1, 1, 1]);
+      expect(index.has(fresh)).toBe(true);
+    } finally {
+      db.close();
+    }
+  });
+
   it('a blob costs the keystore under 90 bytes (it was 176: two 32-byte ids in two random-order B-trees)', () => {
     const { db, index } = fresh();
     try {

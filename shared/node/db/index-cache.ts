@@ -189,6 +189,7 @@ export class IndexCache extends PackQueries {
   addPacks(list: { pack: NewPack; blobs: readonly PackEntry[] }[]): void {
     const now = Date.now();
     this.db.transaction(() => {
+      let filtered: boolean | undefined;
       for (const { pack: p, blobs } of list) {
         if (blobs.length > PACK_SPAN)
           throw new Error(
@@ -204,23 +205,27 @@ export class IndexCache extends PackQueries {
           p.ec?.k ?? null,
           p.ec?.m ?? null,
         ) as number;
+        filtered ??= this.known.currentWhileWriting(); // the pack's row took the write lock
         p.copies.forEach((t, i) => this.insertCopy.run(p.id, t, p.shards?.[i] ?? null));
-        blobs.forEach((b, rank) => this.addBlob(num * PACK_SPAN + rank, b));
+        blobs.forEach((b, rank) => this.addBlob(num * PACK_SPAN + rank, b, filtered!));
       }
     })();
-    for (const { pack: p, blobs } of list) {
-      this.known.added(blobs.map((b) => b.id));
+    for (const { pack: p, blobs } of list)
       if (p.state === 'stored') this.unindexedBlobs.set(p.id.toString('hex'), encodeIndexEntries(blobs));
-    }
     this.invalidate();
   }
 
-  private addBlob(pos: number, b: PackEntry): void {
+  /** `filtered`: the id filter knows every row (a new blob's row is then inserted without a lookup). */
+  private addBlob(pos: number, b: PackEntry, filtered: boolean): void {
     const kind = kindCode(b.kind);
-    const was = this.findBlob.get({ id: b.id }) as number | undefined;
+    const was =
+      filtered && this.known.certainlyNot(b.id)
+        ? undefined
+        : (this.findBlob.get({ id: b.id }) as number | undefined);
     if (was === undefined) this.insertBlob.run(pos, b.id, kind, b.offset, b.storedLength, b.plainLength);
     else if (was !== pos && this.rowStays.get(was) !== 1)
       this.moveBlob.run(pos, kind, b.offset, b.storedLength, b.plainLength, was);
+    this.known.added(b.id);
   }
 
   /** The blobs of a pack this process stored and no index file describes yet, in an index file's layout. */
