@@ -177,10 +177,7 @@ async function backupJob(
   const hooks: WalkHooks = {
     parentRoot: parent?.doc.tree ?? null,
     loadTree: async (id) => decodeTree(await repo.loadTree(id), `tree ${id}`),
-    resumed: (rel) => {
-      const r = resumed.get(rel);
-      return r && { ...r, content: r.content.map((b) => b.toString('hex')) };
-    },
+    resumed: (rel) => resumed.get(rel),
     stored: (content, fromParent) =>
       (fromParent && parentKept) || content.every((h) => ks.index.has(Buffer.from(h, 'hex'))),
     seal,

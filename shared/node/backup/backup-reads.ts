@@ -326,7 +326,7 @@ class StoreRun {
       mtimeMs: node.mtimeMs,
       ctimeMs: node.ctimeMs,
       inode: node.inode,
-      content: f.ids.map((h) => Buffer.from(h, 'hex')),
+      content: f.ids,
     });
     // Each commit waits for the disk (synchronous=FULL): every 256 files it was 4,000 waits a million files.
     if (this.finished.length >= 4096) this.flushFinished();

@@ -332,7 +332,10 @@ describe('blob rows kept where their pack keeps them (migration 14)', () => {
         { pack: { ...pack(0, [1]), id: randomBytes(32) }, blobs: [{ ...blob(0), id: theirs }] },
         {
           pack: { ...pack(0, [1]), id: randomBytes(32) },
-          blobs: [{ ...blob(0), id: stored[7]! }, { ...blob(0, 60), id: fresh }],
+          blobs: [
+            { ...blob(0), id: stored[7]! },
+            { ...blob(0, 60), id: fresh },
+          ],
         },
         // One list may name a blob twice (two index files describe it): the second finds the first's row.
         { pack: { ...pack(0, [1]), id: randomBytes(32) }, blobs: [{ ...blob(0), id: fresh }] },

@@ -29,8 +29,12 @@ export interface JobFile {
   mtimeMs: number;
   ctimeMs: number;
   inode: number;
-  content: Buffer[];
+  /** Its data blob ids in hex, in order. */
+  content: string[];
 }
+
+/** A file of a `job_file_batches` row (schema.ts): path, size, mtimeMs, ctimeMs, inode, ids joined. */
+type BatchedFile = [string, number, number, number, number, string];
 
 /** Backup jobs and their resume state (files whose every blob is in a stored pack). */
 export class JobTable {
@@ -93,7 +97,7 @@ export class JobTable {
              blob_deletions = (SELECT n FROM blob_deletions) WHERE id = ?`,
         )
         .run(snapshotId, Date.now(), id);
-      this.db.prepare('DELETE FROM job_files WHERE job_id = ?').run(id);
+      this.db.prepare('DELETE FROM job_file_batches WHERE job_id = ?').run(id);
     })();
     reclaimFreePages(this.db);
   }
@@ -133,7 +137,8 @@ export class JobTable {
 
   /**
    * What a stopped job has stored so far: the chunks in the data packs it uploaded (reused when it
-   * resumes, whether or not their files were complete), and the files whose every chunk is stored.
+   * resumes, whether or not their files were complete), and the files whose every chunk is stored (a
+   * file stored again by a later run, changed meanwhile, counts twice: the batches are not read for it).
    */
   stored(id: string): { files: number; bytes: number; chunks: number } {
     const c = this.db
@@ -142,9 +147,9 @@ export class JobTable {
          FROM packs p JOIN blobs b ON b.pos BETWEEN ${rowsOfPack('p.num')} WHERE p.job_id = ? AND p.kind = 'data'`,
       )
       .get(id) as { chunks: number; bytes: number };
-    const f = this.db.prepare('SELECT COUNT(*) AS files FROM job_files WHERE job_id = ?').get(id) as {
-      files: number;
-    };
+    const f = this.db
+      .prepare('SELECT COALESCE(SUM(count), 0) AS files FROM job_file_batches WHERE job_id = ?')
+      .get(id) as { files: number };
     return { files: f.files, bytes: c.bytes, chunks: c.chunks };
   }
 
@@ -173,38 +178,33 @@ export class JobTable {
       .run(JSON.stringify(stats), Date.now(), id);
   }
 
+  /** Records files the job has fully stored, as one row (a file recorded again: the later row wins). */
   recordFiles(jobId: string, files: readonly JobFile[]): void {
-    const st = this.db.prepare(
-      `INSERT OR REPLACE INTO job_files (job_id, path, size, mtime_ms, ctime_ms, inode, content) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-    );
-    this.db.transaction(() => {
-      for (const f of files)
-        st.run(jobId, f.path, f.size, f.mtimeMs, f.ctimeMs, f.inode, Buffer.concat(f.content));
-    })();
+    const batch = files.map((f): BatchedFile => [
+      f.path,
+      f.size,
+      f.mtimeMs,
+      f.ctimeMs,
+      f.inode,
+      f.content.join(''),
+    ]);
+    this.db
+      .prepare('INSERT INTO job_file_batches (job_id, count, files) VALUES (?, ?, ?)')
+      .run(jobId, batch.length, JSON.stringify(batch));
   }
 
   files(jobId: string): Map<string, JobFile> {
-    const rows = this.db.prepare('SELECT * FROM job_files WHERE job_id = ?').all(jobId) as {
-      path: string;
-      size: number;
-      mtime_ms: number;
-      ctime_ms: number;
-      inode: number;
-      content: Buffer;
-    }[];
+    const rows = this.db
+      .prepare('SELECT files FROM job_file_batches WHERE job_id = ? ORDER BY rowid')
+      .pluck()
+      .all(jobId) as string[];
     const out = new Map<string, JobFile>();
-    for (const r of rows) {
-      const content: Buffer[] = [];
-      for (let i = 0; i < r.content.length; i += 32) content.push(r.content.subarray(i, i + 32));
-      out.set(r.path, {
-        path: r.path,
-        size: r.size,
-        mtimeMs: r.mtime_ms,
-        ctimeMs: r.ctime_ms,
-        inode: r.inode,
-        content,
-      });
-    }
+    for (const row of rows)
+      for (const [path, size, mtimeMs, ctimeMs, inode, ids] of JSON.parse(row) as BatchedFile[]) {
+        const content: string[] = [];
+        for (let i = 0; i < ids.length; i += 64) content.push(ids.slice(i, i + 64));
+        out.set(path, { path, size, mtimeMs, ctimeMs, inode, content });
+      }
     return out;
   }
 }

@@ -108,7 +108,7 @@ describe("a finished job's resume rows", () => {
       mtimeMs: 1,
       ctimeMs: 1,
       inode: i,
-      content: [randomBytes(32)],
+      content: [randomBytes(32).toString('hex')],
     }));
   const finishJob = (db: ReturnType<typeof openDb>) => {
     db.exec(
@@ -177,6 +177,61 @@ describe('keystore migration 14 (blob rows by place)', () => {
       expect(db.prepare('SELECT count(*) AS n FROM blobs').get()).toEqual({ n: 20_000 });
       expect(db.pragma('auto_vacuum', { simple: true })).toBe(2);
       expect(db.pragma('freelist_count', { simple: true })).toBeLessThan(256);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe('keystore migration 15 (resume rows in batches)', () => {
+  it("keeps an interrupted job's stored files, each as it was, and counts them", () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    const old = keystoreBefore(file, 'CREATE TABLE job_file_batches');
+    old.exec(
+      `INSERT INTO targets (id, name, config, created_at) VALUES (1, 't', '{"kind":"dir","path":"/x"}', 0);
+       INSERT INTO jobs (id, kind, target_id, state, sources, settings, created_at, updated_at)
+         VALUES ('job1', 'backup', 1, 'running', '["/a"]', '{}', 0, 0), ('job2', 'backup', 1, 'failed', '["/b"]', '{}', 0, 0)`,
+    );
+    const ids = [randomBytes(32), randomBytes(32)];
+    const row = old.prepare(
+      `INSERT INTO job_files (job_id, path, size, mtime_ms, ctime_ms, inode, content) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    row.run(
+      'job1',
+      'a/b/big.bin',
+      3_000_000,
+      1764322335123 + 0.4567,
+      1764322335999 + 0.0001,
+      2 ** 40 + 3,
+      Buffer.concat(ids),
+    );
+    row.run('job1', 'a/empty', 0, 5, 6, 7, Buffer.alloc(0));
+    row.run('job2', 'b/one', 10, 1, 2, 3, ids[1]);
+    old.close();
+    const db = openDb(file, { create: false });
+    try {
+      const jobs = new JobTable(db);
+      expect([...jobs.files('job1').values()]).toEqual([
+        {
+          path: 'a/b/big.bin',
+          size: 3_000_000,
+          mtimeMs: 1764322335123 + 0.4567,
+          ctimeMs: 1764322335999 + 0.0001,
+          inode: 2 ** 40 + 3,
+          content: ids.map((b) => b.toString('hex')),
+        },
+        { path: 'a/empty', size: 0, mtimeMs: 5, ctimeMs: 6, inode: 7, content: [] },
+      ]);
+      expect(jobs.stored('job1').files).toBe(2);
+      expect([...jobs.files('job2').keys()]).toEqual(['b/one']);
+      // Batches recorded after the upgrade add to them; a file recorded again is its later record.
+      jobs.recordFiles('job1', [
+        { path: 'a/empty', size: 1, mtimeMs: 8, ctimeMs: 9, inode: 7, content: ['ab'.repeat(32)] },
+      ]);
+      expect(jobs.files('job1').get('a/empty')).toMatchObject({ size: 1, content: ['ab'.repeat(32)] });
+      jobs.finish('job1', 'snap1');
+      expect(jobs.files('job1').size).toBe(0);
+      expect(jobs.files('job2').size).toBe(1);
     } finally {
       db.close();
     }

@@ -266,4 +266,20 @@ export const migrations: string[] = [
            b.stored_length, b.plain_length
     FROM blobs b JOIN packs p ON p.num = b.pos >> 26;
   `,
+  // A stopped job's stored files as one row per batch of files, not one per file (issue 31): at a million
+  // files the rows cost the backup's coordinator 4.5 µs each to insert, and its end a million deletes.
+  // JSON keeps a path exactly (a name that is not UTF-8 is a lone surrogate there: escaped, not replaced).
+  `
+  CREATE TABLE job_file_batches (
+    job_id TEXT NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+    count INTEGER NOT NULL,        -- files in the batch
+    files TEXT NOT NULL            -- JSON [[path, size, mtimeMs, ctimeMs, inode, "blob ids in hex, in order"], ...]
+  );
+  CREATE INDEX job_file_batches_by_job ON job_file_batches(job_id);
+  INSERT INTO job_file_batches (job_id, count, files)
+    SELECT job_id, count(*),
+           json_group_array(json_array(path, size, mtime_ms, ctime_ms, inode, lower(hex(content))))
+    FROM job_files GROUP BY job_id;
+  DROP TABLE job_files;
+  `,
 ];
