@@ -53,6 +53,26 @@ describe('sodium-native and libsodium-wasm', () => {
     expect(ticks).toBeGreaterThan(Math.min(10, ms / 4));
   });
 
+  it('give random bytes that never repeat, cut from a block or not', async () => {
+    for (const sodium of [await loadSodium('sodium-native'), await loadSodium('libsodium-wasm')]) {
+      const seen = new Set<string>();
+      // Sizes that straddle the block's end in every way: each answer is fresh, none a view of another.
+      const sizes = Array.from({ length: 3000 }, (_, i) => [24, 32, 7, 256, 257, 1][i % 6]!);
+      const outs = sizes.map((n) => sodium.randomBytes(n));
+      outs.forEach((b, i) => {
+        expect(b.length).toBe(sizes[i]);
+        if (b.length >= 7) seen.add(b.toString('hex'));
+      });
+      expect(seen.size).toBe(sizes.filter((n) => n >= 7).length);
+      const before = Buffer.from(outs[0]!);
+      sodium.randomBytes(4096 * 3);
+      for (let i = 0; i < 500; i++) sodium.randomBytes(24);
+      expect(outs[0]).toEqual(before);
+      // Not all zero: the generator filled what it handed out.
+      expect(outs.filter((b) => b.length >= 24 && b.every((x) => x === 0))).toEqual([]);
+    }
+  });
+
   it('open into a caller’s buffer when it is large enough, and leave no plaintext there when the tag fails', async () => {
     for (const p of [await loadSodium('sodium-native'), await loadSodium('libsodium-wasm')]) {
       const key = randomBytes(32);

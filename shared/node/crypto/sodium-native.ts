@@ -11,13 +11,29 @@ export function createNativeProvider(): SodiumProvider {
   const { Blake3Hasher } = require('@napi-rs/blake-hash') as typeof BlakeHash;
   // One keyed hasher per key, reset between inputs: creating one per call costs more than hashing 4 KiB.
   const hashers = new Map<string, InstanceType<typeof Blake3Hasher>>();
+  // randombytes_buf is one getrandom(2) call, ~1 µs for each blob's 24-byte nonce: small requests are
+  // cut from a block of the same generator's output instead, each byte used once.
+  const RANDOM_BLOCK = 4096;
+  const RANDOM_CUT_MAX = 256;
+  const randomBlock = Buffer.alloc(RANDOM_BLOCK);
+  let randomAt = RANDOM_BLOCK;
   const buf = (u: Uint8Array): Buffer =>
     Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
   return {
     name: 'sodium-native',
     randomBytes(length) {
-      const out = Buffer.alloc(length);
-      s.randombytes_buf(out);
+      if (length > RANDOM_CUT_MAX) {
+        const out = Buffer.alloc(length);
+        s.randombytes_buf(out);
+        return out;
+      }
+      if (randomAt + length > RANDOM_BLOCK) {
+        s.randombytes_buf(randomBlock);
+        randomAt = 0;
+      }
+      const out = Buffer.from(randomBlock.subarray(randomAt, randomAt + length));
+      randomBlock.fill(0, randomAt, randomAt + length); // each byte is handed out once, then forgotten
+      randomAt += length;
       return out;
     },
     kdfDerive(length, subkeyId, context, key) {
