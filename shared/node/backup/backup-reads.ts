@@ -21,7 +21,7 @@ import type { FileState, StoreOptions, StoreResult } from './store-types.ts';
  */
 export async function storeFiles(repo: Repository, o: StoreOptions): Promise<StoreResult> {
   const run = new StoreRun(repo, o);
-  const pool = o.reads.more() || o.toRead.files > 0 ? await run.startWorkers() : null;
+  let pool: Awaited<ReturnType<StoreRun['startWorkers']>> | null = null;
   const giveUp = () => {
     o.reads.close?.();
     pool?.broadcast({ t: 'stop-waiting' });
@@ -29,6 +29,7 @@ export async function storeFiles(repo: Repository, o: StoreOptions): Promise<Sto
   run.onFailure = giveUp;
   o.stopWaiting?.addEventListener('abort', giveUp);
   try {
+    if (o.reads.more() || o.toRead.files > 0) pool = await run.startWorkers();
     for (let first = true; pool && !run.failure; first = false) {
       const rereads = run.rereads();
       await pool.run({
@@ -45,6 +46,9 @@ export async function storeFiles(repo: Repository, o: StoreOptions): Promise<Sto
       });
       if (!run.hasRereads()) break;
     }
+  } catch (err) {
+    run.stopTicking(); // the job's progress ends with it (finish() is not reached)
+    throw err;
   } finally {
     o.reads.close?.();
     o.stopWaiting?.removeEventListener('abort', giveUp);
@@ -125,6 +129,10 @@ class StoreRun {
       ? placement.members.map((m) => ks.targetHandle(ks.targetById(m.localId)))
       : [ks.targetHandle(target)];
     return await startPool(ks, handles, settings, target.id, packSpoolFiles(settings), placement);
+  }
+
+  stopTicking(): void {
+    this.stats.stopTicking();
   }
 
   /** The backup stops at its first failure. */

@@ -86,6 +86,10 @@ export class StatsCollector {
     this.timer.unref();
   }
 
+  stopTicking(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
   /** The job's working time, ms: every run's, paused time left out. */
   activeMs(now = Date.now()): number {
     return this.opts.clock ? this.opts.clock.activeMs() : Math.max(0, now - this.start - this.still());
@@ -248,7 +252,7 @@ export class StatsCollector {
 
   /** Stops ticking, emits a last frame, and summarises this run (bytes moved in this run only). */
   finish(bytesThisRun: number, chunksThisRun: number): TransferSummary {
-    if (this.timer) clearInterval(this.timer);
+    this.stopTicking();
     this.emit(this.frame());
     const durationMs = Date.now() - this.start - this.still();
     // Idle after the last transfer (finishing files, the manifest) is not counted either.

@@ -62,9 +62,16 @@ describe('pack spool files', () => {
     const missing = path.join(tempDir(), 'no-such-folder');
     const usable = tempDir('cairn-tmp-');
     process.env.TMPDIR = missing;
-    await expect(env.engine.backup([src], {})).rejects.toThrow(
+    let jobId = '';
+    await expect(env.engine.backup([src], {}, { started: (ids) => (jobId = ids.jobId) })).rejects.toThrow(
       new RegExp(`pack spool files in ${missing.replace(/[/\\]/g, '.')} \\(ENOENT\\)`),
     );
+    // Its progress ticker stops with it: one left ticking wrote the job's counters every 250 ms, on
+    // and on, and to a closed keystore once the engine was closed.
+    const updated = () => env.engine.ks.jobs.get(jobId)!.updatedAt;
+    const at = updated();
+    await new Promise((r) => setTimeout(r, 600));
+    expect(updated()).toBe(at);
     process.env.TMPDIR = usable;
     const r = await env.engine.backup([src], {});
     expect(r.files.new).toBe(1);
