@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ExcludeFn } from './exclude.ts';
 import { decodeName, fsPath } from '../fs-names.ts';
-import { describeFsError } from './walk.ts';
+import { describeFsError, specialFile, unreadable } from './walk.ts';
 
 export interface Proof {
   /** Files and folders that cannot be read ("path (why)"), in path order: the backup must not start. */
@@ -28,11 +28,8 @@ export function proveReadable(sources: string[], o: { exclude?: ExcludeFn; chunk
     p.files++;
     p.bytes += st.size;
     p.chunks += o.chunkSize ? Math.ceil(st.size / o.chunkSize) : 0;
-    try {
-      fs.accessSync(fsPath(abs), fs.constants.R_OK);
-    } catch (err) {
-      p.unreadable.push(`${abs} (${describeFsError(err as NodeJS.ErrnoException)})`);
-    }
+    const problem = unreadable(abs);
+    if (problem) p.unreadable.push(`${abs} (${problem})`);
   };
   const folder = (abs: string, rel: string) => {
     let entries: fs.Dirent[];
@@ -51,14 +48,14 @@ export function proveReadable(sources: string[], o: { exclude?: ExcludeFn; chunk
         const st = fs.lstatSync(fsPath(child), { throwIfNoEntry: false });
         if (st) file(child, st);
         else p.unreadable.push(`${child} (vanished while reading the folder)`);
-      } else if (!e.isSymbolicLink()) p.skipped.push(`${child} (not a regular file, folder or symlink)`);
+      } else if (!e.isSymbolicLink()) p.skipped.push(specialFile(child));
     }
   };
   for (const abs of sources) {
     const st = fs.lstatSync(abs);
     if (st.isDirectory()) folder(abs, path.basename(abs));
     else if (st.isFile()) file(abs, st);
-    else if (!st.isSymbolicLink()) p.skipped.push(`${abs} (not a regular file, folder or symlink)`);
+    else if (!st.isSymbolicLink()) p.skipped.push(specialFile(abs));
   }
   p.unreadable.sort();
   p.skipped.sort();

@@ -245,7 +245,7 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
       fileStored(sub, seal);
       return 'dir';
     }
-    r.skipped.push(`${abs} (not a regular file, folder or symlink)`);
+    r.skipped.push(specialFile(abs));
     return null;
   }
 
@@ -361,6 +361,9 @@ export function unreadableError(list: string[]): SourceError {
       : `Cannot read ${list.length} source files: ${shown}; nothing was backed up.`,
   );
 }
+
+/** How a special file (socket, FIFO, device) the backup leaves out is named in its warnings. */
+export const specialFile = (abs: string): string => `${abs} (not a regular file, folder or symlink)`;
 
 export function describeFsError(err: NodeJS.ErrnoException): string {
   if (err.code === 'EACCES' || err.code === 'EPERM') return 'permission denied';
