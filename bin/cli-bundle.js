@@ -12,6 +12,7 @@ const worker = path.join(root, 'dist', 'workers', 'chunk-worker.mjs');
 export const NATIVE_EXTERNALS = [
   'better-sqlite3',
   'sodium-native',
+  'zstd-napi',
   'libsodium-wrappers-sumo',
   '@aws-sdk/*',
   '@smithy/*',

@@ -12,6 +12,7 @@ import unicodedata
 import zlib
 
 import blake3
+import zstandard
 import nacl.bindings as sodium
 import nacl.exceptions
 import nacl.pwhash
@@ -44,8 +45,31 @@ def subkeys(master):
     return {name: kdf(32, n, "cairn-v2", master) for name, n in SUBKEYS.items()}
 
 
-def open_sealed(body, kind, binding, key, what):
-    """The payload of a sealed object (inflated when its flags say so), checked in FORMAT.md's order."""
+JSON_MAX = 256 << 20
+
+
+def expand_zstd(frame, limit, what):
+    """One zstd frame naming its content size, at most `limit` bytes, and nothing after it."""
+    try:
+        size = zstandard.frame_content_size(frame)
+    except zstandard.ZstdError:
+        raise FormatError("bad-length", what) from None
+    if size < 0 or size > limit:
+        raise FormatError("bad-length", what)
+    decoder = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        out = decoder.decompress(frame)
+    except zstandard.ZstdError:
+        raise FormatError("bad-content", what) from None
+    if len(out) != size or not decoder.eof or decoder.unused_data:
+        raise FormatError("bad-length", what)
+    return out
+
+
+def open_sealed(body, kind, binding, key, what, limit=JSON_MAX):
+    """The payload of a sealed object (expanded when its flags say so), checked in FORMAT.md's order.
+
+    `limit` bounds what a compressed payload may expand to (a blob's recorded plain length)."""
     if len(body) < HEADER + TAG:
         raise FormatError("truncated", what)
     if body[0:4] != MAGIC[kind]:
@@ -61,10 +85,16 @@ def open_sealed(body, kind, binding, key, what):
     if kind in ("pack", "index"):
         return plain, code  # the layout (index files), never a compression
     if code == 1:
+        inflater = zlib.decompressobj(-15)
         try:
-            return zlib.decompress(plain, -15), code
+            out = inflater.decompress(plain, limit + 1)
         except zlib.error:
             raise FormatError("bad-content", what) from None
+        if len(out) > limit or not inflater.eof or inflater.unused_data:
+            raise FormatError("bad-length", what)
+        return out, code
+    if code == 2:
+        return expand_zstd(plain, limit, what), code
     if code != 0:
         raise FormatError("unsupported-compression", what)
     return plain, code
@@ -81,7 +111,7 @@ def open_json(body, kind, binding, key, what):
 def open_blob(body, blob_id, plain_length, keys, what):
     """A data or tree blob: opened, inflated, its length and keyed BLAKE3 id checked."""
     kind = "tree" if body[0:4] == MAGIC["tree"] else "data"
-    plain, _ = open_sealed(body, kind, blob_id, keys["blobSeal"], what)
+    plain, _ = open_sealed(body, kind, blob_id, keys["blobSeal"], what, limit=plain_length)
     if len(plain) != plain_length:
         raise FormatError("bad-length", what)
     if blake3.blake3(plain, key=keys["blobId"]).digest() != blob_id:

@@ -21,7 +21,7 @@ def main():
     b = V["blob"]
     blob_id = hx(b["id"])
     plain = hx(b["plaintext"]) if all(c in "0123456789abcdef" for c in b["plaintext"]) else b["plaintext"].encode()
-    for sealed in ("sealed", "sealedCompressed"):
+    for sealed in ("sealed", "sealedCompressed", "sealedZstd"):
         assert f.open_blob(hx(b[sealed]), blob_id, len(plain), keys, sealed) == plain, sealed
     cfg = f.open_json(hx(V["config"]["object"]), "config", b"config", keys["metaSeal"], "config")
     assert cfg == V["config"]["value"], "config"

@@ -37,7 +37,8 @@ export const PACK_ID_BYTES = 32;
 
 /** Low two bits of the flags byte: how the payload was compressed before sealing. */
 export const COMPRESSION_MASK = 0b11;
-export const Compression = { none: 0, deflateRaw: 1 } as const;
+/** 0 none, 1 raw DEFLATE (read only: written before zstd), 2 one zstd frame (RFC 8878); 3 is reserved. */
+export const Compression = { none: 0, deflateRaw: 1, zstd: 2 } as const;
 
 /** crypto_kdf context (exactly 8 bytes) and the subkey ids derived from the master key. */
 export const KDF_CONTEXT = 'cairn-v2';

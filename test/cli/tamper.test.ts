@@ -1,9 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
-import { inflateRawSync } from 'node:zlib';
 import Database from 'better-sqlite3';
-import { Compression } from '../../shared/format/constants.ts';
+import { openPayload } from '../../shared/node/format/blob-codec.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliJson, runCli } from '../support/cli.ts';
 import { initHomeWithTarget } from '../support/cairn-env.ts';
@@ -34,7 +33,7 @@ interface BlobAt {
 /** The trees the keystore caches, as plaintext (most are kept compressed, as their packs hold them). */
 function cachedTrees(db: Database.Database): Buffer[] {
   const rows = db.prepare('SELECT plain, flags FROM tree_cache').all() as { plain: Buffer; flags: number }[];
-  return rows.map((r) => (r.flags === Compression.deflateRaw ? inflateRawSync(r.plain) : r.plain));
+  return rows.map((r) => openPayload(r.flags, r.plain, 'cached tree'));
 }
 
 /** Where the blobs of one file sit, found as Cairn finds them: its tree node, then the index. */

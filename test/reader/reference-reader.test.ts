@@ -18,12 +18,20 @@ function reader(args: string[], secret: Record<string, string> = { CAIRN_PASSPHR
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** A tree with what a reader can get wrong: a name that is not UTF-8, links, a hard link, an empty file. */
+/**
+ * A tree with what a reader can get wrong: a name that is not UTF-8, links, a hard link, an empty file,
+ * compressed blobs.
+ */
 function awkwardTree(): string {
   const src = path.join(tempDir('cairn-reader-src-'), 'things');
   writeRandomFile(path.join(src, 'big.bin'), 3_000_000);
   writeRandomFile(path.join(src, 'sub', 'deeper', 'small.txt'), 700);
   fs.writeFileSync(path.join(src, 'empty'), '');
+  // Text, so that blobs of both zstd levels (under and over 16 KiB) are in the bucket.
+  const line = (i: number) =>
+    `${new Date(1.7e12 + i * 997).toISOString()} GET /item/${(i * 7919) % 10007} 200\n`;
+  fs.writeFileSync(path.join(src, 'log.txt'), Array.from({ length: 40_000 }, (_, i) => line(i)).join(''));
+  fs.writeFileSync(path.join(src, 'note.txt'), Array.from({ length: 60 }, (_, i) => line(i)).join(''));
   fs.symlinkSync('sub/deeper/small.txt', path.join(src, 'link'));
   fs.linkSync(path.join(src, 'big.bin'), path.join(src, 'hard.bin'));
   fs.writeFileSync(
@@ -132,14 +140,15 @@ describe('the reference reader (docs/reader, Python) restores what Cairn wrote, 
       /No key slot opens/,
     );
 
-    // One byte of the biggest pack changed: verify names the blob and why, and fails.
+    // One byte in the middle of the biggest pack (inside big.bin's 3 MB blob, most of the pack) changed:
+    // verify names the blob and why, and fails.
     const packs = fs
       .readdirSync(path.join(dir, 'data'), { recursive: true, encoding: 'utf8' })
       .map((p) => path.join(dir, 'data', p))
       .filter((p) => fs.statSync(p).isFile())
       .sort((a, b) => fs.statSync(b).size - fs.statSync(a).size);
     const body = fs.readFileSync(packs[0]!);
-    body[1000]! ^= 1;
+    body[body.length >> 1]! ^= 1;
     fs.writeFileSync(packs[0]!, body);
     const damaged = reader(['--dir', dir, 'verify', snapshotId]);
     expect(damaged.code).toBe(1);

@@ -10,6 +10,7 @@ import type { SodiumProvider } from '../../shared/node/crypto/provider.ts';
 import { loadSodium } from '../../shared/node/crypto/provider.ts';
 import { sealConfig, type RepoConfig } from '../../shared/node/format/config.ts';
 import { blobId, sealBlobInto } from '../../shared/node/format/blob-codec.ts';
+import { zstdCompress } from '../../shared/node/format/compression.ts';
 import { sealIndexFile } from '../../shared/node/format/index-file.ts';
 import { poolObjectKey, sealPool, SINGLE_COPY, type PoolDoc } from '../../shared/node/pool/pool-object.ts';
 import { sealJson } from '../../shared/node/format/json-object.ts';
@@ -47,6 +48,17 @@ export function makeVectors(sodium: SodiumProvider) {
     id,
     flags: 1,
     payload: packed,
+    nonce,
+  });
+
+  const zframe = zstdCompress(plain);
+  const sealedZstd = Buffer.alloc(sealedLength(zframe.length));
+  sealBlobInto(sodium, sealedZstd, {
+    sealKey: keys.blobSeal,
+    kind: 'data',
+    id,
+    flags: 2,
+    payload: zframe,
     nonce,
   });
 
@@ -354,6 +366,8 @@ export function makeVectors(sodium: SodiumProvider) {
       sealed: hex(raw),
       deflated: hex(packed),
       sealedCompressed: hex(compressed),
+      zstd: hex(zframe),
+      sealedZstd: hex(sealedZstd),
     },
     pack: { id: hex(packId), headerNonce: hex(fill(24, 0x33)), object: hex(packBytes) },
     shard: { index: 0, k: 2, m: 1, object: hex(shard) },

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { inflateRawSync } from 'node:zlib';
+import * as zstd from 'zstd-napi/binding.js';
 import { describe, expect, it } from 'vitest';
 import { loadSodium, type SodiumProvider } from '../../shared/node/crypto/provider.ts';
 
@@ -54,6 +55,13 @@ describe.each(['sodium-native', 'libsodium-wasm'] as const)('format v2 vectors w
       v.blob.sealedCompressed,
     );
     expect(inflateRawSync(H(v.blob.deflated)).equals(plain)).toBe(true);
+    expect(seal(s, 'CRND', 2, id, H(v.blob.zstd), H(v.blob.nonce), key).toString('hex')).toBe(
+      v.blob.sealedZstd,
+    );
+    // The frame is checked with the zstd library itself: one frame, naming its content size.
+    expect(zstd.getFrameContentSize(H(v.blob.zstd))).toBe(plain.length);
+    expect(zstd.findFrameCompressedSize(H(v.blob.zstd))).toBe(H(v.blob.zstd).length);
+    expect(zstd.decompress(Buffer.alloc(plain.length), H(v.blob.zstd))).toBe(plain.length);
   });
 
   it('lay out a pack as sealed blobs plus a sealed header and its length', async () => {

@@ -39,9 +39,9 @@ describe('format v2 codecs', () => {
     const flipped = Buffer.from(out);
     flipped[100]! ^= 1;
     expect(problem(() => openBlob(s, flipped, { sealKey, idKey, kind: 'data', id }))).toBe('auth-failed');
-    const zstd = Buffer.alloc(sealedLength(plain.length));
-    sealBlobInto(s, zstd, { sealKey, kind: 'data', id, flags: 2, payload: plain });
-    expect(problem(() => openBlob(s, zstd, { sealKey, idKey, kind: 'data', id }))).toBe(
+    const reserved = Buffer.alloc(sealedLength(plain.length));
+    sealBlobInto(s, reserved, { sealKey, kind: 'data', id, flags: 3, payload: plain });
+    expect(problem(() => openBlob(s, reserved, { sealKey, idKey, kind: 'data', id }))).toBe(
       'unsupported-compression',
     );
   });

@@ -1,5 +1,6 @@
-import { deflateRawSync, inflateRawSync } from 'node:zlib';
-import { COMPRESSION_MASK, Compression } from '../../format/constants.ts';
+import { deflateRawSync } from 'node:zlib';
+import { Compression } from '../../format/constants.ts';
+import { expandPayload } from './compression.ts';
 import type { SodiumProvider } from '../crypto/provider.ts';
 import { ObjectFormatError, openObject, sealObject } from './sealed-object.ts';
 
@@ -39,10 +40,7 @@ export function openJson(
   });
   let text: Buffer;
   try {
-    text =
-      (flags & COMPRESSION_MASK) === Compression.deflateRaw
-        ? inflateRawSync(payload, { maxOutputLength: MAX_JSON_BYTES })
-        : payload;
+    text = expandPayload(flags, payload, { max: MAX_JSON_BYTES }, binding);
     return JSON.parse(text.toString('utf8'));
   } catch {
     throw new ObjectFormatError('bad-content', `${binding} does not hold valid JSON`);

@@ -1,7 +1,6 @@
 // format/: pure byte codecs of the repository format (docs/FORMAT.md): no I/O, no state.
 import {
   COMPRESSION_MASK,
-  Compression,
   FORMAT_VERSION,
   HEADER_BYTES,
   MAGIC_BYTES,
@@ -115,7 +114,7 @@ export function openObject(
   // Checked after authentication: a genuine object from a newer Cairn says "unsupported", a damaged one
   // has already failed above.
   const compression = flags & COMPRESSION_MASK;
-  if (compression !== Compression.none && compression !== Compression.deflateRaw) {
+  if (compression === 3) {
     throw new ObjectFormatError('unsupported-compression', `compression ${compression} is not supported`);
   }
   return { flags, payload };

@@ -1,4 +1,4 @@
-import { maybeCompress } from '../format/blob-codec.ts';
+import { maybeCompress } from '../format/compression.ts';
 import type { PackEntry } from '../format/pack.ts';
 import { PackLayout } from '../format/pack-layout.ts';
 import { sealedLength } from '../format/sealed-object.ts';
