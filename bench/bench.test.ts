@@ -18,6 +18,7 @@ const SUITES = [
   'files',
   'prune',
   'compare',
+  'compression',
   'redundancy',
   'bandwidth',
 ];

@@ -7,6 +7,7 @@ import { markdown, type SuiteResult } from './lib/report.ts';
 import { chaosSuite } from './suites/chaos.ts';
 import { chunksSuite } from './suites/chunks.ts';
 import { compareSuite } from './suites/compare.ts';
+import { compressionSuite } from './suites/compression.ts';
 import { cipherSuite } from './suites/cipher.ts';
 import { encryptSuite } from './suites/encrypt.ts';
 import { filesSuite } from './suites/files.ts';
@@ -47,6 +48,7 @@ const suites: Record<string, (o: BenchOptions) => Promise<SuiteResult>> = {
   files: filesSuite,
   prune: pruneSuite,
   compare: compareSuite,
+  compression: compressionSuite,
   redundancy: redundancySuite,
   bandwidth: bandwidthSuite,
 };

@@ -23,6 +23,8 @@ export interface ToolRun {
   again: ProcRun;
   restore: ProcRun;
   objects: number;
+  /** Bytes the tool's bucket holds after the re-run and the restore. */
+  bucketBytes: number;
   /** The tool's local data after the re-run (Cairn's CAIRN_HOME, restic's and Kopia's caches), bytes. */
   localBytes?: number;
   /** Cairn's restore compared with the source: null when identical, else the first difference. */
@@ -30,6 +32,11 @@ export interface ToolRun {
 }
 
 export type Runner = (s3: S3Server, src: string) => Promise<ToolRun>;
+
+async function bucketUsage(s3: S3Server, bucket: string): Promise<{ objects: number; bucketBytes: number }> {
+  const keys = await listKeys(s3, bucket);
+  return { objects: keys.length, bucketBytes: keys.reduce((n, k) => n + k.size, 0) };
+}
 
 export const cairnCli: Runner = async (s3, src) => {
   const bucket = await s3.createBucket();
@@ -51,8 +58,15 @@ export const cairnCli: Runner = async (s3, src) => {
   const difference = firstDifference(src, path.join(to, path.basename(src)));
   fs.rmSync(to, { recursive: true, force: true });
   fs.rmSync(path.dirname(home), { recursive: true, force: true });
-  const objects = (await listKeys(s3, bucket)).length;
-  return { tool: 'Cairn', backup, again, restore, objects, localBytes, difference };
+  return {
+    tool: 'Cairn',
+    backup,
+    again,
+    restore,
+    ...(await bucketUsage(s3, bucket)),
+    localBytes,
+    difference,
+  };
 };
 
 export const resticCli =
@@ -74,8 +88,7 @@ export const resticCli =
     const restore = await timed(bin, ['restore', 'latest', '--target', to], env);
     fs.rmSync(to, { recursive: true, force: true });
     fs.rmSync(env.RESTIC_CACHE_DIR, { recursive: true, force: true });
-    const objects = (await listKeys(s3, bucket)).length;
-    return { tool: 'restic', backup, again, restore, objects, localBytes };
+    return { tool: 'restic', backup, again, restore, ...(await bucketUsage(s3, bucket)), localBytes };
   };
 
 export const kopiaCli =
@@ -115,8 +128,7 @@ export const kopiaCli =
     const to = tempDir('kopia-restore-');
     const restore = await timed(bin, ['snapshot', 'restore', ...cfg, snaps.at(-1)!.id, to], env);
     fs.rmSync(to, { recursive: true, force: true });
-    const objects = (await listKeys(s3, bucket)).length;
-    return { tool: 'Kopia', backup, again, restore, objects, localBytes };
+    return { tool: 'Kopia', backup, again, restore, ...(await bucketUsage(s3, bucket)), localBytes };
   };
 
 /** rclone with a crypt remote over an S3 remote, configured through environment variables only. */
@@ -142,7 +154,7 @@ export const rcloneCryptCli =
     const to = tempDir('rclone-restore-');
     const restore = await timed(bin, ['copy', 'crypt:', to], env);
     fs.rmSync(to, { recursive: true, force: true });
-    return { tool: 'rclone crypt', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
+    return { tool: 'rclone crypt', backup, again, restore, ...(await bucketUsage(s3, bucket)) };
   };
 
 /**
@@ -164,5 +176,5 @@ export const rawSdkCli: Runner = async (s3, src) => {
   const to = tempDir('raw-restore-');
   const restore = await timed(node, args('get', to), env);
   fs.rmSync(to, { recursive: true, force: true });
-  return { tool: 'raw SDK', backup, again, restore, objects: (await listKeys(s3, bucket)).length };
+  return { tool: 'raw SDK', backup, again, restore, ...(await bucketUsage(s3, bucket)) };
 };

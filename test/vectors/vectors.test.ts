@@ -1,8 +1,11 @@
+import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import { inflateRawSync } from 'node:zlib';
-import * as zstd from 'zstd-napi/binding.js';
+import type * as ZstdModule from 'zstd-napi/binding.js';
 import { describe, expect, it } from 'vitest';
 import { loadSodium, type SodiumProvider } from '../../shared/node/crypto/provider.ts';
+
+const zstd = createRequire(import.meta.url)('zstd-napi/binding.js') as typeof ZstdModule;
 
 // Every expectation below is computed from libsodium and BLAKE3 primitives and the byte layouts in
 // docs/FORMAT.md, never through Cairn's format code, so a change in that code that changes bytes fails here.

@@ -1,12 +1,15 @@
+import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
 import { deflateRawSync } from 'node:zlib';
-import * as zstd from 'zstd-napi/binding.js';
+import type * as ZstdModule from 'zstd-napi/binding.js';
 import { describe, expect, it } from 'vitest';
 import { Compression } from '../../format/constants.ts';
 import { loadSodium } from '../crypto/provider.ts';
 import { blobId, openBlob, openPayload, sealBlobInto } from './blob-codec.ts';
 import { expandPayload, maybeCompress } from './compression.ts';
 import { ObjectFormatError, sealedLength } from './sealed-object.ts';
+
+const zstd = createRequire(import.meta.url)('zstd-napi/binding.js') as typeof ZstdModule;
 
 const s = await loadSodium();
 const text = (n: number) =>

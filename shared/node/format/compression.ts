@@ -63,19 +63,23 @@ function entropy(b: Uint8Array): number {
 }
 
 /**
- * Compresses only where it pays. The byte entropy of a 4 KiB sample from the start (and one from the
- * middle of larger blobs) decides whether to try at all: photos, archives, video and encrypted data are
- * stored as they are. What is tried is kept only if it saves at least 1/16.
+ * Whether compressing is worth a try. The byte entropy of a 4 KiB sample from the start (and one from the
+ * middle of larger blobs) decides: photos, archives, video and encrypted data are stored as they are.
  */
-export function maybeCompress(plaintext: Buffer): { flags: number; payload: Buffer } {
-  const none = { flags: Compression.none, payload: plaintext };
-  if (plaintext.length < 512) return none;
+export function worthTrying(plaintext: Uint8Array): boolean {
+  if (plaintext.length < 512) return false;
   const head = plaintext.subarray(0, SAMPLE_BYTES);
   const mid =
     plaintext.length > 16 * SAMPLE_BYTES
       ? plaintext.subarray(plaintext.length >> 1, (plaintext.length >> 1) + SAMPLE_BYTES)
       : null;
-  if (entropy(head) >= INCOMPRESSIBLE_BITS && (!mid || entropy(mid) >= INCOMPRESSIBLE_BITS)) return none;
+  return entropy(head) < INCOMPRESSIBLE_BITS || (mid !== null && entropy(mid) < INCOMPRESSIBLE_BITS);
+}
+
+/** Compresses only where it pays: what is tried is kept only if it saves at least 1/16. */
+export function maybeCompress(plaintext: Buffer): { flags: number; payload: Buffer } {
+  const none = { flags: Compression.none, payload: plaintext };
+  if (!worthTrying(plaintext)) return none;
   const packed = zstdCompress(plaintext);
   if (packed.length > plaintext.length - (plaintext.length >> 4)) return none;
   return { flags: Compression.zstd, payload: packed };
