@@ -19,6 +19,7 @@ const SUITES = [
   'prune',
   'compare',
   'compression',
+  'http',
   'redundancy',
   'bandwidth',
 ];

@@ -12,6 +12,7 @@ import { cipherSuite } from './suites/cipher.ts';
 import { encryptSuite } from './suites/encrypt.ts';
 import { filesSuite } from './suites/files.ts';
 import { hashSuite } from './suites/hash.ts';
+import { httpSuite } from './suites/http.ts';
 import { gapsSuite } from './suites/gaps.ts';
 import { memorySuite } from './suites/memory.ts';
 import { pruneSuite } from './suites/prune.ts';
@@ -49,6 +50,7 @@ const suites: Record<string, (o: BenchOptions) => Promise<SuiteResult>> = {
   prune: pruneSuite,
   compare: compareSuite,
   compression: compressionSuite,
+  http: httpSuite,
   redundancy: redundancySuite,
   bandwidth: bandwidthSuite,
 };
