@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliJson, runCli } from '../support/cli.ts';
-import { initHomeWithTarget } from '../support/cairn-env.ts';
+import { initHomeWithTarget, otherMachine, s3TargetArgs } from '../support/cairn-env.ts';
 import { tempDir, writeRandomFile } from '../support/fixtures.ts';
 import { startVersitygw, type S3Server } from '../support/versitygw.ts';
 import type { SearchResult } from '../../shared/node/browse/snapshot-search.ts';
@@ -61,5 +61,31 @@ describe('cairn find', () => {
     const bad = await runCli(['find', 'a[b'], cli);
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/The search "a\[b": a "\[" has no closing "\]"/);
+  });
+
+  it('sees what another machine backed up since: the search made while the key was derived is then not used', async () => {
+    const bucket = await s3.createBucket();
+    const { cli: a } = await initHomeWithTarget(s3, { bucket });
+    const src = path.join(tempDir(), 'desk');
+    writeRandomFile(path.join(src, 'notes-a.txt'), 100);
+    await cliJson(['backup', src], a);
+    // A's caches hold its snapshot and trees: the search can be made before the key is derived.
+    expect((await cliJson<SearchResult>(['find', 'notes-'], a)).files.map((f) => f.name)).toEqual([
+      'notes-a.txt',
+    ]);
+
+    const b = otherMachine('find-b');
+    const connected = await runCli(
+      ['connect', 's3', ...s3TargetArgs(s3, bucket, { secret: s3.secretAccessKey })],
+      b,
+    );
+    expect(connected.code, connected.stderr).toBe(0);
+    const other = path.join(tempDir(), 'laptop');
+    writeRandomFile(path.join(other, 'notes-b.txt'), 100);
+    await cliJson(['backup', other], b);
+
+    const found = await cliJson<SearchResult>(['find', 'notes-'], a);
+    expect(found.files.map((f) => f.name).sort()).toEqual(['notes-a.txt', 'notes-b.txt']);
+    expect(found.snapshots).toBe(2);
   });
 });

@@ -154,4 +154,30 @@ describe('searching across backups', () => {
     ]);
     expect(await names('nowhere')).toEqual([]);
   });
+
+  it('plain text matches names without regard to case, also where a fold leaves ASCII (ſ, the Kelvin sign)', async () => {
+    const src = path.join(work, 'folds');
+    const files = [
+      'd5/ſtar-log.txt',
+      'd6/\u212Aey-ring.txt',
+      'd7/Café-menu.txt',
+      'd8/README.md',
+      'd8/other.md',
+    ];
+    for (const f of files) writeRandomFile(path.join(src, f), 10);
+    const { snapshotId } = await engine.backup([src], {});
+    const one = engine.listSnapshots().find((x) => x.id === snapshotId)!;
+    const names = async (q: string) =>
+      (await searchSnapshots(engine.repo, [{ doc: one, target: one.target }], q, 100)).files.map((f) =>
+        path.relative(src, f.path),
+      );
+    expect(await names('STAR-LOG')).toEqual(['d5/ſtar-log.txt']);
+    expect(await names('key-r')).toEqual(['d6/\u212Aey-ring.txt']);
+    expect(await names('CAFÉ')).toEqual(['d7/Café-menu.txt']);
+    expect(await names('fé-M')).toEqual(['d7/Café-menu.txt']);
+    expect(await names('readme.')).toEqual(['d8/README.md']);
+    expect(await names('-MENU.T')).toEqual(['d7/Café-menu.txt']);
+    expect(await names('E-MENU')).toEqual([]);
+    expect(await names('ring.txt2')).toEqual([]);
+  });
 });

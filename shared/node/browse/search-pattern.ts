@@ -34,6 +34,13 @@ export interface SearchPattern {
   key(state: State): string;
   /** Plain text (names containing it, at any depth): its matcher, which a tree's raw text can be tried on. */
   readonly plainText?: RegExp;
+  /**
+   * The same matcher for a tree's bytes read as Latin-1 (no UTF-8 decoding), when that is exact: a query
+   * of printable ASCII without k or s. Only ASCII then matches it case-insensitively (of non-ASCII
+   * characters only the Kelvin sign and the long s fold to ASCII letters), and Latin-1 keeps every ASCII
+   * byte as it is and turns every other byte into a character that matches no ASCII one.
+   */
+  readonly plainAscii?: RegExp;
 }
 
 /** Sorted, distinct segment indices. */
@@ -86,5 +93,8 @@ export function compileSearch(raw: string): SearchPattern {
     matches: (state) => state.includes(end),
     key: (state) => state.join(','),
     ...(plain && !anchored ? { plainText: segs[1] as RegExp } : {}),
+    ...(plain && !anchored && /^[\x20-\x7e]+$/.test(parts[0]!) && !/[ks]/i.test(parts[0]!)
+      ? { plainAscii: new RegExp(escapeRe(parts[0]!), 'i') }
+      : {}),
   };
 }

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { decodeTree, type TreeNode } from '../format/tree.ts';
-import type { Repository } from '../repository/repository.ts';
+import type { LockedKeystore } from '../db/local-db.ts';
+import type { TreeSource } from '../repository/snapshot-tree.ts';
 import type { SnapshotDoc } from '../format/snapshot.ts';
 import { compileSearch, type SearchPattern, type State } from './search-pattern.ts';
 
@@ -70,7 +71,7 @@ interface RelMatch {
  * unchanged folders of later snapshots cost a map lookup.
  */
 export async function searchSnapshots(
-  repo: Repository,
+  repo: TreeSource,
   snapshots: readonly SearchSnapshot[],
   query: string,
   limit: number,
@@ -137,7 +138,7 @@ export async function searchSnapshots(
 }
 
 async function searchTree(
-  repo: Repository,
+  repo: TreeSource,
   pattern: SearchPattern,
   treeHex: string,
   state: State,
@@ -151,7 +152,7 @@ async function searchTree(
   counter.trees++;
   const out: RelMatch[] = [];
   const plain = await repo.loadTree(treeHex);
-  if (pattern.plainText && holdsNoMatch(plain, pattern.plainText)) {
+  if (pattern.plainText && holdsNoMatch(plain, pattern)) {
     memo.set(key, out);
     return out;
   }
@@ -178,6 +179,31 @@ async function searchTree(
   return out;
 }
 
+/**
+ * The same search from a keystore still being unlocked (the CLI's find, while Argon2id runs off the event
+ * loop): the cached snapshots, trees only from the local cache. Null when a tree is not cached or anything
+ * fails: the search then runs after unlock, which reports any error once the secret is checked.
+ */
+export async function searchWhileLocked(
+  ks: Pick<LockedKeystore, 'index' | 'snapshots' | 'listTargets'>,
+  query: string,
+  limit: number,
+): Promise<SearchResult | null> {
+  try {
+    const names = new Map(ks.listTargets().map((t) => [t.id, t.name]));
+    const snapshots = ks.snapshots.list().map((s) => ({ doc: s.doc, target: names.get(s.targetId) ?? '?' }));
+    const trees: TreeSource = {
+      loadTree: (hex) => {
+        const plain = ks.index.getTree(Buffer.from(hex, 'hex'));
+        return plain ? Promise.resolve(plain) : Promise.reject(new Error(`tree ${hex} is not cached`));
+      },
+    };
+    return await searchSnapshots(trees, snapshots, query, limit);
+  } catch {
+    return null;
+  }
+}
+
 /** Equal for equal content: a file's size and blob ids, a folder's tree, a link's target. */
 export function fingerprint(n: TreeNode): string {
   const what =
@@ -194,6 +220,13 @@ export function fingerprint(n: TreeNode): string {
  * no folder in it, and plain text that is not in its JSON at all. Only when nothing in it is escaped,
  * since a name with an escape is not its JSON text; `"dir"` can then only be a folder's type.
  */
-function holdsNoMatch(plain: Buffer, text: RegExp): boolean {
-  return !plain.includes(0x5c) && !plain.includes('"dir"') && !text.test(plain.toString('utf8'));
+function holdsNoMatch(plain: Buffer, pattern: SearchPattern): boolean {
+  if (pattern.plainAscii) {
+    // Latin-1 is a plain copy; decoding UTF-8 and a regular expression over it were most of a search.
+    const text = plain.toString('latin1');
+    return !text.includes('\\') && !text.includes('"dir"') && !pattern.plainAscii.test(text);
+  }
+  return (
+    !plain.includes(0x5c) && !plain.includes('"dir"') && !pattern.plainText!.test(plain.toString('utf8'))
+  );
 }

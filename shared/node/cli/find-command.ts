@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { formatSize } from '../../settings.ts';
 import { plural, table, type Output } from './output.ts';
+import { searchWhileLocked, type SearchResult } from '../engine/exports.ts';
 import { withEngine } from './session.ts';
 
 const LIMIT_DEFAULT = 500;
@@ -22,11 +23,15 @@ export function registerFindCommand(
       const o = out();
       const limit = opts.limit ?? LIMIT_DEFAULT;
       if (limit < 1) throw new Error(`Limit "${limit}" must be at least 1.`);
-      const r = await withEngine(async (e) => {
-        await e.refresh();
-        const snaps = e.listSnapshots().map((s) => ({ doc: s, target: s.target }));
-        return e.search(snaps, pattern, limit);
-      });
+      const r = await withEngine(
+        async (e, early: SearchResult | null | undefined) => {
+          // What was searched while the key was derived holds unless the refresh changed the caches.
+          if (!(await e.refresh()) && early) return early;
+          const snaps = e.listSnapshots().map((s) => ({ doc: s, target: s.target }));
+          return e.search(snaps, pattern, limit);
+        },
+        { whileUnlocking: (ks) => searchWhileLocked(ks, pattern, limit) },
+      );
       const rows: string[][] = [['TIME', 'SNAPSHOT', 'HOST', 'SIZE', 'VERSION', 'PATH']];
       for (const f of r.files)
         f.versions.forEach((v, i) => {

@@ -20,5 +20,6 @@ export { defaultWorkerCount, WorkerPool, workersBesideKeyDerivation } from '../p
 export { LockConflictError, lockTiming } from '../repository/locks.ts';
 export type { RestoreResult } from '../restore/restore-job.ts';
 export { selectWhileLocked, type RestoreSelection } from '../restore/restore-selection.ts';
+export { searchWhileLocked, type SearchResult } from '../browse/snapshot-search.ts';
 export type { KeepPolicy } from '../retention/retention-policy.ts';
 export { StorageError } from '../storage/storage.ts';
