@@ -4,6 +4,7 @@ import { randomFillSync } from 'node:crypto';
 import { deflateRawSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../../test/support/fixtures.ts';
+import { seeded } from './home-folder.ts';
 
 /**
  * Data that looks like people's, for the compression bench: a real source tree (the project's own
@@ -23,18 +24,6 @@ export const MIXES: Record<'mixed' | 'text', Partial<Record<CorpusKind, number>>
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SOURCE_EXT = /\.(js|mjs|cjs|ts|mts|json|md|map|c|h|cc|cpp|py|txt|css|html|gyp|gypi)$/;
 
-/** A small, fast, seeded generator (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
-
 const WORDS = (
   'the of and to a in is it you that he was for on are with as his they be at one have this from or had by ' +
   'word but what some we can out other were all there when up use your how said an each she which do their ' +
@@ -48,7 +37,7 @@ const WORDS = (
 class Writer {
   readonly rand: () => number;
   constructor(seed: number) {
-    this.rand = rng(seed);
+    this.rand = seeded(seed);
   }
   int(n: number): number {
     return Math.floor(this.rand() * n);

@@ -87,8 +87,8 @@ function randomOf(rng: () => number, scratch: Buffer, size: number): Buffer {
   return scratch.subarray(0, size);
 }
 
-/** mulberry32: the same tree for the same count on every machine. */
-function seeded(seed: number): () => number {
+/** mulberry32: the same tree for the same count on every machine (and the same corpus, corpus.ts). */
+export function seeded(seed: number): () => number {
   let s = seed >>> 0;
   return () => {
     s = (s + 0x6d2b79f5) >>> 0;

@@ -13,6 +13,7 @@ import pLimit from 'p-limit';
 import { RANGE_MAX } from '../../shared/limits.ts';
 import { BufferedBody, LeanHttpHandler, bodyInto } from '../../shared/node/storage/lean-http.ts';
 import { SpooledBody } from '../../shared/node/storage/put-body.ts';
+import { withUnsignedPayload } from '../../shared/node/storage/s3.ts';
 import { UndiciHttpHandler } from './undici-handler.ts';
 
 const OBJECT = 16 << 20;
@@ -53,19 +54,13 @@ if (op === 'put') {
   await Promise.all(
     Array.from({ length: OBJECTS }, (_, i) =>
       limit(async () => {
-        const cmd = new PutObjectCommand({
-          Bucket: bucket,
-          Key: key(i),
-          ContentLength: OBJECT,
-          Body: new SpooledBody(fd, OBJECT) as unknown as Buffer,
-        });
-        cmd.middlewareStack.add(
-          (next) => (args) => {
-            (args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256'] =
-              'UNSIGNED-PAYLOAD';
-            return next(args);
-          },
-          { step: 'build', name: 'benchUnsignedPayload' },
+        const cmd = withUnsignedPayload(
+          new PutObjectCommand({
+            Bucket: bucket,
+            Key: key(i),
+            ContentLength: OBJECT,
+            Body: new SpooledBody(fd, OBJECT) as unknown as Buffer,
+          }),
         );
         await client.send(cmd);
       }),

@@ -26,6 +26,15 @@ afterAll(async () => {
 
 const snapshots = () => engine.listSnapshots().map((s) => ({ doc: s, target: s.target }));
 
+/** What a search of one snapshot finds, as paths under its source. */
+function namesFound(snapshotId: string, src: string): (q: string) => Promise<string[]> {
+  const one = engine.listSnapshots().find((x) => x.id === snapshotId)!;
+  return async (q) =>
+    (await searchSnapshots(engine.repo, [{ doc: one, target: one.target }], q, 100)).files.map((f) =>
+      path.relative(src, f.path),
+    );
+}
+
 describe('browsing a backup', () => {
   it('pages one folder: folders first, names in natural order, sizes, counts of local subfolders', async () => {
     const src = path.join(work, 'many');
@@ -138,11 +147,7 @@ describe('searching across backups', () => {
     writeRandomFile(path.join(src, 'd3', 'say "quoted".txt'), 10);
     writeRandomFile(path.join(src, 'd2', 'Deep', 'PLAIN-match.txt'), 10);
     const { snapshotId } = await engine.backup([src], {});
-    const one = engine.listSnapshots().find((x) => x.id === snapshotId)!;
-    const names = async (q: string) =>
-      (await searchSnapshots(engine.repo, [{ doc: one, target: one.target }], q, 100)).files.map((f) =>
-        path.relative(src, f.path),
-      );
+    const names = namesFound(snapshotId, src);
     expect(await names('y "q')).toEqual(['d3/say "quoted".txt']);
     expect(await names('plain-m')).toEqual(['d2/Deep/PLAIN-match.txt']);
     expect(await names('plain-19')).toEqual([
@@ -166,11 +171,7 @@ describe('searching across backups', () => {
     ];
     for (const f of files) writeRandomFile(path.join(src, f), 10);
     const { snapshotId } = await engine.backup([src], {});
-    const one = engine.listSnapshots().find((x) => x.id === snapshotId)!;
-    const names = async (q: string) =>
-      (await searchSnapshots(engine.repo, [{ doc: one, target: one.target }], q, 100)).files.map((f) =>
-        path.relative(src, f.path),
-      );
+    const names = namesFound(snapshotId, src);
     expect(await names('STAR-LOG')).toEqual(['d5/ſtar-log.txt']);
     expect(await names('key-r')).toEqual(['d6/\u212Aey-ring.txt']);
     expect(await names('CAFÉ')).toEqual(['d7/Café-menu.txt']);

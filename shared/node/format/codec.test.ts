@@ -3,21 +3,12 @@ import { loadSodium } from '../crypto/provider.ts';
 import { blobId, openBlob, sealBlobInto } from './blob-codec.ts';
 import { decodeIndexEntries, encodeIndexEntries, openIndexFile, sealIndexFile } from './index-file.ts';
 import { openPackTrailer, sealPackTrailer } from './pack.ts';
-import { ObjectFormatError, sealObject, sealedLength } from './sealed-object.ts';
+import { sealObject, sealedLength } from './sealed-object.ts';
 import { decodeTree, encodeTree } from './tree.ts';
+import { problem } from './problem.test-support.ts';
 
 const s = await loadSodium();
 const key = () => s.randomBytes(32);
-
-function problem(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ObjectFormatError) return err.problem;
-    throw err;
-  }
-  return 'none';
-}
 
 describe('format v2 codecs', () => {
   it('open a blob only under its own kind, id and length; unknown compression is "unsupported"', () => {

@@ -7,7 +7,8 @@ import { Compression } from '../../format/constants.ts';
 import { loadSodium } from '../crypto/provider.ts';
 import { blobId, openBlob, openPayload, sealBlobInto } from './blob-codec.ts';
 import { expandPayload, maybeCompress } from './compression.ts';
-import { ObjectFormatError, sealedLength } from './sealed-object.ts';
+import { sealedLength } from './sealed-object.ts';
+import { problem } from './problem.test-support.ts';
 
 const zstd = createRequire(import.meta.url)('zstd-napi/binding.js') as typeof ZstdModule;
 
@@ -16,16 +17,6 @@ const text = (n: number) =>
   Buffer.from(
     Array.from({ length: Math.ceil(n / 20) }, (_, i) => `line ${i}: the quick brown fox ${i % 7}\n`).join(''),
   ).subarray(0, n);
-
-function problem(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ObjectFormatError) return err.problem;
-    throw err;
-  }
-  return 'none';
-}
 
 /** One zstd frame of `plain` made with the library directly, with or without its content size. */
 function frame(plain: Buffer, contentSize: boolean): Buffer {

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { deriveSubkeys } from '../crypto/keys.ts';
 import { loadSodium, type SodiumProviderName } from '../crypto/provider.ts';
-import { ObjectFormatError } from './sealed-object.ts';
 import {
   SHARD_HEADER_BYTES,
   SHARD_MAC_BYTES,
@@ -10,16 +9,7 @@ import {
   shardLengthFor,
   type Shard,
 } from './shard-codec.ts';
-
-function problem(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ObjectFormatError) return err.problem;
-    throw err;
-  }
-  return 'none';
-}
+import { problem } from './problem.test-support.ts';
 
 describe.each<SodiumProviderName>(['sodium-native', 'libsodium-wasm'])('shard objects (%s)', (name) => {
   // One key per provider, prepared once for the portable BLAKE3.

@@ -139,6 +139,19 @@ function putPayload(
   return { Body: bytes, ChecksumCRC32: whenRequired ? undefined : crc32Base64(bytes) };
 }
 
+/** Has a PutObject command send its body unsigned (`x-amz-content-sha256: UNSIGNED-PAYLOAD`). */
+export function withUnsignedPayload<C extends S3Sdk.PutObjectCommand>(cmd: C): C {
+  cmd.middlewareStack.add(
+    (next) => (args) => {
+      (args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256'] =
+        'UNSIGNED-PAYLOAD';
+      return next(args);
+    },
+    { step: 'build', name: 'cairnUnsignedPayload' },
+  );
+  return cmd;
+}
+
 export function createS3Storage(o: S3Options): Storage {
   const {
     DeleteObjectCommand,
@@ -240,16 +253,7 @@ export function createS3Storage(o: S3Options): Storage {
       ContentLength: body.length,
       ...putPayload(body, unsigned, whenRequired),
     });
-    if (unsigned)
-      cmd.middlewareStack.add(
-        (next) => (args) => {
-          (args.request as { headers: Record<string, string> }).headers['x-amz-content-sha256'] =
-            'UNSIGNED-PAYLOAD';
-          return next(args);
-        },
-        { step: 'build', name: 'cairnUnsignedPayload' },
-      );
-    return cmd;
+    return unsigned ? withUnsignedPayload(cmd) : cmd;
   };
 
   return {
