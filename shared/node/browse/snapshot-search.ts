@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { decodeTree, type TreeNode } from '../format/tree.ts';
 import type { LockedKeystore } from '../db/local-db.ts';
-import type { TreeSource } from '../repository/snapshot-tree.ts';
+import { cachedTrees, type TreeSource } from '../repository/snapshot-tree.ts';
 import type { SnapshotDoc } from '../format/snapshot.ts';
 import { compileSearch, type SearchPattern, type State } from './search-pattern.ts';
 
@@ -192,12 +192,7 @@ export async function searchWhileLocked(
   try {
     const names = new Map(ks.listTargets().map((t) => [t.id, t.name]));
     const snapshots = ks.snapshots.list().map((s) => ({ doc: s.doc, target: names.get(s.targetId) ?? '?' }));
-    const trees: TreeSource = {
-      loadTree: (hex) => {
-        const plain = ks.index.getTree(Buffer.from(hex, 'hex'));
-        return plain ? Promise.resolve(plain) : Promise.reject(new Error(`tree ${hex} is not cached`));
-      },
-    };
+    const trees = cachedTrees(ks.index);
     return await searchSnapshots(trees, snapshots, query, limit);
   } catch {
     return null;

@@ -10,6 +10,16 @@ export interface SnapshotEntry {
 /** Where tree blobs come from: the repository (local cache, else the bucket), or the cache alone. */
 export type TreeSource = Pick<Repository, 'loadTree'>;
 
+/** Trees from the local cache alone (a keystore still being unlocked): a tree not cached is an error. */
+export function cachedTrees(index: { getTree(id: Uint8Array): Buffer | undefined }): TreeSource {
+  return {
+    loadTree: (hex) => {
+      const plain = index.getTree(Buffer.from(hex, 'hex'));
+      return plain ? Promise.resolve(plain) : Promise.reject(new Error(`tree ${hex} is not cached`));
+    },
+  };
+}
+
 /**
  * The entries of a snapshot one by one, parents before children, reading one tree blob at a time (the
  * local cache first, else a ranged GET): memory follows the depth of the tree, not its size. A folder

@@ -3,7 +3,7 @@ import type { BlobLocation, IndexCache } from '../db/index-cache.ts';
 import type { LockedKeystore } from '../db/local-db.ts';
 import { loadS3Sdk } from '../storage/s3.ts';
 import { entrySelector, snapshotPaths } from './select-entries.ts';
-import { walkSnapshot, type TreeSource } from '../repository/snapshot-tree.ts';
+import { cachedTrees, walkSnapshot, type TreeSource } from '../repository/snapshot-tree.ts';
 
 /** What a restore keeps of an entry: a few fields, not its tree node (100,000 files are 100,000 of them). */
 export interface Planned {
@@ -114,12 +114,7 @@ export async function selectWhileLocked(
   try {
     const snap = ks.snapshots.get(snapshotId);
     if (!snap) return null;
-    const trees: TreeSource = {
-      loadTree: (hex) => {
-        const plain = ks.index.getTree(Buffer.from(hex, 'hex'));
-        return plain ? Promise.resolve(plain) : Promise.reject(new Error(`tree ${hex} is not cached`));
-      },
-    };
+    const trees = cachedTrees(ks.index);
     return await selectForRestore(
       { trees, index: ks.index },
       snap.doc.tree,
