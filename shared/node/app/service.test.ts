@@ -113,8 +113,10 @@ describe('cancelled backups', () => {
       const b = backups[0]!;
       expect(b.fileCount).toBe(FILES);
       // One job over two runs: every byte was read and sent by it, none was already stored before it.
+      // The packs under way at the cancel were abandoned, so their chunks were read again (a pack or two).
       expect(b.dedupedBytes).toBe(0);
-      expect(b.bytesRead).toBe(FILES << 20);
+      expect(b.bytesRead).toBeGreaterThanOrEqual(FILES << 20);
+      expect(b.bytesRead).toBeLessThanOrEqual((FILES << 20) + (48 << 20));
       expect(b.uploadedBytes).toBeGreaterThan(FILES << 20);
       // Its time is both runs' (less what the first spent before the job's row existed), not the last's.
       expect(b.durationMs).toBeGreaterThan(secondRunMs + firstRunMs / 2);

@@ -41,6 +41,7 @@ export async function storeFiles(repo: Repository, o: StoreOptions): Promise<Sto
         control: o.control,
         busy: () => run.transferring(),
         flushAtEnd: true,
+        abandonOnCancel: true,
         stop: () => run.failure !== null,
         handle: (m, reply) => run.handle(m, reply),
       });

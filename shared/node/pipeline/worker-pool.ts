@@ -146,7 +146,7 @@ export class WorkerPool {
    * Feeds tasks until the iterator is done and every task has answered. `handle` receives each worker
    * message with a reply function and returns true when the message ends its task. While `control` is
    * paused no new task is sent; once it is cancelled, or `stop()` says so, feeding ends (tasks already
-   * sent always finish).
+   * sent finish, unless `abandonOnCancel`).
    */
   run<T extends { tid: number }>(o: {
     kind: 'backup' | 'restore';
@@ -164,6 +164,12 @@ export class WorkerPool {
     busy?: () => boolean;
     /** Backups: once every task has answered, have each worker close and upload its open pack. */
     flushAtEnd?: boolean;
+    /**
+     * Backups: a cancel ends the run at once, without waiting for the tasks and uploads under way (under
+     * an upload cap, minutes of packs). The caller closes the pool, which ends them as a kill would: what
+     * was not recorded is stored again by a resume.
+     */
+    abandonOnCancel?: boolean;
     /**
      * Tasks still to come when the iterator is done for now (a backup whose walk goes on): `more()` says
      * whether any may, and the pool is fed again when `onMore`'s callback is called.
@@ -196,6 +202,7 @@ export class WorkerPool {
         if (o.control?.paused) o.control.reportQuiet(total() === 0 && !o.busy?.());
       };
       const feed = (slot: Slot) => {
+        if (o.abandonOnCancel && o.control?.cancelled) return finish();
         while (!exhausted && slot.outstanding < o.credits * 16) {
           if (o.stop?.() || o.control?.cancelled) {
             exhausted = true;
