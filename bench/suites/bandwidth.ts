@@ -35,7 +35,7 @@ function wireRate() {
  * against the cap (issue 32: within 10 % over 30 s).
  */
 export async function bandwidthSuite(o: BenchOptions): Promise<SuiteResult> {
-  const size = o.quick ? 40 * MiB : 150 * MiB;
+  const size = o.quick ? 16 * MiB : 150 * MiB;
   const file = dataFile(size);
   const s3 = await startVersitygw();
   const rows: (string | number)[][] = [];

@@ -6,10 +6,10 @@ import { lineChart, type SuiteResult } from '../lib/report.ts';
 import type { BenchOptions } from '../run.ts';
 
 export async function chunksSuite(o: BenchOptions): Promise<SuiteResult> {
-  const sizesMB = o.quick ? [0.5, 2, 10] : [0.5, 1, 2, 5, 10, 20, 50];
+  const sizesMB = o.quick ? [1, 10] : [0.5, 1, 2, 5, 10, 20, 50];
   const rtts = [0, 100];
   // Large enough that the last, partly filled wave of uploads does not dominate at 20–50 MB chunks.
-  const size = o.quick ? 24 * 2 ** 20 : 2 ** 30;
+  const size = o.quick ? 16 * 2 ** 20 : 2 ** 30;
   const file = dataFile(size);
   const s3 = await startVersitygw();
   const proxy = await startProxy(s3.endpoint);

@@ -12,7 +12,6 @@ import type { BenchOptions } from '../run.ts';
 
 const CLI = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
 const PASSWORD = 'benchmark passphrase';
-const SNAPSHOTS = 10;
 
 const sizeOf = (i: number, step: number) => 200 + ((i * 7919 + step * 104_729) % 4000);
 
@@ -37,11 +36,12 @@ interface PruneJson {
 }
 
 /**
- * forget and prune at scale: `count` small files, 10 snapshots over changing data, `forget --keep-last 3`,
+ * forget and prune at scale: `count` small files, 10 snapshots (5 quick) over changing data, `forget --keep-last 3`,
  * then `prune --dry-run`, `prune` and `check`; wall clock and peak RSS of each CLI run.
  */
 export async function pruneSuite(o: BenchOptions): Promise<SuiteResult> {
   const count = o.files ?? (o.quick ? 1000 : 100_000);
+  const snapshots = o.quick ? 5 : 10;
   const src = path.join(tempDir('cairn-bench-prune-src-'), 'data');
   const home = path.join(tempDir('cairn-bench-prune-'), 'home');
   const s3 = await startVersitygw();
@@ -59,7 +59,7 @@ export async function pruneSuite(o: BenchOptions): Promise<SuiteResult> {
     const bucket = await s3.createBucket();
     await cli(['init']);
     await cli(targetAddArgs(s3, bucket));
-    for (let step = 0; step < SNAPSHOTS; step++) {
+    for (let step = 0; step < snapshots; step++) {
       changeFiles(src, count, step);
       backups.push(await cli(['--json', 'backup', src]));
     }
@@ -83,7 +83,7 @@ export async function pruneSuite(o: BenchOptions): Promise<SuiteResult> {
   const row = (name: string, r: ProcRun) => [name, fmt(r.ms / 1000, 2), fmt(r.peakRss / 2 ** 20, 0)];
   const peak = Math.max(prune.peakRss, dry.peakRss, forget.peakRss);
   return {
-    title: `prune — ${count.toLocaleString('en')} small files, ${SNAPSHOTS} snapshots, forget --keep-last 3, prune`,
+    title: `prune — ${count.toLocaleString('en')} small files, ${snapshots} snapshots, forget --keep-last 3, prune`,
     mirrors: 'the retention issue (forget, prune and check with several machines)',
     tables: [
       {
