@@ -23,6 +23,7 @@ import { BufferPool, ReadBuffers, SlotPool } from './pools.ts';
 import { batchedPost, eachMessage, ownBytes } from '../shared/node/pipeline/message-batch.ts';
 import { fromWorkerCodec, toWorkerCodec } from '../shared/node/pipeline/wire-codec.ts';
 import { readSpooledInto, type SpooledBody } from '../shared/node/storage/put-body.ts';
+import { useWriteTurns } from '../shared/node/pipeline/write-turns.ts';
 import type {
   BackupTask,
   FromWorker,
@@ -46,6 +47,7 @@ const init = await new Promise<WorkerInit>((resolve, reject) =>
   ),
 );
 useWireCaps(init.caps);
+useWriteTurns(init.writeTurns);
 const sodium: SodiumProvider = await loadSodium(init.crypto as SodiumProviderName);
 const idKey = Buffer.from(init.idKey);
 const sealKey = Buffer.from(init.sealKey);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { decodeName, encodeName, fsPath } from '../fs-names.ts';
+import { writeAtInTurns } from './write-turns.ts';
 
 export class DestinationError extends Error {
   constructor(
@@ -321,9 +322,7 @@ const ZEROS = Buffer.alloc(HOLE);
  * out every whole 64 KiB block of zeros: a sparse file restores sparse, and reads back the same bytes.
  */
 export function writeSparse(fd: number, data: Uint8Array, position: number): void {
-  const put = (from: number, to: number) => {
-    for (let done = from; done < to;) done += fs.writeSync(fd, data, done, to - done, position + done);
-  };
+  const put = (from: number, to: number) => writeAtInTurns(fd, data, from, to, position);
   let start = 0; // first byte not yet written or skipped
   for (let at = 0; at < data.length; at += HOLE) {
     const end = Math.min(at + HOLE, data.length);

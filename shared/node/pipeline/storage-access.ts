@@ -4,6 +4,7 @@ import type { TargetHandle } from '../storage/open-target.ts';
 import type { LocalDb } from '../db/local-db.ts';
 import { WorkerPool } from './worker-pool.ts';
 import { newRateCap, type WireCaps } from '../storage/bandwidth.ts';
+import { newWriteTurns } from './write-turns.ts';
 
 export function startPool(
   ks: LocalDb,
@@ -29,6 +30,7 @@ export function startPool(
       // Backups: how long a pack below its write quorum pauses for its targets (restores store nothing).
       pauseLimitMs: settings.pauseLimitMs ?? Infinity,
       caps: wireCaps(settings),
+      writeTurns: newWriteTurns(),
     },
     settings.workers,
     spoolFilesPerWorker,

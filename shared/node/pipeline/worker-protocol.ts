@@ -28,6 +28,8 @@ export interface WorkerInit {
   pauseLimitMs?: number;
   /** Caps on upload and download bytes a second, shared by every worker of the run (storage/bandwidth.ts). */
   caps?: WireCaps;
+  /** Restores: the lock words positional writes take turns on (pipeline/write-turns.ts). */
+  writeTurns?: SharedArrayBuffer;
   /** Backups: this worker's pack spool files (opened and closed by the pool) and their folder. */
   spoolFds?: number[];
   spoolDir?: string;
