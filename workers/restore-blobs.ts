@@ -22,7 +22,8 @@ export function restoreBlobs(
   keys: BlobKeys,
   task: RestoreTask,
   body: Buffer,
-  into: Buffer,
+  /** The worker's buffers a blob is decrypted into, and expanded into when compressed. */
+  into: { payload: Buffer; expanded: Buffer },
   out: Pick<Extract<FromWorker, { t: 'restored' }>, 'ok' | 'failed' | 'created' | 'notCreated'>,
   timing: ChunkTiming,
   spent: (openMs: number, writeMs: number) => void,
@@ -38,7 +39,8 @@ export function restoreBlobs(
         kind: b.kind,
         id: b.id,
         length: b.plainLength,
-        into,
+        into: into.payload,
+        expandInto: into.expanded,
       });
       const t1 = now();
       for (const w of b.writes) {

@@ -58,6 +58,8 @@ export function openBlob(
     length?: number;
     /** Where the decrypted payload may go (the result may be a view of it, valid until it is reused). */
     into?: Buffer;
+    /** Where a compressed payload may expand to (likewise): not `into`, which holds the payload. */
+    expandInto?: Buffer;
   },
 ): Buffer {
   const { flags, payload } = openObject(sodium, sealed, {
@@ -71,6 +73,7 @@ export function openBlob(
     payload,
     opts.length === undefined ? { max: CHUNK_SIZE_MAX } : { length: opts.length },
     'compressed payload',
+    opts.expandInto,
   );
   if (opts.length !== undefined && plaintext.length !== opts.length) {
     throw new ObjectFormatError(

@@ -70,6 +70,26 @@ describe('blob compression', () => {
     }
   });
 
+  it('expands into a caller’s buffer when it fits, apart from the decrypted payload', () => {
+    const [idKey, sealKey] = [s.randomBytes(32), s.randomBytes(32)];
+    const plain = text(70_000);
+    const id = blobId(s, idKey, plain);
+    const { flags, payload } = maybeCompress(plain);
+    const sealed = Buffer.alloc(sealedLength(payload.length));
+    sealBlobInto(s, sealed, { sealKey, kind: 'data', id, flags, payload });
+    const into = Buffer.alloc(1 << 20, 0xee);
+    const expandInto = Buffer.alloc(1 << 20, 0xee);
+    const opts = { sealKey, idKey, kind: 'data' as const, id, length: plain.length, into, expandInto };
+    const opened = openBlob(s, sealed, opts);
+    expect(opened.equals(plain)).toBe(true);
+    expect([opened.buffer === expandInto.buffer, opened.byteOffset]).toEqual([true, expandInto.byteOffset]);
+    // Too small: a buffer of its own, and the small one untouched.
+    const small = Buffer.alloc(plain.length - 1, 0xee);
+    const own = openBlob(s, sealed, { ...opts, expandInto: small });
+    expect(own.equals(plain) && own.buffer !== small.buffer).toBe(true);
+    expect(small.every((b) => b === 0xee)).toBe(true);
+  });
+
   it('refuses a hostile zstd payload before allocating what it claims', () => {
     const plain = text(10_000);
     const good = frame(plain, true);

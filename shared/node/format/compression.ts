@@ -96,6 +96,8 @@ export function expandPayload(
   payload: Buffer,
   bound: { length: number } | { max: number },
   what: string,
+  /** Where zstd output may go when it fits (the result is then a view of it): restores reuse one. */
+  into?: Buffer,
 ): Buffer {
   const code = flags & COMPRESSION_MASK;
   if (code === Compression.none) return payload;
@@ -123,7 +125,7 @@ export function expandPayload(
       `${what}: the zstd frame is not one frame of the recorded length (${size ?? 'unknown'} bytes, expected ${'length' in bound ? bound.length : `at most ${max}`})`,
     );
   }
-  const out = Buffer.allocUnsafe(size);
+  const out = into && into.length >= size ? into.subarray(0, size) : Buffer.allocUnsafe(size);
   let produced: number;
   try {
     dctx ??= new zstd.DCtx();
