@@ -140,6 +140,9 @@ describe('job states tell the truth', () => {
       await app.call('jobs.cancel', { jobId: job.id });
       const cancelled = await jobWhere(app, job.id, ended);
       expect(cancelled.state).toBe('cancelled');
+      // The stopped card shows what was stored, as it will after a restart, not bytes that were on the
+      // wire when the cancel abandoned their packs.
+      expect(cancelled.bytesDone).toBe(cancelled.stored!.bytes);
       const storedFiles = cancelled.stored!.files;
       expect(storedFiles).toBeGreaterThan(0);
       // After a restart the stopped card shows how far it got and how long it worked.

@@ -382,10 +382,14 @@ export class AppService {
         const recorded = job.view.kind === 'backup' && job.view.backupId !== '';
         if (!this.jobs.has(job.view.id)) return; // refused before it began: dropped (startBackupJob)
         delete job.view.step;
+        const stored = recorded && this.engine ? this.engine.local.jobStored(job.view.id) : undefined;
+        const total = job.view.bytesTotal;
         this.jobs.update(job, {
           state: endOfRun({ threw: true, cancelled, resumable: recorded }),
           error: cancelled ? null : toApiError(err).message,
-          ...(recorded && this.engine ? { stored: this.engine.local.jobStored(job.view.id) } : {}),
+          // What was stored, as the card says after a restart (job-archive.ts): a cancel abandons the
+          // packs under way, so the last frame's figure can count bytes that were on the wire.
+          ...(stored ? { stored, bytesDone: total > 0 ? Math.min(total, stored.bytes) : 0 } : {}),
         });
       },
     );
