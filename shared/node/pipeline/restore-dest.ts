@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { decodeName, encodeName, fsPath, isWellFormed } from '../fs-names.ts';
+import { decodeName, encodeName, fsPath } from '../fs-names.ts';
 import { writeAtInTurns } from './write-turns.ts';
 
 export class DestinationError extends Error {
@@ -71,10 +71,7 @@ export class RestoreDestination {
       path.isAbsolute(rel)
     )
       throw new DestinationError(rel, 'is not a safe relative path');
-    // Checked above, so joining is concatenation where '/' is the separator (path.join normalized the
-    // whole path again, ~15 µs a file on a restore of many small files).
-    if (path.sep !== '/') return path.join(this.root, ...parts);
-    return this.root === '/' ? `/${rel}` : `${this.root}/${rel}`;
+    return path.join(this.root, ...parts);
   }
 
   exists(rel: string): 'file' | 'dir' | 'symlink' | 'other' | null {
@@ -132,8 +129,7 @@ export class RestoreDestination {
     this.ensureDir(this.parentOf(rel));
     const final = this.abs(rel);
     const tag = ((this.tempBase + this.tempCount++) >>> 0).toString(16).padStart(8, '0');
-    const at = final.lastIndexOf(path.sep);
-    return final.slice(0, at + 1) + tempName(final.slice(at + 1), tag);
+    return path.join(path.dirname(final), tempName(path.basename(final), tag));
   }
 
   /** Renames a completed temporary into place; rename() replaces a link itself, never what it points at. */
@@ -346,8 +342,7 @@ function tempName(base: string, tag: string): string {
   const suffix = `.cairn-${tag}`;
   const room = 255 - 1 - suffix.length;
   let keep = base;
-  while ((isWellFormed(keep) ? Buffer.byteLength(keep) : encodeName(keep).length) > room)
-    keep = keep.slice(0, -1);
+  while (encodeName(keep).length > room) keep = keep.slice(0, -1);
   return `.${keep}${suffix}`;
 }
 
