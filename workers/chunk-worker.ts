@@ -291,8 +291,9 @@ async function restoreRange(
   const notCreated: { at: number; message: string }[] = [];
   let openMs = 0;
   let writeMs = 0;
-  // Each blob is decrypted into one pooled buffer (and expanded into another) and written out before the
-  // next: a fresh buffer per blob put ~1 GiB of short-lived external memory through V8 per GiB restored (a full GC every few MB).
+  // Each blob is decrypted into one pooled buffer (and expanded into another) and written out before
+  // the next: a fresh buffer per blob put ~1 GiB of short-lived external memory through V8 per GiB
+  // restored (a full GC every few MB).
   const plainBuf = { payload: plainBuffers.take(), expanded: plainBuffers.take() };
   const spent = (o: number, w: number) => {
     openMs += o;
