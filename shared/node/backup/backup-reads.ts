@@ -129,7 +129,11 @@ class StoreRun {
     const handles = placement
       ? placement.members.map((m) => ks.targetHandle(ks.targetById(m.localId)))
       : [ks.targetHandle(target)];
-    return await startPool(ks, handles, settings, target.id, packSpoolFiles(settings), placement);
+    return await startPool(ks, handles, settings, {
+      targetId: target.id,
+      spoolFilesPerWorker: packSpoolFiles(settings),
+      ...(placement ? { placement } : {}),
+    });
   }
 
   stopTicking(): void {

@@ -32,15 +32,15 @@ export async function withEngine<T, E = undefined>(
     whileUnlocking?: (locked: LockedKeystore) => Promise<E>;
   } = {},
 ): Promise<T> {
-  if (opts.workers)
-    WorkerPool.prewarm(
-      workersBesideKeyDerivation(opts.workers === true ? defaultWorkerCount() : opts.workers),
-    );
+  const besides = opts.workers === true ? defaultWorkerCount() : opts.workers || 0;
+  WorkerPool.prewarm(workersBesideKeyDerivation(besides));
   const { engine, early } = await Engine.unlockWhile(
     defaultHome(),
     await readUnlocker(),
     opts.whileUnlocking ?? (async () => undefined),
   );
+  // The others load while the command plans (beside the derivation they only raised its memory peak).
+  if (opts.workers) WorkerPool.prewarm(opts.workers === true ? engine.settings().workers : opts.workers);
   engine.notice = (m) => process.stderr.write(`Warning: ${m}\n`);
   try {
     return await fn(engine, early);

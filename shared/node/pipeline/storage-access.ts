@@ -6,14 +6,17 @@ import { WorkerPool } from './worker-pool.ts';
 import { newRateCap, type WireCaps } from '../storage/bandwidth.ts';
 import { newWriteTurns } from './write-turns.ts';
 
+/**
+ * `targetId`, `placement`, `spoolFilesPerWorker`: backups (where packs go, how many each worker may
+ * have open).
+ */
 export function startPool(
   ks: LocalDb,
   targets: TargetHandle[],
   settings: PipelineSettings,
-  targetId = 0,
-  spoolFilesPerWorker = 0,
-  placement?: PackPlacement,
+  o: { targetId?: number; spoolFilesPerWorker?: number; placement?: PackPlacement } = {},
 ): Promise<WorkerPool> {
+  const { targetId = 0, placement } = o;
   return WorkerPool.start(
     {
       slots: settings.uploadsPerWorker,
@@ -33,7 +36,7 @@ export function startPool(
       writeTurns: newWriteTurns(),
     },
     settings.workers,
-    spoolFilesPerWorker,
+    o.spoolFilesPerWorker ?? 0,
   );
 }
 

@@ -1,5 +1,9 @@
-import { describe, expect, it } from 'vitest';
-import { workersBesideKeyDerivation } from './worker-pool.ts';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { WorkerPool, workersBesideKeyDerivation } from './worker-pool.ts';
+import { startPool } from './storage-access.ts';
+import { Engine } from '../engine/engine.ts';
+import { tempDir } from '../../../test/support/fixtures.ts';
 
 describe('workers started while the key is derived', () => {
   it('leave Argon2id a core of its own, and start at least one', () => {
@@ -8,5 +12,28 @@ describe('workers started while the key is derived', () => {
     expect(workersBesideKeyDerivation(8, 8)).toBe(7);
     expect(workersBesideKeyDerivation(3, 16)).toBe(3);
     expect(workersBesideKeyDerivation(0, 4)).toBe(0);
+  });
+});
+
+describe('a pool', () => {
+  let engine: Engine | undefined;
+  afterAll(() => engine?.close());
+
+  it('starts once one worker is ready; the one still loading joins later', async () => {
+    process.env.CAIRN_TEST_WEAK_KDF = '1';
+    engine = await Engine.init(path.join(tempDir(), 'home'), 'pool test');
+    await engine.addTarget('disk', { kind: 'dir', path: tempDir() }, undefined);
+    const ks = engine.ks;
+    WorkerPool.prewarm(1);
+    await new Promise((r) => setTimeout(r, 1500)); // the warm one has loaded its modules
+    const settings = { ...engine.settings(), workers: 3 };
+    const pool = await startPool(ks, [ks.targetHandle(ks.listTargets()[0]!)], settings);
+    try {
+      // The warm worker only had to take its keys; the two started now are still loading the SDK.
+      expect(pool.readyWorkers).toBe(1);
+      await expect.poll(() => pool.readyWorkers, { timeout: 10_000 }).toBe(3);
+    } finally {
+      await pool.close();
+    }
   });
 });

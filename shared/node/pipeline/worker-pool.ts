@@ -33,6 +33,8 @@ export function workersBesideKeyDerivation(count: number, cores = defaultWorkerC
 
 interface Slot {
   worker: Worker;
+  /** It has loaded its modules and built its storage clients: tasks sent now start at once. */
+  ready: boolean;
   outstanding: number;
   /** Posts to the worker, batched per turn of the event loop (message-batch.ts). */
   send: (m: ToWorker) => void;
@@ -47,6 +49,8 @@ export class WorkerPool {
   private crashed: Error | null = null;
   private closing = false;
   private onCrash: ((err: Error) => void) | null = null;
+  /** The run under way, told of a worker that became ready after it began. */
+  private onLateReady: ((slot: Slot) => void) | null = null;
   private spool: PackSpool | null = null;
 
   private constructor(
@@ -55,9 +59,9 @@ export class WorkerPool {
   ) {}
 
   /**
-   * Starts `count` workers ahead of any job: they load their modules (the AWS SDK, sodium, BLAKE3: ~0.2 s
-   * of a short command) while the caller derives the key, and the next `start` adopts them. Unadopted
-   * ones never keep the process alive.
+   * Starts workers ahead of any job, until `count` are waiting: they load their modules (the AWS SDK,
+   * sodium, BLAKE3: ~0.2 s of CPU each) while the caller derives the key or plans, and the next `start`
+   * adopts them. Unadopted ones never keep the process alive.
    */
   static prewarm(count: number): void {
     const entry = workerEntry();
@@ -76,7 +80,12 @@ export class WorkerPool {
     }
   }
 
-  /** `spoolFilesPerWorker`: backups, the packs each worker may have filling or uploading at once. */
+  /**
+   * Resolves once one worker is ready; the others join the run as they become ready (a worker that was
+   * not started while the key was derived takes ~0.3 s to load, time the first spends working). One that
+   * fails to start later crashes the pool. `spoolFilesPerWorker`: backups, the packs each worker may have
+   * filling or uploading at once.
+   */
   static async start(
     inits: Omit<WorkerInit, 'index' | 'spoolFds' | 'spoolDir'>,
     count: number,
@@ -87,53 +96,57 @@ export class WorkerPool {
     pool.spool = spool;
     const spoolFds = spool?.groups(spoolFilesPerWorker);
     const entry = workerEntry();
-    const started = Promise.all(
-      Array.from({ length: count }, (_, index) => {
-        const adopted = warm.shift();
-        if (adopted) {
-          adopted.worker.off('error', adopted.gone);
-          adopted.worker.off('exit', adopted.gone);
-          adopted.worker.ref();
-        }
-        const worker =
-          adopted?.worker ??
-          new Worker(entry, { resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
-        const slot: Slot = {
-          worker,
-          outstanding: 0,
-          send: batchedPost<ToWorker>(
-            (items, transfer) => worker.postMessage(items, transfer),
-            toWorkerCodec,
-          ),
+    const readies = Array.from({ length: count }, (_, index) => {
+      const adopted = warm.shift();
+      if (adopted) {
+        adopted.worker.off('error', adopted.gone);
+        adopted.worker.off('exit', adopted.gone);
+        adopted.worker.ref();
+      }
+      const worker =
+        adopted?.worker ??
+        new Worker(entry, { resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_GENERATION_MB } });
+      const slot: Slot = {
+        worker,
+        ready: false,
+        outstanding: 0,
+        send: batchedPost<ToWorker>((items, transfer) => worker.postMessage(items, transfer), toWorkerCodec),
+      };
+      pool.slots.push(slot);
+      worker.on('error', (err) => pool.crash(err as Error));
+      worker.on('exit', (code) => {
+        if (code !== 0) pool.crash(new Error(`a chunk worker exited with code ${code}`));
+      });
+      const ready = new Promise<void>((resolve, reject) => {
+        const onReady = (m: { t: string }) => {
+          if (m.t !== 'ready') return;
+          worker.off('message', onReady);
+          slot.ready = true;
+          pool.onLateReady?.(slot);
+          resolve();
         };
-        pool.slots.push(slot);
-        worker.on('error', (err) => pool.crash(err as Error));
-        worker.on('exit', (code) => {
-          if (code !== 0) pool.crash(new Error(`a chunk worker exited with code ${code}`));
-        });
-        const ready = new Promise<void>((resolve, reject) => {
-          const onReady = (m: { t: string }) => {
-            if (m.t === 'ready') {
-              worker.off('message', onReady);
-              resolve();
-            }
-          };
-          worker.on('message', onReady);
-          worker.once('error', reject);
-          worker.once('exit', (code) => reject(new Error(`a chunk worker exited with code ${code}`)));
-        });
-        const init: WorkerInit = { ...inits, index, spoolFds: spoolFds?.[index], spoolDir: spool?.dir };
-        worker.postMessage({ t: 'init', init } satisfies ToWorker);
-        return ready;
-      }),
-    );
+        worker.on('message', onReady);
+        worker.once('error', reject);
+        worker.once('exit', (code) => reject(new Error(`a chunk worker exited with code ${code}`)));
+      });
+      ready.catch(() => {}); // a late failure reaches the run through crash()
+      const init: WorkerInit = { ...inits, index, spoolFds: spoolFds?.[index], spoolDir: spool?.dir };
+      worker.postMessage({ t: 'init', init } satisfies ToWorker);
+      return ready;
+    });
     try {
-      await started;
+      // Every worker failed: Promise.all gives the first failure rather than an AggregateError.
+      await Promise.any(readies).catch(() => Promise.all(readies));
     } catch (err) {
       await pool.close();
       throw err;
     }
     return pool;
+  }
+
+  /** Workers that have said they are ready (the others join the run under way when they are). */
+  get readyWorkers(): number {
+    return this.slots.filter((s) => s.ready).length;
   }
 
   private crash(err: Error): void {
@@ -190,6 +203,7 @@ export class WorkerPool {
         settled = true;
         for (const [w, l] of listeners) w.off('message', l);
         this.onCrash = null;
+        this.onLateReady = null;
         unwake?.();
         if (err) reject(err);
         else resolve();
@@ -203,7 +217,7 @@ export class WorkerPool {
       };
       const feed = (slot: Slot) => {
         if (o.abandonOnCancel && o.control?.cancelled) return finish();
-        while (!exhausted && slot.outstanding < o.credits * 16) {
+        while (slot.ready && !exhausted && slot.outstanding < o.credits * 16) {
           if (o.stop?.() || o.control?.cancelled) {
             exhausted = true;
             break;
@@ -229,11 +243,17 @@ export class WorkerPool {
         if (exhausted && total() === 0 && !o.control?.paused) drain();
         sayQuiet();
       };
+      let flushes = 0;
       const drain = () => {
         if (!o.flushAtEnd) return finish();
         if (flushing) return;
         flushing = true;
-        for (const s of this.slots) s.send({ t: 'flush' });
+        // A worker not ready yet has had no task, so it has no pack to flush.
+        for (const s of this.slots) {
+          if (!s.ready) continue;
+          flushes++;
+          s.send({ t: 'flush' });
+        }
       };
       const feedAll = () => {
         try {
@@ -245,10 +265,18 @@ export class WorkerPool {
       o.onMore?.(() => {
         if (!settled) feedAll();
       });
+      this.onLateReady = (slot) => {
+        if (settled) return;
+        try {
+          feed(slot);
+        } catch (err) {
+          finish(err as Error);
+        }
+      };
       for (const slot of this.slots) {
         const one = (m: FromWorker) => {
           if (m.t === 'flushed') {
-            if (++flushed === this.slots.length) finish();
+            if (++flushed === flushes) finish();
             return;
           }
           if (o.handle(m, slot.send)) {
@@ -258,7 +286,8 @@ export class WorkerPool {
           } else sayQuiet();
         };
         const listener = (data: FromWorker | unknown[]) => {
-          if (settled) return;
+          // A worker's first message says it is ready (start() listens for it); only tasks follow.
+          if (settled || !slot.ready || (data as { t?: string }).t === 'ready') return;
           try {
             eachMessage(data, one, fromWorkerCodec);
             feed(slot);
