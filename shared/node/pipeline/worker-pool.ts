@@ -25,7 +25,7 @@ export function defaultWorkerCount(): number {
  * How many of a command's `count` workers to start while Argon2id derives the key: as many as the cores
  * it leaves free, at least one. On two cores, starting both beside it added 20 MB to peak RSS (the
  * derivation's 128 MiB is the peak) and saved no time: 1 GiB backups and restores were as fast or faster
- * with one (docs/PERFORMANCE.md, session 26). The others start with the job.
+ * with one (docs/PERFORMANCE.md, session 26). The CLI starts the others once the key is derived.
  */
 export function workersBesideKeyDerivation(count: number, cores = defaultWorkerCount()): number {
   return Math.max(0, Math.min(count, Math.max(1, cores - 1)));
