@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import v8 from 'node:v8';
 
 /**
@@ -12,3 +13,30 @@ import v8 from 'node:v8';
  * these flags: V8 flags are per process.
  */
 v8.setFlagsFromString('--heap-growing-percent=50');
+
+/**
+ * glibc's malloc raises its mmap threshold to the size of any large block freed (early in every command:
+ * the 1.7 MB bundle's source) and its trim threshold to twice that. From then on each buffer below that
+ * size comes from the threads' arenas, and what is freed there mostly stays resident. Pinned at glibc's
+ * starting 128 KiB, with the top of an arena given back above 1 MiB free, a 300,000-file backup peaked at
+ * 295–298 MiB instead of 316–323 (trimming above 128 KiB: ~290 MiB, but 6 % more CPU; docs/PERFORMANCE.md).
+ * Process-wide, so workers are covered. The addon (shared/node/malloc-tuning) is an optional dependency:
+ * where it could not be built, or off glibc, only the memory differs.
+ */
+export const MMAP_THRESHOLD = 128 * 1024;
+export const TRIM_THRESHOLD = 1024 * 1024;
+
+function pinMallocThresholds(): boolean {
+  if (process.platform !== 'linux') return false;
+  try {
+    const addon = createRequire(import.meta.url)('cairn-malloc-tuning') as {
+      pinMallocThresholds(mmapThreshold: number, trimThreshold: number): boolean;
+    };
+    return addon.pinMallocThresholds(MMAP_THRESHOLD, TRIM_THRESHOLD);
+  } catch {
+    return false;
+  }
+}
+
+/** Whether this process runs with the thresholds pinned (false off glibc or without the addon). */
+export const mallocPinned = pinMallocThresholds();

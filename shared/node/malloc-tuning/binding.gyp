@@ -1,0 +1,9 @@
+{
+  "targets": [
+    {
+      "target_name": "malloc_tuning",
+      "sources": ["malloc-tuning.c"],
+      "defines": ["NAPI_VERSION=8"]
+    }
+  ]
+}
