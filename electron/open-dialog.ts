@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import type { OpenDialogOptions } from 'electron';
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const openDialogRequest = z.object({
   mode: z.enum(['files', 'folders', 'folder']),

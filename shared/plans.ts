@@ -1,5 +1,5 @@
 /** Backup plans as the UI, the CLI and the engine describe them. Browser-safe. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { chunkSizeSchema, uploadLimitSchema, workersSchema } from './settings.ts';
 import { keepPolicySchema } from './retention.ts';
 import { scheduleSchema } from './schedule.ts';

@@ -3,7 +3,7 @@
  * it in the pool object, the API contract and the CLI check requests against it, the UI words it
  * (pool-text.ts). Browser-safe.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { EC_MAX_K, EC_MAX_M, POOL_MAX_TARGETS } from './limits.ts';
 import { SettingsError } from './settings-error.ts';
 

@@ -2,7 +2,7 @@
  * Retention as people set it in the app and the CLI: a plan's keep policy, and the repository's prune
  * schedule (Settings → Maintenance). Browser-safe.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const KEEP_RULE_NAMES = ['last', 'hourly', 'daily', 'weekly', 'monthly', 'yearly'] as const;
 export type KeepRuleName = (typeof KEEP_RULE_NAMES)[number];

@@ -2,7 +2,7 @@
  * Backup plan schedules and their arithmetic, in the machine's local time (so "daily at 02:30" stays at
  * 02:30 on the wall clock across daylight-saving changes). Browser-safe.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const WEEKDAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
 export type Weekday = (typeof WEEKDAYS)[number];

@@ -1,5 +1,5 @@
 /** Settings and target schemas shared by the engine, the CLI and the UI. Browser-safe. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 import { CHUNK_SIZE_MAX, CHUNK_SIZE_MIN, GiB, KiB, MiB } from './limits.ts';
 

@@ -3,7 +3,7 @@
  * events. Both bridges (Electron IPC, web mode HTTP + WebSocket) carry exactly this; the receiving side
  * validates every request with these schemas. Browser-safe.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { EC_MAX_K, EC_MAX_M, quorumFits, REPLICAS_MAX } from '../pool-policy.ts';
 import { planDraftSchema } from '../plans.ts';
 import { maintenanceSchema } from '../retention.ts';

@@ -1,5 +1,5 @@
 // pool/: the pool object, placement of copies and shards, the write quorum, shard reads, reachability.
-import { z } from 'zod';
+import * as z from 'zod';
 import { Magic } from '../../format/constants.ts';
 import { targetConfigSchema, type TargetConfig } from '../../settings.ts';
 import { openSecret, sealSecret } from '../crypto/keys.ts';
