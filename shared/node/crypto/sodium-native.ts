@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type * as BlakeHash from '@napi-rs/blake-hash';
 import type SodiumNative from 'sodium-native';
@@ -5,10 +6,27 @@ import type { SodiumProvider } from './provider.ts';
 
 type Native = typeof SodiumNative;
 
+/**
+ * On Linux, @napi-rs/blake-hash's loader asks `process.report.getReport()` whether libc is musl: 6–7 ms
+ * of every thread's start-up. The glibc build is loaded directly when /usr/bin/ldd is glibc's, as newer
+ * napi-rs loaders decide it; anything else goes through the package's own loader.
+ */
+function loadBlakeHash(require: NodeJS.Require): typeof BlakeHash {
+  if (process.platform === 'linux' && (process.arch === 'x64' || process.arch === 'arm64')) {
+    try {
+      if (!readFileSync('/usr/bin/ldd', 'latin1').includes('musl'))
+        return require(`@napi-rs/blake-hash-linux-${process.arch}-gnu`) as typeof BlakeHash;
+    } catch {
+      // no ldd, or no such build installed: the package decides
+    }
+  }
+  return require('@napi-rs/blake-hash') as typeof BlakeHash;
+}
+
 export function createNativeProvider(): SodiumProvider {
   const require = createRequire(import.meta.url);
   const s = require('sodium-native') as Native;
-  const { Blake3Hasher } = require('@napi-rs/blake-hash') as typeof BlakeHash;
+  const { Blake3Hasher } = loadBlakeHash(require);
   // One keyed hasher per key, reset between inputs: creating one per call costs more than hashing 4 KiB.
   const hashers = new Map<string, InstanceType<typeof Blake3Hasher>>();
   // randombytes_buf is one getrandom(2) call, ~1 µs for each blob's 24-byte nonce: small requests are
