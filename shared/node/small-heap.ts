@@ -16,7 +16,7 @@ v8.setFlagsFromString('--heap-growing-percent=50');
 
 /**
  * glibc's malloc raises its mmap threshold to the size of any large block freed (early in every command:
- * the 1.7 MB bundle's source) and its trim threshold to twice that. From then on each buffer below that
+ * the CLI bundle's source, over 1 MB) and its trim threshold to twice that. From then on each buffer below that
  * size comes from the threads' arenas, and what is freed there mostly stays resident. Pinned at glibc's
  * starting 128 KiB, with the top of an arena given back above 1 MiB free, a 300,000-file backup peaked at
  * 295–298 MiB instead of 309–323 (trimming above 128 KiB: ~290 MiB, but 6 % more CPU; docs/PERFORMANCE.md).
