@@ -1,4 +1,5 @@
 import { TINY_TASK_BYTES } from '../shared/node/pipeline/worker-protocol.ts';
+import { ioBuffer } from '../shared/node/io-buffer.ts';
 
 /** Upload/download slots of one worker: a slot is held only while a transfer is on the wire. */
 export class SlotPool {
@@ -32,7 +33,7 @@ export class BufferPool {
   constructor(private readonly bytes: number) {}
 
   take(): Buffer {
-    return this.free.pop() ?? Buffer.allocUnsafeSlow(this.bytes);
+    return this.free.pop() ?? ioBuffer(this.bytes);
   }
 
   give(b: Buffer): void {

@@ -21,7 +21,8 @@ v8.setFlagsFromString('--heap-growing-percent=50');
  * starting 128 KiB, with the top of an arena given back above 1 MiB free, a 300,000-file backup peaked at
  * 295–298 MiB instead of 309–323 (trimming above 128 KiB: ~290 MiB, but 6 % more CPU; docs/PERFORMANCE.md).
  * Process-wide, so workers are covered. The addon (shared/node/malloc-tuning) is an optional dependency:
- * where it could not be built, or off glibc, only the memory differs.
+ * where it could not be built, or off glibc, only the memory differs. Buffers that file reads land in
+ * are placed with that in mind (io-buffer.ts).
  */
 export const MMAP_THRESHOLD = 128 * 1024;
 export const TRIM_THRESHOLD = 1024 * 1024;

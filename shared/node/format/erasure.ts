@@ -3,6 +3,7 @@ import type * as ReedSolomon from '@ronomon/reed-solomon';
 import { shardLengthFor } from './shard-codec.ts';
 // From limits.ts, not pool-policy.ts: the chunk worker imports this module, and zod has no place there.
 import { EC_MAX_K, EC_MAX_M } from '../../limits.ts';
+import { ioBuffer } from '../io-buffer.ts';
 
 // A native addon (N-API): loaded through require so bundles keep it external, and only when a pack is
 // cut or rebuilt: every chunk worker imports this module, and a worker torn down while the addon's init
@@ -51,7 +52,7 @@ const scratch = new Map<number, Buffer[]>();
 const SCRATCH_KEPT = 12;
 
 export function takeScratch(size: number): Buffer {
-  return scratch.get(size)?.pop() ?? Buffer.allocUnsafe(size);
+  return scratch.get(size)?.pop() ?? ioBuffer(size);
 }
 
 /** Gives back a buffer from `takeScratch` once nothing uses it any more. */

@@ -22,6 +22,7 @@ import { StatsCollector } from '../jobs/stats-collector.ts';
 import type { WorkerPool } from '../pipeline/worker-pool.ts';
 import type { RestoreFailure, RestoreJobOptions, RestoreResult } from './restore-job.ts';
 import { blobId } from '../format/blob-codec.ts';
+import { ioBuffer } from '../io-buffer.ts';
 
 interface FileState extends RestoringFile {
   link?: string;
@@ -432,7 +433,7 @@ function sameContent(repo: Repository, abs: string, size: number, locs: BlobLoca
   try {
     if (fsSync.fstatSync(fd).size !== size) return false;
     let position = 0;
-    const buf = Buffer.allocUnsafe(Math.max(0, ...locs.map((l) => l.plainLength)));
+    const buf = ioBuffer(Math.max(0, ...locs.map((l) => l.plainLength)));
     for (const loc of locs) {
       const piece = buf.subarray(0, loc.plainLength);
       if (fsSync.readSync(fd, piece, 0, piece.length, position) !== piece.length) return false;

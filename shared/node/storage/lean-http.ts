@@ -9,6 +9,7 @@ import type * as SmithyHttp from '@smithy/node-http-handler';
 import { isSpooled, type SpooledBody } from './put-body.ts';
 import { wireMeter } from './wire-meter.ts';
 import { afterDownload, beforeUpload, capSlice } from './bandwidth.ts';
+import { ioBuffer } from '../io-buffer.ts';
 
 const require = createRequire(import.meta.url);
 let protocols: typeof SmithyProtocols | null = null;
@@ -166,7 +167,7 @@ class LeanConnection {
    * taken it: a stream of fresh 1 MiB Buffers cost ~0.4 s of garbage collection per GiB per worker.
    */
   private async sendSpooled(body: SpooledBody, exchange: Exchange): Promise<void> {
-    this.out ??= [Buffer.allocUnsafeSlow(PUT_BUFFER_BYTES), Buffer.allocUnsafeSlow(PUT_BUFFER_BYTES)];
+    this.out ??= [ioBuffer(PUT_BUFFER_BYTES), ioBuffer(PUT_BUFFER_BYTES)];
     const taken: (Promise<void> | null)[] = [null, null];
     try {
       for (let pos = 0, i = 0; pos < body.length; i ^= 1) {

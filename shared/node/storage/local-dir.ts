@@ -6,6 +6,7 @@ import path from 'node:path';
 import { copySpooled, isSpooled } from './put-body.ts';
 import { beforeUpload, downloaded } from './bandwidth.ts';
 import { StorageError, type Storage } from './storage.ts';
+import { ioBuffer } from '../io-buffer.ts';
 
 /**
  * A folder as a target (a backup drive, a NAS mount). Objects are files named by their key; writes go to
@@ -84,7 +85,7 @@ export function createLocalDirStorage(o: { label: string; root: string }): Stora
         const fh = await fs.open(file, 'r');
         try {
           const len = range.end - range.start + 1;
-          const buf = into && into.length >= len ? into.subarray(0, len) : Buffer.alloc(len);
+          const buf = into && into.length >= len ? into.subarray(0, len) : ioBuffer(len);
           const { bytesRead } = await fh.read(buf, 0, len, range.start);
           await downloaded(bytesRead);
           return buf.subarray(0, bytesRead);

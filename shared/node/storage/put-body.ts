@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import type { FileHandle } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
+import { ioBuffer } from '../io-buffer.ts';
 
 /**
  * An upload body spooled to a file: the first `length` bytes of the open file `fd`. Packs are written to
@@ -41,7 +42,7 @@ export const isSpooled = (b: unknown): b is SpooledBody => b instanceof SpooledB
 
 /** A spooled body's bytes in one Buffer: for the paths that need them whole (a signed upload). */
 export function readSpooled(b: SpooledBody): Buffer {
-  return readSpooledInto(b, Buffer.allocUnsafe(b.length));
+  return readSpooledInto(b, ioBuffer(b.length));
 }
 
 /** A spooled body's bytes, read into the start of `out` (at least its length); returns that part. */
@@ -60,7 +61,7 @@ const readAt = promisify(fs.read);
 
 /** Writes a spooled body's bytes to the start of `out` (a folder target's temporary object file). */
 export async function copySpooled(b: SpooledBody, out: FileHandle): Promise<void> {
-  const buf = Buffer.allocUnsafe(Math.min(COPY_BYTES, Math.max(1, b.length)));
+  const buf = ioBuffer(Math.min(COPY_BYTES, Math.max(1, b.length)));
   for (let done = 0; done < b.length;) {
     const { bytesRead } = await readAt(b.fd, buf, 0, Math.min(buf.length, b.length - done), done);
     if (bytesRead === 0) throw new Error(`a spooled upload body ended at ${done} of ${b.length} bytes`);
