@@ -185,9 +185,12 @@ for (const shellKind of shells) {
       proxy.setDelay(40);
       await nav(page, 'Back up');
       await backUp(page, [second]);
+      // Progress counts the pack on the wire too: with one worker and one upload in flight, past 30 %
+      // of 64 MiB (more than one 16 MiB pack) the first pack is stored. At 10 % the kill could land while
+      // it was still going up, and then nothing was stored (1 run in 3 after reads got faster).
       await page.waitForFunction(() => {
         const p = document.querySelector('[data-testid=job][data-state=running] [role=progressbar]');
-        return Number(p?.getAttribute('aria-valuenow')) >= 10;
+        return Number(p?.getAttribute('aria-valuenow')) >= 30;
       });
       await shell.kill9();
       // The page notices the engine is gone within 2 s: a banner, and no "ETA" left running.
@@ -209,7 +212,7 @@ for (const shellKind of shells) {
       await page.getByRole('button', { name: 'Unlock' }).click();
       const interrupted = page.locator('[data-testid=job][data-state=interrupted]');
       await interrupted.waitFor();
-      // What the killed run stored is listed: at least the packs that went up before 10 %.
+      // What the killed run stored is listed: at least the first pack.
       expect(await interrupted.getByTestId('job-stored').textContent()).toMatch(
         /^Stored before it stopped: [1-9]\d* chunks \([\d.]+ MiB\)/,
       );
