@@ -1,5 +1,4 @@
 import '../shared/node/test-clock.ts';
-import '../shared/node/quiet-sdk.ts';
 import { performance } from 'node:perf_hooks';
 import { parentPort } from 'node:worker_threads';
 import { loadSodium, type SodiumProvider, type SodiumProviderName } from '../shared/node/crypto/provider.ts';
@@ -7,7 +6,6 @@ import { blobId } from '../shared/node/format/blob-codec.ts';
 import { maybeCompress } from '../shared/node/format/compression.ts';
 import { ObjectFormatError, sealedLength } from '../shared/node/format/sealed-object.ts';
 import { openTarget } from '../shared/node/storage/open-target.ts';
-import { loadS3Sdk } from '../shared/node/storage/s3.ts';
 import { FAILOVER_WINDOW_MS, type RetryingStorage } from '../shared/node/storage/retrying.ts';
 import { failure, reportWire } from './worker-reports.ts';
 import { useWireCaps } from '../shared/node/storage/bandwidth.ts';
@@ -35,11 +33,9 @@ import type {
 } from '../shared/node/pipeline/worker-protocol.ts';
 
 const port = parentPort!;
-// The SDK loads now, while the coordinator is still deriving the key, not with the first task.
-loadS3Sdk();
 /**
  * The job's settings and keys come in the first message, not in workerData, so a worker can be started
- * (modules loaded, the SDK compiled) while the coordinator is still deriving the key.
+ * (modules loaded and compiled) while the coordinator is still deriving the key.
  */
 const init = await new Promise<WorkerInit>((resolve, reject) =>
   port.once('message', (m: ToWorker) =>

@@ -1,20 +1,18 @@
 // One HTTP client as a process of its own (benchmarks only), for the `http` suite: `put` stores 1 GiB as
 // 16 MiB objects sent from a file (as Cairn's packs are), `get` reads them back in 4 MiB ranges into
 // buffers it owns (as Cairn's restore does), 8 requests in flight (`start` only loads and exits: the
-// process start the suite subtracts), through the AWS SDK with the handler
-// HTTP_CLIENT names: `lean` (Cairn's lean-http.ts) or `undici`. Same signing, same unsigned payload.
+// process start the suite subtracts). Requests are signed as s3-objects.ts signs them (unsigned
+// payload) and carried by the transport HTTP_CLIENT names: `lean` (Cairn's lean-http.ts) or `undici`.
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { NodeHttpHandler } from '@smithy/node-http-handler';
 import pLimit from 'p-limit';
 import { RANGE_MAX } from '../../shared/limits.ts';
-import { BufferedBody, LeanHttpHandler, bodyInto } from '../../shared/node/storage/lean-http.ts';
+import { LeanPool, type LeanRequest } from '../../shared/node/storage/lean-http.ts';
 import { SpooledBody } from '../../shared/node/storage/put-body.ts';
-import { withUnsignedPayload } from '../../shared/node/storage/s3.ts';
-import { UndiciHttpHandler } from './undici-handler.ts';
+import { s3Addressing } from '../../shared/node/storage/s3-objects.ts';
+import { S3Signer, UNSIGNED_PAYLOAD } from '../../shared/node/storage/sigv4.ts';
+import { UndiciPool } from './undici-pool.ts';
 
 const OBJECT = 16 << 20;
 const OBJECTS = Number(process.env.HTTP_OBJECTS ?? 64);
@@ -22,25 +20,35 @@ const IN_FLIGHT = 8;
 const [op] = process.argv.slice(2);
 const bucket = process.env.RAW_BUCKET!;
 const which = process.env.HTTP_CLIENT;
-const requestHandler =
-  which === 'lean'
-    ? new LeanHttpHandler(
-        new NodeHttpHandler({ httpAgent: new http.Agent({ keepAlive: true, maxSockets: IN_FLIGHT }) }),
-      )
-    : which === 'undici'
-      ? new UndiciHttpHandler(IN_FLIGHT)
-      : null;
-if (!requestHandler) throw new Error(`HTTP_CLIENT must be lean or undici, not ${which}`);
-const client = new S3Client({
-  endpoint: process.env.RAW_ENDPOINT,
-  region: 'us-east-1',
-  forcePathStyle: true,
-  maxAttempts: 1,
-  expectContinueHeader: false,
-  requestChecksumCalculation: 'WHEN_REQUIRED',
-  responseChecksumValidation: 'WHEN_REQUIRED',
-  requestHandler: requestHandler as unknown as NodeHttpHandler,
+const pool = which === 'lean' ? new LeanPool() : which === 'undici' ? new UndiciPool(IN_FLIGHT) : null;
+if (!pool) throw new Error(`HTTP_CLIENT must be lean or undici, not ${which}`);
+const { origin, path: pathOf } = s3Addressing({
+  endpoint: process.env.RAW_ENDPOINT!,
+  bucket,
+  pathStyle: true,
 });
+const host = `${origin.hostname}:${origin.port}`;
+const signer = new S3Signer({
+  accessKeyId: process.env.AWS_ACCESS_KEY_ID!,
+  secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY!,
+  region: 'us-east-1',
+});
+async function send(
+  method: string,
+  key: string,
+  headers: Record<string, string>,
+  rest: Partial<LeanRequest>,
+) {
+  const path = pathOf(key);
+  const signed = signer.sign(
+    { method, path, headers: { host, ...headers }, payloadHash: UNSIGNED_PAYLOAD },
+    new Date(),
+  );
+  delete signed.host;
+  const res = await pool!.exchange(origin, { method, path, headers: signed, ...rest });
+  if (res.status >= 300) throw new Error(`${method} ${key}: HTTP ${res.status} ${res.body.toString()}`);
+  return res;
+}
 const limit = pLimit(IN_FLIGHT);
 const key = (i: number) => `http/${String(i).padStart(4, '0')}`;
 
@@ -54,15 +62,12 @@ if (op === 'put') {
   await Promise.all(
     Array.from({ length: OBJECTS }, (_, i) =>
       limit(async () => {
-        const cmd = withUnsignedPayload(
-          new PutObjectCommand({
-            Bucket: bucket,
-            Key: key(i),
-            ContentLength: OBJECT,
-            Body: new SpooledBody(fd, OBJECT) as unknown as Buffer,
-          }),
+        await send(
+          'PUT',
+          key(i),
+          { 'content-length': String(OBJECT) },
+          { body: new SpooledBody(fd, OBJECT) },
         );
-        await client.send(cmd);
       }),
     ),
   );
@@ -77,18 +82,14 @@ if (op === 'put') {
       jobs.push(
         limit(async () => {
           const buf = free.pop()!;
-          const res = await bodyInto.run(buf, () =>
-            client.send(
-              new GetObjectCommand({
-                Bucket: bucket,
-                Key: key(i),
-                Range: `bytes=${at}-${at + RANGE_MAX - 1}`,
-              }),
-            ),
+          const res = await send(
+            'GET',
+            key(i),
+            { range: `bytes=${at}-${at + RANGE_MAX - 1}` },
+            { into: buf },
           );
-          if (!(res.Body instanceof BufferedBody) || res.Body.bytes.length !== RANGE_MAX)
-            throw new Error(`${key(i)} at ${at}: not a whole range`);
-          got += res.Body.bytes.length;
+          if (res.body.length !== RANGE_MAX) throw new Error(`${key(i)} at ${at}: not a whole range`);
+          got += res.body.length;
           free.push(buf);
         }),
       );
@@ -98,4 +99,4 @@ if (op === 'put') {
   process.stderr.write('usage: HTTP_CLIENT=lean|undici http-client-cli.ts put|get|start\n');
   process.exit(2);
 }
-client.destroy();
+pool.destroy();

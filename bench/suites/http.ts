@@ -9,8 +9,8 @@ const CLI = fileURLToPath(new URL('../lib/http-client-cli.ts', import.meta.url))
 const CLIENTS = ['lean', 'undici'] as const;
 
 /**
- * Issue 33's HTTP decision: Cairn's hand-written transport (lean-http.ts) against undici behind the same
- * AWS SDK client, each in a process of its own, interleaved rounds: 16 MiB PUTs from a file and 4 MiB
+ * Issue 33's HTTP decision: Cairn's hand-written transport (lean-http.ts) against undici, carrying the
+ * same requests signed the same way (sigv4.ts, as s3-objects.ts sends them), each in a process of its own, interleaved rounds: 16 MiB PUTs from a file and 4 MiB
  * ranged GETs into owned buffers, 8 in flight. CPU-seconds per GiB (less the CPU of a process that only
  * starts and loads the same modules), wall clock and peak RSS.
  */
@@ -56,7 +56,7 @@ export async function httpSuite(o: BenchOptions): Promise<SuiteResult> {
   ]);
   const ratio = (k: 'put' | 'get') => cpu('undici', k) / cpu('lean', k);
   return {
-    title: 'http — the hand-written transport against undici, behind the same AWS SDK client',
+    title: 'http — the hand-written transport against undici, the same signed requests',
     mirrors: "issue 33's HTTP decision (not a seed table)",
     tables: [
       {
@@ -81,8 +81,8 @@ export async function httpSuite(o: BenchOptions): Promise<SuiteResult> {
       },
     ],
     notes: [
-      'Both clients sign with the same SDK (unsigned payload, no response checksum) and send PUT bodies from a file (undici reads it whole first; lean-http streams it in 256 KiB reads). GET bodies land in a buffer the caller owns: lean-http by socket reads into it, undici by copying each chunk its parser hands over.',
-      "CPU-s per GiB: the run's CPU less that of the same process started with nothing to do (Node, tsx, the SDK), measured each round.",
+      'Both carry requests signed by sigv4.ts (unsigned payload) and send PUT bodies from a file (undici reads it whole first; lean-http streams it in 256 KiB reads). GET bodies land in a buffer the caller owns: lean-http by socket reads into it, undici by copying each chunk its parser hands over.',
+      "CPU-s per GiB: the run's CPU less that of the same process started with nothing to do (Node, tsx, the transport), measured each round.",
     ],
     data: {
       bytes,

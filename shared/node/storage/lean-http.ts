@@ -1,36 +1,32 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { readSync } from 'node:fs';
 import net from 'node:net';
-import { Readable } from 'node:stream';
 import tls from 'node:tls';
-import { createRequire } from 'node:module';
-import type * as SmithyProtocols from '@smithy/core/protocols';
-import type * as SmithyHttp from '@smithy/node-http-handler';
-import { isSpooled, type SpooledBody } from './put-body.ts';
+import { isSpooled, type PutBody } from './put-body.ts';
 import { wireMeter } from './wire-meter.ts';
 import { afterDownload, beforeUpload, capSlice } from './bandwidth.ts';
 import { ioBuffer } from '../io-buffer.ts';
 
-const require = createRequire(import.meta.url);
-let protocols: typeof SmithyProtocols | null = null;
-/** Loaded with the first request, as the SDK is (s3.ts). */
-const smithy = () => (protocols ??= require('@smithy/core/protocols') as typeof SmithyProtocols);
-type NodeHttpHandler = InstanceType<typeof SmithyHttp.NodeHttpHandler>;
-type HttpRequest = Parameters<NodeHttpHandler['handle']>[0];
-type HandleResult = Awaited<ReturnType<NodeHttpHandler['handle']>>;
+/** One request: `path` with its query, `headers` signed and complete but for `host`. */
+export interface LeanRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body?: PutBody;
+  /** Where the response body should land when it fits (a worker's reused buffer). */
+  into?: Buffer;
+}
 
-/** The buffer a GET's body should land in, when the caller has one (set around `client.send`). */
-export const bodyInto = new AsyncLocalStorage<Buffer | undefined>();
+/** A whole response: header names in lower case, the body as received (Content-Length enforced). */
+export interface LeanResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer;
+}
 
-/** A response body already in memory: S3 GETs take `.bytes`; the SDK (error parsing) reads it as a stream. */
-export class BufferedBody extends Readable {
-  constructor(readonly bytes: Buffer) {
-    super();
-  }
-  override _read(): void {
-    if (this.bytes.length) this.push(this.bytes);
-    this.push(null);
-  }
+export interface Origin {
+  protocol: string;
+  hostname: string;
+  port: number;
 }
 
 const HEAD_MAX = 64 * 1024;
@@ -61,7 +57,7 @@ class HttpFormatError extends Error {
 }
 
 interface Exchange {
-  resolve(r: HandleResult): void;
+  resolve(r: LeanResponse): void;
   reject(e: Error): void;
   into: Buffer | undefined;
 }
@@ -93,7 +89,7 @@ class LeanConnection {
   reusable = true;
 
   constructor(
-    url: { protocol: string; hostname: string; port: number },
+    url: Origin,
     private readonly limits: TransportLimits,
   ) {
     const { timeoutMs } = limits;
@@ -134,7 +130,7 @@ class LeanConnection {
     });
   }
 
-  send(request: HttpRequest, exchange: Exchange): void {
+  send(request: LeanRequest, host: string, exchange: Exchange): void {
     this.current = exchange;
     this.watchForStall();
     this.bodyUnsent = false;
@@ -146,44 +142,46 @@ class LeanConnection {
     this.framing = 'length';
     this.copied = Buffer.alloc(0);
     if (this.socket.destroyed) return this.fail(new HttpFormatError('connection already closed'));
-    const q = request.query ? smithy().buildQueryString(request.query) : '';
-    const lines = [`${request.method} ${request.path}${q ? `?${q}` : ''} HTTP/1.1`];
-    let hasHost = false;
+    const lines = [`${request.method} ${request.path} HTTP/1.1`, `host: ${host}`];
     for (const [k, v] of Object.entries(request.headers)) {
       if (/[\r\n]/.test(k) || /[\r\n]/.test(v)) return this.fail(new Error(`bad header ${k}`));
-      if (k.toLowerCase() === 'host') hasHost = true;
       lines.push(`${k}: ${v}`);
     }
-    if (!hasHost) lines.push(`host: ${request.hostname}${request.port ? `:${request.port}` : ''}`);
     this.socket.write(lines.join('\r\n') + '\r\n\r\n');
-    if (isSpooled(request.body)) {
+    if (request.body && request.body.length > 0) {
       this.bodyUnsent = true;
-      void this.sendSpooled(request.body, exchange);
+      void this.sendBody(request.body, exchange);
     }
   }
 
   /**
-   * Writes a spooled body from its file through two reused buffers, each refilled once the socket has
-   * taken it: a stream of fresh 1 MiB Buffers cost ~0.4 s of garbage collection per GiB per worker.
+   * Writes a body in slices, each booked against an upload cap (storage/bandwidth.ts). A spooled body
+   * goes from its file through two reused buffers, each refilled once the socket has taken it: a stream
+   * of fresh 1 MiB Buffers cost ~0.4 s of garbage collection per GiB per worker.
    */
-  private async sendSpooled(body: SpooledBody, exchange: Exchange): Promise<void> {
-    this.out ??= [ioBuffer(PUT_BUFFER_BYTES), ioBuffer(PUT_BUFFER_BYTES)];
+  private async sendBody(body: PutBody, exchange: Exchange): Promise<void> {
+    const spooled = isSpooled(body);
+    if (spooled) this.out ??= [ioBuffer(PUT_BUFFER_BYTES), ioBuffer(PUT_BUFFER_BYTES)];
     const taken: (Promise<void> | null)[] = [null, null];
     try {
       for (let pos = 0, i = 0; pos < body.length; i ^= 1) {
         await taken[i];
         if (this.current !== exchange) return; // answered (or failed) before the body was sent
-        const buf = this.out[i]!;
-        const n = readSync(body.fd, buf, 0, Math.min(buf.length, body.length - pos, capSlice('upload')), pos);
-        if (n === 0) throw new Error(`a spooled body ended at ${pos} of ${body.length} bytes`);
-        pos += n;
-        await beforeUpload(n); // an upload cap (storage/bandwidth.ts) books its share of the link
+        const want = Math.min(PUT_BUFFER_BYTES, body.length - pos, capSlice('upload'));
+        let slice: Buffer;
+        if (spooled) {
+          const n = readSync(body.fd, this.out![i]!, 0, want, pos);
+          if (n === 0) throw new Error(`a spooled body ended at ${pos} of ${body.length} bytes`);
+          slice = this.out![i]!.subarray(0, n);
+        } else slice = body.subarray(pos, pos + want);
+        pos += slice.length;
+        await beforeUpload(slice.length);
         if (this.current !== exchange) return;
         // A failed write also fails the socket ('error'), which rejects the exchange.
         taken[i] = new Promise((resolve) =>
-          this.socket.write(buf.subarray(0, n), () => {
-            wireMeter.sent += n;
-            this.moved += n;
+          this.socket.write(slice, () => {
+            wireMeter.sent += slice.length;
+            this.moved += slice.length;
             resolve();
           }),
         );
@@ -315,13 +313,7 @@ class LeanConnection {
     this.stopStallWatch();
     this.current = null;
     if (this.bodyUnsent) this.reusable = false;
-    ex.resolve({
-      response: new (smithy().HttpResponse)({
-        statusCode: this.status,
-        headers: this.headers,
-        body: new BufferedBody(body),
-      }),
-    });
+    ex.resolve({ status: this.status, headers: this.headers, body });
     if (!this.reusable && !this.socket.destroyed) this.socket.destroy();
   }
 
@@ -359,40 +351,27 @@ class LeanConnection {
   }
 }
 
-/**
- * The SDK's request handler with GETs taken over by LeanConnection; every other request, and everything
- * around the transport (endpoint, signing, error parsing, retries), stays the SDK's.
- */
-export class LeanHttpHandler {
-  readonly metadata = { handlerProtocol: 'http/1.1' };
+/** Keep-alive LeanConnections per origin: a request takes an idle one or opens one. */
+export class LeanPool {
   private readonly idle = new Map<string, LeanConnection[]>();
 
-  constructor(
-    private readonly inner: NodeHttpHandler,
-    private readonly limits: TransportLimits = DEFAULT_TRANSPORT_LIMITS,
-  ) {}
+  constructor(private readonly limits: TransportLimits = DEFAULT_TRANSPORT_LIMITS) {}
 
-  handle(request: HttpRequest, options?: Parameters<NodeHttpHandler['handle']>[1]): Promise<HandleResult> {
-    const lean = request.method === 'GET' || (request.method === 'PUT' && isSpooled(request.body));
-    if (!lean || request.fragment || request.username || request.password)
-      return this.inner.handle(request, options);
-    const port = request.port ?? (request.protocol === 'https:' ? 443 : 80);
-    const key = `${request.protocol}//${request.hostname}:${port}`;
+  exchange(origin: Origin, request: LeanRequest, signal?: AbortSignal): Promise<LeanResponse> {
+    const key = `${origin.protocol}//${origin.hostname}:${origin.port}`;
     const idle = this.idle.get(key) ?? [];
     let conn = idle.pop();
     while (conn && (conn.socket.destroyed || !conn.reusable)) conn = idle.pop();
-    conn ??= new LeanConnection(
-      { protocol: request.protocol, hostname: request.hostname, port },
-      this.limits,
-    );
-    return new Promise<HandleResult>((resolve, reject) => {
-      const signal = options?.abortSignal as AbortSignal | undefined;
+    conn ??= new LeanConnection(origin, this.limits);
+    const defaultPort = origin.protocol === 'https:' ? 443 : 80;
+    const host = origin.port === defaultPort ? origin.hostname : `${origin.hostname}:${origin.port}`;
+    return new Promise<LeanResponse>((resolve, reject) => {
       const onAbort = () => conn.socket.destroy(Object.assign(new Error('aborted'), { name: 'AbortError' }));
-      signal?.addEventListener?.('abort', onAbort, { once: true });
-      conn.send(request, {
-        into: bodyInto.getStore(),
+      signal?.addEventListener('abort', onAbort, { once: true });
+      conn.send(request, host, {
+        into: request.into,
         resolve: (r) => {
-          signal?.removeEventListener?.('abort', onAbort);
+          signal?.removeEventListener('abort', onAbort);
           if (conn.reusable && !conn.socket.destroyed) {
             conn.socket.unref(); // an idle connection never keeps the process alive
             let list = this.idle.get(key);
@@ -402,24 +381,15 @@ export class LeanHttpHandler {
           resolve(r);
         },
         reject: (e) => {
-          signal?.removeEventListener?.('abort', onAbort);
+          signal?.removeEventListener('abort', onAbort);
           reject(e);
         },
       });
     });
   }
 
-  updateHttpClientConfig(...args: Parameters<NodeHttpHandler['updateHttpClientConfig']>): void {
-    this.inner.updateHttpClientConfig(...args);
-  }
-
-  httpHandlerConfigs(): ReturnType<NodeHttpHandler['httpHandlerConfigs']> {
-    return this.inner.httpHandlerConfigs();
-  }
-
   destroy(): void {
     for (const list of this.idle.values()) for (const c of list) c.socket.destroy();
     this.idle.clear();
-    this.inner.destroy();
   }
 }
