@@ -1,4 +1,4 @@
-import '../shared/node/quiet-sdk.ts';
+import '../test/support/quiet-sdk.ts';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 // Cairn CLI launcher: runs the bundled CLI (rebuilt when sources change), or the TypeScript sources
 // through tsx when no bundle can be built.
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 (await import('./secret-env.js')).setSecretEnvAside();
 const { cliBundle } = await import('./cli-bundle.js');
 const bundle = await cliBundle();

@@ -8,14 +8,12 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const out = path.join(root, 'dist', 'cli', 'main.mjs');
 const worker = path.join(root, 'dist', 'workers', 'chunk-worker.mjs');
-/** Native addons and the SDK load from node_modules as usual (also used by build-electron.js). */
+/** Native addons load from node_modules as usual (also used by build-electron.js). */
 export const NATIVE_EXTERNALS = [
   'better-sqlite3',
   'sodium-native',
   'zstd-napi',
   'libsodium-wrappers-sumo',
-  '@aws-sdk/*',
-  '@smithy/*',
   '@napi-rs/*',
   '@node-rs/*',
   '@ronomon/*',

@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 // `npm run web`: the Cairn UI in web mode (engine behind a local server, UI in your browser).
-process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED = 'true';
 (await import('./secret-env.js')).setSecretEnvAside();
 const { register } = await import('tsx/esm/api');
 register();

@@ -10,7 +10,7 @@ import pLimit from 'p-limit';
 import { RANGE_MAX } from '../../shared/limits.ts';
 import { LeanPool, type LeanRequest } from '../../shared/node/storage/lean-http.ts';
 import { SpooledBody } from '../../shared/node/storage/put-body.ts';
-import { s3Addressing } from '../../shared/node/storage/s3-objects.ts';
+import { s3Addressing } from '../../shared/node/storage/s3-request.ts';
 import { S3Signer, UNSIGNED_PAYLOAD } from '../../shared/node/storage/sigv4.ts';
 import { UndiciPool } from './undici-pool.ts';
 

@@ -1,4 +1,4 @@
-import '../../shared/node/quiet-sdk.ts';
+import './quiet-sdk.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';

@@ -2,7 +2,6 @@
 import '../test-clock.ts';
 import { setSecretEnvAside } from '../secret-env.ts';
 import '../small-heap.ts';
-import '../quiet-sdk.ts';
 import { Command, CommanderError, Option } from 'commander';
 import { formatSize, parseSize } from '../../settings.ts';
 import { Engine, defaultHome } from '../engine/engine.ts';

@@ -7,13 +7,11 @@ import type * as Esbuild from 'esbuild';
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const OUT = path.join(ROOT, 'dist', 'workers', 'chunk-worker.mjs');
 
-/** Native addons and the SDK stay outside the bundle: they load from node_modules as usual. */
+/** Native addons stay outside the bundle: they load from node_modules as usual. */
 export const WORKER_EXTERNALS = [
   'better-sqlite3',
   'sodium-native',
   'libsodium-wrappers-sumo',
-  '@aws-sdk/*',
-  '@smithy/*',
   '@napi-rs/*',
   '@ronomon/*',
 ];

@@ -1,7 +1,6 @@
 import type { TreeNode } from '../format/tree.ts';
 import type { BlobLocation, IndexCache } from '../db/index-cache.ts';
 import type { LockedKeystore } from '../db/local-db.ts';
-import { loadS3Sdk } from '../storage/s3.ts';
 import { entrySelector, snapshotPaths } from './select-entries.ts';
 import { cachedTrees, walkSnapshot, type TreeSource } from '../repository/snapshot-tree.ts';
 
@@ -106,7 +105,7 @@ export async function selectForRestore(
  * plans after unlock and reports any error there, after the secret is checked.
  */
 export async function selectWhileLocked(
-  ks: Pick<LockedKeystore, 'index' | 'snapshots' | 'listTargets'>,
+  ks: Pick<LockedKeystore, 'index' | 'snapshots'>,
   snapshotId: string,
   paths: string[],
   batchFiles = RESTORE_BATCH_FILES,
@@ -127,20 +126,5 @@ export async function selectWhileLocked(
     );
   } catch {
     return null;
-  } finally {
-    preloadS3Sdk(ks);
-  }
-}
-
-/**
- * The restore starts by refreshing from its targets: the SDK (~0.1 s of CPU) loads now, beside Argon2id,
- * not after it. Not for every command: a backup's peak RSS falls during Argon2id, and loading the SDK
- * there raised it by ~18 MB (a restore's by ~4). Best effort: a failure here shows again where it matters.
- */
-function preloadS3Sdk(ks: Pick<LockedKeystore, 'listTargets'>): void {
-  try {
-    if (ks.listTargets().some((t) => t.config.kind === 's3')) loadS3Sdk();
-  } catch {
-    // reported by the refresh that needs it
   }
 }

@@ -82,6 +82,8 @@ class LeanConnection {
   private copied: Buffer = Buffer.alloc(0);
   /** A request body is still being written: an answer before its end leaves the connection unusable. */
   private bodyUnsent = false;
+  /** The answer to a HEAD has no body, whatever its Content-Length says. */
+  private answersHead = false;
   private out: Buffer[] | null = null;
   /** Bytes moved either way since the stall check last looked, and its timer while an exchange runs. */
   private moved = 0;
@@ -141,6 +143,7 @@ class LeanConnection {
     this.status = 0;
     this.framing = 'length';
     this.copied = Buffer.alloc(0);
+    this.answersHead = request.method === 'HEAD';
     if (this.socket.destroyed) return this.fail(new HttpFormatError('connection already closed'));
     const lines = [`${request.method} ${request.path} HTTP/1.1`, `host: ${host}`];
     for (const [k, v] of Object.entries(request.headers)) {
@@ -259,7 +262,7 @@ class LeanConnection {
       return this.fail(new HttpFormatError(`Content-Length "${declared.slice(0, 20)}" is not a length`));
     if (this.headers.connection?.toLowerCase() === 'close') this.reusable = false;
     const te = this.headers['transfer-encoding'];
-    const bodiless = this.status === 204 || this.status === 304;
+    const bodiless = this.status === 204 || this.status === 304 || this.answersHead;
     const length = bodiless ? 0 : te ? NaN : Number(this.headers['content-length'] ?? NaN);
     if (!Number.isSafeInteger(length) || length < 0) {
       if (te && te.toLowerCase() !== 'chunked')
@@ -351,14 +354,44 @@ class LeanConnection {
   }
 }
 
-/** Keep-alive LeanConnections per origin: a request takes an idle one or opens one. */
+/**
+ * Keep-alive LeanConnections per origin: a request takes an idle one or opens one, at most `maxInFlight`
+ * at once per origin (more wait their turn).
+ */
 export class LeanPool {
   private readonly idle = new Map<string, LeanConnection[]>();
+  private readonly inFlight = new Map<string, number>();
+  private readonly queued = new Map<string, (() => void)[]>();
 
-  constructor(private readonly limits: TransportLimits = DEFAULT_TRANSPORT_LIMITS) {}
+  constructor(
+    private readonly limits: TransportLimits = DEFAULT_TRANSPORT_LIMITS,
+    private readonly maxInFlight = Infinity,
+  ) {}
 
-  exchange(origin: Origin, request: LeanRequest, signal?: AbortSignal): Promise<LeanResponse> {
+  async exchange(origin: Origin, request: LeanRequest, signal?: AbortSignal): Promise<LeanResponse> {
     const key = `${origin.protocol}//${origin.hostname}:${origin.port}`;
+    const n = this.inFlight.get(key) ?? 0;
+    if (n < this.maxInFlight) this.inFlight.set(key, n + 1);
+    else {
+      let list = this.queued.get(key);
+      if (!list) this.queued.set(key, (list = []));
+      await new Promise<void>((resolve) => list.push(resolve)); // handed the slot of one that ended
+    }
+    try {
+      return await this.exchangeOn(key, origin, request, signal);
+    } finally {
+      const next = this.queued.get(key)?.shift();
+      if (next) next();
+      else this.inFlight.set(key, (this.inFlight.get(key) ?? 1) - 1);
+    }
+  }
+
+  private exchangeOn(
+    key: string,
+    origin: Origin,
+    request: LeanRequest,
+    signal?: AbortSignal,
+  ): Promise<LeanResponse> {
     const idle = this.idle.get(key) ?? [];
     let conn = idle.pop();
     while (conn && (conn.socket.destroyed || !conn.reusable)) conn = idle.pop();

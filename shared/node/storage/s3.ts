@@ -1,142 +1,203 @@
-import '../quiet-sdk.ts';
-import http from 'node:http';
-import https from 'node:https';
-import { createRequire } from 'node:module';
-import type * as S3Sdk from '@aws-sdk/client-s3';
-import type * as SmithyHttp from '@smithy/node-http-handler';
-import { DEFAULT_TRANSPORT_LIMITS } from './lean-http.ts';
-import { createS3Objects, type S3ObjectOptions } from './s3-objects.ts';
-import { s3Error, type S3Failure } from './s3-errors.ts';
-import type { Storage } from './storage.ts';
+import { parseXML } from '@aws-sdk/xml-builder';
+import type { LeanResponse } from './lean-http.ts';
+import { isSpooled, nativeCrc32, readSpooled, type PutBody } from './put-body.ts';
+import { S3Answer, s3Requests, type S3Options } from './s3-request.ts';
+import { UNSIGNED_PAYLOAD, sha256Hex } from './sigv4.ts';
+import { StorageError, type ListedObject, type Storage } from './storage.ts';
 
-// The SDK's CommonJS build loads in about half the time of its many-file ESM build (~70 vs ~120 ms).
-// It is loaded when the first listing, HEAD or DELETE needs it, not with this module: object PUTs and
-// GETs (s3-objects.ts) do without it, so worker threads never load it (~16 MiB and ~0.1 s each).
-const require = createRequire(import.meta.url);
-let sdk: (typeof S3Sdk & Pick<typeof SmithyHttp, 'NodeHttpHandler'>) | null = null;
-
-/** The S3 SDK, loaded on first use (a restore preloads it while the key is being derived). */
-export function loadS3Sdk(): typeof S3Sdk & Pick<typeof SmithyHttp, 'NodeHttpHandler'> {
-  sdk ??= {
-    ...(require('@aws-sdk/client-s3') as typeof S3Sdk),
-    NodeHttpHandler: (require('@smithy/node-http-handler') as typeof SmithyHttp).NodeHttpHandler,
-  };
-  return sdk;
-}
-
-export interface S3Options extends S3ObjectOptions {
-  /** Requests this client may have in flight: the SDK's keep-alive agent is sized to it. */
-  concurrency: number;
-}
-
-interface SdkError {
-  name?: string;
-  code?: string;
-  message?: string;
-  $metadata?: { httpStatusCode?: number; clockSkewCorrected?: boolean };
-  errors?: { code?: string }[];
-}
-
-const sdkFailure = (e: SdkError): S3Failure => ({
-  status: e.$metadata?.httpStatusCode,
-  code: e.name,
-  netCode: e.code ?? e.errors?.find((x) => x.code)?.code,
-  skewCorrected: e.$metadata?.clockSkewCorrected,
-  message: e.message,
-});
+export type { S3Options } from './s3-request.ts';
 
 /**
- * An S3 target: object PUTs and GETs through s3-objects.ts, listings, HEAD and DELETE through the SDK
- * (a client built on first use).
+ * Refusals that can be of the unsigned body itself. A bare 403 is not among them: it is what a bucket
+ * that refuses the upload says, and retrying it signed would hide that (a policy denying unsigned bodies
+ * answers AccessDenied too; such a bucket reports the denial).
+ */
+const UNSIGNED_REFUSALS = new Set([
+  'XAmzContentSHA256Mismatch',
+  'NotImplemented',
+  'InvalidRequest',
+  'InvalidArgument',
+  'MissingSecurityHeader',
+]);
+
+function crc32Base64(crc: number): string {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(crc >>> 0);
+  return b.toString('base64');
+}
+
+const asList = <T>(x: T | T[] | undefined): T[] => (x === undefined ? [] : Array.isArray(x) ? x : [x]);
+
+interface ListPage {
+  objects: ListedObject[];
+  next?: string;
+}
+
+/** A ListObjectsV2 answer (XML, parsed by the SDK's own small parser). */
+function listPage(res: LeanResponse): ListPage {
+  let doc: { ListBucketResult?: Record<string, unknown> };
+  try {
+    doc = parseXML(res.body.toString('utf8')) as typeof doc;
+  } catch (err) {
+    throw new S3Answer({ status: res.status, code: 'UnreadableListing', message: (err as Error).message });
+  }
+  const r = doc.ListBucketResult;
+  if (!r || typeof r !== 'object')
+    throw new S3Answer({ status: res.status, code: 'UnreadableListing', message: 'no ListBucketResult' });
+  const objects: ListedObject[] = [];
+  for (const c of asList(r.Contents as Record<string, string> | Record<string, string>[])) {
+    if (typeof c?.Key !== 'string' || c.Key === '') continue;
+    const modified = Date.parse(c.LastModified ?? '');
+    objects.push({
+      key: c.Key,
+      size: Number(c.Size ?? 0) || 0,
+      modified: Number.isFinite(modified) ? modified : undefined,
+    });
+  }
+  const token = r.NextContinuationToken;
+  if (r.IsTruncated === 'true' && (typeof token !== 'string' || token === ''))
+    throw new S3Answer({
+      status: res.status,
+      code: 'UnreadableListing',
+      message: 'truncated without a token',
+    });
+  return { objects, next: r.IsTruncated === 'true' ? (token as string) : undefined };
+}
+
+/**
+ * An S3 target: six operations on one bucket, each one signed request (s3-request.ts). No AWS SDK: it
+ * cost each thread that loaded it ~16 MiB and 90–180 ms of CPU (PERFORMANCE.md).
  */
 export function createS3Storage(o: S3Options): Storage {
-  const target = { label: o.label, where: `S3 target "${o.label}" (${o.endpoint}, bucket "${o.bucket}")` };
-  const objects = createS3Objects(o);
-  let sdkClient: { client: S3Sdk.S3Client; close(): void } | null = null;
+  const s3 = s3Requests(o);
+  const whenRequired = o.checksums === 'when-required';
 
-  function client(): S3Sdk.S3Client {
-    if (sdkClient) return sdkClient.client;
-    const { NodeHttpHandler, S3Client } = loadS3Sdk();
-    const agentOpts = { keepAlive: true, maxSockets: Math.max(1, o.concurrency), keepAliveMsecs: 15_000 };
-    const httpAgent = new http.Agent(agentOpts);
-    const httpsAgent = new https.Agent(agentOpts);
-    const c = new S3Client({
-      endpoint: o.endpoint,
-      region: o.region,
-      forcePathStyle: o.pathStyle,
-      credentials: { accessKeyId: o.accessKeyId, secretAccessKey: o.secretAccessKey },
-      maxAttempts: 1, // retries belong to the withRetry decorator
-      requestHandler: new NodeHttpHandler({
-        httpAgent,
-        httpsAgent,
-        connectionTimeout: 10_000,
-        requestTimeout: (o.transport ?? DEFAULT_TRANSPORT_LIMITS).timeoutMs,
-      }),
-    });
-    sdkClient = {
-      client: c,
-      close() {
-        c.destroy();
-        httpAgent.destroy();
-        httpsAgent.destroy();
-      },
-    };
-    return c;
+  function putOnce(key: string, body: PutBody, unsigned: boolean): Promise<LeanResponse> {
+    const headers: Record<string, string> = { 'content-length': String(body.length) };
+    // A spooled body goes from its file to the socket unless it must be whole first: to be hashed for
+    // a signed upload, or to have its CRC-32 computed.
+    const fromFile =
+      isSpooled(body) && unsigned && (whenRequired || body.crc32 !== undefined || !nativeCrc32);
+    const bytes = isSpooled(body) && !fromFile ? readSpooled(body) : body;
+    if (!whenRequired) {
+      const crc = isSpooled(bytes) ? bytes.crc32 : nativeCrc32?.(bytes);
+      if (crc !== undefined) headers['x-amz-checksum-crc32'] = crc32Base64(crc);
+    }
+    const payloadHash = unsigned ? UNSIGNED_PAYLOAD : sha256Hex(bytes as Buffer);
+    return s3.send({ method: 'PUT', key, headers, payloadHash, body: bytes });
   }
 
-  const fail = (err: unknown, op: string, key?: string) =>
-    s3Error(sdkFailure(err as SdkError), target, op, key, err);
+  /**
+   * SigV4 lets a request leave its body out of the signature (UNSIGNED-PAYLOAD). Signing it costs a
+   * SHA-256 over every uploaded byte (~1.6 s of CPU per GiB here), which protects nothing Cairn needs:
+   * every pack is sealed with AEAD and checked on every read, TLS or the CRC32 checksum catches damage in
+   * transit, and a body swapped on the way is refused at restore like any tampering. Not every server
+   * accepts it, so the first upload tries, and a refusal falls back to signed bodies for this target.
+   */
+  let unsignedPayload: boolean | undefined = o.unsignedPayload === false ? false : undefined;
+
+  /**
+   * The bytes of `range` in a GET's answer. A 206 must name the range asked for in its Content-Range
+   * (its end clamped at the object's end, at most) and carry exactly those bytes; a 200 is a server that
+   * ignored Range and sent the whole object, cut here. Anything else is a broken answer, retried.
+   */
+  function rangeIn(res: LeanResponse, range: { start: number; end: number }, key: string): Buffer {
+    const bytes = res.body;
+    const wrong = (why: string) =>
+      new StorageError(
+        'server',
+        o.label,
+        `${s3.where} answered bytes ${range.start}-${range.end} of ${key} with ${why}.`,
+      );
+    if (res.status === 200) {
+      if (bytes.length <= range.start) throw wrong(`the whole object, of ${bytes.length} bytes`);
+      return bytes.subarray(range.start, Math.min(range.end + 1, bytes.length));
+    }
+    const contentRange = res.headers['content-range'];
+    const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(contentRange ?? '');
+    const [from, to, total] = m ? [Number(m[1]), Number(m[2]), m[3] === '*' ? NaN : Number(m[3])] : [];
+    const clampedAtEnd = to !== undefined && (to === range.end || (to < range.end && to === total! - 1));
+    if (!m || from !== range.start || !clampedAtEnd || bytes.length !== to! - from + 1)
+      throw wrong(`${contentRange ? `"${contentRange}"` : 'no Content-Range'} and ${bytes.length} bytes`);
+    return bytes;
+  }
+
+  async function listing(query: Record<string, string>): Promise<ListPage> {
+    try {
+      return listPage(await s3.send({ method: 'GET', key: null, query: { 'list-type': '2', ...query } }));
+    } catch (err) {
+      throw s3.error(err, 'listing');
+    }
+  }
 
   return {
     label: o.label,
-    put: (key, body) => objects.put(key, body),
-    get: (key, range, into) => objects.get(key, range, into),
+    async put(key, body) {
+      try {
+        if (unsignedPayload !== false) {
+          try {
+            await putOnce(key, body, true);
+            unsignedPayload = true;
+            return;
+          } catch (err) {
+            const f = err instanceof S3Answer ? err.failure : undefined;
+            const refused = f && (UNSIGNED_REFUSALS.has(f.code ?? '') || f.status === 501);
+            if (unsignedPayload || !refused) throw err;
+            unsignedPayload = false;
+          }
+        }
+        await putOnce(key, body, false);
+      } catch (err) {
+        throw s3.error(err, 'upload', key);
+      }
+    },
+    async get(key, range, into) {
+      try {
+        const headers: Record<string, string> = range ? { range: `bytes=${range.start}-${range.end}` } : {};
+        const res = await s3.send({ method: 'GET', key, headers, into: range && into });
+        return range ? rangeIn(res, range, key) : res.body;
+      } catch (err) {
+        throw s3.error(err, 'download', key);
+      }
+    },
     async head(key) {
       try {
-        const res = await client().send(new (loadS3Sdk().HeadObjectCommand)({ Bucket: o.bucket, Key: key }));
-        return { size: res.ContentLength ?? 0 };
+        const res = await s3.send({ method: 'HEAD', key });
+        const size = Number(res.headers['content-length']);
+        if (!Number.isSafeInteger(size) || size < 0)
+          throw new S3Answer({
+            status: res.status,
+            code: 'NoContentLength',
+            message: 'a HEAD without a size',
+          });
+        return { size };
       } catch (err) {
-        const e = err as SdkError;
-        if (e.name === 'NotFound' || e.name === 'NoSuchKey') return null;
-        throw fail(err, 'stat', key);
+        if (err instanceof S3Answer && err.failure.status === 404) return null;
+        throw s3.error(err, 'stat', key);
       }
     },
     async *list(prefix) {
-      const { ListObjectsV2Command } = loadS3Sdk();
       let token: string | undefined;
       do {
-        let res;
-        try {
-          res = await client().send(
-            new ListObjectsV2Command({ Bucket: o.bucket, Prefix: prefix, ContinuationToken: token }),
-          );
-        } catch (err) {
-          throw fail(err, 'listing');
-        }
-        for (const c of res.Contents ?? [])
-          if (c.Key) yield { key: c.Key, size: c.Size ?? 0, modified: c.LastModified?.getTime() };
-        token = res.IsTruncated ? res.NextContinuationToken : undefined;
+        const page = await listing({ prefix, ...(token ? { 'continuation-token': token } : {}) });
+        yield* page.objects;
+        token = page.next;
       } while (token);
     },
     async delete(key) {
       try {
-        await client().send(new (loadS3Sdk().DeleteObjectCommand)({ Bucket: o.bucket, Key: key }));
+        await s3.send({ method: 'DELETE', key });
       } catch (err) {
-        throw fail(err, 'delete', key);
+        throw s3.error(err, 'delete', key);
       }
     },
     async check() {
       // A one-key listing distinguishes the failures a user can fix: unreachable endpoint, rejected
       // credentials, missing bucket (HeadBucket answers 403/404 without saying which).
-      try {
-        await client().send(new (loadS3Sdk().ListObjectsV2Command)({ Bucket: o.bucket, MaxKeys: 1 }));
-      } catch (err) {
-        throw fail(err, 'listing');
-      }
+      await listing({ 'max-keys': '1' });
     },
     close() {
-      objects.close();
-      sdkClient?.close();
+      s3.close();
     },
   };
 }

@@ -1,6 +1,5 @@
 import '../test-clock.ts';
 import '../small-heap.ts';
-import '../quiet-sdk.ts';
 import { AppService, toApiError } from '../app/service.ts';
 import { fastClock, systemClock } from '../app/scheduler.ts';
 import { ensureRendererBuilt } from './renderer-build.ts';
