@@ -75,7 +75,9 @@ function storage(targetId: number): RetryingStorage {
   if (!s) {
     const t = init.targets.find((x) => x.id === targetId);
     if (!t) throw new Error(`target #${targetId} was not given to this worker`);
-    s = openTarget(t, { concurrency: init.slots });
+    // No cap on requests in flight: the slots bound what the worker starts, and a read abandoned to a
+    // hedge (still in flight on a slow target) must not hold back the next one.
+    s = openTarget(t, {});
     storages.set(targetId, s);
   }
   return s;

@@ -5,7 +5,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import https from 'node:https';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 
 export const INSTALL_HINT =
   'versitygw (the S3-compatible test server) was not found. Install it with ' +
@@ -59,8 +61,11 @@ export interface S3Server {
   stop(): Promise<void>;
 }
 
-/** Starts versitygw on a free loopback port with a temporary folder and random credentials. */
-export async function startVersitygw(): Promise<S3Server> {
+/**
+ * Starts versitygw on a free loopback port with a temporary folder and random credentials; over TLS
+ * with `tls` (PEM files; the certificate must name 127.0.0.1).
+ */
+export async function startVersitygw(opts: { tls?: { cert: string; key: string } } = {}): Promise<S3Server> {
   const bin = findVersitygw();
   if (!bin) throw new Error(INSTALL_HINT);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-s3-'));
@@ -69,7 +74,8 @@ export async function startVersitygw(): Promise<S3Server> {
   const port = await freePort();
   let stderr = '';
   const launch = async () => {
-    const c: ChildProcess = spawn(bin, ['--port', `127.0.0.1:${port}`, 'posix', dataDir], {
+    const tlsArgs = opts.tls ? ['--cert', opts.tls.cert, '--key', opts.tls.key] : [];
+    const c: ChildProcess = spawn(bin, ['--port', `127.0.0.1:${port}`, ...tlsArgs, 'posix', dataDir], {
       env: { ...process.env, ROOT_ACCESS_KEY: accessKeyId, ROOT_SECRET_KEY: secretAccessKey },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
@@ -78,12 +84,17 @@ export async function startVersitygw(): Promise<S3Server> {
     return c;
   };
   let child = await launch();
-  const endpoint = `http://127.0.0.1:${port}`;
+  const endpoint = `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   const client = new S3Client({
     endpoint,
     region: 'us-east-1',
     forcePathStyle: true,
     credentials: { accessKeyId, secretAccessKey },
+    ...(opts.tls && {
+      requestHandler: new NodeHttpHandler({
+        httpsAgent: new https.Agent({ ca: fs.readFileSync(opts.tls.cert) }),
+      }),
+    }),
   });
   return {
     endpoint,

@@ -112,7 +112,7 @@ export class TargetAdmin {
   }
 
   private async testHandle(h: TargetHandle): Promise<void> {
-    const s = openTarget(h, { concurrency: 1 });
+    const s = openTarget(h, {});
     try {
       await s.check();
     } finally {

@@ -14,7 +14,7 @@ export interface TargetHandle {
 
 export function openTarget(
   t: TargetHandle,
-  opts: { concurrency: number; retry?: RetryPolicy },
+  opts: { concurrency?: number; retry?: RetryPolicy },
 ): RetryingStorage {
   const c = t.config;
   const raw =

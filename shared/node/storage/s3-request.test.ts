@@ -1,9 +1,12 @@
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
 import type { Socket } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { S3Client, GetObjectCommand } from '@aws-sdk/client-s3';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { rawHttpServer, rawS3Storage, type RawHttpServer } from '../../../test/support/raw-http.ts';
 import { storageProblem } from '../../../test/support/storage-problem.ts';
 import { startVersitygw, type S3Server } from '../../../test/support/versitygw.ts';
@@ -168,46 +171,115 @@ describe('listings and connections on a raw server', () => {
   });
 });
 
-describe('what Cairn loads to talk to a bucket', () => {
-  let s3: S3Server;
-  beforeAll(async () => {
-    s3 = await startVersitygw();
-  });
-  afterAll(async () => {
-    await s3?.stop();
-  });
-
-  it('every operation does without the AWS SDK (it cost ~16 MiB and ~0.1 s a thread)', async () => {
-    const bucket = await s3.createBucket();
-    const openTarget = fileURLToPath(new URL('./open-target.ts', import.meta.url));
-    const script = `
-      import { createRequire } from 'node:module';
-      const { openTarget } = await import(${JSON.stringify(openTarget)});
-      const config = { kind: 's3', endpoint: process.env.E, bucket: process.env.B, region: 'us-east-1',
-        accessKeyId: process.env.K, pathStyle: true, checksums: 'when-supported' };
-      const st = openTarget({ id: 1, name: 't', config, secret: process.env.S }, { concurrency: 2 });
+/**
+ * Every operation, in a process of its own (as a worker thread is, module-wise): what it returns, and
+ * which AWS SDK modules it loaded. A 300 KB body goes from its spool file, a small one from memory.
+ */
+function everyOperation(s3: S3Server, bucket: string, env: Record<string, string> = {}) {
+  const dir = path.dirname(fileURLToPath(import.meta.url));
+  const script = `
+    import fs from 'node:fs';
+    import { createRequire } from 'node:module';
+    const { openTarget } = await import(${JSON.stringify(path.join(dir, 'open-target.ts'))});
+    const { SpooledBody, nativeCrc32 } = await import(${JSON.stringify(path.join(dir, 'put-body.ts'))});
+    const config = { kind: 's3', endpoint: process.env.E, bucket: process.env.B, region: 'us-east-1',
+      accessKeyId: process.env.K, pathStyle: true, checksums: 'when-supported' };
+    const st = openTarget({ id: 1, name: 't', config, secret: process.env.S }, { concurrency: 2 });
+    try {
       await st.check();
       await st.put('data/a&b c', Buffer.from('hello'));
       const got = (await st.get('data/a&b c', { start: 1, end: 3 })).toString();
       const head = await st.head('data/a&b c');
+      const big = Buffer.alloc(300_000, 7).map((_, i) => (i * 2654435761) >>> 24);
+      const file = process.env.F;
+      fs.writeFileSync(file, big);
+      const fd = fs.openSync(file, 'r');
+      await st.put('data/big', new SpooledBody(fd, big.length, nativeCrc32(big)));
+      fs.closeSync(fd);
+      const bigBack = (await st.get('data/big')).equals(big);
       const keys = [];
       for await (const o of st.list('data/')) keys.push(o.key);
       await st.delete('data/a&b c');
       const gone = await st.head('data/a&b c');
       const sdk = Object.keys(createRequire(import.meta.url).cache).filter((k) => /@aws-sdk.client-s3|@smithy/.test(k));
-      console.log(JSON.stringify({ got, head, keys, gone, sdk }));
-      st.close();`;
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
-      encoding: 'utf8',
-      env: { ...process.env, E: s3.endpoint, B: bucket, K: s3.accessKeyId, S: s3.secretAccessKey },
-    });
-    expect(r.stderr).toBe('');
-    expect(JSON.parse(r.stdout)).toEqual({
-      got: 'ell',
-      head: { size: 5 },
-      keys: ['data/a&b c'],
-      gone: null,
-      sdk: [],
-    });
+      console.log(JSON.stringify({ got, head, bigBack, keys, gone, sdk }));
+    } catch (err) {
+      console.log(JSON.stringify({ problem: err.problem, message: err.message }));
+    } finally {
+      st.close();
+    }`;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    env: {
+      ...process.env,
+      E: s3.endpoint,
+      B: bucket,
+      K: s3.accessKeyId,
+      S: s3.secretAccessKey,
+      F: path.join(os.tmpdir(), `cairn-body-${randomBytes(4).toString('hex')}`),
+      ...env,
+    },
+  });
+  expect(r.stderr).toBe('');
+  return JSON.parse(r.stdout) as Record<string, unknown>;
+}
+
+const ALL_WENT_WELL = {
+  got: 'ell',
+  head: { size: 5 },
+  bigBack: true,
+  keys: ['data/a&b c', 'data/big'],
+  gone: null,
+  sdk: [],
+};
+
+describe('every operation on a real server', () => {
+  it('does without the AWS SDK (it cost ~16 MiB and ~0.1 s a thread)', async () => {
+    const s3 = await startVersitygw();
+    try {
+      expect(everyOperation(s3, await s3.createBucket())).toEqual(ALL_WENT_WELL);
+    } finally {
+      await s3.stop();
+    }
+  });
+
+  it('works over TLS with a certificate the machine trusts, and refuses one it does not', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'cairn-tls-'));
+    const [cert, key] = [path.join(dir, 'cert.pem'), path.join(dir, 'key.pem')];
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=cairn-test',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        key,
+        '-out',
+        cert,
+      ],
+      { stdio: 'ignore' },
+    );
+    const s3 = await startVersitygw({ tls: { cert, key } });
+    try {
+      expect(s3.endpoint).toMatch(/^https:/);
+      const bucket = await s3.createBucket();
+      expect(everyOperation(s3, bucket, { NODE_EXTRA_CA_CERTS: cert })).toEqual(ALL_WENT_WELL);
+      const refused = everyOperation(s3, bucket);
+      expect(refused.problem).toBe('unreachable');
+      expect(refused.message).toMatch(/cannot be reached \(.*(SELF_SIGNED|CERT|certificate)/i);
+    } finally {
+      await s3.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -12,7 +12,7 @@ export interface S3Options extends S3TargetConfig {
   unsignedPayload?: boolean;
   /** When a request is dropped as silent or stalled (tests shorten them). */
   transport?: TransportLimits;
-  /** Requests in flight at once (more wait): the connections this target may hold open. */
+  /** Requests in flight at once (more wait): the connections this target may hold open. No cap when left out. */
   concurrency?: number;
 }
 
