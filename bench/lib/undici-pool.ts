@@ -19,6 +19,7 @@ export class UndiciPool {
     const into = request.into;
     return new Promise((resolve, reject) => {
       let status = 0;
+      let headAt = 0;
       const headers: Record<string, string> = {};
       const chunks: Buffer[] = [];
       let n = 0;
@@ -30,6 +31,7 @@ export class UndiciPool {
           onError: reject,
           onHeaders(code: number, raw: Buffer[]) {
             status = code;
+            headAt = Date.now();
             for (let i = 0; i + 1 < raw.length; i += 2)
               headers[raw[i]!.toString('latin1').toLowerCase()] = raw[i + 1]!.toString('latin1');
             return true;
@@ -47,6 +49,7 @@ export class UndiciPool {
           onComplete() {
             resolve({
               status,
+              headAt,
               headers,
               body: into && !overflow ? into.subarray(0, n) : Buffer.concat(chunks),
             });

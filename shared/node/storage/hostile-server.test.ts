@@ -58,6 +58,11 @@ const FAULTS: [string, (sock: Socket) => void][] = [
     (s) => s.write('HTTP/1.1 206 Partial Content\r\nContent-Length: lots\r\n\r\nabc'),
   ],
   [
+    // More than a Buffer holds: it must fail the request, not throw out of the socket's read callback.
+    'a Content-Length of 90 TB',
+    (s) => s.write('HTTP/1.1 206 Partial Content\r\nContent-Length: 99999999999999\r\n\r\nabc'),
+  ],
+  [
     'two Content-Lengths that disagree',
     (s) =>
       s.write(`HTTP/1.1 206 Partial Content\r\nContent-Length: 5\r\nContent-Length: ${PART.length}\r\n\r\n`),

@@ -1,3 +1,4 @@
+import { constants } from 'node:buffer';
 import { readSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
@@ -14,6 +15,8 @@ export interface LeanRequest {
   body?: PutBody;
   /** Where the response body should land when it fits (a worker's reused buffer). */
   into?: Buffer;
+  /** The longest answer body taken; a longer one fails the request (a server's word is not a size). */
+  maxBody?: number;
 }
 
 /** A whole response: header names in lower case, the body as received (Content-Length enforced). */
@@ -21,6 +24,8 @@ export interface LeanResponse {
   status: number;
   headers: Record<string, string>;
   body: Buffer;
+  /** When the head arrived (epoch ms): what the server's Date header is compared with. */
+  headAt: number;
 }
 
 export interface Origin {
@@ -50,6 +55,8 @@ export const DEFAULT_TRANSPORT_LIMITS: TransportLimits = {
   stallMinBytes: 60 * 1024,
 };
 const PUT_BUFFER_BYTES = 256 * 1024;
+/** The most one Buffer holds here: no answer is taken longer. */
+const MAX_BODY = constants.MAX_LENGTH;
 const CONNECT_TIMEOUT_MS = 10_000;
 
 class HttpFormatError extends Error {
@@ -60,6 +67,7 @@ interface Exchange {
   resolve(r: LeanResponse): void;
   reject(e: Error): void;
   into: Buffer | undefined;
+  maxBody: number;
 }
 
 /**
@@ -75,6 +83,7 @@ class LeanConnection {
   private body: Buffer | null = null;
   private bodyAt = 0;
   private status = 0;
+  private headAt = 0;
   private headers: Record<string, string> = {};
   private current: Exchange | null = null;
   /** Bodies without Content-Length (chunked error bodies, say) are copied out of `head` as they come. */
@@ -102,7 +111,13 @@ class LeanConnection {
           : this.head.subarray(this.status && !this.body ? 0 : this.headUsed),
       callback: (n: number) => {
         const intoBody = this.body !== null;
-        this.received(n);
+        // Nothing may throw out of here (Node would not catch it): whatever goes wrong fails the request.
+        try {
+          this.received(n);
+        } catch (err) {
+          this.fail(new HttpFormatError(`an answer that could not be read: ${(err as Error).message}`));
+          return false;
+        }
         return intoBody ? this.underDownloadCap(n) : true;
       },
     };
@@ -222,6 +237,10 @@ class LeanConnection {
       return this.maybeDone();
     }
     if (this.status) {
+      if (this.copied.length + n > this.current.maxBody)
+        return this.fail(
+          new HttpFormatError(`an answer longer than the ${this.current.maxBody} bytes expected`),
+        );
       this.copied = Buffer.concat([this.copied, this.head.subarray(0, n)]);
       return this.copiedMore();
     }
@@ -246,6 +265,7 @@ class LeanConnection {
       return this.parseHead();
     }
     this.status = Number(m[1]);
+    this.headAt = Date.now();
     this.headers = {};
     for (const f of fields) {
       const i = f.indexOf(':');
@@ -273,6 +293,10 @@ class LeanConnection {
       this.headUsed = 0;
       return this.copiedMore();
     }
+    if (length > this.current.maxBody)
+      return this.fail(
+        new HttpFormatError(`an answer of ${length} bytes, more than the ${this.current.maxBody} expected`),
+      );
     const into = this.current.into;
     this.body = into && into.length >= length ? into.subarray(0, length) : Buffer.allocUnsafe(length);
     const extra = this.headUsed - (end + 4);
@@ -316,7 +340,7 @@ class LeanConnection {
     this.stopStallWatch();
     this.current = null;
     if (this.bodyUnsent) this.reusable = false;
-    ex.resolve({ status: this.status, headers: this.headers, body });
+    ex.resolve({ status: this.status, headers: this.headers, body, headAt: this.headAt });
     if (!this.reusable && !this.socket.destroyed) this.socket.destroy();
   }
 
@@ -365,8 +389,12 @@ export class LeanPool {
 
   constructor(
     private readonly limits: TransportLimits = DEFAULT_TRANSPORT_LIMITS,
-    private readonly maxInFlight = Infinity,
-  ) {}
+    maxInFlight = Infinity,
+  ) {
+    this.maxInFlight = Math.max(1, maxInFlight);
+  }
+
+  private readonly maxInFlight: number;
 
   async exchange(origin: Origin, request: LeanRequest, signal?: AbortSignal): Promise<LeanResponse> {
     const key = `${origin.protocol}//${origin.hostname}:${origin.port}`;
@@ -403,6 +431,7 @@ export class LeanPool {
       signal?.addEventListener('abort', onAbort, { once: true });
       conn.send(request, host, {
         into: request.into,
+        maxBody: request.maxBody ?? MAX_BODY,
         resolve: (r) => {
           signal?.removeEventListener('abort', onAbort);
           if (conn.reusable && !conn.socket.destroyed) {

@@ -26,6 +26,11 @@ const AUTH_CODES = new Set([
   'AuthorizationHeaderMalformed',
 ]);
 const SKEW_CODES = new Set(['RequestTimeTooSkewed', 'RequestExpired', 'RequestInTheFuture']);
+/**
+ * 400s about one sending of a request (the server waited too long for its bytes, or got fewer): sent
+ * again, it goes through. A checksum refused is not among them: the same bytes get the same answer.
+ */
+const TRANSIENT_CODES = new Set(['RequestTimeout', 'IncompleteBody']);
 const NET_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -39,10 +44,12 @@ const NET_CODES = new Set([
 
 export function s3Problem(f: S3Failure, objectOp: boolean): StorageProblem {
   const { status, code = '' } = f;
-  // This machine's clock is off (RequestTimeTooSkewed): the offset has just been learnt from the
-  // server's Date header, so the same request signed again succeeds. Clocks are never trusted to agree.
-  // (Any error whose Date header moved the offset is marked; only a refused signature is about time.)
-  if (f.skewCorrected && (status === 403 || SKEW_CODES.has(code))) return 'server';
+  // This machine's clock is off (RequestTimeTooSkewed): the offset has been learnt from the server's
+  // Date header, so the same request signed again succeeds. Clocks are never trusted to agree. (Any
+  // error whose Date header moved the offset is marked; only a refused signature is about time.)
+  // Requests signed before the offset was learnt are refused for time too, after it was: also retried.
+  if (SKEW_CODES.has(code) || (f.skewCorrected && status === 403)) return 'server';
+  if (TRANSIENT_CODES.has(code)) return 'server';
   if (code === 'NoSuchBucket') return 'no-bucket';
   if (code === 'NoSuchKey' || (objectOp && (code === 'NotFound' || status === 404))) return 'not-found';
   if (AUTH_CODES.has(code) || status === 401 || status === 403) return 'auth';

@@ -78,6 +78,8 @@ export interface S3Request {
   payloadHash?: string;
   body?: PutBody;
   into?: Buffer;
+  /** The longest answer body taken (LeanRequest.maxBody). */
+  maxBody?: number;
 }
 
 export interface S3Requests {
@@ -129,11 +131,13 @@ export function s3Requests(o: S3Options): S3Requests {
         headers: signed,
         body: r.body,
         into: r.into,
+        maxBody: r.maxBody,
       });
       let skewCorrected = false;
+      // Compared with when the head arrived: a long download must not read as a clock that is off.
       const serverNow = Date.parse(res.headers.date ?? '');
-      if (Number.isFinite(serverNow) && Math.abs(serverNow - (Date.now() + clockOffsetMs)) >= CLOCK_SKEW_MS) {
-        clockOffsetMs = serverNow - Date.now();
+      if (Number.isFinite(serverNow) && Math.abs(serverNow - (res.headAt + clockOffsetMs)) >= CLOCK_SKEW_MS) {
+        clockOffsetMs = serverNow - res.headAt;
         skewCorrected = true;
       }
       if (res.status >= 200 && res.status < 300) return res;

@@ -28,6 +28,11 @@ function crc32Base64(crc: number): string {
 
 const asList = <T>(x: T | T[] | undefined): T[] => (x === undefined ? [] : Array.isArray(x) ? x : [x]);
 
+/** Answers to PUT, HEAD and DELETE carry at most an error document. */
+const SMALL_ANSWER = 1 << 20;
+/** A listing page (1,000 keys of up to 1 KiB each, with their XML). */
+const LISTING_ANSWER = 64 << 20;
+
 interface ListPage {
   objects: ListedObject[];
   next?: string;
@@ -44,24 +49,26 @@ function listPage(res: LeanResponse): ListPage {
   const r = doc.ListBucketResult;
   if (!r || typeof r !== 'object')
     throw new S3Answer({ status: res.status, code: 'UnreadableListing', message: 'no ListBucketResult' });
+  const unreadable = (message: string) =>
+    new S3Answer({ status: res.status, code: 'UnreadableListing', message });
   const objects: ListedObject[] = [];
   for (const c of asList(r.Contents as Record<string, string> | Record<string, string>[])) {
     if (typeof c?.Key !== 'string' || c.Key === '') continue;
+    const size = Number(c.Size);
+    if (typeof c.Size !== 'string' || c.Size.trim() === '' || !Number.isSafeInteger(size) || size < 0)
+      throw unreadable(`no size for ${c.Key.slice(0, 80)}`);
     const modified = Date.parse(c.LastModified ?? '');
-    objects.push({
-      key: c.Key,
-      size: Number(c.Size ?? 0) || 0,
-      modified: Number.isFinite(modified) ? modified : undefined,
-    });
+    objects.push({ key: c.Key, size, modified: Number.isFinite(modified) ? modified : undefined });
   }
+  const truncated = String(r.IsTruncated ?? 'false')
+    .trim()
+    .toLowerCase();
+  if (truncated !== 'true' && truncated !== 'false')
+    throw unreadable(`IsTruncated "${truncated.slice(0, 20)}"`);
   const token = r.NextContinuationToken;
-  if (r.IsTruncated === 'true' && (typeof token !== 'string' || token === ''))
-    throw new S3Answer({
-      status: res.status,
-      code: 'UnreadableListing',
-      message: 'truncated without a token',
-    });
-  return { objects, next: r.IsTruncated === 'true' ? (token as string) : undefined };
+  if (truncated === 'true' && (typeof token !== 'string' || token === ''))
+    throw unreadable('truncated without a token');
+  return { objects, next: truncated === 'true' ? (token as string) : undefined };
 }
 
 /**
@@ -84,7 +91,7 @@ export function createS3Storage(o: S3Options): Storage {
       if (crc !== undefined) headers['x-amz-checksum-crc32'] = crc32Base64(crc);
     }
     const payloadHash = unsigned ? UNSIGNED_PAYLOAD : sha256Hex(bytes as Buffer);
-    return s3.send({ method: 'PUT', key, headers, payloadHash, body: bytes });
+    return s3.send({ method: 'PUT', key, headers, payloadHash, body: bytes, maxBody: SMALL_ANSWER });
   }
 
   /**
@@ -124,7 +131,14 @@ export function createS3Storage(o: S3Options): Storage {
 
   async function listing(query: Record<string, string>): Promise<ListPage> {
     try {
-      return listPage(await s3.send({ method: 'GET', key: null, query: { 'list-type': '2', ...query } }));
+      return listPage(
+        await s3.send({
+          method: 'GET',
+          key: null,
+          query: { 'list-type': '2', ...query },
+          maxBody: LISTING_ANSWER,
+        }),
+      );
     } catch (err) {
       throw s3.error(err, 'listing');
     }
@@ -162,7 +176,7 @@ export function createS3Storage(o: S3Options): Storage {
     },
     async head(key) {
       try {
-        const res = await s3.send({ method: 'HEAD', key });
+        const res = await s3.send({ method: 'HEAD', key, maxBody: SMALL_ANSWER });
         const size = Number(res.headers['content-length']);
         if (!Number.isSafeInteger(size) || size < 0)
           throw new S3Answer({
@@ -178,15 +192,27 @@ export function createS3Storage(o: S3Options): Storage {
     },
     async *list(prefix) {
       let token: string | undefined;
+      const seen = new Set<string>();
       do {
         const page = await listing({ prefix, ...(token ? { 'continuation-token': token } : {}) });
         yield* page.objects;
         token = page.next;
+        // A server that hands back a token it gave before would have this list forever.
+        if (token !== undefined && seen.has(token))
+          throw s3.error(
+            new S3Answer({
+              status: 200,
+              code: 'UnreadableListing',
+              message: 'a continuation token came back',
+            }),
+            'listing',
+          );
+        if (token !== undefined) seen.add(token);
       } while (token);
     },
     async delete(key) {
       try {
-        await s3.send({ method: 'DELETE', key });
+        await s3.send({ method: 'DELETE', key, maxBody: SMALL_ANSWER });
       } catch (err) {
         throw s3.error(err, 'delete', key);
       }
