@@ -1,5 +1,6 @@
 import type { S3TargetConfig } from '../../settings.ts';
-import { LeanPool, type LeanResponse, type Origin, type TransportLimits } from './lean-http.ts';
+import type { LeanResponse, Origin, TransportLimits } from './lean-http.ts';
+import { LeanPool } from './lean-pool.ts';
 import type { PutBody } from './put-body.ts';
 import { s3Error, type S3Failure } from './s3-errors.ts';
 import { S3Signer, canonicalQuery, sha256Hex, uriEscape } from './sigv4.ts';
