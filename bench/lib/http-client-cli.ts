@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pLimit from 'p-limit';
 import { RANGE_MAX } from '../../shared/limits.ts';
-import type { LeanRequest } from '../../shared/node/storage/lean-http.ts';
+import { hostHeader, type LeanRequest } from '../../shared/node/storage/lean-http.ts';
 import { LeanPool } from '../../shared/node/storage/lean-pool.ts';
 import { SpooledBody } from '../../shared/node/storage/put-body.ts';
 import { s3Addressing } from '../../shared/node/storage/s3-request.ts';
@@ -28,7 +28,7 @@ const { origin, path: pathOf } = s3Addressing({
   bucket,
   pathStyle: true,
 });
-const host = `${origin.hostname}:${origin.port}`;
+const host = hostHeader(origin);
 const signer = new S3Signer({
   accessKeyId: process.env.AWS_ACCESS_KEY_ID!,
   secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY!,

@@ -34,6 +34,10 @@ export interface Origin {
   port: number;
 }
 
+/** The Host header of an origin (its port left out when it is the scheme's default), as sent and signed. */
+export const hostHeader = (o: Origin): string =>
+  o.port === (o.protocol === 'https:' ? 443 : 80) ? o.hostname : `${o.hostname}:${o.port}`;
+
 const HEAD_MAX = 64 * 1024;
 
 /**

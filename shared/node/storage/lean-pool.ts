@@ -2,6 +2,7 @@ import {
   DEFAULT_TRANSPORT_LIMITS,
   LeanConnection,
   MAX_BODY,
+  hostHeader,
   type LeanRequest,
   type LeanResponse,
   type Origin,
@@ -54,8 +55,7 @@ export class LeanPool {
     let conn = idle.pop();
     while (conn && (conn.socket.destroyed || !conn.reusable)) conn = idle.pop();
     conn ??= new LeanConnection(origin, this.limits);
-    const defaultPort = origin.protocol === 'https:' ? 443 : 80;
-    const host = origin.port === defaultPort ? origin.hostname : `${origin.hostname}:${origin.port}`;
+    const host = hostHeader(origin);
     return new Promise<LeanResponse>((resolve, reject) => {
       const onAbort = () => conn.socket.destroy(Object.assign(new Error('aborted'), { name: 'AbortError' }));
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -1,5 +1,5 @@
 import type { S3TargetConfig } from '../../settings.ts';
-import type { LeanResponse, Origin, TransportLimits } from './lean-http.ts';
+import { hostHeader, type LeanResponse, type Origin, type TransportLimits } from './lean-http.ts';
 import { LeanPool } from './lean-pool.ts';
 import type { PutBody } from './put-body.ts';
 import { s3Error, type S3Failure } from './s3-errors.ts';
@@ -106,8 +106,7 @@ export function s3Requests(o: S3Options): S3Requests {
     region: o.region,
   });
   const pool = new LeanPool(o.transport, o.concurrency);
-  const defaultPort = origin.protocol === 'https:' ? 443 : 80;
-  const host = origin.port === defaultPort ? origin.hostname : `${origin.hostname}:${origin.port}`;
+  const host = hostHeader(origin);
   /**
    * The server's clock minus this machine's, learnt from answers' Date headers when they differ by
    * 5 minutes or more (as the SDK does): a machine whose clock is wrong still signs requests the server
