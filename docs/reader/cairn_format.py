@@ -16,6 +16,7 @@ import zstandard
 import nacl.bindings as sodium
 import nacl.exceptions
 import nacl.pwhash
+import argon2.low_level
 
 MAGIC = {
     "data": b"CRND", "tree": b"CRNT", "pack": b"CRNP", "index": b"CRNI", "snapshot": b"CRNS",
@@ -128,11 +129,15 @@ def slot_usable(slot):
     if slot.get("kind") == "recovery":
         return None if slot.get("kdf", {}).get("alg") == "recovery-kdf" else "unknown KDF"
     k = slot.get("kdf", {})
-    if slot.get("kind") != "passphrase" or k.get("alg") != "argon2id13":
+    if slot.get("kind") != "passphrase" or k.get("alg") not in ("argon2id", "argon2id13"):
         return "unknown kind or KDF"
     ops, mem = k.get("opslimit", 0), k.get("memlimit", 0)
     if not (1 <= ops <= 32 and 8192 <= mem <= 1 << 30 and ops * mem <= 4 << 30):
         return "Argon2id cost outside the bounds"
+    if k["alg"] == "argon2id":
+        lanes = k.get("lanes", 0)
+        if not (isinstance(lanes, int) and 1 <= lanes <= 16 and mem % 1024 == 0 and mem >= 8192 * lanes):
+            return "Argon2id lanes outside the bounds"
     return None
 
 
@@ -147,9 +152,13 @@ def open_slot(slot, passphrase=None, recovery_key=None):
         if passphrase is None:
             return None
         k = slot["kdf"]
-        kek = nacl.pwhash.argon2id.kdf(
-            32, unicodedata.normalize("NFC", passphrase).encode("utf-8"), base64.b64decode(k["salt"]),
-            opslimit=k["opslimit"], memlimit=k["memlimit"])
+        pw, salt = unicodedata.normalize("NFC", passphrase).encode("utf-8"), base64.b64decode(k["salt"])
+        if k["alg"] == "argon2id":
+            kek = argon2.low_level.hash_secret_raw(
+                pw, salt, time_cost=k["opslimit"], memory_cost=k["memlimit"] // 1024,
+                parallelism=k["lanes"], hash_len=32, type=argon2.low_level.Type.ID, version=19)
+        else:
+            kek = nacl.pwhash.argon2id.kdf(32, pw, salt, opslimit=k["opslimit"], memlimit=k["memlimit"])
     else:
         if recovery_key is None:
             return None

@@ -60,10 +60,11 @@ def main():
         f.tree_nodes(plain_tree, tree)
         if "id" in t:
             assert f.blake3.blake3(plain_tree, key=keys["blobId"]).hexdigest() == t["id"], tree
-    slot = V["keySlot"]["slot"]
-    assert f.slot_usable(slot) is None
-    assert f.open_slot(slot, passphrase=V["keySlot"]["passphrase"]) is not None, "passphrase slot"
-    assert f.open_slot(slot, passphrase="wrong") is None
+    for name in ("keySlot", "keySlotArgon2id13"):
+        slot = V[name]["slot"]
+        assert f.slot_usable(slot) is None, name
+        assert f.open_slot(slot, passphrase=V[name]["passphrase"]).hex() == V["masterKey"], name
+        assert f.open_slot(slot, passphrase="wrong") is None, name
     rk = V["recovery"]
     assert f.decode_recovery_key(rk["text"]).hex() == rk["bytes"], "recovery key text"
     assert f.open_slot(rk["slot"], recovery_key=hx(rk["bytes"])) is not None, "recovery slot"

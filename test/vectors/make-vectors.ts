@@ -30,7 +30,34 @@ const fill = (n: number, v: number) => Buffer.alloc(n, v);
  * `sodium.prepareKeyedHash` must have been awaited for `deriveSubkeys(…).blobId` and `.shardMac` (see the
  * CLI entry below).
  */
-export function makeVectors(sodium: SodiumProvider) {
+const PASSPHRASE = 'correct horse battery staple';
+
+/** A passphrase slot as written before lanes: libsodium's crypto_pwhash (Argon2id, one lane). */
+function legacyKeySlot(
+  sodium: SodiumProvider,
+  master: Buffer,
+  repository: string,
+  o: { id: string; salt: Buffer; nonce: Buffer; createdAt: string; host: string },
+) {
+  const [opslimit, memlimit] = [2, 64 << 20];
+  const kek = sodium.pwhash(32, Buffer.from(PASSPHRASE), o.salt, opslimit, memlimit);
+  const sealed = Buffer.alloc(48);
+  const aad = Buffer.from(`cairn key slot v2\0${o.id}\0${repository}\0passphrase`);
+  sodium.aeadSealInto(sealed, master, aad, o.nonce, kek);
+  return {
+    version: 2,
+    id: o.id,
+    repository,
+    kind: 'passphrase',
+    kdf: { alg: 'argon2id13', opslimit, memlimit, salt: o.salt.toString('base64') },
+    nonce: o.nonce.toString('base64'),
+    sealed: sealed.toString('base64'),
+    createdAt: o.createdAt,
+    host: o.host,
+  };
+}
+
+export async function makeVectors(sodium: SodiumProvider) {
   const master = Buffer.from('000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f', 'hex');
   const keys = deriveSubkeys(sodium, master);
   const repoId = 'aa'.repeat(32);
@@ -230,22 +257,18 @@ export function makeVectors(sodium: SodiumProvider) {
     // files this snapshot does not hold (absent in snapshots written before it was counted).
     summary: { files: { new: 1, changed: 0, unchanged: 0 }, excluded: 2, removed: 3 },
   };
-  const slot = makeKeySlot(
-    sodium,
-    master,
-    repoId,
-    { passphrase: 'correct horse battery staple' },
-    {
-      id: '0011223344556677',
-      salt: fill(16, 0x66),
-      nonce: fill(24, 0x77),
-      createdAt: '2026-11-22T00:00:00.000Z',
-      host: 'vector-host',
-    },
-  );
+  const slotOpts = {
+    id: '0011223344556677',
+    salt: fill(16, 0x66),
+    nonce: fill(24, 0x77),
+    createdAt: '2026-11-22T00:00:00.000Z',
+    host: 'vector-host',
+  };
+  const slot = await makeKeySlot(sodium, master, repoId, { passphrase: PASSPHRASE }, slotOpts);
+  const legacySlot = legacyKeySlot(sodium, master, repoId, slotOpts);
   const recoveryBytes = fill(32, 0x88);
   const recoveryKey = encodeRecoveryKey(sodium, recoveryBytes);
-  const recoverySlot = makeKeySlot(
+  const recoverySlot = await makeKeySlot(
     sodium,
     master,
     repoId,
@@ -406,7 +429,9 @@ export function makeVectors(sodium: SodiumProvider) {
         sealJson(sodium, keys.metaSeal, Magic.revocation, revocation.id, revocation, fill(24, 0x5a)),
       ),
     },
-    keySlot: { passphrase: 'correct horse battery staple', slot },
+    keySlot: { passphrase: PASSPHRASE, slot },
+    // A slot written before lanes (libsodium's crypto_pwhash, one lane): still opened.
+    keySlotArgon2id13: { passphrase: PASSPHRASE, slot: legacySlot },
     recovery: { bytes: hex(recoveryBytes), text: recoveryKey, slot: recoverySlot },
     indexSync: INDEX_SYNC_CASES,
     conversionTwins: CONVERSION_TWIN_CASES,
@@ -423,7 +448,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   );
   await sodium.prepareKeyedHash(keys.blobId);
   await sodium.prepareKeyedHash(keys.shardMac);
-  const v = makeVectors(sodium);
+  const v = await makeVectors(sodium);
   const out = new URL('../../docs/vectors/format-v2.json', import.meta.url);
   fs.writeFileSync(out, JSON.stringify(v, null, 2) + '\n');
   console.log(`wrote ${out.pathname}`);

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { inflateRawSync } from 'node:zlib';
 import type * as ZstdModule from 'zstd-napi/binding.js';
 import { describe, expect, it } from 'vitest';
+import { argon2id } from 'hash-wasm';
 import { loadSodium, type SodiumProvider } from '../../shared/node/crypto/provider.ts';
 
 const zstd = createRequire(import.meta.url)('zstd-napi/binding.js') as typeof ZstdModule;
@@ -240,18 +241,40 @@ describe.each(['sodium-native', 'libsodium-wasm'] as const)('format v2 vectors w
     );
     expect(Object.keys(r)).toEqual(['version', 'id', 'revokedAt', 'host']);
 
+    // New slots: Argon2id with lanes, derived here by hash-wasm (not the binding Cairn uses).
     const slot = v.keySlot.slot;
-    const kek = s.pwhash(
-      32,
-      Buffer.from(v.keySlot.passphrase),
-      Buffer.from(slot.kdf.salt, 'base64'),
-      slot.kdf.opslimit,
-      slot.kdf.memlimit,
+    expect(slot.kdf).toMatchObject({ alg: 'argon2id', lanes: 4 });
+    const kek = Buffer.from(
+      await argon2id({
+        password: v.keySlot.passphrase,
+        salt: Buffer.from(slot.kdf.salt, 'base64'),
+        iterations: slot.kdf.opslimit,
+        memorySize: slot.kdf.memlimit / 1024,
+        parallelism: slot.kdf.lanes,
+        hashLength: 32,
+        outputType: 'binary',
+      }),
     );
     const aad = Buffer.from(`cairn key slot v2\0${slot.id}\0${slot.repository}\0passphrase`);
     expect(
       s
         .aeadOpen(Buffer.from(slot.sealed, 'base64'), aad, Buffer.from(slot.nonce, 'base64'), kek)!
+        .toString('hex'),
+    ).toBe(v.masterKey);
+    // Slots written before lanes: libsodium's crypto_pwhash.
+    const old = v.keySlotArgon2id13.slot;
+    expect(old.kdf.alg).toBe('argon2id13');
+    const oldKek = s.pwhash(
+      32,
+      Buffer.from(v.keySlotArgon2id13.passphrase),
+      Buffer.from(old.kdf.salt, 'base64'),
+      old.kdf.opslimit,
+      old.kdf.memlimit,
+    );
+    const oldAad = Buffer.from(`cairn key slot v2\0${old.id}\0${old.repository}\0passphrase`);
+    expect(
+      s
+        .aeadOpen(Buffer.from(old.sealed, 'base64'), oldAad, Buffer.from(old.nonce, 'base64'), oldKek)!
         .toString('hex'),
     ).toBe(v.masterKey);
 
@@ -283,7 +306,7 @@ describe('the format code', () => {
     const s = await loadSodium();
     await s.prepareKeyedHash(H(v.subkeys.blobId));
     await s.prepareKeyedHash(H(v.subkeys.shardMac));
-    expect(JSON.parse(JSON.stringify(makeVectors(s)))).toEqual(v);
+    expect(JSON.parse(JSON.stringify(await makeVectors(s)))).toEqual(v);
   });
 
   it('reproduces the erasure parity vectors exactly (the pinned library is the format)', async () => {

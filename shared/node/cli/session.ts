@@ -39,7 +39,8 @@ export async function withEngine<T, E = undefined>(
     await readUnlocker(),
     opts.whileUnlocking ?? (async () => undefined),
   );
-  // The others load while the command plans (beside the derivation they only raised its memory peak).
+  // The others load while the command plans (beside the derivation they raised its memory peak, and on
+  // two cores slowed its lanes).
   if (opts.workers) WorkerPool.prewarm(opts.workers === true ? engine.settings().workers : opts.workers);
   engine.notice = (m) => process.stderr.write(`Warning: ${m}\n`);
   try {

@@ -1,6 +1,12 @@
 import os from 'node:os';
 import { KDF_CONTEXT, KEY_SLOT_AAD, RECOVERY_KDF_CONTEXT, Subkey } from '../../format/constants.ts';
-import { AEAD_NONCE_BYTES, AEAD_TAG_BYTES, KEY_BYTES, type SodiumProvider } from './provider.ts';
+import {
+  AEAD_NONCE_BYTES,
+  AEAD_TAG_BYTES,
+  KEY_BYTES,
+  type Argon2Cost,
+  type SodiumProvider,
+} from './provider.ts';
 
 export interface Subkeys {
   blobId: Buffer;
@@ -24,16 +30,24 @@ export function deriveSubkeys(sodium: SodiumProvider, master: Uint8Array): Subke
 }
 
 /**
- * Argon2id cost of new passphrase slots: 8 passes over 128 MiB, about 0.45 s on the 2-core EPYC Cairn is
- * measured on. Every CLI run pays it and its memory counts in the process's peak (docs/FORMAT.md has the
- * measurements and the trade-off); each slot stores its own cost, so it can be raised without rewriting data.
+ * Argon2id cost of new passphrase slots: 8 passes over 128 MiB in 4 lanes (RFC 9106's lane count). Every
+ * CLI run pays it and its memory counts in the process's peak; the lanes fill on as many cores at once,
+ * so two cores derive in half the time of one lane for the same work an attacker must do per guess
+ * (docs/FORMAT.md has the measurements and the trade-off). Each slot stores its own cost, so it can be
+ * raised without rewriting data.
  */
-export const ARGON2_DEFAULT = { opslimit: 8, memlimit: 128 << 20 };
+export const ARGON2_DEFAULT: Argon2Cost = { opslimit: 8, memlimit: 128 << 20, lanes: 4 };
 /** Only for tests (CAIRN_TEST_WEAK_KDF=1): libsodium's INTERACTIVE cost. Stored in the slot like any. */
-const ARGON2_WEAK = { opslimit: 2, memlimit: 64 << 20 };
+const ARGON2_WEAK: Argon2Cost = { opslimit: 2, memlimit: 64 << 20, lanes: 4 };
 
+/**
+ * `argon2id`: Argon2id with lanes (new slots). `argon2id13`: libsodium's crypto_pwhash, one lane (slots
+ * written before lanes; still opened, never written).
+ */
 export type KeyKdf =
-  { alg: 'argon2id13'; opslimit: number; memlimit: number; salt: string } | { alg: 'recovery-kdf' };
+  | ({ alg: 'argon2id'; salt: string } & Argon2Cost)
+  | { alg: 'argon2id13'; opslimit: number; memlimit: number; salt: string }
+  | { alg: 'recovery-kdf' };
 
 /** A key slot (`keys/<id>` in every target, and copied into the local keystore): plain JSON. */
 export interface KeySlot {
@@ -61,39 +75,26 @@ function slotAad(id: string, repository: string, kind: KeySlot['kind']): Buffer 
   return Buffer.from(`${KEY_SLOT_AAD}\0${id}\0${repository}\0${kind}`, 'utf8');
 }
 
-/** How a slot's key-encryption key is made from `secret`; null when the secret is of the other kind. */
-function kekInputs(
-  sodium: SodiumProvider,
-  kdf: KeyKdf,
-  secret: Unlocker,
-): { argon2: { pw: Buffer; salt: Buffer; opslimit: number; memlimit: number } } | { kek: Buffer } | null {
-  if (kdf.alg === 'argon2id13') {
-    if (!('passphrase' in secret)) return null;
-    const pw = Buffer.from(secret.passphrase.normalize('NFC'), 'utf8');
-    return {
-      argon2: { pw, salt: Buffer.from(kdf.salt, 'base64'), opslimit: kdf.opslimit, memlimit: kdf.memlimit },
-    };
+/**
+ * A slot's key-encryption key made from `secret`, Argon2id off the event loop; null when the secret is
+ * of the other kind.
+ */
+async function kekFor(sodium: SodiumProvider, kdf: KeyKdf, secret: Unlocker): Promise<Buffer | null> {
+  if (kdf.alg === 'recovery-kdf') {
+    if (!('recoveryKey' in secret)) return null;
+    // A recovery key is 256 random bits: a fast KDF is enough, no password hashing needed.
+    return sodium.kdfDerive(KEY_BYTES, 1, RECOVERY_KDF_CONTEXT, checkRecoveryKey(sodium, secret.recoveryKey));
   }
-  if (!('recoveryKey' in secret)) return null;
-  // A recovery key is 256 random bits: a fast KDF is enough, no password hashing needed.
-  return {
-    kek: sodium.kdfDerive(KEY_BYTES, 1, RECOVERY_KDF_CONTEXT, checkRecoveryKey(sodium, secret.recoveryKey)),
-  };
-}
-
-function kekFor(sodium: SodiumProvider, kdf: KeyKdf, secret: Unlocker): Buffer | null {
-  const k = kekInputs(sodium, kdf, secret);
-  if (!k || 'kek' in k) return k?.kek ?? null;
-  const a = k.argon2;
-  return sodium.pwhash(KEY_BYTES, a.pw, a.salt, a.opslimit, a.memlimit);
-}
-
-/** kekFor with Argon2id off the event loop (see SodiumProvider.pwhashAsync). */
-async function kekForAsync(sodium: SodiumProvider, kdf: KeyKdf, secret: Unlocker): Promise<Buffer | null> {
-  const k = kekInputs(sodium, kdf, secret);
-  if (!k || 'kek' in k) return k?.kek ?? null;
-  const a = k.argon2;
-  return sodium.pwhashAsync(KEY_BYTES, a.pw, a.salt, a.opslimit, a.memlimit);
+  if (!('passphrase' in secret)) return null;
+  const pw = Buffer.from(secret.passphrase.normalize('NFC'), 'utf8');
+  const salt = Buffer.from(kdf.salt, 'base64');
+  try {
+    return kdf.alg === 'argon2id'
+      ? await sodium.argon2id(KEY_BYTES, pw, salt, kdf)
+      : await sodium.pwhashAsync(KEY_BYTES, pw, salt, kdf.opslimit, kdf.memlimit);
+  } finally {
+    pw.fill(0);
+  }
 }
 
 export function newSlotId(sodium: SodiumProvider): string {
@@ -101,21 +102,21 @@ export function newSlotId(sodium: SodiumProvider): string {
 }
 
 /** Wraps the master key into a new slot opened by `secret`. */
-export function makeKeySlot(
+export async function makeKeySlot(
   sodium: SodiumProvider,
   master: Uint8Array,
   repository: string,
   secret: Unlocker,
   opts: { id?: string; salt?: Buffer; nonce?: Buffer; createdAt?: string; host?: string } = {},
-): KeySlot {
+): Promise<KeySlot> {
   const id = opts.id ?? newSlotId(sodium);
   const kind = 'passphrase' in secret ? 'passphrase' : 'recovery';
   const cost = process.env.CAIRN_TEST_WEAK_KDF === '1' ? ARGON2_WEAK : ARGON2_DEFAULT;
   const kdf: KeyKdf =
     kind === 'passphrase'
-      ? { alg: 'argon2id13', ...cost, salt: (opts.salt ?? sodium.randomBytes(16)).toString('base64') }
+      ? { alg: 'argon2id', ...cost, salt: (opts.salt ?? sodium.randomBytes(16)).toString('base64') }
       : { alg: 'recovery-kdf' };
-  const kek = kekFor(sodium, kdf, secret)!;
+  const kek = (await kekFor(sodium, kdf, secret))!;
   const nonce = opts.nonce ?? sodium.randomBytes(AEAD_NONCE_BYTES);
   const sealed = Buffer.alloc(master.length + AEAD_TAG_BYTES);
   sodium.aeadSealInto(sealed, master, slotAad(id, repository, kind), nonce, kek);
@@ -139,7 +140,7 @@ export async function openKeySlot(
   slot: KeySlot,
   secret: Unlocker,
 ): Promise<Buffer | null> {
-  const kek = await kekForAsync(sodium, slot.kdf, secret);
+  const kek = await kekFor(sodium, slot.kdf, secret);
   if (!kek) return null;
   const master = sodium.aeadOpen(
     Buffer.from(slot.sealed, 'base64'),
@@ -153,10 +154,16 @@ export async function openKeySlot(
 
 /**
  * What a key slot may make a machine spend: anyone who can write to a bucket can put a slot there, and
- * every machine that unlocks or connects tries it. At most 1 GiB of memory (libsodium's SENSITIVE level)
- * and 4 GiB-passes of work (four times the default cost, about 1.8 s here); a slot beyond them is damaged.
+ * every machine that unlocks or connects tries it. At most 1 GiB of memory (libsodium's SENSITIVE level),
+ * 4 GiB-passes of work (four times the default cost) and 16 lanes (threads); a slot beyond them is damaged.
  */
-export const KDF_BOUNDS = { opsMax: 32, memMin: 8192, memMax: 2 ** 30, workMax: 4 * 2 ** 30 } as const;
+export const KDF_BOUNDS = {
+  opsMax: 32,
+  memMin: 8192,
+  memMax: 2 ** 30,
+  workMax: 4 * 2 ** 30,
+  lanesMax: 16,
+} as const;
 /** A key slot is a few hundred bytes: anything larger under keys/ is not read. */
 export const KEY_SLOT_MAX_BYTES = 64 << 10;
 
@@ -178,9 +185,18 @@ export function keySlotProblem(value: unknown): string | null {
   if (!b64(s.nonce) || !b64(s.sealed)) return 'bad nonce or key';
   if (typeof s.createdAt !== 'string' || typeof s.host !== 'string') return 'bad createdAt or host';
   if (s.kdf?.alg === 'recovery-kdf') return s.kind === 'recovery' ? null : 'kdf does not match its kind';
-  if (s.kdf?.alg !== 'argon2id13' || s.kind !== 'passphrase') return 'unknown kdf';
+  if ((s.kdf?.alg !== 'argon2id' && s.kdf?.alg !== 'argon2id13') || s.kind !== 'passphrase')
+    return 'unknown kdf';
   const { opslimit: ops, memlimit: mem } = s.kdf;
   if (!b64(s.kdf.salt)) return 'bad salt';
+  if (s.kdf.alg === 'argon2id') {
+    const lanes = s.kdf.lanes;
+    if (!Number.isInteger(lanes) || lanes < 1 || lanes > KDF_BOUNDS.lanesMax)
+      return `lanes ${String(lanes)} outside 1…${KDF_BOUNDS.lanesMax}`;
+    // RFC 9106: memory in whole KiB, at least 8 KiB a lane.
+    if (!Number.isInteger(mem) || mem % 1024 !== 0 || mem < 8192 * lanes)
+      return `memlimit ${String(mem)} not a whole number of KiB, at least 8 KiB a lane`;
+  }
   if (!Number.isInteger(ops) || ops < 1 || ops > KDF_BOUNDS.opsMax)
     return `opslimit ${String(ops)} outside 1…${KDF_BOUNDS.opsMax}`;
   if (!Number.isInteger(mem) || mem < KDF_BOUNDS.memMin || mem > KDF_BOUNDS.memMax)
@@ -191,7 +207,7 @@ export function keySlotProblem(value: unknown): string | null {
 
 /** Work to try a slot with a passphrase (passes × bytes); 0 for a recovery slot. Cheapest are tried first. */
 export function slotCost(slot: KeySlot): number {
-  return slot.kdf.alg === 'argon2id13' ? slot.kdf.opslimit * slot.kdf.memlimit : 0;
+  return slot.kdf.alg === 'recovery-kdf' ? 0 : slot.kdf.opslimit * slot.kdf.memlimit;
 }
 
 const B32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';

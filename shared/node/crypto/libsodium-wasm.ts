@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
-import { createBLAKE3, type IHasher } from 'hash-wasm';
+import { argon2id, createBLAKE3, type IHasher } from 'hash-wasm';
 import type LibsodiumWrappers from 'libsodium-wrappers-sumo';
-import type { SodiumProvider } from './provider.ts';
+import type { Argon2Cost, SodiumProvider } from './provider.ts';
 
 type Wasm = typeof LibsodiumWrappers;
 
@@ -50,10 +50,30 @@ export async function createWasmProvider(): Promise<SodiumProvider> {
     // WASM runs on the calling thread: the fallback derives synchronously, with identical bytes.
     pwhashAsync: async (length, password, salt, opslimit, memlimit) =>
       b(s.crypto_pwhash(length, password, salt, opslimit, memlimit, s.crypto_pwhash_ALG_ARGON2ID13)),
+    argon2id: argon2idWasm,
     pwhashLimits: {
       opsInteractive: s.crypto_pwhash_OPSLIMIT_INTERACTIVE,
       memInteractive: s.crypto_pwhash_MEMLIMIT_INTERACTIVE,
       saltBytes: s.crypto_pwhash_SALTBYTES,
     },
   };
+}
+
+/** Argon2id with lanes in WebAssembly (hash-wasm): the lanes one after another, the same bytes as native. */
+export async function argon2idWasm(
+  length: number,
+  password: Uint8Array,
+  salt: Uint8Array,
+  cost: Argon2Cost,
+): Promise<Buffer> {
+  const out = await argon2id({
+    password,
+    salt,
+    iterations: cost.opslimit,
+    memorySize: cost.memlimit / 1024,
+    parallelism: cost.lanes,
+    hashLength: length,
+    outputType: 'binary',
+  });
+  return Buffer.from(out.buffer, out.byteOffset, out.byteLength);
 }

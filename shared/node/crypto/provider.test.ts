@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { loadSodium } from './provider.ts';
@@ -34,6 +35,33 @@ describe('sodium-native and libsodium-wasm', () => {
     // Off the event loop (sodium-native's thread pool) or not (WASM): the same key.
     expect((await native.pwhashAsync(32, pw, salt, 2, 8 << 20)).equals(derived)).toBe(true);
     expect((await wasm.pwhashAsync(32, pw, salt, 2, 8 << 20)).equals(derived)).toBe(true);
+    // Argon2id with lanes: @node-rs/argon2 and hash-wasm agree, and one lane is libsodium's crypto_pwhash.
+    expect(
+      (await native.argon2id(32, pw, salt, { opslimit: 2, memlimit: 8 << 20, lanes: 1 })).equals(derived),
+    ).toBe(true);
+    for (const lanes of [2, 4]) {
+      const cost = { opslimit: 2, memlimit: 8 << 20, lanes };
+      const k = await native.argon2id(32, pw, salt, cost);
+      expect(k.equals(derived)).toBe(false);
+      expect(k.equals(await wasm.argon2id(32, pw, salt, cost))).toBe(true);
+    }
+  });
+
+  it('fills Argon2id lanes on two cores at once, off the event loop', async () => {
+    const native = await loadSodium('sodium-native');
+    const [pw, salt] = [Buffer.from('passphrase'), randomBytes(16)];
+    const cost = { opslimit: 4, memlimit: 64 << 20 };
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    await native.argon2id(32, pw, salt, { ...cost, lanes: 4 });
+    const ms = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    clearInterval(timer);
+    expect(ticks).toBeGreaterThan(Math.min(10, ms / 4));
+    // Threads of its own: more CPU time than wall time where there are two cores to fill.
+    if (os.availableParallelism() >= 2) expect((cpu.user + cpu.system) / 1000).toBeGreaterThan(ms * 1.3);
   });
 
   it('sodium-native derives a passphrase key off the event loop', async () => {

@@ -53,6 +53,19 @@ export interface SodiumProvider {
     memlimit: number,
   ): Promise<Buffer>;
   readonly pwhashLimits: { opsInteractive: number; memInteractive: number; saltBytes: number };
+  /**
+   * Argon2id (RFC 9106, version 0x13) with `lanes` lanes over `memlimit` bytes in all, off the calling
+   * thread where the binding can: the lanes are filled on as many cores at once (libsodium has one lane
+   * only). With one lane it equals `pwhash`.
+   */
+  argon2id(length: number, password: Uint8Array, salt: Uint8Array, cost: Argon2Cost): Promise<Buffer>;
+}
+
+/** Argon2id's cost: passes, bytes of memory (a multiple of 1 KiB), lanes. */
+export interface Argon2Cost {
+  opslimit: number;
+  memlimit: number;
+  lanes: number;
 }
 
 export type SodiumProviderName = 'sodium-native' | 'libsodium-wasm';

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import type * as Argon2 from '@node-rs/argon2';
 import type * as BlakeHash from '@napi-rs/blake-hash';
 import type SodiumNative from 'sodium-native';
 import type { SodiumProvider } from './provider.ts';
@@ -27,6 +28,8 @@ export function createNativeProvider(): SodiumProvider {
   const require = createRequire(import.meta.url);
   const s = require('sodium-native') as Native;
   const { Blake3Hasher } = loadBlakeHash(require);
+  // Loaded at the first unlock only: worker threads never derive keys.
+  let argon2: typeof Argon2 | undefined;
   // One keyed hasher per key, reset between inputs: creating one per call costs more than hashing 4 KiB.
   const hashers = new Map<string, InstanceType<typeof Blake3Hasher>>();
   // randombytes_buf is one getrandom(2) call, ~1 µs for each blob's 24-byte nonce: small requests are
@@ -117,6 +120,24 @@ export function createNativeProvider(): SodiumProvider {
           err ? reject(err) : resolve(out),
         ),
       );
+    },
+    async argon2id(length, password, salt, cost) {
+      try {
+        argon2 ??= require('@node-rs/argon2') as typeof Argon2;
+      } catch {
+        // No build for this platform, or it cannot load: the same bytes from WebAssembly, one core.
+        return (await import('./libsodium-wasm.ts')).argon2idWasm(length, password, salt, cost);
+      }
+      // @node-rs/argon2 (RustCrypto's argon2) fills the lanes on threads of its own, off the event loop.
+      return argon2.hashRaw(buf(password), {
+        algorithm: 2, // Argon2id
+        version: 1, // 0x13
+        salt: buf(salt),
+        timeCost: cost.opslimit,
+        memoryCost: cost.memlimit / 1024,
+        parallelism: cost.lanes,
+        outputLen: length,
+      });
     },
     pwhashLimits: {
       opsInteractive: s.crypto_pwhash_OPSLIMIT_INTERACTIVE,

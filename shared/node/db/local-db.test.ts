@@ -13,17 +13,17 @@ import { FIRST_V2_VERSION, migrations } from './schema.ts';
 const sodium = await loadSodium();
 process.env.CAIRN_TEST_WEAK_KDF = '1';
 
-function create(file: string, passphrase = 'a good passphrase'): LocalDb {
+async function create(file: string, passphrase = 'a good passphrase'): Promise<LocalDb> {
   const master = sodium.randomBytes(32);
   const config = newRepoConfig(sodium);
-  const slot = makeKeySlot(sodium, master, config.id, { passphrase });
+  const slot = await makeKeySlot(sodium, master, config.id, { passphrase });
   return LocalDb.create(file, sodium, { master, repoId: config.id, config, slots: [slot], slotId: slot.id });
 }
 
 describe('keystore', () => {
   it('keeps only wrapped keys: the right passphrase unlocks the same subkeys, a wrong one nothing', async () => {
     const file = path.join(tempDir(), 'ks', 'keystore.db');
-    const a = create(file);
+    const a = await create(file);
     const seal = Buffer.from(a.keys.blobSeal);
     const master = Buffer.from(a.masterKey());
     a.close();
@@ -33,15 +33,39 @@ describe('keystore', () => {
     await expect(LocalDb.open(file, { passphrase: 'a bad passphrase' }, sodium)).rejects.toThrow(
       /Wrong passphrase/,
     );
-    expect(() => create(file)).toThrow(/already exists/);
+    await expect(create(file)).rejects.toThrow(/already exists/);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     const raw = Buffer.concat([file, file + '-wal'].filter(fs.existsSync).map((f) => fs.readFileSync(f)));
     expect(raw.includes(master)).toBe(false);
   });
 
+  it('opens with a slot written before Argon2id lanes (libsodium, one lane)', async () => {
+    const v = JSON.parse(
+      fs.readFileSync(new URL('../../../docs/vectors/format-v2.json', import.meta.url), 'utf8'),
+    );
+    const { slot, passphrase } = v.keySlotArgon2id13;
+    expect(slot.kdf.alg).toBe('argon2id13');
+    const master = Buffer.from(v.masterKey, 'hex');
+    const config = { ...newRepoConfig(sodium), id: slot.repository };
+    const file = path.join(tempDir(), 'keystore.db');
+    LocalDb.create(file, sodium, {
+      master,
+      repoId: config.id,
+      config,
+      slots: [slot],
+      slotId: slot.id,
+    }).close();
+    const ks = await LocalDb.open(file, { passphrase }, sodium);
+    expect(Buffer.from(ks.masterKey()).equals(master)).toBe(true);
+    ks.close();
+    await expect(LocalDb.open(file, { passphrase: 'not the passphrase' }, sodium)).rejects.toThrow(
+      /Wrong passphrase/,
+    );
+  });
+
   it('keeps S3 secrets encrypted at rest and returns them when unlocked', async () => {
     const file = path.join(tempDir(), 'keystore.db');
-    const ks = create(file);
+    const ks = await create(file);
     const secret = 'S3CRET-' + 'x'.repeat(30);
     const t = ks.addTarget(
       'aws',
@@ -69,7 +93,7 @@ describe('keystore', () => {
 
   it('records its schema version, refuses a newer one and a format-1 keystore by name', async () => {
     const file = path.join(tempDir(), 'keystore.db');
-    create(file).close();
+    (await create(file)).close();
     const latest = FIRST_V2_VERSION - 1 + migrations.length;
     const db = new Database(file);
     expect(db.pragma('user_version', { simple: true })).toBe(latest);

@@ -105,7 +105,7 @@ export class Engine {
     const sodium = await loadSodium();
     const config = newRepoConfig(sodium, opts);
     const master = sodium.randomBytes(KEY_BYTES);
-    const slot = makeKeySlot(sodium, master, config.id, { passphrase });
+    const slot = await makeKeySlot(sodium, master, config.id, { passphrase });
     const ks = LocalDb.create(keystorePath(home), sodium, {
       master,
       repoId: config.id,

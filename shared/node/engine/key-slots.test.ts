@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempDir, writeRandomFile } from '../../../test/support/fixtures.ts';
 import { Engine } from './engine.ts';
+import { keySlotProblem } from '../crypto/keys.ts';
 
 beforeAll(() => {
   process.env.CAIRN_TEST_WEAK_KDF = '1';
@@ -237,6 +238,16 @@ describe('key slots across targets and machines', () => {
       '00000000000000a2',
       JSON.stringify({ ...genuine, id: '00000000000000a2', kdf: { ...genuine.kdf, opslimit: 4294967295 } }),
     );
+    // 255 lanes would be 255 threads per try; a lane count that is not a number, memory not in whole KiB.
+    for (const [id, kdf] of [
+      ['00000000000000a5', { lanes: 255 }],
+      ['00000000000000a6', { lanes: '4' }],
+      ['00000000000000a7', { memlimit: 64 * 2 ** 20 + 1 }],
+    ] as const) {
+      const slot = { ...genuine, id, kdf: { ...genuine.kdf, ...kdf } };
+      expect(keySlotProblem(slot)).toMatch(/lanes|memlimit/);
+      plant(id, JSON.stringify(slot));
+    }
     plant('00000000000000a3', '{ not json');
     plant('00000000000000a4', Buffer.alloc(1 << 20, 0x20));
     const started = Date.now();
@@ -258,7 +269,7 @@ describe('key slots across targets and machines', () => {
     other.close();
     expect(Date.now() - started).toBeLessThan(20_000);
     // Planted slots are damage, never removed by a reader.
-    expect(slotsIn(t)).toHaveLength(5);
+    expect(slotsIn(t)).toHaveLength(8);
   });
 
   it('a slot this machine removed before revocation records existed stays removed here, and is deleted nowhere on its word', async () => {

@@ -11,10 +11,10 @@ import { accountRun, type JobRunStats } from './job-accounting.ts';
 process.env.CAIRN_TEST_WEAK_KDF = '1';
 const sodium = await loadSodium();
 
-function keystore(): LocalDb {
+async function keystore(): Promise<LocalDb> {
   const master = sodium.randomBytes(32);
   const config = newRepoConfig(sodium);
-  const slot = makeKeySlot(sodium, master, config.id, { passphrase: 'a good passphrase' });
+  const slot = await makeKeySlot(sodium, master, config.id, { passphrase: 'a good passphrase' });
   const file = path.join(tempDir(), 'keystore.db');
   return LocalDb.create(file, sodium, { master, repoId: config.id, config, slots: [slot], slotId: slot.id });
 }
@@ -34,8 +34,8 @@ const frame = (bytesDone: number, bytesTotal: number): StatsFrame => ({
 });
 
 describe('job accounting', () => {
-  it('keeps how far a job got from its first frame on: a kill right after still leaves its size', () => {
-    const ks = keystore();
+  it('keeps how far a job got from its first frame on: a kill right after still leaves its size', async () => {
+    const ks = await keystore();
     try {
       const target = ks.addTarget('drive', { kind: 'dir', path: tempDir() });
       ks.jobs.create({ id: 'job1', targetId: target.id, sources: ['/src'], settings: '{}' });

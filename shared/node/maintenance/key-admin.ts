@@ -18,7 +18,7 @@ export class KeyAdmin {
   async add(secret: Unlocker): Promise<KeySlot> {
     if ('passphrase' in secret && secret.passphrase.length < 8)
       throw new SettingsError('The passphrase must have at least 8 characters.');
-    const slot = makeKeySlot(this.ks.sodium, this.ks.masterKey(), this.ks.repoId, secret);
+    const slot = await makeKeySlot(this.ks.sodium, this.ks.masterKey(), this.ks.repoId, secret);
     await this.repo.putKeySlot(slot);
     return slot;
   }

@@ -6,12 +6,13 @@ import { Engine } from '../engine/engine.ts';
 import { tempDir } from '../../../test/support/fixtures.ts';
 
 describe('workers started while the key is derived', () => {
-  it('leave Argon2id a core of its own, and start at least one', () => {
-    expect(workersBesideKeyDerivation(2, 2)).toBe(1);
-    expect(workersBesideKeyDerivation(1, 1)).toBe(1);
-    expect(workersBesideKeyDerivation(8, 8)).toBe(7);
+  it('take only the cores that Argon2id lanes leave free', () => {
+    expect(workersBesideKeyDerivation(2, 2)).toBe(0);
+    expect(workersBesideKeyDerivation(1, 1)).toBe(0);
+    expect(workersBesideKeyDerivation(8, 8)).toBe(4);
     expect(workersBesideKeyDerivation(3, 16)).toBe(3);
     expect(workersBesideKeyDerivation(0, 4)).toBe(0);
+    expect(workersBesideKeyDerivation(2, 2, 1)).toBe(1);
   });
 });
 

@@ -3,6 +3,7 @@ import os from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { FromWorker, ToWorker, WorkerInit } from './worker-protocol.ts';
 import type { JobControl } from '../jobs/job-control.ts';
+import { ARGON2_DEFAULT } from '../crypto/keys.ts';
 import { PackSpool } from './pack-spool.ts';
 import { workerEntry } from './worker-bundle.ts';
 import { batchedPost, eachMessage } from './message-batch.ts';
@@ -23,12 +24,17 @@ export function defaultWorkerCount(): number {
 
 /**
  * How many of a command's `count` workers to start while Argon2id derives the key: as many as the cores
- * it leaves free, at least one. On two cores, starting both beside it added 20 MB to peak RSS (the
- * derivation's 128 MiB is the peak) and saved no time: 1 GiB backups and restores were as fast or faster
- * with one (docs/PERFORMANCE.md, session 26). The CLI starts the others once the key is derived.
+ * its lanes leave free (none on two cores). The derivation's 128 MiB is the process's peak, and each
+ * worker loaded beside it adds ~12 MB; on two cores one worker also slowed the lanes (0.39–0.42 s against
+ * 0.52–0.57 s) and reached the first blob of a 1 GiB restore no sooner (docs/PERFORMANCE.md, session 53).
+ * The CLI starts the others once the key is derived.
  */
-export function workersBesideKeyDerivation(count: number, cores = defaultWorkerCount()): number {
-  return Math.max(0, Math.min(count, Math.max(1, cores - 1)));
+export function workersBesideKeyDerivation(
+  count: number,
+  cores = defaultWorkerCount(),
+  lanes = ARGON2_DEFAULT.lanes,
+): number {
+  return Math.max(0, Math.min(count, cores - lanes));
 }
 
 interface Slot {
