@@ -69,6 +69,18 @@ export async function compareSuite(o: BenchOptions): Promise<SuiteResult> {
   const raw = tools[0]![0];
   const present = (n: string) => of(n).length > 0;
   const others = ['restic', 'Kopia', 'rclone crypt'].filter(present);
+  // Cairn's restore time against another tool's in the same round, each round: the issue asks for every run.
+  const restoreRatios = (other: string) =>
+    of('Cairn').map((c, i) => (of(other)[i] ? of(other)[i]!.restore.ms / c.restore.ms : NaN));
+  const everyRun = (name: string, other: string) => {
+    const ratios = restoreRatios(other);
+    return {
+      name,
+      measured: `${ratios.map((x) => fmt(x, 2)).join(' / ')} ×`,
+      goal: '≥ 1.0 × in each run',
+      met: ratios.every((x) => x >= 1),
+    };
+  };
   const targets = [
     {
       name: 'backup ≥ 0.9 × raw PutObject',
@@ -76,6 +88,7 @@ export async function compareSuite(o: BenchOptions): Promise<SuiteResult> {
       goal: '≥ 0.9 ×',
       met: mb('Cairn', 'backup') >= 0.9 * mb(raw, 'backup'),
     },
+    everyRun('restore ≥ 1.0 × raw GetObject (time, same round)', raw),
   ];
   if (others.length) {
     const best = Math.max(...others.map((n) => mb(n, 'backup')));
@@ -89,19 +102,18 @@ export async function compareSuite(o: BenchOptions): Promise<SuiteResult> {
   if (present('restic'))
     targets.push(
       {
-        name: "restore ≥ 1.0 × restic's",
+        name: "restore ≥ 1.0 × restic's (medians)",
         measured: `${fmt(mb('Cairn', 'restore') / mb('restic', 'restore'), 2)} ×`,
         goal: '≥ 1.0 ×',
         met: mb('Cairn', 'restore') >= mb('restic', 'restore'),
       },
-      {
-        name: "peak RSS ≤ restic's",
-        measured: `${fmt(Math.max(rss('Cairn', 'backup'), rss('Cairn', 'restore')), 0)} vs ${fmt(Math.max(rss('restic', 'backup'), rss('restic', 'restore')), 0)} MB`,
+      everyRun("restore ≥ 1.0 × restic's (time, same round)", 'restic'),
+      ...(['backup', 'restore'] as const).map((k) => ({
+        name: `${k} peak RSS ≤ restic's (highest of the runs)`,
+        measured: `${fmt(rss('Cairn', k), 0)} vs ${fmt(rss('restic', k), 0)} MB`,
         goal: '≤',
-        met:
-          Math.max(rss('Cairn', 'backup'), rss('Cairn', 'restore')) <=
-          Math.max(rss('restic', 'backup'), rss('restic', 'restore')),
-      },
+        met: rss('Cairn', k) <= rss('restic', k),
+      })),
     );
   if (present('rclone crypt'))
     targets.push({
