@@ -65,6 +65,12 @@ export async function storeFiles(repo: Repository, o: StoreOptions): Promise<Sto
  * can land there. A file that changed (not shrank) is read at most twice, then kept with a warning.
  */
 const SHRUNK_READS = 5;
+/**
+ * An index file is written every 32 packs, or sooner at 50,000 blobs (as restic caps its index files):
+ * a million small files put ~5,500 blobs in a pack, and 32 packs' entries were ~24 MB at the write.
+ */
+const INDEX_FILE_PACKS = 32;
+const INDEX_FILE_BLOBS = 50_000;
 
 /** One storeFiles call: the files in flight, the blobs decided, the packs stored, the counters. */
 class StoreRun {
@@ -89,7 +95,8 @@ class StoreRun {
   private readonly reading = new Set<FileState>();
   private readonly reread: FileState[] = [];
   private indexing: Promise<unknown> = Promise.resolve();
-  private unindexed = 0;
+  /** Packs and blobs stored since the last index file. */
+  private unindexed = { packs: 0, blobs: 0 };
   private readonly packBytes = new Map<string, number>();
   private readonly tasks = new Map<number, { file: FileState; idx: number; attempt: number }>();
   private nextTid = 1;
@@ -394,9 +401,11 @@ class StoreRun {
       this.blobWaiters.delete(hex);
     }
     this.flushFinished();
-    // Index files as packs complete, so another machine (or this one after a crash) sees them soon.
-    if (++this.unindexed >= 32) {
-      this.unindexed = 0;
+    // Index files as packs complete, so another machine (or this one after a crash) sees them soon. At
+    // most INDEX_FILE_BLOBS a file: what waits for one, and writing it, is held in memory.
+    this.unindexed.blobs += blobs.length;
+    if (++this.unindexed.packs >= INDEX_FILE_PACKS || this.unindexed.blobs >= INDEX_FILE_BLOBS) {
+      this.unindexed = { packs: 0, blobs: 0 };
       const { target } = this.o;
       this.indexing = this.indexing
         .then(() => this.repo.writePendingIndex(target))

@@ -10,11 +10,18 @@ import type { Repository } from './repository.ts';
 
 /** Most blobs in one tree pack, so its trailer stays small. */
 const MAX_TREES_PER_PACK = 10_000;
+/**
+ * Plain tree bytes a tree pack gathers (less when the repository's packs are smaller). Writing one holds
+ * its trees four times over (plain, compressed, sealed, the pack's body) while the next gathers: with
+ * the 16 MiB of a default pack that was ~40 MB of the coordinator's buffers at the top of each, the peak
+ * of a 300,000-file backup (docs/PERFORMANCE.md, session 53).
+ */
+export const TREE_PACK_BYTES = 4 << 20;
 
 /**
- * Seals a backup's folders into tree blobs as they finish and stores the new ones in tree packs of about
- * the repository's pack size. Nothing is uploaded before `start()` (a backup that fails its checks writes
- * nothing); after it, a full pack goes up at once, so memory holds at most one pack of new trees.
+ * Seals a backup's folders into tree blobs as they finish and stores the new ones in tree packs of
+ * TREE_PACK_BYTES. Nothing is uploaded before `start()` (a backup that fails its checks writes nothing);
+ * after it, a full pack goes up at once, so memory holds at most one pack of new trees.
  */
 export class TreeWriter {
   private queue: { id: Buffer; plain: Buffer; nodes: number }[] = [];
@@ -44,14 +51,14 @@ export class TreeWriter {
       this.queued.add(hex);
       this.queue.push({ id, plain, nodes: nodes.length });
       this.queuedBytes += plain.length;
-      if (this.started && this.queuedBytes >= this.repo.ks.config.packSize) this.flush();
+      if (this.started && this.queuedBytes >= this.packBytes) this.flush();
     }
     return hex;
   }
 
   start(): void {
     this.started = true;
-    if (this.queuedBytes >= this.repo.ks.config.packSize) this.flush();
+    if (this.queuedBytes >= this.packBytes) this.flush();
   }
 
   /** Stores what is queued and waits for every upload; throws the first upload's failure. */
@@ -63,8 +70,12 @@ export class TreeWriter {
     return this.written;
   }
 
+  private get packBytes(): number {
+    return Math.min(TREE_PACK_BYTES, this.repo.ks.config.packSize);
+  }
+
   private flush(): void {
-    const limit = this.repo.ks.config.packSize;
+    const limit = this.packBytes;
     while (this.queue.length) {
       let n = 0;
       let bytes = 0;
