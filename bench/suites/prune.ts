@@ -136,7 +136,7 @@ export async function pruneSuite(o: BenchOptions): Promise<SuiteResult> {
           ]
         : [],
     notes: [
-      'Default prune settings (--max-unused 5 %); every command is a fresh CLI process, so each pays the Argon2id key derivation (~0.45 s, 128 MiB).',
+      'Default prune settings (--max-unused 5 %); every command is a fresh CLI process, so each pays the Argon2id key derivation (~0.4 s on 2 cores, 128 MiB).',
     ],
     data: {
       count,
