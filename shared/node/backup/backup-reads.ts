@@ -67,7 +67,8 @@ export async function storeFiles(repo: Repository, o: StoreOptions): Promise<Sto
 const SHRUNK_READS = 5;
 /**
  * An index file is written every 32 packs, or sooner at 50,000 blobs (as restic caps its index files):
- * a million small files put ~5,500 blobs in a pack, and 32 packs' entries were ~24 MB at the write.
+ * small files put ~5,500 blobs in a pack, and writing 32 packs' entries as one file was a 30 MB top of
+ * the coordinator's buffers in a 300,000-file backup (docs/PERFORMANCE.md, session 53).
  */
 const INDEX_FILE_PACKS = 32;
 const INDEX_FILE_BLOBS = 50_000;

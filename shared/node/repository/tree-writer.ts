@@ -16,7 +16,7 @@ const MAX_TREES_PER_PACK = 10_000;
  * the 16 MiB of a default pack that was ~40 MB of the coordinator's buffers at the top of each, the peak
  * of a 300,000-file backup (docs/PERFORMANCE.md, session 53).
  */
-export const TREE_PACK_BYTES = 4 << 20;
+const TREE_PACK_BYTES = 4 << 20;
 
 /**
  * Seals a backup's folders into tree blobs as they finish and stores the new ones in tree packs of
