@@ -14,7 +14,6 @@ import type { TargetRow } from '../db/local-db.ts';
 import type { TransferSummary } from '../jobs/stats-collector.ts';
 import { resolveSources, unreadableError, walkForBackup, type WalkHooks } from './walk.ts';
 import { listSource, ReadQueue } from './read-queue.ts';
-import { proveReadable } from './prove-walk.ts';
 
 import { completeCopies } from '../repository/copy-completion.ts';
 import { poolStatus } from '../pool/pool-status.ts';
@@ -24,8 +23,9 @@ import { proveStored } from './backup-proof.ts';
 import { stepTimer } from '../debug-timing.ts';
 
 /**
- * A walk holds at most this many files to read (~470 bytes each with their folders); a backup with more
- * proves every source readable (prove-walk.ts), then walks again streaming, with QUEUE_FILES in hand.
+ * A walk holds at most this many files to read (~470 bytes each with their folders); past it the walk
+ * proves the rest readable (prove-walk.ts), then the sources are walked again streaming, with QUEUE_FILES
+ * in hand.
  * CAIRN_WALK_HOLD_FILES sets another limit (tests and benchmarks of the second way).
  */
 const HOLD_FILES = Number(process.env.CAIRN_WALK_HOLD_FILES) || 50_000;
@@ -185,11 +185,9 @@ async function backupJob(
     chunkSize: settings.chunkSize,
   };
   let walk = await walkForBackup(sources, { ...hooks, holdMax: HOLD_FILES });
-  // More files to read than a walk holds: that walk stopped; every source is proven readable and counted
-  // before anything is written, then walked again while it is stored.
-  const proof = walk.overflow
-    ? proveReadable(sources, { exclude: hooks.exclude, chunkSize: settings.chunkSize })
-    : null;
+  // More files to read than a walk holds: past that the walk only proved every file readable and counted
+  // it, before anything is written; the sources are walked again while they are stored.
+  const proof = walk.proof;
   timed('walk');
   const unreadable = proof?.unreadable ?? walk.unreadable;
   if (unreadable.length) throw unreadableError(unreadable);

@@ -5,6 +5,7 @@ import type { TreeNode } from '../format/tree.ts';
 import type { ExcludeFn } from './exclude.ts';
 import { decodeName, fsPath } from '../fs-names.ts';
 import { countFiles } from '../browse/snapshot-diff.ts';
+import { Prover, type Proof } from './prove-walk.ts';
 
 export class SourceError extends Error {
   constructor(message: string) {
@@ -67,7 +68,7 @@ export interface WalkHooks {
   exclude?: ExcludeFn;
   /**
    * Holding (the default): the files to read are kept in `reads`, up to `holdMax` of them; past it the
-   * walk lets go of what it holds and stops (`overflow`): the caller proves the rest (prove-walk.ts).
+   * walk lets go of what it holds (`overflow`) and only proves the rest (`proof`, prove-walk.ts).
    * Streaming: each file to read is handed to `toRead` as it is found (its folder waits for it), and the
    * walk waits while `toRead` says there are enough in hand.
    */
@@ -105,8 +106,10 @@ export interface WalkResult {
   unreadable: string[];
   /** The files the walk found to read: how many, their bytes and their chunks (whether held or not). */
   toRead: { files: number; bytes: number; chunks: number };
-  /** More files to read than `holdMax`: the walk stopped there, nothing in it is whole; walk again, streaming. */
+  /** More files to read than `holdMax`: the walk stopped holding there, nothing in it is whole; walk again, streaming. */
   overflow: boolean;
+  /** After an overflow: every source proven and counted, what the walk held and what it only proved. */
+  proof: Proof | null;
 }
 
 const sameFile = (a: PriorFile, st: Stats) =>
@@ -164,6 +167,23 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
     unreadable: [],
     toRead: { files: 0, bytes: 0, chunks: 0 },
     overflow: false,
+    proof: null,
+  };
+  // Chunks of every file walked (matched or not): what a proof counts.
+  let chunksWalked = 0;
+  // Past holdMax the walk goes on proving from where it is, counting what it walked as proven.
+  let prover = null as Prover | null;
+  const stopHolding = () => {
+    r.overflow = true;
+    r.reads = [];
+    const { files } = r;
+    prover = new Prover(hooks, {
+      unreadable: r.unreadable,
+      skipped: r.skipped,
+      files: files.new + files.changed + files.unchanged,
+      bytes: r.totalBytes,
+      chunks: chunksWalked,
+    });
   };
   const holdMax = hooks.toRead ? Infinity : (hooks.holdMax ?? Infinity);
   // Once past holdMax nothing more is sealed: the walk unwinds.
@@ -173,13 +193,14 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
   const prevTop = hooks.parentRoot ? byName(await hooks.loadTree(hooks.parentRoot)) : null;
   const topSeen = new Map<string, TreeNode['type'] | null>();
   for (const abs of sources) {
-    if (r.overflow) break;
     const st = fs.lstatSync(abs);
     const name = path.basename(abs);
-    topSeen.set(name, await visit(r.top, abs, name, st, prevTop?.get(name)));
+    if (prover) prover.entry(abs, name, st);
+    else topSeen.set(name, await visit(r.top, abs, name, st, prevTop?.get(name)));
   }
   if (prevTop && !r.overflow) r.removed += await filesGone(prevTop, topSeen);
   r.top.waiting--;
+  r.proof = prover?.result() ?? null;
 
   /** Records one entry; answers its type, or null for a special file left out. */
   async function visit(
@@ -197,6 +218,7 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
       return 'symlink';
     } else if (st.isFile()) {
       r.totalBytes += st.size;
+      chunksWalked += hooks.chunkSize ? Math.ceil(st.size / hooks.chunkSize) : 0;
       const wasFile = prev?.type === 'file';
       const fromParent = wasFile ? asPrior(prev) : undefined;
       const fromRun = hooks.resumed(rel);
@@ -230,10 +252,7 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
       dir.waiting++;
       if (hooks.toRead) await hooks.toRead(read);
       else if (r.reads.length < holdMax) r.reads.push(read);
-      else {
-        r.overflow = true;
-        r.reads = [];
-      }
+      else stopHolding();
       return 'file';
     } else if (st.isDirectory()) {
       r.dirs++;
@@ -261,11 +280,11 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
     const prev = prevTree ? byName(await hooks.loadTree(prevTree)) : null;
     const seen = new Map<string, TreeNode['type'] | null>();
     for (const n of names) {
-      if (r.overflow) return;
       const child = path.join(dir.abs, n);
       const st = fs.lstatSync(fsPath(child), { throwIfNoEntry: false });
       if (!st) r.unreadable.push(`${child} (vanished while reading the folder)`);
       else if (hooks.exclude?.(`${dir.rel}/${n}`, st.isDirectory(), child)) r.excluded++;
+      else if (prover) prover.entry(child, `${dir.rel}/${n}`, st);
       else seen.set(n, await visit(dir, child, n, st, prev?.get(n)));
     }
     if (prev && !r.overflow) r.removed += await filesGone(prev, seen);
