@@ -31,20 +31,35 @@ export interface TreeNode {
   links?: number;
 }
 
-const compareNames = (a: TreeNode, b: TreeNode) => Buffer.compare(encodeName(a.name), encodeName(b.name));
-
 /**
  * The tree blob's plaintext: UTF-8 JSON with a fixed key order and nodes sorted by name bytes, so the
  * same directory always encodes to the same bytes (and the same blob id) and an unchanged directory
- * costs nothing in the next snapshot.
+ * costs nothing in the next snapshot. Encoding both names in each comparison of the sort was most of a
+ * folder of 1,000 files' cost: names are compared as strings where that gives the same order.
  */
 export function encodeTree(nodes: TreeNode[]): Buffer {
-  const sorted = [...nodes].sort(compareNames);
-  const out = sorted.map((n) => {
-    const o: Record<string, unknown> = { name: displayName(n.name) };
-    if (!isWellFormed(n.name)) o.nameRaw = encodeName(n.name).toString('base64');
-    Object.assign(o, {
-      type: n.type,
+  return Buffer.from(JSON.stringify({ nodes: byNameBytes(nodes).map(nodeJson) }), 'utf8');
+}
+
+/** Code units from U+D800 up: below them, UTF-16 order is code point order, which is UTF-8 byte order. */
+const ORDER_DIFFERS = /[\uD800-\uFFFF]/;
+
+function byNameBytes(nodes: TreeNode[]): TreeNode[] {
+  if (!nodes.some((n) => ORDER_DIFFERS.test(n.name)))
+    return [...nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const keyed = nodes.map((n) => ({ n, key: encodeName(n.name) }));
+  keyed.sort((a, b) => Buffer.compare(a.key, b.key));
+  return keyed.map(({ n }) => n);
+}
+
+/** One node as the tree's JSON has it, keys in their fixed order (FORMAT.md). */
+function nodeJson(n: TreeNode): Record<string, unknown> {
+  const { type } = n;
+  if (isWellFormed(n.name) && type !== 'symlink' && (type === 'dir' || (n.links ?? 1) <= 1)) {
+    // The common case, as one literal: a file or folder with a UTF-8 name, not hard-linked.
+    const o = {
+      name: n.name,
+      type,
       mode: n.mode,
       mtimeMs: n.mtimeMs,
       ctimeMs: n.ctimeMs,
@@ -53,18 +68,31 @@ export function encodeTree(nodes: TreeNode[]): Buffer {
       device: n.device,
       uid: n.uid,
       gid: n.gid,
-    });
-    if (n.type === 'file' && (n.links ?? 1) > 1) o.links = n.links;
-    if (n.type === 'file') o.content = n.content ?? [];
-    if (n.type === 'dir') o.subtree = n.subtree;
-    if (n.type === 'symlink') {
-      const target = n.linkTarget ?? '';
-      o.linkTarget = displayName(target);
-      if (!isWellFormed(target)) o.linkTargetRaw = encodeName(target).toString('base64');
-    }
-    return o;
+    };
+    return type === 'file' ? { ...o, content: n.content ?? [] } : { ...o, subtree: n.subtree };
+  }
+  const o: Record<string, unknown> = { name: displayName(n.name) };
+  if (!isWellFormed(n.name)) o.nameRaw = encodeName(n.name).toString('base64');
+  Object.assign(o, {
+    type,
+    mode: n.mode,
+    mtimeMs: n.mtimeMs,
+    ctimeMs: n.ctimeMs,
+    size: n.size,
+    inode: n.inode,
+    device: n.device,
+    uid: n.uid,
+    gid: n.gid,
   });
-  return Buffer.from(JSON.stringify({ nodes: out }), 'utf8');
+  if (type === 'file' && (n.links ?? 1) > 1) o.links = n.links;
+  if (type === 'file') o.content = n.content ?? [];
+  if (type === 'dir') o.subtree = n.subtree;
+  if (type === 'symlink') {
+    const target = n.linkTarget ?? '';
+    o.linkTarget = displayName(target);
+    if (!isWellFormed(target)) o.linkTargetRaw = encodeName(target).toString('base64');
+  }
+  return o;
 }
 
 const HEX64 = /^[0-9a-f]{64}$/;
