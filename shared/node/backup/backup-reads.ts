@@ -8,6 +8,7 @@ import type { Repository } from '../repository/repository.ts';
 import type { JobFile } from '../db/job-table.ts';
 import type { LocalDb } from '../db/local-db.ts';
 import { StatsCollector } from '../jobs/stats-collector.ts';
+import { SlicedWork } from '../sliced-work.ts';
 import { packSpoolFiles } from '../pipeline/pack-spool.ts';
 import { packPlacement } from '../pool/pack-placement.ts';
 import { startPool } from '../pipeline/storage-access.ts';
@@ -105,6 +106,20 @@ class StoreRun {
   private readonly packBytes = new Map<string, number>();
   private readonly tasks = new Map<number, { file: FileState; idx: number; attempt: number }>();
   private nextTid = 1;
+  /**
+   * Stored packs' blobs whose waiting files are still to be told, a slice of time at a time between the
+   * workers' messages: told at once, a pack of ~5,000 small files held the coordinator for 200–300 ms
+   * (files completed, folders sealed, rows written) while every worker waited for its next task or
+   * decision. The pack's blobs are in the index already and stay `decided` until told, so a blob hashed
+   * meanwhile is neither sent again nor taken for stored before its waiters are.
+   */
+  private readonly untold = new SlicedWork<{ id: Buffer }>({
+    each: (b) => this.tellStored(b.id.toString('hex')),
+    drained: () => this.flushFinished(),
+    // Files not told are not recorded: a resume reads them again (their blobs are stored, not sent again).
+    failed: (err) => this.fail(`recording stored files failed: ${(err as Error).message}`),
+    sliceMs: TELL_SLICE_MS,
+  });
 
   constructor(
     private readonly repo: Repository,
@@ -395,7 +410,7 @@ class StoreRun {
     stats.add({ ...m.timing, bytes: this.packBytes.get(m.packId) ?? 0 } as ChunkTiming, true, false);
     this.packBytes.delete(m.packId);
     this.o.listener.chunk?.(m.timing);
-    this.tellLater(blobs);
+    this.untold.push(blobs);
     // Index files as packs complete, so another machine (or this one after a crash) sees them soon. At
     // most INDEX_FILE_BLOBS a file: what waits for one, and writing it, is held in memory.
     this.unindexed.blobs += blobs.length;
@@ -408,67 +423,25 @@ class StoreRun {
     }
   }
 
-  /**
-   * The files waiting for a stored pack's blobs are told a slice at a time, between the workers' messages:
-   * told at once, a pack of ~5,000 small files held the coordinator for 200–300 ms (files completed,
-   * folders sealed, rows written), while every worker waited for its next task or decision. The pack's
-   * blobs are in the index already, and stay `decided` until told, so a blob hashed meanwhile is neither
-   * uploaded again nor taken for stored before its waiters are.
-   */
-  private tellLater(blobs: readonly { id: Buffer }[]): void {
-    this.untold.push(blobs);
-    if (this.untold.length === 1) setImmediate(this.tellSlice);
+  /** The files waiting for a blob of a stored pack: each one whose blobs are all stored is done. */
+  private tellStored(hex: string): void {
+    this.decided.delete(hex);
+    for (const { f, attempt } of this.blobWaiters.get(hex) ?? []) {
+      if (attempt !== f.attempt) continue; // a read that was started over counts its blobs anew
+      f.unstored--;
+      this.maybeDone(f);
+    }
+    this.blobWaiters.delete(hex);
   }
 
-  private readonly untold: (readonly { id: Buffer }[])[] = [];
-  private untoldAt = 0;
-  private tellingError: unknown = null;
-  private toldAll: (() => void) | null = null;
-
-  private readonly tellSlice = (): void => {
-    const end = performance.now() + TELL_SLICE_MS;
-    try {
-      while (this.untold.length) {
-        const blobs = this.untold[0]!;
-        while (this.untoldAt < blobs.length) {
-          const hex = blobs[this.untoldAt++]!.id.toString('hex');
-          this.decided.delete(hex);
-          for (const { f, attempt } of this.blobWaiters.get(hex) ?? []) {
-            if (attempt !== f.attempt) continue; // a read that was started over counts its blobs anew
-            f.unstored--;
-            this.maybeDone(f);
-          }
-          this.blobWaiters.delete(hex);
-          if ((this.untoldAt & 63) === 0 && performance.now() > end) {
-            setImmediate(this.tellSlice);
-            return;
-          }
-        }
-        this.untold.shift();
-        this.untoldAt = 0;
-      }
-      this.flushFinished();
-    } catch (err) {
-      // Told files are not recorded: a resume reads them again (their blobs are stored, not sent again).
-      this.untold.length = 0;
-      this.untoldAt = 0;
-      this.tellingError ??= err;
-      this.fail(`recording stored files failed: ${(err as Error).message}`);
-    }
-    this.toldAll?.();
-  };
-
   /** Every stored pack's files told (rethrows what failed while telling them). */
-  async told(): Promise<void> {
-    if (this.untold.length) await new Promise<void>((r) => (this.toldAll = r));
-    this.toldAll = null;
-    if (this.tellingError) throw this.tellingError;
+  told(): Promise<void> {
+    return this.untold.done();
   }
 
   /** The backup stopped: files still to be told stay unrecorded (a resume reads them again). */
   stopTelling(): void {
-    this.untold.length = 0;
-    this.untoldAt = 0;
+    this.untold.clear();
   }
 
   /** After the workers stopped: the index files written, what was not stored named. */
