@@ -5,7 +5,7 @@ import type { Repository } from '../repository/repository.ts';
 import type { SnapshotDoc, SnapshotSummary } from '../format/snapshot.ts';
 import { TreeWriter } from '../repository/tree-writer.ts';
 import { decodeTree } from '../format/tree.ts';
-import { storeFiles } from './backup-reads.ts';
+import { storeFiles } from './store-files.ts';
 import { compileExcludes } from './exclude.ts';
 import { JobCancelledError, type JobControl } from '../jobs/job-control.ts';
 import type { JobClock } from '../jobs/stats-collector.ts';

@@ -1,8 +1,6 @@
 import { fsPath } from '../fs-names.ts';
 import fsSync from 'node:fs';
-import { PREPARED_PER_WORKER } from '../../settings.ts';
 import type { ChunkTiming } from '../../stats.ts';
-import { TINY_TASK_BYTES } from '../pipeline/worker-protocol.ts';
 import type { BackupTask, FromWorker, ToWorker, WorkerFailure } from '../pipeline/worker-protocol.ts';
 import type { Repository } from '../repository/repository.ts';
 import type { JobFile } from '../db/job-table.ts';
@@ -14,53 +12,6 @@ import { packPlacement } from '../pool/pack-placement.ts';
 import { startPool } from '../pipeline/storage-access.ts';
 import { fileStored, relOf, sourceOf, type FileToRead } from './walk.ts';
 import type { FileState, StoreOptions, StoreResult } from './store-types.ts';
-
-/**
- * Reads the files the walk could not match, through the worker pool into packs, and records each pack,
- * and each file once all its blobs are in stored packs (for resume); a stored file completes its node and
- * may seal its folder. A file that changes while read is read once more, then kept with a warning.
- */
-export async function storeFiles(repo: Repository, o: StoreOptions): Promise<StoreResult> {
-  const run = new StoreRun(repo, o);
-  let pool: Awaited<ReturnType<StoreRun['startWorkers']>> | null = null;
-  const giveUp = () => {
-    o.reads.close?.();
-    pool?.broadcast({ t: 'stop-waiting' });
-  };
-  run.onFailure = giveUp;
-  o.stopWaiting?.addEventListener('abort', giveUp);
-  try {
-    if (o.reads.more() || o.toRead.files > 0) pool = await run.startWorkers();
-    for (let first = true; pool && !run.failure; first = false) {
-      const rereads = run.rereads();
-      await pool.run({
-        kind: 'backup',
-        tasks: run.plan(first ? () => run.firstRead() : () => rereads.shift()),
-        ...(first ? { more: () => o.reads.more(), onMore: (feed) => o.reads.onMore(feed) } : {}),
-        credits: o.settings.uploadsPerWorker + (o.settings.preparedPerWorker ?? PREPARED_PER_WORKER),
-        cost: (t) => (t.length <= TINY_TASK_BYTES ? 1 : 16),
-        control: o.control,
-        busy: () => run.transferring(),
-        flushAtEnd: true,
-        abandonOnCancel: true,
-        stop: () => run.failure !== null,
-        handle: (m, reply) => run.handle(m, reply),
-      });
-      if (!run.hasRereads()) break;
-    }
-    await run.told();
-  } catch (err) {
-    run.stopTicking(); // the job's progress ends with it (finish() is not reached)
-    throw err;
-  } finally {
-    run.stopTelling();
-    o.reads.close?.();
-    o.stopWaiting?.removeEventListener('abort', giveUp);
-    await pool?.close();
-    run.flushFinished();
-  }
-  return await run.finish();
-}
 
 /**
  * Reads of a file that came up short before the backup stops on it. A file rewritten in place is empty
@@ -78,8 +29,11 @@ const INDEX_FILE_BLOBS = 50_000;
 /** How long the coordinator tells files of stored packs before it reads the workers' messages again. */
 const TELL_SLICE_MS = 4;
 
-/** One storeFiles call: the files in flight, the blobs decided, the packs stored, the counters. */
-class StoreRun {
+/**
+ * One storeFiles call (store-files.ts): the files in flight, the blobs decided, the packs stored, the
+ * counters; each worker message handled.
+ */
+export class StoreRun {
   private readonly ks: LocalDb;
   private readonly stats: StatsCollector;
   private bytesRead = 0;

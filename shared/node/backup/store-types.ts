@@ -7,7 +7,7 @@ import type { JobClock, TransferSummary } from '../jobs/stats-collector.ts';
 import type { FileToRead } from './walk.ts';
 import type { ReadSource } from './read-queue.ts';
 
-// The shapes of a backup's store step (backup-reads.ts): what it is given, what it returns, a file in flight.
+// The shapes of a backup's store step (store-files.ts, backup-reads.ts): what it is given, what it returns, a file in flight.
 
 /** A file being read: its blob ids arrive chunk by chunk; it is stored once each is in a stored pack. */
 export interface FileState {
