@@ -55,25 +55,7 @@ function byNameBytes(nodes: TreeNode[]): TreeNode[] {
 /** One node as the tree's JSON has it, keys in their fixed order (FORMAT.md). */
 function nodeJson(n: TreeNode): Record<string, unknown> {
   const { type } = n;
-  if (isWellFormed(n.name) && type !== 'symlink' && (type === 'dir' || (n.links ?? 1) <= 1)) {
-    // The common case, as one literal: a file or folder with a UTF-8 name, not hard-linked.
-    const o = {
-      name: n.name,
-      type,
-      mode: n.mode,
-      mtimeMs: n.mtimeMs,
-      ctimeMs: n.ctimeMs,
-      size: n.size,
-      inode: n.inode,
-      device: n.device,
-      uid: n.uid,
-      gid: n.gid,
-    };
-    return type === 'file' ? { ...o, content: n.content ?? [] } : { ...o, subtree: n.subtree };
-  }
-  const o: Record<string, unknown> = { name: displayName(n.name) };
-  if (!isWellFormed(n.name)) o.nameRaw = encodeName(n.name).toString('base64');
-  Object.assign(o, {
+  const meta = {
     type,
     mode: n.mode,
     mtimeMs: n.mtimeMs,
@@ -83,7 +65,15 @@ function nodeJson(n: TreeNode): Record<string, unknown> {
     device: n.device,
     uid: n.uid,
     gid: n.gid,
-  });
+  };
+  // The common case first: a file or folder with a UTF-8 name, not hard-linked.
+  if (isWellFormed(n.name) && type !== 'symlink' && (type === 'dir' || (n.links ?? 1) <= 1))
+    return type === 'file'
+      ? { name: n.name, ...meta, content: n.content ?? [] }
+      : { name: n.name, ...meta, subtree: n.subtree };
+  const o: Record<string, unknown> = { name: displayName(n.name) };
+  if (!isWellFormed(n.name)) o.nameRaw = encodeName(n.name).toString('base64');
+  Object.assign(o, meta);
   if (type === 'file' && (n.links ?? 1) > 1) o.links = n.links;
   if (type === 'file') o.content = n.content ?? [];
   if (type === 'dir') o.subtree = n.subtree;
