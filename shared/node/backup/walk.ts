@@ -186,7 +186,7 @@ export async function walkForBackup(sources: string[], hooks: WalkHooks): Promis
     });
   };
   const holdMax = hooks.toRead ? Infinity : (hooks.holdMax ?? Infinity);
-  // Once past holdMax nothing more is sealed: the walk unwinds.
+  // Once past holdMax nothing more is sealed: the walk only proves what is left.
   const seal = (nodes: TreeNode[]) => (r.overflow ? '' : hooks.seal(nodes));
   // Each folder waits for its own walk as for a file: streamed files may be stored before it is walked.
   r.top.waiting = 1;
