@@ -17,6 +17,7 @@ import { restoreBlobs, type BlobKeys } from './restore-blobs.ts';
 import { hedgedGet, type HedgedRead } from './hedged-get.ts';
 import { readExactly, type ReadAfter } from './read-exactly.ts';
 import { PackWriter } from './pack-writer.ts';
+import { yieldToCoordinator } from './thread-priority.ts';
 import { BufferPool, ReadBuffers, SlotPool } from './pools.ts';
 import { batchedPost, eachMessage, ownBytes } from '../shared/node/pipeline/message-batch.ts';
 import { fromWorkerCodec, toWorkerCodec } from '../shared/node/pipeline/wire-codec.ts';
@@ -33,6 +34,7 @@ import type {
 } from '../shared/node/pipeline/worker-protocol.ts';
 
 const port = parentPort!;
+yieldToCoordinator();
 /**
  * The job's settings and keys come in the first message, not in workerData, so a worker can be started
  * (modules loaded and compiled) while the coordinator is still deriving the key.

@@ -23,6 +23,18 @@ const median = (xs: number[]) => {
  * Kopia (when on PATH) against one versitygw. Several counts (`--files 10000,100000,1000000`) give the
  * cost per file as the count grows, and its slope projected to 10 million.
  */
+/**
+ * Each tool run as it ends, on stderr: the tables are written only at the end, and a million-file round
+ * with Kopia beside takes more than an hour; a run cut short keeps what was measured.
+ */
+function sayRun(x: ToolRun & { count?: number }): void {
+  const s = (ms: number) => (ms / 1000).toFixed(1);
+  const mib = (b: number) => (b / 2 ** 20).toFixed(0);
+  const what = x.count === undefined ? 'large file' : `${x.count.toLocaleString('en')} files`;
+  const phases = PHASES.map((k) => `${k} ${s(x[k].ms)} s (${s(x[k].cpuMs)} CPU-s, ${mib(x[k].peakRss)} MiB)`);
+  process.stderr.write(`[files] ${x.tool}, ${what}: ${phases.join(', ')}\n`);
+}
+
 export async function filesSuite(o: BenchOptions): Promise<SuiteResult> {
   const counts = o.fileCounts ?? [o.files ?? (o.quick ? 1000 : 10_000)];
   const tools: [string, Runner | null][] = [
@@ -48,13 +60,20 @@ export async function filesSuite(o: BenchOptions): Promise<SuiteResult> {
       shapes.set(count, bytes);
       // Interleaved, one run of each tool per round, so that drift on the machine hits all alike.
       for (let r = 0; r < o.runs; r++)
-        for (const [, run] of tools) if (run) runs.push({ count, ...(await run(s3, dir)) });
+        for (const [, run] of tools) {
+          if (!run) continue;
+          const one = { count, ...(await run(s3, dir)) };
+          runs.push(one);
+          sayRun(one);
+        }
     }
     for (let r = 0; bigSize && r < o.runs; r++)
       for (const [, run] of tools) {
         if (!run) continue;
         warmPageCache(path.join(bigDir, 'big.bin'));
-        big.push(await run(s3, bigDir));
+        const one = await run(s3, bigDir);
+        big.push(one);
+        sayRun(one);
       }
   } finally {
     await s3.stop();

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import type { ExcludeFn } from './exclude.ts';
 import { decodeName, fsPath } from '../fs-names.ts';
-import { describeFsError, specialFile, unreadable } from './walk.ts';
 
 export interface Proof {
   /** Files and folders that cannot be read ("path (why)"), in path order: the backup must not start. */
@@ -77,4 +76,25 @@ export class Prover {
       } else if (!e.isSymbolicLink()) p.skipped.push(specialFile(child));
     }
   }
+}
+
+/**
+ * Why a file cannot be opened for reading, or null: access(2) makes open(2)'s permission check without
+ * opening the file (a third of the cost). Synchronous: 10,000 thread-pool round trips cost ~0.4 s.
+ */
+export function unreadable(p: string): string | null {
+  try {
+    fs.accessSync(fsPath(p), fs.constants.R_OK);
+    return null;
+  } catch (err) {
+    return describeFsError(err as NodeJS.ErrnoException);
+  }
+}
+
+/** How a special file (socket, FIFO, device) the backup leaves out is named in its warnings. */
+export const specialFile = (abs: string): string => `${abs} (not a regular file, folder or symlink)`;
+
+export function describeFsError(err: NodeJS.ErrnoException): string {
+  if (err.code === 'EACCES' || err.code === 'EPERM') return 'permission denied';
+  return err.code ?? err.message;
 }

@@ -5,7 +5,7 @@ import type { TreeNode } from '../format/tree.ts';
 import type { ExcludeFn } from './exclude.ts';
 import { decodeName, fsPath } from '../fs-names.ts';
 import { countFiles } from '../browse/snapshot-diff.ts';
-import { Prover, type Proof } from './prove-walk.ts';
+import { Prover, describeFsError, specialFile, unreadable, type Proof } from './prove-walk.ts';
 
 export class SourceError extends Error {
   constructor(message: string) {
@@ -359,19 +359,6 @@ function nodeOf(
   };
 }
 
-/**
- * Why a file cannot be opened for reading, or null: access(2) makes open(2)'s permission check without
- * opening the file (a third of the cost). Synchronous: 10,000 thread-pool round trips cost ~0.4 s.
- */
-export function unreadable(p: string): string | null {
-  try {
-    fs.accessSync(fsPath(p), fs.constants.R_OK);
-    return null;
-  } catch (err) {
-    return describeFsError(err as NodeJS.ErrnoException);
-  }
-}
-
 export function unreadableError(list: string[]): SourceError {
   const shown = list.slice(0, 5).join(', ') + (list.length > 5 ? `, and ${list.length - 5} more` : '');
   return new SourceError(
@@ -379,12 +366,4 @@ export function unreadableError(list: string[]): SourceError {
       ? `Cannot read source file ${shown}; nothing was backed up.`
       : `Cannot read ${list.length} source files: ${shown}; nothing was backed up.`,
   );
-}
-
-/** How a special file (socket, FIFO, device) the backup leaves out is named in its warnings. */
-export const specialFile = (abs: string): string => `${abs} (not a regular file, folder or symlink)`;
-
-export function describeFsError(err: NodeJS.ErrnoException): string {
-  if (err.code === 'EACCES' || err.code === 'EPERM') return 'permission denied';
-  return err.code ?? err.message;
 }

@@ -3,7 +3,8 @@ import type { Db } from './db.ts';
 /**
  * The blob ids a keystore holds, as a Bloom filter: a first backup asks about every blob it reads, and
  * nearly every answer is no. Each no cost an index lookup on the coordinator's thread (about 6 µs, six
- * seconds at a million files); the filter answers most of them from memory, about 1.2 MB a million ids.
+ * seconds at a million files); the filter answers most of them from memory: about 1.2 MB a million ids
+ * built at once, up to about twice that when it grew by layers under a first backup.
  *
  * A false "maybe" goes on to the index. A missing id (a row another process added) only costs a blob
  * stored twice, never one not stored. Ids are keyed hashes, so their bytes serve as the filter's hashes.

@@ -1,9 +1,11 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { WorkerPool, workersBesideKeyDerivation } from './worker-pool.ts';
 import { startPool } from './storage-access.ts';
 import { Engine } from '../engine/engine.ts';
 import { tempDir } from '../../../test/support/fixtures.ts';
+import { WORKER_NICE_STEP } from '../../../workers/thread-priority.ts';
 
 describe('workers started while the key is derived', () => {
   it('take only the cores that Argon2id lanes leave free', () => {
@@ -33,6 +35,30 @@ describe('a pool', () => {
       // The warm worker only had to take its keys; the two started now are still loading the SDK.
       expect(pool.readyWorkers).toBe(1);
       await expect.poll(() => pool.readyWorkers, { timeout: 10_000 }).toBe(3);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  // Linux gives each thread its own nice value: the workers yield the cores to the coordinator.
+  it.runIf(process.platform === 'linux')('runs its workers below the coordinator’s priority', async () => {
+    const ks = engine!.ks;
+    const niceOf = (tid: string) => {
+      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
+    };
+    const threadNices = () => fs.readdirSync('/proc/self/task').map(niceOf);
+    const mine = niceOf(fs.readlinkSync('/proc/thread-self').split('/').pop()!);
+    const lowered = Math.min(19, mine + WORKER_NICE_STEP);
+    const before = threadNices().filter((n) => n === lowered).length;
+    const pool = await startPool(ks, [ks.targetHandle(ks.listTargets()[0]!)], {
+      ...engine!.settings(),
+      workers: 2,
+    });
+    try {
+      await expect.poll(() => pool.readyWorkers, { timeout: 10_000 }).toBe(2);
+      expect(threadNices().filter((n) => n === lowered).length).toBeGreaterThanOrEqual(before + 2);
+      expect(niceOf(fs.readlinkSync('/proc/thread-self').split('/').pop()!)).toBe(mine);
     } finally {
       await pool.close();
     }
