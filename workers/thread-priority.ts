@@ -9,7 +9,7 @@ export const WORKER_NICE_STEP = 5;
  * nice value). The coordinator decides every chunk a worker hashes and records every pack; with both cores
  * busy the scheduler shared them evenly, so the coordinator often waited for a core while the workers
  * waited for its decisions. At nice +5 the coordinator gets the core when it has work: a million-file
- * backup ran 4–5 % faster (docs/PERFORMANCE.md, session 55). Elsewhere a process-wide call would lower
+ * backup ran about 4 % faster (docs/PERFORMANCE.md, session 55). Elsewhere a process-wide call would lower
  * the coordinator too, so nothing is changed; nor where the system refuses (the worker runs as before).
  */
 export function yieldToCoordinator(): void {
