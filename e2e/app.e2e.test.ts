@@ -218,7 +218,12 @@ for (const shellKind of shells) {
       );
       await screenshot(page, `${tag}-interrupted`, { doc: tag === 'web' });
       await interrupted.getByRole('button', { name: 'Resume', exact: true }).click();
-      await page.locator('[data-testid=job][data-state=done]').first().waitFor({ timeout: 90_000 });
+      // This job's card, by its title (the source's name): the earlier backup's card may be listed done too,
+      // and waiting for any done card let the listing below run before the resumed job had finished.
+      await page
+        .locator('[data-testid=job][data-state=done]')
+        .filter({ hasText: 'second.bin' })
+        .waitFor({ timeout: 90_000 });
 
       const env = { env: { CAIRN_HOME: home, CAIRN_PASSPHRASE: PASSPHRASE } };
       const ls = await runCli(['--json', 'ls'], env);
