@@ -18,12 +18,6 @@ const median = (xs: number[]) => {
 };
 
 /**
- * Everyday data and a home folder (issue 31): one large file, and `--files` small files in a home
- * folder's shape (home-folder.ts), backed up, backed up again unchanged and restored by Cairn, restic and
- * Kopia (when on PATH) against one versitygw. Several counts (`--files 10000,100000,1000000`) give the
- * cost per file as the count grows, and its slope projected to 10 million.
- */
-/**
  * Each tool run as it ends, on stderr: the tables are written only at the end, and a million-file round
  * with Kopia beside takes more than an hour; a run cut short keeps what was measured.
  */
@@ -35,6 +29,12 @@ function sayRun(x: ToolRun & { count?: number }): void {
   process.stderr.write(`[files] ${x.tool}, ${what}: ${phases.join(', ')}\n`);
 }
 
+/**
+ * Everyday data and a home folder (issue 31): one large file, and `--files` small files in a home
+ * folder's shape (home-folder.ts), backed up, backed up again unchanged and restored by Cairn, restic and
+ * Kopia (when on PATH) against one versitygw. Several counts (`--files 10000,100000,1000000`) give the
+ * cost per file as the count grows, and its slope projected to 10 million.
+ */
 export async function filesSuite(o: BenchOptions): Promise<SuiteResult> {
   const counts = o.fileCounts ?? [o.files ?? (o.quick ? 1000 : 10_000)];
   const tools: [string, Runner | null][] = [
