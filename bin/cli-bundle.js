@@ -7,7 +7,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const out = path.join(root, 'dist', 'cli', 'main.mjs');
-const worker = path.join(root, 'dist', 'workers', 'chunk-worker.mjs');
+/** The worker threads' entries in workers/, bundled beside the CLI (shared/node/pipeline/worker-bundle.ts). */
+export const WORKERS = ['chunk-worker', 'keystore-writer'];
+const workerOut = (name) => path.join(root, 'dist', 'workers', `${name}.mjs`);
 /** Native addons load from node_modules as usual (also used by build-electron.js). */
 export const NATIVE_EXTERNALS = [
   'better-sqlite3',
@@ -34,7 +36,8 @@ function stale(file, sources) {
 /** The URL of the bundled CLI, built first if needed; null when it cannot be built (then run from source). */
 export async function cliBundle() {
   const sources = Math.max(newest(path.join(root, 'shared')), newest(path.join(root, 'workers')));
-  if (!stale(out, sources) && !stale(worker, sources)) return pathToFileURL(out).href;
+  if (!stale(out, sources) && !WORKERS.some((w) => stale(workerOut(w), sources)))
+    return pathToFileURL(out).href;
   try {
     const { build } = await import('esbuild');
     const common = {
@@ -51,7 +54,7 @@ export async function cliBundle() {
     };
     for (const [entry, file] of [
       ['shared/node/cli/main.ts', out],
-      ['workers/chunk-worker.ts', worker],
+      ...WORKERS.map((w) => [`workers/${w}.ts`, workerOut(w)]),
     ]) {
       const tmp = `${file}.${process.pid}.tmp`;
       await build({ ...common, entryPoints: [path.join(root, entry)], outfile: tmp });

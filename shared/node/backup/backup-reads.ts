@@ -3,10 +3,10 @@ import fsSync from 'node:fs';
 import type { ChunkTiming } from '../../stats.ts';
 import type { BackupTask, FromWorker, ToWorker, WorkerFailure } from '../pipeline/worker-protocol.ts';
 import type { Repository } from '../repository/repository.ts';
-import type { JobFile } from '../db/job-table.ts';
 import type { LocalDb } from '../db/local-db.ts';
 import { StatsCollector } from '../jobs/stats-collector.ts';
 import { SlicedWork } from '../sliced-work.ts';
+import { PackRecords } from './pack-records.ts';
 import { packSpoolFiles } from '../pipeline/pack-spool.ts';
 import { packPlacement } from '../pool/pack-placement.ts';
 import { startPool } from '../pipeline/storage-access.ts';
@@ -19,13 +19,6 @@ import type { FileState, StoreOptions, StoreResult } from './store-types.ts';
  * can land there. A file that changed (not shrank) is read at most twice, then kept with a warning.
  */
 const SHRUNK_READS = 5;
-/**
- * An index file is written every 32 packs, or sooner at 50,000 blobs (as restic caps its index files):
- * small files put ~5,500 blobs in a pack, and writing 32 packs' entries as one file was a 30 MB top of
- * the coordinator's buffers in a 300,000-file backup (docs/PERFORMANCE.md, session 53).
- */
-const INDEX_FILE_PACKS = 32;
-const INDEX_FILE_BLOBS = 50_000;
 /** How long the coordinator tells files of stored packs before it reads the workers' messages again. */
 const TELL_SLICE_MS = 4;
 
@@ -50,13 +43,10 @@ export class StoreRun {
   private readonly decided = new Set<string>();
   /** Files waiting for a blob's pack, with the read they wait for (a file read again waits anew). */
   private readonly blobWaiters = new Map<string, { f: FileState; attempt: number }[]>();
-  private readonly finished: JobFile[] = [];
   /** Started, not yet stored. */
   private readonly reading = new Set<FileState>();
   private readonly reread: FileState[] = [];
-  private indexing: Promise<unknown> = Promise.resolve();
-  /** Packs and blobs stored since the last index file. */
-  private unindexed = { packs: 0, blobs: 0 };
+  private readonly records: PackRecords;
   private readonly packBytes = new Map<string, number>();
   private readonly tasks = new Map<number, { file: FileState; idx: number; attempt: number }>();
   private nextTid = 1;
@@ -64,12 +54,12 @@ export class StoreRun {
    * Stored packs' blobs whose waiting files are still to be told, a slice of time at a time between the
    * workers' messages: told at once, a pack of ~5,000 small files held the coordinator for 200–300 ms
    * (files completed, folders sealed, rows written) while every worker waited for its next task or
-   * decision. The pack's blobs are in the index already and stay `decided` until told, so a blob hashed
-   * meanwhile is neither sent again nor taken for stored before its waiters are.
+   * decision. The pack's blobs are committed to the index already and stay `decided` until told, so a
+   * blob hashed meanwhile is neither sent again nor taken for stored before its waiters are.
    */
   private readonly untold = new SlicedWork<{ id: Buffer }>({
     each: (b) => this.tellStored(b.id.toString('hex')),
-    drained: () => this.flushFinished(),
+    drained: () => this.records.flush(),
     // Files not told are not recorded: a resume reads them again (their blobs are stored, not sent again).
     failed: (err) => this.fail(`recording stored files failed: ${(err as Error).message}`),
     sliceMs: TELL_SLICE_MS,
@@ -80,6 +70,12 @@ export class StoreRun {
     private readonly o: StoreOptions,
   ) {
     this.ks = repo.ks;
+    this.records = new PackRecords(repo, {
+      jobId: o.jobId,
+      target: o.target,
+      committed: (blobs) => this.untold.push(blobs),
+      fail: (why) => this.fail(why),
+    });
     const { listener } = o;
     this.stats = new StatsCollector(o.toRead.bytes, o.toRead.chunks, (f) => listener.progress?.(f), {
       wireOnly: true,
@@ -106,6 +102,7 @@ export class StoreRun {
   async startWorkers() {
     const { ks } = this;
     const { target, settings } = this.o;
+    this.records.start();
     const placement = packPlacement(ks, target);
     const handles = placement
       ? placement.members.map((m) => ks.targetHandle(ks.targetById(m.localId)))
@@ -314,7 +311,7 @@ export class StoreRun {
     const node = nodeOfRead(f.read);
     node.content = f.ids;
     this.blobsStored += f.ids.length;
-    this.finished.push({
+    this.records.fileDone({
       path: relOf(f.read),
       size: node.size,
       mtimeMs: node.mtimeMs,
@@ -322,40 +319,14 @@ export class StoreRun {
       inode: node.inode,
       content: f.ids,
     });
-    // Each commit waits for the disk (synchronous=FULL): every 256 files it was 4,000 waits a million files.
-    if (this.finished.length >= 4096) this.flushFinished();
     fileStored(f.read.dir, this.o.seal);
     this.o.fileStored?.();
   }
 
-  flushFinished(): void {
-    if (this.finished.length) this.ks.jobs.recordFiles(this.o.jobId, this.finished.splice(0));
-  }
-
   private packStored(m: Extract<FromWorker, { t: 'pack-stored' }>): void {
     const { ks, stats } = this;
-    const blobs = m.blobs.map((b) => ({ ...b, id: Buffer.from(b.id) }));
-    ks.index.addPack(
-      {
-        id: Buffer.from(m.packId, 'hex'),
-        copies: m.copies,
-        ...(m.shards ? { shards: m.shards, ec: m.ec } : {}),
-        kind: 'data',
-        size: m.size,
-        jobId: this.o.jobId,
-        state: 'stored',
-      },
-      blobs,
-    );
-    // Below the policy's copies but at the write quorum: the rest are completed after the backup.
-    if (m.queued.length) {
-      ks.index.queueCopies(
-        Buffer.from(m.packId, 'hex'),
-        m.queued.map((q) => q.targetId),
-        m.shards ? m.queued.map((q) => q.shard!) : undefined,
-      );
-      this.copiesQueued += m.queued.length;
-    }
+    this.records.stored(m);
+    this.copiesQueued += m.queued.length;
     this.packsWritten++;
     this.bytesUploaded += m.timing.wireBytes;
     // Each copy (or shard) is the same size: the wire bytes split evenly over the targets that took one.
@@ -364,17 +335,6 @@ export class StoreRun {
     stats.add({ ...m.timing, bytes: this.packBytes.get(m.packId) ?? 0 } as ChunkTiming, true, false);
     this.packBytes.delete(m.packId);
     this.o.listener.chunk?.(m.timing);
-    this.untold.push(blobs);
-    // Index files as packs complete, so another machine (or this one after a crash) sees them soon. At
-    // most INDEX_FILE_BLOBS a file: what waits for one, and writing it, is held in memory.
-    this.unindexed.blobs += blobs.length;
-    if (++this.unindexed.packs >= INDEX_FILE_PACKS || this.unindexed.blobs >= INDEX_FILE_BLOBS) {
-      this.unindexed = { packs: 0, blobs: 0 };
-      const { target } = this.o;
-      this.indexing = this.indexing
-        .then(() => this.repo.writePendingIndex(target))
-        .then((n) => (this.bytesUploaded += n));
-    }
   }
 
   /** The files waiting for a blob of a stored pack: each one whose blobs are all stored is done. */
@@ -388,19 +348,27 @@ export class StoreRun {
     this.blobWaiters.delete(hex);
   }
 
-  /** Every stored pack's files told (rethrows what failed while telling them). */
-  told(): Promise<void> {
-    return this.untold.done();
+  /** Every stored pack committed and its files told (rethrows what failed while telling them). */
+  async told(): Promise<void> {
+    await this.records.allCommitted();
+    await this.untold.done();
   }
 
   /** The backup stopped: files still to be told stay unrecorded (a resume reads them again). */
   stopTelling(): void {
+    this.records.stop();
     this.untold.clear();
+  }
+
+  /** Files told so far recorded, and the keystore writer ended: after the workers stopped. */
+  async closeRecords(): Promise<void> {
+    await this.records.close();
   }
 
   /** After the workers stopped: the index files written, what was not stored named. */
   async finish(): Promise<StoreResult> {
-    await this.indexing;
+    await this.records.indexed();
+    this.bytesUploaded += this.records.indexBytes;
     const transfer = this.stats.finish(this.bytesRead, this.blobsNew);
     const left = this.o.reads.left();
     const incomplete = this.reading.size + left.length;

@@ -46,7 +46,7 @@ export async function storeFiles(repo: Repository, o: StoreOptions): Promise<Sto
     o.reads.close?.();
     o.stopWaiting?.removeEventListener('abort', giveUp);
     await pool?.close();
-    run.flushFinished();
+    await run.closeRecords();
   }
   return await run.finish();
 }

@@ -93,6 +93,13 @@ export class KnownIds {
   private threshold = 1024;
   private version = -1;
   private checkedAt = 0;
+  /**
+   * Packs handed to this process's keystore writer thread (keystore-writer.ts) and not yet answered: its
+   * commits change data_version as another process's would, so while any is out a change is taken as
+   * its own (their ids are added when it answers). Another process committing in that window goes
+   * unseen: as with any missing id, that costs at most a blob stored twice.
+   */
+  private writerPending = 0;
   private readonly dataVersion;
   private readonly count;
   private readonly prefixes;
@@ -109,7 +116,7 @@ export class KnownIds {
     const now = Date.now();
     if (now - this.checkedAt > 100) {
       this.checkedAt = now;
-      if (this.dataVersion.get() !== this.version) {
+      if (this.dataVersion.get() !== this.version && this.writerPending === 0) {
         this.drop();
         return false;
       }
@@ -139,8 +146,26 @@ export class KnownIds {
   currentWhileWriting(): boolean {
     if (!this.filter) return false;
     if (this.dataVersion.get() === this.version) return true;
-    this.drop();
+    // The writer's rows whose ids are not added yet: this transaction looks ids up, the filter stays.
+    if (this.writerPending === 0) this.drop();
     return false;
+  }
+
+  /** Whether a filter answers now (tests, timing). */
+  get built(): boolean {
+    return this.filter !== null;
+  }
+
+  /** Rows are handed to this process's keystore writer thread. */
+  writerSent(): void {
+    this.writerPending++;
+  }
+
+  /** The writer committed the rows it was handed (`ids`: their blobs), or failed to (`ids` empty). */
+  writerAnswered(ids: Iterable<Uint8Array>): void {
+    this.writerPending--;
+    for (const id of ids) this.added(id);
+    if (this.writerPending === 0 && this.filter) this.version = this.dataVersion.get() as number;
   }
 
   /** After `currentWhileWriting` said yes, in the same transaction: the id has no row. */

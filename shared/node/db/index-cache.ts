@@ -18,8 +18,16 @@ import { decodeIndexEntries, encodeIndexEntries } from '../format/index-file.ts'
 import type { Db } from './db.ts';
 import { KnownIds } from './id-filter.ts';
 
-import type { BlobLocation, NewPack } from './index-types.ts';
-export type { BlobLocation, CopyState, NewPack, PackRow, PackState, ShardCopy } from './index-types.ts';
+import type { BlobLocation, NewPack, PackToRecord } from './index-types.ts';
+export type {
+  BlobLocation,
+  CopyState,
+  NewPack,
+  PackRow,
+  PackState,
+  PackToRecord,
+  ShardCopy,
+} from './index-types.ts';
 
 /** SQL: blob row `b` is marked damaged where it points (check --read-data). */
 const DAMAGED_HERE = (b: string) =>
@@ -186,7 +194,17 @@ export class IndexCache extends PackQueries {
     this.addPacks([{ pack: p, blobs }]);
   }
 
-  addPacks(list: { pack: NewPack; blobs: readonly PackEntry[] }[]): void {
+  addPacks(list: readonly PackToRecord[]): void {
+    this.writePacks(list);
+    this.remember(list);
+  }
+
+  /**
+   * The rows of packs, their copies and blobs, and the copies still to be made, in one transaction: all
+   * of addPacks that touches the file. A backup's keystore writer thread runs it on its own connection
+   * (keystore-writer.ts); the coordinator then calls `writtenElsewhere`.
+   */
+  writePacks(list: readonly PackToRecord[]): void {
     const now = Date.now();
     this.db.transaction(() => {
       let filtered: boolean | undefined;
@@ -209,9 +227,31 @@ export class IndexCache extends PackQueries {
         p.copies.forEach((t, i) => this.insertCopy.run(p.id, t, p.shards?.[i] ?? null));
         blobs.forEach((b, rank) => this.addBlob(num * PACK_SPAN + rank, b, filtered!));
       }
+      for (const { pack: p, queued } of list)
+        if (queued?.targets.length) this.queueCopies(p.id, queued.targets, queued.shards);
     })();
-    for (const { pack: p, blobs } of list)
-      if (p.state === 'stored') this.unindexedBlobs.set(p.id.toString('hex'), encodeIndexEntries(blobs));
+  }
+
+  /** Whether has() is answered from an id filter now, most noes without a lookup (id-filter.ts). */
+  get filtering(): boolean {
+    return this.known.built;
+  }
+
+  /** Rows (packs, or anything else) are handed to this process's keystore writer thread: see KnownIds. */
+  writingElsewhere(): void {
+    this.known.writerSent();
+  }
+
+  /** What the writer thread was handed is committed (`list`: its packs), or was not (an empty list). */
+  writtenElsewhere(list: readonly PackToRecord[]): void {
+    this.known.writerAnswered(list.flatMap((p) => p.blobs.map((b) => b.id)));
+    this.remember(list);
+  }
+
+  private remember(list: readonly PackToRecord[]): void {
+    for (const { pack: p, blobs, entries } of list)
+      if (p.state === 'stored')
+        this.unindexedBlobs.set(p.id.toString('hex'), entries ?? encodeIndexEntries(blobs));
     this.invalidate();
   }
 

@@ -1,4 +1,5 @@
 import type { BlobKind } from '../../format/constants.ts';
+import type { PackEntry } from '../format/pack.ts';
 
 /** Whether an index file in the bucket describes the pack yet (`stored`: only this machine knows it). */
 export type PackState = 'stored' | 'indexed';
@@ -20,6 +21,17 @@ export interface PackRow {
  * the shard `copies[i]` holds.
  */
 export type NewPack = PackRow & { copies: readonly number[]; shards?: readonly number[] };
+
+/**
+ * A pack to record with its blobs (`entries`: the same in an index file's layout, when the caller has
+ * them), and the copies of it still to be made (`shards[i]`: the shard `targets[i]` is to hold).
+ */
+export interface PackToRecord {
+  pack: NewPack;
+  blobs: readonly PackEntry[];
+  entries?: Buffer;
+  queued?: { targets: readonly number[]; shards?: readonly number[] };
+}
 
 /** Where one shard of an erasure-coded pack is stored. */
 export interface ShardCopy {

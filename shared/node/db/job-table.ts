@@ -36,6 +36,24 @@ export interface JobFile {
 /** A file of a `job_file_batches` row (schema.ts): path, size, mtimeMs, ctimeMs, inode, ids joined. */
 type BatchedFile = [string, number, number, number, number, string];
 
+/** Files in the form of one job_file_batches row. */
+export interface FileBatch {
+  count: number;
+  json: string;
+}
+
+export function fileBatch(files: readonly JobFile[]): FileBatch {
+  const batch = files.map((f): BatchedFile => [
+    f.path,
+    f.size,
+    f.mtimeMs,
+    f.ctimeMs,
+    f.inode,
+    f.content.join(''),
+  ]);
+  return { count: batch.length, json: JSON.stringify(batch) };
+}
+
 /** Backup jobs and their resume state (files whose every blob is in a stored pack). */
 export class JobTable {
   constructor(private readonly db: Db) {}
@@ -180,17 +198,14 @@ export class JobTable {
 
   /** Records files the job has fully stored, as one row (a file recorded again: the later row wins). */
   recordFiles(jobId: string, files: readonly JobFile[]): void {
-    const batch = files.map((f): BatchedFile => [
-      f.path,
-      f.size,
-      f.mtimeMs,
-      f.ctimeMs,
-      f.inode,
-      f.content.join(''),
-    ]);
+    this.recordBatch(jobId, fileBatch(files));
+  }
+
+  /** Files made a row by `fileBatch` (a backup's keystore writer thread records them on its connection). */
+  recordBatch(jobId: string, batch: FileBatch): void {
     this.db
       .prepare('INSERT INTO job_file_batches (job_id, count, files) VALUES (?, ?, ?)')
-      .run(jobId, batch.length, JSON.stringify(batch));
+      .run(jobId, batch.count, batch.json);
   }
 
   files(jobId: string): Map<string, JobFile> {

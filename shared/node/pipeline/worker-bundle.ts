@@ -5,7 +5,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type * as Esbuild from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
-const OUT = path.join(ROOT, 'dist', 'workers', 'chunk-worker.mjs');
+
+/** The worker threads' entries, in workers/: the chunk pipeline and a backup's keystore writer. */
+export type WorkerName = 'chunk-worker' | 'keystore-writer';
+const outOf = (name: WorkerName) => path.join(ROOT, 'dist', 'workers', `${name}.mjs`);
 
 /** Native addons stay outside the bundle: they load from node_modules as usual. */
 export const WORKER_EXTERNALS = [
@@ -26,24 +29,25 @@ function newest(dir: string): number {
 }
 
 /**
- * The chunk worker as one JavaScript file, so worker threads start without a TypeScript loader each
- * (pool start-up drops from ~600 ms to tens of ms). From source it is rebuilt with esbuild whenever
- * workers/ or shared/ changed; inside the Electron bundle the prebuilt copy beside it is used.
+ * A worker as one JavaScript file, so worker threads start without a TypeScript loader each (pool
+ * start-up drops from ~600 ms to tens of ms). From source it is rebuilt with esbuild whenever workers/
+ * or shared/ changed; inside the CLI and Electron bundles the prebuilt copy beside them is used.
  */
-export function workerEntry(): URL {
-  if (import.meta.url.endsWith('.mjs')) return new URL('../workers/chunk-worker.mjs', import.meta.url);
+export function workerEntry(name: WorkerName = 'chunk-worker'): URL {
+  if (import.meta.url.endsWith('.mjs')) return new URL(`../workers/${name}.mjs`, import.meta.url);
+  const out = outOf(name);
   const sources = Math.max(newest(path.join(ROOT, 'workers')), newest(path.join(ROOT, 'shared')));
-  if (!fs.existsSync(OUT) || fs.statSync(OUT).mtimeMs < sources) buildWorker();
-  return pathToFileURL(OUT);
+  if (!fs.existsSync(out) || fs.statSync(out).mtimeMs < sources) buildWorker(name, out);
+  return pathToFileURL(out);
 }
 
-function buildWorker(): void {
+function buildWorker(name: WorkerName, out: string): void {
   // esbuild comes with tsx, a runtime dependency: present wherever Cairn runs from source.
   const esbuild = createRequire(import.meta.url)('esbuild') as typeof Esbuild;
-  fs.mkdirSync(path.dirname(OUT), { recursive: true });
-  const tmp = `${OUT}.${process.pid}.${Date.now()}.tmp`;
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  const tmp = `${out}.${process.pid}.${Date.now()}.tmp`;
   esbuild.buildSync({
-    entryPoints: [path.join(ROOT, 'workers', 'chunk-worker.ts')],
+    entryPoints: [path.join(ROOT, 'workers', `${name}.ts`)],
     outfile: tmp,
     bundle: true,
     platform: 'node',
@@ -52,5 +56,5 @@ function buildWorker(): void {
     external: WORKER_EXTERNALS,
     logLevel: 'error',
   });
-  fs.renameSync(tmp, OUT); // atomic: a concurrent process never loads a half-written worker
+  fs.renameSync(tmp, out); // atomic: a concurrent process never loads a half-written worker
 }

@@ -4,6 +4,7 @@ import { PackLayout } from '../format/pack-layout.ts';
 import { sealedLength } from '../format/sealed-object.ts';
 import { encodeTree, type TreeNode } from '../format/tree.ts';
 import type { TargetRow } from '../db/local-db.ts';
+import type { NewPack } from '../db/index-types.ts';
 import { packPlacement } from '../pool/pack-placement.ts';
 import { storePackWaiting, type QuorumWait } from '../pool/quorum-wait.ts';
 import type { Repository } from './repository.ts';
@@ -126,8 +127,10 @@ export class TreeWriter {
       },
       this.wait?.(packId.toString('hex')),
     );
-    ks.index.addPack(
-      {
+    // One commit for the pack, its copies and its trees: each its own was ~20 disk syncs a tree pack on
+    // the coordinator, each also waiting its turn behind the keystore writer thread's commits.
+    ks.transaction(() => {
+      const pack: NewPack = {
         id: packId,
         copies,
         ...(shards ? { shards, ec: placement!.ec } : {}),
@@ -135,16 +138,14 @@ export class TreeWriter {
         size: body.length,
         jobId: this.jobId,
         state: 'stored',
-      },
-      entries,
-    );
-    if (queued.length)
-      ks.index.queueCopies(
-        packId,
-        queued.map((q) => q.targetId),
-        shards ? queued.map((q) => q.shard!) : undefined,
-      );
-    for (const tr of cached) ks.index.putTree(tr.id, tr.payload, { flags: tr.flags, nodes: tr.nodes });
+      };
+      const targets = queued.map((q) => q.targetId);
+      const queuedShards = shards ? { shards: queued.map((q) => q.shard!) } : {};
+      ks.index.addPacks([
+        { pack, blobs: entries, ...(targets.length ? { queued: { targets, ...queuedShards } } : {}) },
+      ]);
+      for (const tr of cached) ks.index.putTree(tr.id, tr.payload, { flags: tr.flags, nodes: tr.nodes });
+    });
     this.written.bytes += wireBytes;
     this.written.packs++;
     this.written.copiesQueued += queued.length;
