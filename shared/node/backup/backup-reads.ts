@@ -360,6 +360,11 @@ export class StoreRun {
     this.untold.clear();
   }
 
+  /** The backup failed: index files begun are done or failed (their failure is not the backup's first). */
+  async indexWritesSettled(): Promise<void> {
+    await this.records.indexed().catch(() => undefined);
+  }
+
   /** Files told so far recorded, and the keystore writer ended: after the workers stopped. */
   async closeRecords(): Promise<void> {
     await this.records.close();

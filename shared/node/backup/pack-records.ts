@@ -126,7 +126,8 @@ export class PackRecords {
   }
 
   private packCommitted(blobs: { id: Buffer }[]): void {
-    if (!this.stopped) this.o.committed(blobs);
+    if (this.stopped) return; // the pending index is written by the job's end or its resume
+    this.o.committed(blobs);
     // Index files as packs complete, so another machine (or this one after a crash) sees them soon. At
     // most INDEX_FILE_BLOBS a file: what waits for one, and writing it, is held in memory.
     this.unindexed.blobs += blobs.length;

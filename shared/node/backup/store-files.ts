@@ -40,13 +40,17 @@ export async function storeFiles(repo: Repository, o: StoreOptions): Promise<Sto
     await run.told();
   } catch (err) {
     run.stopTicking(); // the job's progress ends with it (finish() is not reached)
+    await run.indexWritesSettled(); // none still uploading once the job lets go of its lock
     throw err;
   } finally {
     run.stopTelling();
     o.reads.close?.();
     o.stopWaiting?.removeEventListener('abort', giveUp);
-    await pool?.close();
-    await run.closeRecords();
+    try {
+      await pool?.close();
+    } finally {
+      await run.closeRecords(); // its thread would keep the process alive
+    }
   }
   return await run.finish();
 }

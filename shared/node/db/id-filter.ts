@@ -100,6 +100,11 @@ export class KnownIds {
    * unseen: as with any missing id, that costs at most a blob stored twice.
    */
   private writerPending = 0;
+  /**
+   * False once a data_version was adopted when the writer answered: another process's commit may hide
+   * in it, so `certainlyNot` is no longer exact inside a write (lookups are made) until a rebuild.
+   */
+  private exact = true;
   private readonly dataVersion;
   private readonly count;
   private readonly prefixes;
@@ -134,6 +139,7 @@ export class KnownIds {
     }
     this.version = this.dataVersion.get() as number;
     this.checkedAt = Date.now();
+    this.exact = true;
     const filter = new IdFilter(rows * 2);
     for (const p of this.prefixes.iterate() as IterableIterator<Buffer>) filter.add(p);
     this.filter = filter;
@@ -144,7 +150,7 @@ export class KnownIds {
    * the filter knows every row. `certainlyNot` is then exact until the transaction ends.
    */
   currentWhileWriting(): boolean {
-    if (!this.filter) return false;
+    if (!this.filter || !this.exact) return false;
     if (this.dataVersion.get() === this.version) return true;
     // The writer's rows whose ids are not added yet: this transaction looks ids up, the filter stays.
     if (this.writerPending === 0) this.drop();
@@ -165,7 +171,10 @@ export class KnownIds {
   writerAnswered(ids: Iterable<Uint8Array>): void {
     this.writerPending--;
     for (const id of ids) this.added(id);
-    if (this.writerPending === 0 && this.filter) this.version = this.dataVersion.get() as number;
+    if (this.writerPending > 0 || !this.filter) return;
+    const now = this.dataVersion.get() as number;
+    if (now !== this.version) this.exact = false;
+    this.version = now;
   }
 
   /** After `currentWhileWriting` said yes, in the same transaction: the id has no row. */

@@ -57,6 +57,7 @@ export class IndexCache extends PackQueries {
   >();
   private readonly damagedCopiesStmt;
   private readonly packOfStmt;
+  private readonly packStateStmt;
   private readonly packReadable: PackReadability;
   private readonly known: KnownIds;
   /**
@@ -73,6 +74,7 @@ export class IndexCache extends PackQueries {
         `SELECT p.id FROM blobs b JOIN packs p ON p.num = ${packNumOf('b')} WHERE ${blobWithId('b', '@id')}`,
       )
       .pluck();
+    this.packStateStmt = db.prepare('SELECT state FROM packs WHERE id = ?').pluck();
     this.packReadable = new PackReadability(db);
     this.known = new KnownIds(db);
     this.hasUndamagedStmt = db.prepare(
@@ -196,7 +198,7 @@ export class IndexCache extends PackQueries {
 
   addPacks(list: readonly PackToRecord[]): void {
     this.writePacks(list);
-    this.remember(list);
+    this.rememberWritten(list);
   }
 
   /**
@@ -245,10 +247,12 @@ export class IndexCache extends PackQueries {
   /** What the writer thread was handed is committed (`list`: its packs), or was not (an empty list). */
   writtenElsewhere(list: readonly PackToRecord[]): void {
     this.known.writerAnswered(list.flatMap((p) => p.blobs.map((b) => b.id)));
-    this.remember(list);
+    // An index file written meanwhile (from the rows) may describe a pack already: it is not kept again.
+    this.rememberWritten(list.filter((p) => this.packStateStmt.get(p.pack.id) === 'stored'));
   }
 
-  private remember(list: readonly PackToRecord[]): void {
+  /** Packs whose rows were committed (after the transaction that wrote them): their entries are kept for their index file. */
+  rememberWritten(list: readonly PackToRecord[]): void {
     for (const { pack: p, blobs, entries } of list)
       if (p.state === 'stored')
         this.unindexedBlobs.set(p.id.toString('hex'), entries ?? encodeIndexEntries(blobs));

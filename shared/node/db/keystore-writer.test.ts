@@ -86,6 +86,30 @@ describe('the keystore writer thread', () => {
     }
   });
 
+  it("a commit of another process hidden behind the writer's answer never gives a blob a second row", async () => {
+    const { file, db } = keystore();
+    const index = new IndexCache(db);
+    const other = new IndexCache(openDb(file, { create: false }));
+    const writer = new KeystoreWriter(file, entry, index);
+    const rowsOf = (x: Buffer) => db.prepare('SELECT count(*) FROM blobs WHERE id = ?').pluck().get(x);
+    try {
+      index.addPacks([newPack(2000)]);
+      for (let i = 0; i < 2000; i++) expect(index.has(randomBytes(32))).toBe(false);
+      // Another process commits a blob while the writer has a pack out; the writer's answer comes after.
+      const answered = writer.packs([newPack(10)]);
+      const theirs = newPack(1);
+      other.addPacks([theirs]);
+      await answered;
+      // This connection records a pack holding that blob (a tree pack, say): it looks the id up.
+      const mine = newPack(1);
+      index.addPacks([{ ...mine, blobs: theirs.blobs, entries: theirs.entries! }]);
+      expect(rowsOf(theirs.blobs[0]!.id)).toBe(1);
+    } finally {
+      await writer.close();
+      db.close();
+    }
+  });
+
   it('answers a write that fails with its error, and goes on with the next', async () => {
     const { file, db } = keystore();
     const index = new IndexCache(db);

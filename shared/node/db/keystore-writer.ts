@@ -96,6 +96,7 @@ export class KeystoreWriter {
   /** `packs`: those `m` records, for the coordinator's index once committed. */
   private send(m: Request, packs: readonly PackToRecord[]): Promise<void> {
     if (this.broken) return Promise.reject(this.broken);
+    if (this.closed) return Promise.reject(new Error('the keystore writer thread was closed'));
     const seq = ++this.seq;
     this.index.writingElsewhere();
     const answered = new Promise<void>((resolve, reject) => {
@@ -131,7 +132,11 @@ export class KeystoreWrites {
   }
 
   static open(file: string): KeystoreWrites {
-    return new KeystoreWrites(openDb(file, { create: false }));
+    const db = openDb(file, { create: false });
+    // Waiting blocks only this thread: another process's long write (a VACUUM after its job) is waited
+    // out for a minute rather than failing the backup after openDb's five seconds.
+    db.pragma('busy_timeout = 60000');
+    return new KeystoreWrites(db);
   }
 
   /** The answer to one message; `done` after a close. */

@@ -4,7 +4,7 @@ import { PackLayout } from '../format/pack-layout.ts';
 import { sealedLength } from '../format/sealed-object.ts';
 import { encodeTree, type TreeNode } from '../format/tree.ts';
 import type { TargetRow } from '../db/local-db.ts';
-import type { NewPack } from '../db/index-types.ts';
+import type { NewPack, PackToRecord } from '../db/index-types.ts';
 import { packPlacement } from '../pool/pack-placement.ts';
 import { storePackWaiting, type QuorumWait } from '../pool/quorum-wait.ts';
 import type { Repository } from './repository.ts';
@@ -129,23 +129,27 @@ export class TreeWriter {
     );
     // One commit for the pack, its copies and its trees: each its own was ~20 disk syncs a tree pack on
     // the coordinator, each also waiting its turn behind the keystore writer thread's commits.
+    const pack: NewPack = {
+      id: packId,
+      copies,
+      ...(shards ? { shards, ec: placement!.ec } : {}),
+      kind: 'tree',
+      size: body.length,
+      jobId: this.jobId,
+      state: 'stored',
+    };
+    const targets = queued.map((q) => q.targetId);
+    const queuedShards = shards ? { shards: queued.map((q) => q.shard!) } : {};
+    const record: PackToRecord = {
+      pack,
+      blobs: entries,
+      ...(targets.length ? { queued: { targets, ...queuedShards } } : {}),
+    };
     ks.transaction(() => {
-      const pack: NewPack = {
-        id: packId,
-        copies,
-        ...(shards ? { shards, ec: placement!.ec } : {}),
-        kind: 'tree',
-        size: body.length,
-        jobId: this.jobId,
-        state: 'stored',
-      };
-      const targets = queued.map((q) => q.targetId);
-      const queuedShards = shards ? { shards: queued.map((q) => q.shard!) } : {};
-      ks.index.addPacks([
-        { pack, blobs: entries, ...(targets.length ? { queued: { targets, ...queuedShards } } : {}) },
-      ]);
+      ks.index.writePacks([record]);
       for (const tr of cached) ks.index.putTree(tr.id, tr.payload, { flags: tr.flags, nodes: tr.nodes });
     });
+    ks.index.rememberWritten([record]);
     this.written.bytes += wireBytes;
     this.written.packs++;
     this.written.copiesQueued += queued.length;
