@@ -49,15 +49,20 @@ function newPack(blobs: number, queued: number[] = []): PackToRecord {
   };
 }
 
+/** Rows, then enough noes from has() that an id filter answers them (id-filter.ts). */
+function withFilter(index: IndexCache): void {
+  index.addPacks([newPack(3000)]);
+  for (let i = 0; i < 2000; i++) expect(index.has(randomBytes(32))).toBe(false);
+  expect(index.filtering).toBe(true);
+}
+
 describe('the keystore writer thread', () => {
   it('commits packs and files in the order handed over, and the id filter outlives its commits', async () => {
     const { file, db } = keystore();
     const index = new IndexCache(db);
     const writer = new KeystoreWriter(file, entry, index);
     try {
-      index.addPacks([newPack(3000)]);
-      for (let i = 0; i < 2000; i++) expect(index.has(randomBytes(32))).toBe(false);
-      expect(index.filtering).toBe(true);
+      withFilter(index);
       // Each write is followed by a look past the filter's check of data_version (every 100 ms): a
       // pack's commit and a files row's are both taken as this process's own.
       for (let round = 0; round < 3; round++) {
@@ -93,8 +98,7 @@ describe('the keystore writer thread', () => {
     const writer = new KeystoreWriter(file, entry, index);
     const rowsOf = (x: Buffer) => db.prepare('SELECT count(*) FROM blobs WHERE id = ?').pluck().get(x);
     try {
-      index.addPacks([newPack(2000)]);
-      for (let i = 0; i < 2000; i++) expect(index.has(randomBytes(32))).toBe(false);
+      withFilter(index);
       // Another process commits a blob while the writer has a pack out; the writer's answer comes after.
       const answered = writer.packs([newPack(10)]);
       const theirs = newPack(1);
