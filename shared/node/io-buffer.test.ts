@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempDir } from '../../test/support/fixtures.ts';
-import { BufferPool, ReadBuffers } from '../../workers/pools.ts';
+import { BufferPool, LARGE_IDLE_MS, ReadBuffers } from '../../workers/pools.ts';
 import { IO_BUFFER_LEAD, ioBuffer } from './io-buffer.ts';
 import { SpooledBody, readSpooled } from './storage/put-body.ts';
 import { takeScratch } from './format/erasure.ts';
@@ -32,5 +32,23 @@ describe('buffers that file reads land in', () => {
     } finally {
       fs.closeSync(fd);
     }
+  });
+});
+
+describe("a worker's read buffers", () => {
+  it('keep a chunk-sized buffer while large reads keep coming, and let it go once small ones follow', async () => {
+    let clock = 0;
+    const reads = new ReadBuffers(8 << 20, 2, () => clock);
+    const large = await reads.take(3 << 20);
+    reads.give(large);
+    clock += LARGE_IDLE_MS / 2;
+    reads.give(await reads.take(500)); // a small file between two large ones
+    const again = await reads.take(5 << 20);
+    expect(again).toBe(large);
+    reads.give(again);
+    clock += LARGE_IDLE_MS + 1;
+    reads.give(await reads.take(500));
+    // The idle buffer was let go: a new large read gets a fresh one.
+    expect(await reads.take(5 << 20)).not.toBe(large);
   });
 });

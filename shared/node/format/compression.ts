@@ -26,8 +26,13 @@ const SMALL_BLOB = 16 << 10;
 let contexts: { small: InstanceType<ZstdBinding['CCtx']>; large: InstanceType<ZstdBinding['CCtx']> } | null =
   null;
 let dctx: InstanceType<ZstdBinding['DCtx']> | null = null;
-/** Per-thread output buffer, grown to the largest blob seen; results are copied out of it. */
+/**
+ * Per-thread output buffer for blobs up to SCRATCH_BLOB, grown to the largest seen; results are copied out
+ * of it. A larger blob's frame gets a buffer of its own: kept, one 8 MiB chunk would have held 8 MiB in each
+ * worker for the rest of a backup (pages are only touched as far as the frame reaches).
+ */
 let scratch = Buffer.alloc(0);
+const SCRATCH_BLOB = 1 << 20;
 
 function cctx(level: number): InstanceType<ZstdBinding['CCtx']> {
   const c = new zstd.CCtx();
@@ -38,13 +43,22 @@ function cctx(level: number): InstanceType<ZstdBinding['CCtx']> {
   return c;
 }
 
-/** zstd frame of `plain` (one frame, content size in its header). */
-export function zstdCompress(plain: Uint8Array): Buffer {
+/** The zstd frame of `plain`: a view of the thread's scratch buffer (valid until the next call) or its own. */
+function compressedView(plain: Uint8Array): Buffer {
   contexts ??= { small: cctx(LEVEL_SMALL), large: cctx(LEVEL_LARGE) };
   const bound = zstd.compressBound(plain.length);
-  if (scratch.length < bound) scratch = Buffer.allocUnsafe(bound);
-  const n = (plain.length < SMALL_BLOB ? contexts.small : contexts.large).compress2(scratch, plain);
-  return Buffer.from(scratch.subarray(0, n));
+  const own = plain.length > SCRATCH_BLOB;
+  if (!own && scratch.length < bound) scratch = Buffer.allocUnsafe(bound);
+  const out = own ? Buffer.allocUnsafeSlow(bound) : scratch;
+  return out.subarray(0, (plain.length < SMALL_BLOB ? contexts.small : contexts.large).compress2(out, plain));
+}
+
+/** An owned copy of a frame made by compressedView. */
+const owned = (frame: Buffer): Buffer => (frame.buffer === scratch.buffer ? Buffer.from(frame) : frame);
+
+/** zstd frame of `plain` (one frame, content size in its header). */
+export function zstdCompress(plain: Uint8Array): Buffer {
+  return owned(compressedView(plain));
 }
 
 const SAMPLE_BYTES = 4096;
@@ -77,13 +91,19 @@ export function worthTrying(plaintext: Uint8Array): boolean {
   return entropy(head) < INCOMPRESSIBLE_BITS || (mid !== null && entropy(mid) < INCOMPRESSIBLE_BITS);
 }
 
-/** Compresses only where it pays: what is tried is kept only if it saves at least 1/16. */
+/**
+ * Compresses only where it pays: what is tried is kept only if it saves at least 1/16. A small blob is
+ * tried without sampling: zstd level 1 turns down 4 KiB of random bytes in ~4 µs, four times faster than
+ * counting their entropy, and a text sample's count was paid on top of compressing it (PERFORMANCE.md,
+ * "Small files: no entropy sample").
+ */
 export function maybeCompress(plaintext: Buffer): { flags: number; payload: Buffer } {
   const none = { flags: Compression.none, payload: plaintext };
-  if (!worthTrying(plaintext)) return none;
-  const packed = zstdCompress(plaintext);
-  if (packed.length > plaintext.length - (plaintext.length >> 4)) return none;
-  return { flags: Compression.zstd, payload: packed };
+  if (plaintext.length < 512) return none;
+  if (plaintext.length >= SMALL_BLOB && !worthTrying(plaintext)) return none;
+  const frame = compressedView(plaintext);
+  if (frame.length > plaintext.length - (plaintext.length >> 4)) return none;
+  return { flags: Compression.zstd, payload: owned(frame) };
 }
 
 /**
