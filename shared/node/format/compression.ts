@@ -95,7 +95,7 @@ export function worthTrying(plaintext: Uint8Array): boolean {
  * Compresses only where it pays: what is tried is kept only if it saves at least 1/16. A small blob is
  * tried without sampling: zstd level 1 turns down 4 KiB of random bytes in ~4 µs, four times faster than
  * counting their entropy, and a text sample's count was paid on top of compressing it (PERFORMANCE.md,
- * "Small files: no entropy sample").
+ * session 57, "small blobs tried without a sample").
  */
 export function maybeCompress(plaintext: Buffer): { flags: number; payload: Buffer } {
   const none = { flags: Compression.none, payload: plaintext };
