@@ -21,11 +21,19 @@ export interface ReadSource {
 
 export type Matched = (bytes: number, chunks: number, earlier: boolean) => void;
 
-/** The files of a walk that held them all. */
+/**
+ * The files of a walk that held them all. Each is let go of once taken: a file in the list keeps its
+ * folder's nodes alive after the folder is sealed (at 100,000 files, ~25 MB held to the end).
+ */
 export function listSource(reads: FileToRead[]): ReadSource {
   let at = 0;
   return {
-    next: () => reads[at++],
+    next: () => {
+      if (at === reads.length) return undefined;
+      const f = reads[at]!;
+      (reads as (FileToRead | undefined)[])[at++] = undefined;
+      return f;
+    },
     more: () => false,
     left: () => reads.slice(at),
     onMore: () => undefined,

@@ -6,7 +6,7 @@ import { makeKeySlot } from '../crypto/keys.ts';
 import { loadSodium } from '../crypto/provider.ts';
 import { newRepoConfig } from '../format/config.ts';
 import { tempDir } from '../../../test/support/fixtures.ts';
-import { KeystoreError } from './db.ts';
+import { KeystoreError, openDb } from './db.ts';
 import { LocalDb } from './local-db.ts';
 import { FIRST_V2_VERSION, migrations } from './schema.ts';
 
@@ -108,6 +108,17 @@ describe('keystore', () => {
     old.pragma('user_version = 1');
     old.close();
     await expect(LocalDb.open(v1, { passphrase: 'x' }, sodium)).rejects.toThrow(/repository format 1/);
+  });
+
+  it("caps each connection's page cache at 4 MiB (better-sqlite3's build default is 16 MB)", async () => {
+    const file = path.join(tempDir(), 'keystore.db');
+    (await create(file)).close();
+    const db = openDb(file, { create: false });
+    try {
+      expect(db.pragma('cache_size', { simple: true })).toBe(-4096);
+    } finally {
+      db.close();
+    }
   });
 
   it('names a damaged keystore file as such, not as a wrong passphrase', async () => {

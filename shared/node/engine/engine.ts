@@ -131,13 +131,17 @@ export class Engine {
     secret: Unlocker,
     meanwhile: (locked: LockedKeystore) => Promise<T>,
   ): Promise<{ engine: Engine; early: T }> {
+    const timed = stepTimer('unlock');
     const locked = LocalDb.openLocked(keystorePath(home), await loadSodium());
+    timed('keystore opened');
     // `meanwhile` starts first, and whatever it throws becomes its rejection: an unlock that fails at once
     // closes the keystore under it, and a throw while building the array left that failure unhandled.
     const early = (async () => meanwhile(locked))();
     const [ks, found] = await Promise.allSettled([locked.unlock(secret), early]);
     if (ks.status === 'rejected') throw ks.reason;
+    timed('key derived');
     const engine = await Engine.ready(ks.value);
+    timed('engine ready');
     if (found.status === 'rejected') {
       engine.close();
       throw found.reason;
