@@ -49,7 +49,7 @@ export function openDb(file: string, opts: { create: boolean }): Db {
     db.pragma('busy_timeout = 5000');
     // better-sqlite3 builds SQLite with a 16 MB page cache a connection. A million-file backup has two
     // connections on a keystore of ~130 MB, and both caches filled: ~30 MB of the process's peak, grown
-    // over the run. At 4 MiB the peak was 18.6 MiB lower and the store step 2 % slower (PERFORMANCE.md,
+    // over the run. At 4 MiB the peak was 18 MiB lower and the store step 2 % slower (PERFORMANCE.md,
     // session 58); the pages not cached are in the OS's file cache.
     db.pragma(`cache_size = -${PAGE_CACHE_KIB}`);
     // A migration that rebuilt a table leaves the old one's pages free (schema 14: most of the file).
