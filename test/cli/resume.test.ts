@@ -102,6 +102,48 @@ describe('kill -9 mid-backup, then cairn resume', () => {
     expect(again.stdout).toMatch(/Nothing to resume/);
   });
 
+  it('reuses the files recorded before the kill when they are looked up in a table, not held in memory', async () => {
+    const bucket = await s3.createBucket();
+    const { home, cli } = await initHomeWithTarget(s3, { bucket, endpoint: proxy.endpoint });
+    const src = path.join(tempDir(), 'many');
+    const size = 48 * 1024;
+    const count = 1200;
+    for (let i = 0; i < count; i++) writeRandomFile(path.join(src, `d${i % 7}`, `f${i}.bin`), size);
+    const filesRecorded = () => {
+      if (!fs.existsSync(path.join(home, 'keystore.db'))) return 0;
+      const db = new Database(path.join(home, 'keystore.db'), { readonly: true });
+      try {
+        return db.prepare('SELECT coalesce(sum(count), 0) FROM job_file_batches').pluck().get() as number;
+      } finally {
+        db.close();
+      }
+    };
+    proxy.reset();
+    const child = spawnCli(['backup', src, '--workers', '2'], cli);
+    const exited = new Promise((r) => child.once('exit', r));
+    await until(() => filesRecorded() > 0 || child.exitCode !== null);
+    expect(child.exitCode).toBeNull();
+    child.kill('SIGKILL');
+    await exited;
+    await proxy.settled();
+    const before = filesRecorded();
+    expect(before).toBeGreaterThan(0);
+    expect(before).toBeLessThan(count);
+
+    // Every recorded file is more than the resume holds in memory: they are looked up in a table.
+    const env = { ...cli.env, CAIRN_RESUME_IN_MEMORY_FILES: '0' };
+    const r = await runCli(['--json', 'resume'], { ...cli, env });
+    expect(r.code).toBe(0);
+    const [result] = JSON.parse(r.stdout) as { snapshotId: string; bytesRead: number }[];
+    expect(result!.bytesRead).toBe((count - before) * size);
+    const dest = tempDir();
+    expect((await runCli(['restore', result!.snapshotId, '--to', dest], cli)).code).toBe(0);
+    for (const i of [0, 1, count - 1]) {
+      const rel = path.join(`d${i % 7}`, `f${i}.bin`);
+      expect(sha256File(path.join(dest, 'many', rel))).toBe(sha256File(path.join(src, rel)));
+    }
+  });
+
   it('Ctrl-C mid-backup says how to continue, and cairn resume completes it', async () => {
     const bucket = await s3.createBucket();
     const { cli } = await initHomeWithTarget(s3, { bucket, endpoint: proxy.endpoint });

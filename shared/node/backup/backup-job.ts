@@ -170,7 +170,8 @@ async function backupJob(
     waiting: (reason) => waiting(packId, reason),
   }));
   const seal = (nodes: Parameters<TreeWriter['add']>[0]) => trees.add(nodes);
-  const resumed = ks.jobs.files(jobId);
+  const resumed = ks.jobs.resumeFiles(jobId);
+  stopWaiting.addEventListener('abort', () => resumed.clear(), { once: true }); // however the run ends
   // Every blob of the parent is stored when its rows are all kept, no pack lacks a readable copy and none
   // is marked damaged: unchanged files then need no lookup each.
   const parentKept =

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import { reclaimFreePages, type Db } from './db.ts';
 import { rowsOfPack } from './index-rows.ts';
+import { jobFileOf, resumeFiles, type BatchedFile, type ResumeFiles } from './resume-files.ts';
 
 /** A job's record: what a kill -9 leaves (a dead 'running' job is an interrupted one; shared/job-state.ts). */
 export type JobRecordState = 'running' | 'done' | 'failed' | 'cancelled';
@@ -32,9 +33,6 @@ export interface JobFile {
   /** Its data blob ids in hex, in order. */
   content: string[];
 }
-
-/** A file of a `job_file_batches` row (schema.ts): path, size, mtimeMs, ctimeMs, inode, ids joined. */
-type BatchedFile = [string, number, number, number, number, string];
 
 /** Files in the form of one job_file_batches row. */
 export interface FileBatch {
@@ -208,19 +206,20 @@ export class JobTable {
       .run(jobId, batch.count, batch.json);
   }
 
+  /** Every file the job recorded, by path (tests; a resume uses `resumeFiles`). */
   files(jobId: string): Map<string, JobFile> {
     const rows = this.db
       .prepare('SELECT files FROM job_file_batches WHERE job_id = ? ORDER BY rowid')
       .pluck()
       .all(jobId) as string[];
     const out = new Map<string, JobFile>();
-    for (const row of rows)
-      for (const [path, size, mtimeMs, ctimeMs, inode, ids] of JSON.parse(row) as BatchedFile[]) {
-        const content: string[] = [];
-        for (let i = 0; i < ids.length; i += 64) content.push(ids.slice(i, i + 64));
-        out.set(path, { path, size, mtimeMs, ctimeMs, inode, content });
-      }
+    for (const row of rows) for (const f of JSON.parse(row) as BatchedFile[]) out.set(f[0], jobFileOf(f));
     return out;
+  }
+
+  /** What a resume of the job reuses: in memory when few, else in a temporary table (resume-files.ts). */
+  resumeFiles(jobId: string, inMemoryMax?: number): ResumeFiles {
+    return resumeFiles(this.db, jobId, inMemoryMax);
   }
 }
 
