@@ -4,8 +4,8 @@ import type { JobFile } from './job-table.ts';
 /**
  * Up to this many files an interrupted run recorded are held in memory for its resume; more are looked up
  * in a temporary table instead. In memory they cost ~500 bytes a file (a resume 40 % into a 1 M backup
- * peaked at 560 MB); the table costs the resume's walk a lookup of a few µs a file, and nothing in
- * memory beyond SQLite's page cache (PERFORMANCE.md, session 58).
+ * peaked at 547 MiB); the table costs the resume's walk a lookup a file (2.4 s at 1 M) and no memory
+ * beyond its page cache (PERFORMANCE.md, session 58).
  */
 export const RESUME_IN_MEMORY_FILES = inMemoryLimit(process.env.CAIRN_RESUME_IN_MEMORY_FILES) ?? 50_000;
 
