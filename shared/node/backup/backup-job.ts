@@ -26,7 +26,7 @@ import { stepTimer } from '../debug-timing.ts';
  * A walk holds at most this many files to read (~470 bytes each with their folders); past it the walk
  * proves the rest readable (prove-walk.ts), then the sources are walked again streaming, with QUEUE_FILES
  * in hand. Holding saves the second walk: a 100,000-file first backup ran 7–9 % faster held than streamed,
- * for ~25 MiB more at its peak (PERFORMANCE.md, session 58).
+ * for ~20 MiB more at its peak (PERFORMANCE.md, session 58).
  * CAIRN_WALK_HOLD_FILES sets another limit (tests and benchmarks of the second way).
  */
 const HOLD_FILES = Number(process.env.CAIRN_WALK_HOLD_FILES) || 100_000;

@@ -1,7 +1,7 @@
 import os from 'node:os';
 import { reclaimFreePages, type Db } from './db.ts';
 import { rowsOfPack } from './index-rows.ts';
-import { jobFileOf, resumeFiles, type BatchedFile, type ResumeFiles } from './resume-files.ts';
+import { eachRecorded, jobFileOf, resumeFiles, type BatchedFile, type ResumeFiles } from './resume-files.ts';
 
 /** A job's record: what a kill -9 leaves (a dead 'running' job is an interrupted one; shared/job-state.ts). */
 export type JobRecordState = 'running' | 'done' | 'failed' | 'cancelled';
@@ -208,12 +208,8 @@ export class JobTable {
 
   /** Every file the job recorded, by path (tests; a resume uses `resumeFiles`). */
   files(jobId: string): Map<string, JobFile> {
-    const rows = this.db
-      .prepare('SELECT files FROM job_file_batches WHERE job_id = ? ORDER BY rowid')
-      .pluck()
-      .all(jobId) as string[];
     const out = new Map<string, JobFile>();
-    for (const row of rows) for (const f of JSON.parse(row) as BatchedFile[]) out.set(f[0], jobFileOf(f));
+    eachRecorded(this.db, jobId, (f) => out.set(f[0], jobFileOf(f)));
     return out;
   }
 

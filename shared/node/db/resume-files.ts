@@ -33,13 +33,17 @@ export function jobFileOf([path, size, mtimeMs, ctimeMs, inode, ids]: BatchedFil
 
 const key = (path: string): Buffer => Buffer.from(path, 'utf16le');
 
-/** Each recorded file of the job, in the order recorded (a file recorded again: the later one wins). */
-function* recorded(db: Db, jobId: string): Generator<BatchedFile> {
-  const rows = db
-    .prepare('SELECT files FROM job_file_batches WHERE job_id = ? ORDER BY rowid')
+/**
+ * Each file the job recorded, in the order recorded (a file recorded again: the later one wins), a row at
+ * a time: no statement is left reading, so `fn` may write on the same connection.
+ */
+export function eachRecorded(db: Db, jobId: string, fn: (f: BatchedFile) => void): void {
+  const ids = db
+    .prepare('SELECT rowid FROM job_file_batches WHERE job_id = ? ORDER BY rowid')
     .pluck()
-    .iterate(jobId) as Iterable<string>;
-  for (const row of rows) yield* JSON.parse(row) as BatchedFile[];
+    .all(jobId) as number[];
+  const row = db.prepare('SELECT files FROM job_file_batches WHERE rowid = ?').pluck();
+  for (const id of ids) for (const f of JSON.parse(row.get(id) as string) as BatchedFile[]) fn(f);
 }
 
 export function resumeFiles(db: Db, jobId: string, inMemoryMax = RESUME_IN_MEMORY_FILES): ResumeFiles {
@@ -49,7 +53,7 @@ export function resumeFiles(db: Db, jobId: string, inMemoryMax = RESUME_IN_MEMOR
     .get(jobId) as number;
   if (count <= inMemoryMax) {
     const files = new Map<string, JobFile>();
-    for (const f of recorded(db, jobId)) files.set(f[0], jobFileOf(f));
+    eachRecorded(db, jobId, (f) => files.set(f[0], jobFileOf(f)));
     return { get: (p) => files.get(p), clear: () => files.clear() };
   }
   // Paths are keyed by their UTF-16 code units (a name that is not UTF-8 holds lone surrogates, which
@@ -64,16 +68,7 @@ export function resumeFiles(db: Db, jobId: string, inMemoryMax = RESUME_IN_MEMOR
   // for the temporary database is better-sqlite3's 16 MB, which a 1 M resume filled).
   db.pragma('temp.cache_size = -1024');
   const put = db.prepare(`INSERT OR REPLACE INTO ${table} VALUES (?, ?, ?, ?, ?, ?)`);
-  // One row at a time (a statement still reading would keep this connection from writing).
-  const ids = db
-    .prepare('SELECT rowid FROM job_file_batches WHERE job_id = ? ORDER BY rowid')
-    .pluck()
-    .all(jobId) as number[];
-  const row = db.prepare('SELECT files FROM job_file_batches WHERE rowid = ?').pluck();
-  db.transaction(() => {
-    for (const id of ids)
-      for (const [p, ...f] of JSON.parse(row.get(id) as string) as BatchedFile[]) put.run(key(p), ...f);
-  })();
+  db.transaction(() => eachRecorded(db, jobId, ([p, ...f]) => put.run(key(p), ...f)))();
   const get = db.prepare(`SELECT size, mtime, ctime, inode, ids FROM ${table} WHERE path = ?`).raw();
   let dropped = false;
   return {
